@@ -1,0 +1,277 @@
+"""The tidy tables every reader produces and ingest stores.
+
+One row per observation, base units, the unit in every column name:
+bytes (``_bytes``), nanoseconds (``_ns``), bytes per second
+(``_bytes_per_s``), I/Os per second (``iops``), percent (``_pct``).
+Nulls mean "not reported"; there are no sentinels.
+
+Tables
+------
+runs
+    One row per tool execution per client (one fio invocation on one host).
+    Study factor columns (``controller``, ``sioc``...) are added by ingest.
+results
+    One row per run x client x job (or reported group) x direction.
+latency_bins
+    Latency histogram counts (fio json+ ``bins`` or histogram logs) in fio's
+    bucket layout, so percentiles can be pooled correctly.
+intervals
+    Per-interval series in long form: one row per run x job x direction x
+    time x metric.
+host_counters
+    Host-side counters (esxtop batch mode) in long form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import polars as pl
+
+from benchlib.errors import BenchlibError
+
+SCHEMA_VERSION = 1
+
+PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
+
+RUNS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "study": pl.String,
+        "tool": pl.String,
+        "tool_version": pl.String,
+        "format": pl.String,
+        "host": pl.String,
+        "is_aggregate": pl.Boolean,
+        "start_time": pl.Datetime("ms", "UTC"),
+        "duration_ns": pl.Int64,
+        "source": pl.String,
+        "sha256": pl.String,
+        "document_index": pl.Int32,
+    }
+)
+
+RESULTS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "client": pl.String,
+        "job_name": pl.String,
+        "group_id": pl.Int32,
+        "job_index": pl.Int32,
+        "jobs": pl.Int32,
+        "direction": pl.String,
+        "is_aggregate": pl.Boolean,
+        "error": pl.Int32,
+        "rw": pl.String,
+        "rwmixread_pct": pl.Float64,
+        "block_size_bytes": pl.Int64,
+        "iodepth": pl.Int32,
+        "numjobs": pl.Int32,
+        "ioengine": pl.String,
+        "direct": pl.Boolean,
+        "runtime_setting_ns": pl.Int64,
+        "ramp_time_ns": pl.Int64,
+        "time_based": pl.Boolean,
+        "io_count": pl.Int64,
+        "io_bytes": pl.Int64,
+        "runtime_ns": pl.Int64,
+        "iops": pl.Float64,
+        "bandwidth_bytes_per_s": pl.Float64,
+        "lat_mean_ns": pl.Float64,
+        "lat_stddev_ns": pl.Float64,
+        "lat_min_ns": pl.Float64,
+        "lat_max_ns": pl.Float64,
+        "clat_mean_ns": pl.Float64,
+        "clat_stddev_ns": pl.Float64,
+        "clat_min_ns": pl.Float64,
+        "clat_max_ns": pl.Float64,
+        "slat_mean_ns": pl.Float64,
+        "slat_stddev_ns": pl.Float64,
+        "slat_min_ns": pl.Float64,
+        "slat_max_ns": pl.Float64,
+        "clat_percentiles": pl.List(PERCENTILE),
+        "lat_percentiles": pl.List(PERCENTILE),
+        "usr_cpu_pct": pl.Float64,
+        "sys_cpu_pct": pl.Float64,
+        "context_switches": pl.Int64,
+    }
+)
+
+LATENCY_BINS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "client": pl.String,
+        "job_name": pl.String,
+        "job_index": pl.Int32,
+        "direction": pl.String,
+        "latency_kind": pl.String,
+        "time_ns": pl.Int64,
+        "bin_index": pl.Int32,
+        "bin_value_ns": pl.Float64,
+        "count": pl.Int64,
+    }
+)
+
+INTERVALS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "client": pl.String,
+        "job_name": pl.String,
+        "job_index": pl.Int32,
+        "direction": pl.String,
+        "time_ns": pl.Int64,
+        "metric": pl.String,
+        "unit": pl.String,
+        "value": pl.Float64,
+        "block_size_bytes": pl.Int64,
+        "offset_bytes": pl.Int64,
+        "priority": pl.Int32,
+        "is_cumulative": pl.Boolean,
+    }
+)
+
+HOST_COUNTERS = pl.Schema(
+    {
+        "run_id": pl.String,
+        "host": pl.String,
+        "object": pl.String,
+        "instance": pl.String,
+        "counter": pl.String,
+        "time": pl.Datetime("ms", "UTC"),
+        "value": pl.Float64,
+    }
+)
+
+TABLES: dict[str, pl.Schema] = {
+    "runs": RUNS,
+    "results": RESULTS,
+    "latency_bins": LATENCY_BINS,
+    "intervals": INTERVALS,
+    "host_counters": HOST_COUNTERS,
+}
+
+#: Units of the value column of ``intervals``, by metric.
+INTERVAL_UNITS = {
+    "bw": "bytes_per_s",
+    "iops": "iops",
+    "lat": "ns",
+    "clat": "ns",
+    "slat": "ns",
+    "io_bytes": "bytes",
+    "io_count": "count",
+}
+
+DIRECTIONS = ("read", "write", "trim", "sync")
+
+
+class SchemaError(BenchlibError):
+    """A frame does not match the tidy schema (a bug in a reader, not user input)."""
+
+
+def empty(table: str) -> pl.DataFrame:
+    """An empty frame with the columns and dtypes of ``table``."""
+    return pl.DataFrame(schema=TABLES[table])
+
+
+def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """Add missing columns as nulls, cast to the schema's dtypes and order the columns.
+
+    Extra columns (study factors in ``runs``) are kept, after the schema's own.
+    """
+    schema = TABLES[table]
+    missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame.columns]
+    frame = frame.with_columns(missing) if missing else frame
+    extra = [c for c in frame.columns if c not in schema]
+    return frame.select(
+        [pl.col(name).cast(dtype, strict=True) for name, dtype in schema.items()] + [pl.col(c) for c in extra]
+    )
+
+
+def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """Check that ``frame`` is a valid ``table``; return it unchanged.
+
+    Checks column names and dtypes, that ``run_id`` is never null, that
+    directions are known, and that counts, rates and times are not negative.
+
+    Raises
+    ------
+    SchemaError
+        Naming the table, the column and what is wrong.
+    """
+    schema = TABLES[table]
+    for name, dtype in schema.items():
+        if name not in frame.columns:
+            raise SchemaError(f"table {table}: column {name!r} is missing")
+        if frame.schema[name] != dtype:
+            raise SchemaError(f"table {table}: column {name!r} is {frame.schema[name]}, expected {dtype}")
+    if table != "host_counters" and frame["run_id"].null_count():
+        raise SchemaError(f"table {table}: run_id is null in {frame['run_id'].null_count()} rows")
+    if "direction" in schema:
+        bad = frame.filter(pl.col("direction").is_not_null() & ~pl.col("direction").is_in(DIRECTIONS))
+        if bad.height:
+            raise SchemaError(f"table {table}: unknown direction {bad['direction'][0]!r}")
+    nonneg = [c for c in schema if c.endswith(("_bytes", "_ns", "_per_s", "count")) or c in ("iops", "io_count")]
+    for col in nonneg:
+        if schema[col].is_numeric() and frame.select((pl.col(col) < 0).any()).item():
+            raise SchemaError(f"table {table}: column {col!r} has negative values")
+    return frame
+
+
+@dataclass
+class Tables:
+    """The five tidy tables a reader returns; tables a format has no data for are empty."""
+
+    runs: pl.DataFrame
+    results: pl.DataFrame
+    latency_bins: pl.DataFrame
+    intervals: pl.DataFrame
+    host_counters: pl.DataFrame
+
+    @classmethod
+    def build(cls, **frames: pl.DataFrame) -> Tables:
+        """Conform and validate the given frames; tables not given are empty."""
+        unknown = set(frames) - set(TABLES)
+        if unknown:
+            raise SchemaError(f"unknown tables: {sorted(unknown)}")
+        out = {}
+        for name in TABLES:
+            frame = frames.get(name)
+            out[name] = validate(conform(frame, name) if frame is not None else empty(name), name)
+        return cls(**out)
+
+    def items(self) -> list[tuple[str, pl.DataFrame]]:
+        """``(table name, frame)`` pairs in schema order."""
+        return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+    @classmethod
+    def concat(cls, parts: list[Tables]) -> Tables:
+        """Stack several readers' tables (diagonally, so factor columns may differ)."""
+        if not parts:
+            return cls.build()
+        return cls(
+            **{
+                name: pl.concat([getattr(p, name) for p in parts], how="diagonal_relaxed")
+                for name in TABLES
+            }
+        )
+
+
+def percentile_expr(kind: str, percentile: float) -> pl.Expr:
+    """Expression picking one reported percentile (ns) out of ``clat_percentiles``/``lat_percentiles``.
+
+    Parameters
+    ----------
+    kind
+        ``"clat"`` or ``"lat"``.
+    percentile
+        For example ``99.0`` or ``99.9``; matched to 1e-6.
+    """
+    col = pl.col(f"{kind}_percentiles")
+    return (
+        col.list.eval(
+            pl.element().filter((pl.element().struct.field("percentile") - percentile).abs() < 1e-6)
+            .struct.field("value_ns")
+        )
+        .list.first()
+        .alias(f"{kind}_p{str(percentile).replace('.', '_').removesuffix('_0')}_ns")
+    )

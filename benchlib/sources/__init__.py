@@ -1,0 +1,85 @@
+"""Readers of tool output, one module per format, registered by format name.
+
+``detect(path)`` sniffs a file's content (never its name) and returns the
+format whose reader should read it; ``read(path)`` does both. Adding a format
+means one module, one entry in ``READERS`` and one in ``_SNIFFERS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlib.errors import FormatError
+from benchlib.schema import Tables
+from benchlib.sources._common import SNIFF_BYTES, decode
+from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
+from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
+from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
+from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
+
+Reader = Callable[[Path], Tables]
+
+#: Format name -> reader. The order is the preference when a file holds several
+#: forms of the same run (``--output-format=json+,normal,terse``): the richest wins.
+READERS: dict[str, Reader] = {
+    "fio-json": read_fio_json,
+    "fio-normal": read_fio_normal,
+    "fio-terse": read_fio_terse,
+    "fio-log": read_fio_log,
+}
+
+_SNIFFERS: dict[str, Callable[[str], bool]] = {
+    "fio-json": looks_like_fio_json,
+    "fio-normal": looks_like_fio_normal,
+    "fio-terse": looks_like_fio_terse,
+    "fio-log": looks_like_fio_log,
+}
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
+    if not data.strip():
+        raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
+    return decode(path, data)
+
+
+def detect_all(path: str | Path) -> list[str]:
+    """Every format whose signature appears in the first 64 KiB of ``path``, richest first."""
+    head = _head(Path(path))
+    return [name for name, sniff in _SNIFFERS.items() if sniff(head)]
+
+
+def detect(path: str | Path) -> str:
+    """The format to read ``path`` with, from its content.
+
+    Raises
+    ------
+    FormatError
+        When no known format's signature is found.
+    """
+    found = detect_all(path)
+    if not found:
+        raise FormatError(
+            path,
+            "first 64 KiB",
+            "output of a supported tool (fio JSON/json+, normal, terse, or a fio log); "
+            f"supported formats: {', '.join(READERS)}",
+        )
+    return found[0]
+
+
+def read(path: str | Path, format: str | None = None) -> Tables:
+    """Read ``path`` with the reader of ``format`` (detected from content when not given)."""
+    path = Path(path)
+    name = format or detect(path)
+    if name not in READERS:
+        raise FormatError(path, "format", f"one of {', '.join(READERS)}, not {name!r}")
+    return READERS[name](path)
+
+
+__all__ = ["READERS", "detect", "detect_all", "read"]

@@ -1,0 +1,117 @@
+"""Helpers the readers share: reading text safely, finding JSON documents, run ids."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.errors import FormatError
+
+#: Bytes of a file that detection looks at.
+SNIFF_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """A file's text with its identity."""
+
+    path: Path
+    text: str
+    sha256: str
+
+
+def decode(path: Path, data: bytes) -> str:
+    """Decode fio/vdbench output bytes to text.
+
+    UTF-8 (with or without BOM) is the norm; UTF-16 with a BOM is what a
+    Windows PowerShell redirect writes. Anything else is refused with the
+    byte offset of the first undecodable byte.
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    nul = data.find(b"\x00", 0, SNIFF_BYTES)
+    if nul >= 0:
+        raise FormatError(path, f"byte {nul}", "text output, but found a NUL byte: this is a binary file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise FormatError(
+            path,
+            f"line {line}, byte {exc.start}",
+            "text that is not UTF-8; re-save the file as UTF-8 (fio writes UTF-8)",
+        ) from None
+
+
+def read_source(path: str | Path) -> SourceText:
+    """Read a whole text file once, returning its text and SHA-256."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
+    if not data.strip():
+        raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
+    return SourceText(path=path, text=decode(path, data), sha256=hashlib.sha256(data).hexdigest())
+
+
+def sha256_of(path: str | Path) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_OBJECT_START = re.compile(r"^\{", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class JsonDocument:
+    """A JSON object found in a text file, with the text that came before it."""
+
+    data: dict
+    start_line: int
+    preamble: str
+
+
+def find_json_documents(source: SourceText) -> list[JsonDocument]:
+    """Every top-level JSON object in ``source`` that starts at the beginning of a line.
+
+    Text before and between documents (warnings, shell prompts, other output
+    formats) is kept as each document's ``preamble``. A ``{`` that does not
+    begin a complete JSON object raises ``FormatError`` with its line, since a
+    truncated fio JSON file is the usual cause.
+    """
+    decoder = json.JSONDecoder()
+    text = source.text
+    documents: list[JsonDocument] = []
+    position = 0
+    for match in _OBJECT_START.finditer(text):
+        if match.start() < position:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            data, end = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError as exc:
+            err_line = text.count("\n", 0, exc.pos) + 1
+            raise FormatError(
+                source.path,
+                f"line {err_line}",
+                f"a complete JSON document starting at line {line} ({exc.msg}); "
+                "the file is probably truncated: re-run fio or restore the whole file",
+            ) from None
+        if isinstance(data, dict):
+            documents.append(JsonDocument(data=data, start_line=line, preamble=text[position : match.start()]))
+        position = end
+    return documents
+
+
+def run_id(sha256: str, document_index: int, client: str | None) -> str:
+    """The run key: source hash, document number in the file, client (``*`` for aggregates)."""
+    return f"{sha256[:16]}-{document_index}-{client if client is not None else '*'}"

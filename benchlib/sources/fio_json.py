@@ -1,0 +1,333 @@
+"""fio JSON and json+ output (``--output-format=json`` / ``json+``), fio 2.1 to 3.x.
+
+Handles per-job and ``group_reporting`` output, client/server output
+(``client_stats``), text before or between documents, and files holding
+several documents (``--status-interval``): the last document is the result,
+the earlier ones become cumulative interval snapshots.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchlib.errors import FormatError
+from benchlib.schema import Tables
+from benchlib.sources._common import JsonDocument, SourceText, find_json_documents, read_source, run_id
+from benchlib.sources.fio_common import (
+    group_reporting,
+    job_columns,
+    normalise_options,
+    plat_idx_to_val,
+    plat_val_to_idx,
+)
+
+_DIRECTIONS = ("read", "write", "trim")
+_PCT_KEYS = ("percentile",)
+
+
+def looks_like_fio_json(head: str) -> bool:
+    """Whether the first bytes of a file look like fio JSON output."""
+    return '"fio version"' in head and ('"jobs"' in head or '"client_stats"' in head or "{" in head)
+
+
+def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
+    """The ``clat``/``lat``/``slat`` block of a direction and its unit in ns (3.x: ns, 2.x: usec)."""
+    if f"{name}_ns" in section:
+        return section[f"{name}_ns"], 1.0
+    if name in section:
+        return section[name], 1000.0
+    return None, 1.0
+
+
+def _percentiles(block: dict | None, factor: float) -> list[dict[str, float]] | None:
+    if not block or "percentile" not in block:
+        return None
+    out = []
+    for key, value in block["percentile"].items():
+        pct = float(key)
+        if pct <= 0.0:  # fio 2.17 pads the map with "0.00" : 0 entries
+            continue
+        out.append({"percentile": pct, "value_ns": float(value) * factor})
+    return sorted(out, key=lambda p: p["percentile"]) or None
+
+
+def _latency_columns(section: dict) -> dict[str, Any]:
+    cols: dict[str, Any] = {}
+    for name in ("lat", "clat", "slat"):
+        block, factor = _latency_block(section, name)
+        count = block.get("N") if block else None
+        has_data = bool(block) and (count is None or count > 0) and (block.get("max", 0) or block.get("mean", 0))
+        for stat, key in (("mean", "mean"), ("stddev", "stddev"), ("min", "min"), ("max", "max")):
+            value = block.get(key) if has_data else None
+            cols[f"{name}_{stat}_ns"] = None if value is None else float(value) * factor
+        if name != "slat":
+            cols[f"{name}_percentiles"] = _percentiles(block, factor) if has_data else None
+    return cols
+
+
+def _bins(block: dict | None, factor: float) -> list[tuple[int, float, int]]:
+    """``(bin_index, bin_value_ns, count)`` from a json+ ``bins`` map (values or, in 2.x, indices)."""
+    if not block or "bins" not in block:
+        return []
+    bins = block["bins"]
+    if "FIO_IO_U_PLAT_BITS" in bins:  # fio 2.x json+: keys are bucket indices, values in usec
+        return [
+            (int(k), plat_idx_to_val(int(k)) * 1000.0, int(v))
+            for k, v in bins.items()
+            if k.isdigit() and int(v) > 0
+        ]
+    return [(plat_val_to_idx(float(k)), float(k) * factor, int(v)) for k, v in bins.items() if int(v) > 0]
+
+
+def _io_bytes(section: dict) -> int:
+    # fio before 2.21 wrote io_bytes in KiB and had no io_kbytes (FORMATS.md, commit c12d597a)
+    raw = int(section.get("io_bytes", 0))
+    return raw if "io_kbytes" in section else raw * 1024
+
+
+def _direction_row(section: dict, direction: str) -> dict[str, Any] | None:
+    count = section.get("total_ios")
+    if count is None:
+        block, _ = _latency_block(section, "clat")
+        count = block.get("N") if block else None
+    io_bytes = _io_bytes(section) if "io_bytes" in section else None
+    if not (count or io_bytes):
+        return None
+    runtime_ms = section.get("runtime")
+    bandwidth = section.get("bw_bytes")
+    if bandwidth is None and "bw" in section:
+        bandwidth = float(section["bw"]) * 1024
+    row = {
+        "direction": direction,
+        "io_count": None if count is None else int(count),
+        "io_bytes": io_bytes,
+        "runtime_ns": None if runtime_ms is None else int(runtime_ms) * 1_000_000,
+        "iops": float(section.get("iops", 0.0)),
+        "bandwidth_bytes_per_s": None if bandwidth is None else float(bandwidth),
+    }
+    row.update(_latency_columns(section))
+    return row
+
+
+def _sync_row(job: dict) -> dict[str, Any] | None:
+    sync = job.get("sync")
+    if not sync or not sync.get("total_ios"):
+        return None
+    block, factor = _latency_block(sync, "lat")
+    row: dict[str, Any] = {"direction": "sync", "io_count": int(sync["total_ios"])}
+    if block:
+        for stat in ("mean", "stddev", "min", "max"):
+            row[f"lat_{stat}_ns"] = float(block.get(stat, 0.0)) * factor
+        row["lat_percentiles"] = _percentiles(block, factor)
+    return row
+
+
+def _global_options(doc: dict) -> dict[str | None, dict[str, str]]:
+    """Global options by hostname (``None`` for a single run or fio < 3.39's merged object)."""
+    raw = doc.get("global options")
+    if raw is None:
+        return {None: {}}
+    if isinstance(raw, list):  # fio 3.39+: one object per server
+        out: dict[str | None, dict[str, str]] = {None: {}}
+        for entry in raw:
+            options = normalise_options({k: v for k, v in entry.items() if k not in ("hostname", "port")})
+            out[entry.get("hostname")] = options
+        return out
+    return {None: normalise_options(raw)}
+
+
+def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[dict], bool]:
+    if "client_stats" in doc:
+        entries = doc["client_stats"]
+        server_mode = True
+    elif "jobs" in doc:
+        entries = doc["jobs"]
+        server_mode = False
+    else:
+        raise FormatError(source.path, f"JSON document at line {start_line}", 'a "jobs" or "client_stats" list')
+    if not isinstance(entries, list):
+        raise FormatError(source.path, f"JSON document at line {start_line}", '"jobs" to be a list')
+    return entries, server_mode
+
+
+def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[str, list[dict]]:
+    data = doc.data
+    entries, server_mode = _job_entries(data, source, doc.start_line)
+    globals_by_host = _global_options(data)
+    version = str(data.get("fio version", "")) or None
+    results: list[dict] = []
+    bins: list[dict] = []
+    position: dict[str | None, int] = {}
+    for entry in entries:
+        is_aggregate = server_mode and entry.get("jobname") == "All clients"
+        client = None if is_aggregate else (entry.get("hostname") if server_mode else None)
+        position[client] = position.get(client, 0) + 1
+        job_index = position[client]
+        has_job_options = "job options" in entry
+        options = dict(globals_by_host.get(None, {}))
+        options.update(globals_by_host.get(client, {}))
+        options.update(normalise_options(entry.get("job options", {})))
+        params = job_columns(options, apply_defaults=has_job_options or "global options" in data)
+        grouped = group_reporting(options)
+        identity = {
+            "run_id": run_id(source.sha256, index, client),
+            "client": client,
+            "job_name": entry.get("jobname"),
+            "group_id": entry.get("groupid"),
+            "job_index": job_index,
+            "jobs": (params["numjobs"] or 1) if grouped and not is_aggregate else (None if is_aggregate else 1),
+            "is_aggregate": is_aggregate,
+            "error": entry.get("error"),
+            **params,
+            "usr_cpu_pct": entry.get("usr_cpu"),
+            "sys_cpu_pct": entry.get("sys_cpu"),
+            "context_switches": entry.get("ctx"),
+        }
+        for direction in _DIRECTIONS:
+            section = entry.get(direction)
+            row = _direction_row(section, direction) if isinstance(section, dict) else None
+            if row is None:
+                continue
+            results.append({**identity, **row})
+            for kind in ("clat", "lat"):
+                block, factor = _latency_block(section, kind)
+                for bin_index, value_ns, count in _bins(block, factor):
+                    bins.append(
+                        {
+                            "run_id": identity["run_id"],
+                            "client": client,
+                            "job_name": identity["job_name"],
+                            "job_index": job_index,
+                            "direction": direction,
+                            "latency_kind": kind,
+                            "bin_index": bin_index,
+                            "bin_value_ns": value_ns,
+                            "count": count,
+                        }
+                    )
+        sync = _sync_row(entry)
+        if sync is not None:
+            results.append({**identity, **sync})
+    return {"results": results, "latency_bins": bins, "version": [version]}
+
+
+def _start_time(doc: dict) -> datetime | None:
+    jobs = doc.get("jobs") or doc.get("client_stats") or []
+    starts = [j["job_start"] for j in jobs if isinstance(j, dict) and j.get("job_start")]
+    if starts:
+        return datetime.fromtimestamp(min(starts) / 1000, tz=UTC)
+    stamp = doc.get("timestamp_ms") or (doc.get("timestamp") and doc["timestamp"] * 1000)
+    if not stamp:
+        return None
+    elapsed = max((int(j.get("elapsed", 0)) for j in jobs if isinstance(j, dict)), default=0)
+    return datetime.fromtimestamp(stamp / 1000 - elapsed, tz=UTC)
+
+
+def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]) -> str:
+    errors = sorted({e.get("error") for e in entries if isinstance(e, dict) and e.get("error")})
+    messages = [line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line]
+    detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
+    said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
+    return f"jobs that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
+
+
+def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText) -> list[dict]:
+    """Cumulative totals of a ``--status-interval`` snapshot, per job and direction."""
+    rows = _document_rows(doc, index, source)["results"]
+    out = []
+    for row in rows:
+        time_ns = row.get("runtime_ns")
+        for metric, unit, value in (
+            ("io_bytes", "bytes", row.get("io_bytes")),
+            ("io_count", "count", row.get("io_count")),
+        ):
+            if value is None:
+                continue
+            out.append(
+                {
+                    "client": row["client"],
+                    "job_name": row["job_name"],
+                    "job_index": row["job_index"],
+                    "direction": row["direction"],
+                    "time_ns": time_ns,
+                    "metric": metric,
+                    "unit": unit,
+                    "value": float(value),
+                    "is_cumulative": True,
+                }
+            )
+    return out
+
+
+def read_fio_json(path: str | Path) -> Tables:
+    """Read fio JSON or json+ output into the tidy tables.
+
+    Parameters
+    ----------
+    path
+        A file holding one or more fio JSON documents, possibly with other
+        text around them (warnings, terse or normal output, shell prompts).
+
+    Returns
+    -------
+    Tables
+        ``runs`` (one per client; the "All clients" aggregate of a
+        client/server run is its own run with ``is_aggregate``), ``results``
+        (per job or group and direction), ``latency_bins`` (json+ only) and,
+        when the file holds several documents, the earlier ones as cumulative
+        ``intervals`` (metrics ``io_bytes`` and ``io_count``).
+
+    Raises
+    ------
+    FormatError
+        When the file holds no fio JSON document, is truncated, or no job did I/O.
+    """
+    source = read_source(path)
+    documents = [d for d in find_json_documents(source) if "fio version" in d.data]
+    if not documents:
+        raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
+    final_index = len(documents) - 1
+    final = documents[final_index]
+    rows = _document_rows(final, final_index, source)
+    entries, server_mode = _job_entries(final.data, source, final.start_line)
+    if not rows["results"]:
+        raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
+    results = pl.DataFrame(rows["results"], infer_schema_length=None)
+    start = _start_time(final.data)
+    runs = (
+        results.group_by("run_id", "client", "is_aggregate", maintain_order=True)
+        .agg(pl.col("runtime_ns").max().alias("duration_ns"))
+        .rename({"client": "host"})
+        .with_columns(
+            tool=pl.lit("fio"),
+            tool_version=pl.lit(rows["version"][0]),
+            format=pl.lit("fio-json+" if any(rows["latency_bins"]) else "fio-json"),
+            start_time=pl.lit(start, dtype=pl.Datetime("ms", "UTC")),
+            source=pl.lit(str(source.path)),
+            sha256=pl.lit(source.sha256),
+            document_index=pl.lit(final_index),
+        )
+    )
+    intervals = _previous_snapshots(documents[:final_index], final, source, final_index)
+    frames: dict[str, pl.DataFrame] = {"runs": runs, "results": results}
+    if rows["latency_bins"]:
+        frames["latency_bins"] = pl.DataFrame(rows["latency_bins"])
+    if intervals:
+        frames["intervals"] = pl.DataFrame(intervals, infer_schema_length=None)
+    return Tables.build(**frames)
+
+
+def _previous_snapshots(earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int) -> list[dict]:
+    rows: list[dict] = []
+    for doc in earlier:
+        if doc.data == final.data:  # the same report pasted twice is not a snapshot
+            continue
+        snapshot = _snapshot_intervals(doc, final_index, source)
+        rows.extend(snapshot)
+    for row in rows:
+        row["run_id"] = run_id(source.sha256, final_index, row["client"])
+    return rows

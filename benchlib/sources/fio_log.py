@@ -1,0 +1,232 @@
+"""fio per-interval logs (``write_bw_log``, ``write_iops_log``, ``write_lat_log``)
+and histogram logs (``write_hist_log``).
+
+Rows are ``time_ms, value, ddir, bs[, offset][, prio]`` (HOWTO "Log File
+Formats"): 4 columns up to fio 3.17, a priority column from 3.18, an offset
+column before it with ``log_offset=1``. Histogram logs are
+``time_ms, ddir, bs, bin0, bin1, ...`` in fio's bucket layout.
+
+Which metric a log holds is not in its rows: fio states it in the file name
+it writes (``<prefix>_bw.1.log``, ``_iops``, ``_lat``, ``_clat``, ``_slat``,
+``_clat_hist``), so that suffix (or an explicit ``metric=``) decides it. The
+latency unit is not in the file either: nanoseconds since fio 3.0,
+microseconds before; pass ``latency_unit="us"`` for fio 2.x logs.
+
+Large logs are scanned lazily (:func:`scan_fio_log`) so ingest can stream
+them to Parquet without loading them whole.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from benchlib.errors import FormatError
+from benchlib.schema import INTERVAL_UNITS, INTERVALS, LATENCY_BINS, Tables
+from benchlib.sources._common import SNIFF_BYTES, decode, run_id, sha256_of
+from benchlib.sources.fio_common import plat_idx_to_val
+
+_NAME = re.compile(r"_(?P<metric>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
+_ROW = re.compile(r"^\s*\d+,\s*-?\d+(\.\d+)?,\s*\d+,\s*\d+(,\s*-?\d+)*\s*$")
+_DIRECTIONS = pl.Series(["read", "write", "trim"])
+_LATENCY_FACTOR = {"ns": 1.0, "us": 1000.0}
+_VALUE_FACTOR = {"bw": 1024.0, "iops": 1.0}
+
+
+def looks_like_fio_log(head: str) -> bool:
+    """Whether the first lines of a file are fio log rows (``1000, 2345, 0, 4096``)."""
+    lines = [line for line in head.splitlines()[:5] if line.strip()]
+    return bool(lines) and all(_ROW.match(line) for line in lines[:-1] or lines)
+
+
+def _sniff(path: Path) -> list[str]:
+    with open(path, "rb") as handle:
+        head = handle.read(SNIFF_BYTES)
+    if not head.strip():
+        raise FormatError(path, "byte 0", "fio log rows, but the file is empty")
+    text = decode(path, head)
+    lines = [line for line in text.splitlines() if line.strip()]
+    complete = lines[:-1] if len(lines) > 1 and not text.endswith("\n") else lines
+    for number, line in enumerate(complete[:20], start=1):
+        if not re.match(r"^\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?)+\s*$", line):
+            raise FormatError(path, f"line {number}", f"a fio log row 'time_ms, value, ddir, bs', found {line[:60]!r}")
+    return complete
+
+
+def _metric_of(path: Path, metric: str | None) -> tuple[str, int | None]:
+    match = _NAME.search(path.name)
+    job = int(match["job"]) if match and match["job"] else None
+    if metric is not None:
+        return metric, job
+    if match is None:
+        raise FormatError(
+            path,
+            "file name",
+            "fio's log naming '<prefix>_<bw|iops|lat|clat|slat|clat_hist>[.<job>].log' (the rows do not say "
+            "which metric they hold); keep fio's name or pass metric=",
+        )
+    return match["metric"], job
+
+
+def scan_fio_log(
+    path: str | Path,
+    *,
+    metric: str | None = None,
+    latency_unit: str = "ns",
+    run: str | None = None,
+    sha256: str | None = None,
+) -> pl.LazyFrame:
+    """Lazily read a bandwidth, IOPS or latency log as ``intervals`` rows.
+
+    Parameters
+    ----------
+    path
+        The log file.
+    metric
+        ``bw``, ``iops``, ``lat``, ``clat`` or ``slat``; taken from fio's file
+        name suffix when not given.
+    latency_unit
+        ``"ns"`` (fio 3.x) or ``"us"`` (fio 2.x) for latency logs.
+    run, sha256
+        The run id to put on every row and the file's hash if already known.
+
+    Returns
+    -------
+    polars.LazyFrame
+        In the ``intervals`` schema: ``time_ns`` is the log's ms time stamp in
+        ns, ``value`` in bytes/s, IOPS or ns.
+    """
+    path = Path(path)
+    metric, job = _metric_of(path, metric)
+    if metric.endswith("_hist"):
+        raise FormatError(path, "file name", "a bw/iops/lat log; histogram logs are read by read_fio_hist_log")
+    lines = _sniff(path)
+    width = lines[0].count(",") + 1
+    if width < 4:
+        raise FormatError(path, "line 1", f"at least 4 comma-separated columns (time, value, ddir, bs), found {width}")
+    factor = _LATENCY_FACTOR[latency_unit] if metric in ("lat", "clat", "slat") else _VALUE_FACTOR[metric]
+    names = ["time_ms", "value", "ddir", "bs", "c5", "c6", "c7"][:width]
+    dtypes = [pl.Int64, pl.Float64, pl.Int32, pl.Int64] + [pl.Int64] * (width - 4)
+    frame = pl.scan_csv(
+        path,
+        has_header=False,
+        new_columns=names,
+        schema_overrides=dict(zip(names, dtypes, strict=True)),
+        truncate_ragged_lines=True,
+    )
+    offset = pl.col("c5") if width >= 6 else pl.lit(None, pl.Int64)
+    priority = pl.col("c6") if width >= 6 else (pl.col("c5") if width == 5 else pl.lit(None, pl.Int64))
+    run = run or run_id(sha256 or sha256_of(path), 0, None)
+    return frame.select(
+        pl.lit(run).alias("run_id"),
+        pl.lit(None, pl.String).alias("client"),
+        pl.lit(None, pl.String).alias("job_name"),
+        pl.lit(job, pl.Int32).alias("job_index"),
+        pl.col("ddir").replace_strict([0, 1, 2], ["read", "write", "trim"], default=None, return_dtype=pl.String).alias("direction"),
+        (pl.col("time_ms") * 1_000_000).alias("time_ns"),
+        pl.lit(metric).alias("metric"),
+        pl.lit(INTERVAL_UNITS[metric]).alias("unit"),
+        (pl.col("value") * factor).alias("value"),
+        pl.when(pl.col("bs") > 0).then(pl.col("bs")).otherwise(None).alias("block_size_bytes"),
+        offset.cast(pl.Int64).alias("offset_bytes"),
+        priority.cast(pl.Int32).alias("priority"),
+        pl.lit(False).alias("is_cumulative"),
+    ).cast(dict(INTERVALS))
+
+
+def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run: str | None = None) -> pl.DataFrame:
+    """Read a histogram log (``write_hist_log``) as ``latency_bins`` rows.
+
+    The bin layout is fio's: 1856 bins in ns since fio 3.0, 1216 bins in usec
+    before; the number of columns tells which unless ``latency_unit`` says.
+    Zero counts are dropped.
+    """
+    path = Path(path)
+    metric, job = _metric_of(path, None if _NAME.search(path.name) else "clat_hist")
+    lines = _sniff(path)
+    width = lines[0].count(",") + 1
+    bins = width - 3
+    if bins not in (1216, 1856) and latency_unit is None:
+        raise FormatError(path, "line 1", f"a histogram log with 1216 (fio 2.x) or 1856 (fio 3.x) bins, found {bins}")
+    factor = _LATENCY_FACTOR[latency_unit or ("us" if bins == 1216 else "ns")]
+    names = ["time_ms", "ddir", "bs"] + [f"b{i}" for i in range(bins)]
+    try:
+        wide = pl.read_csv(path, has_header=False, new_columns=names, schema_overrides={n: pl.Int64 for n in names})
+    except pl.exceptions.PolarsError as exc:
+        raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
+    values = pl.DataFrame({"bin_index": range(bins), "bin_value_ns": [plat_idx_to_val(i) * factor for i in range(bins)]})
+    long = (
+        wide.unpivot(index=["time_ms", "ddir", "bs"], variable_name="bin", value_name="count")
+        .filter(pl.col("count") > 0)
+        .with_columns(pl.col("bin").str.slice(1).cast(pl.Int32).alias("bin_index"))
+        .join(values.with_columns(pl.col("bin_index").cast(pl.Int32)), on="bin_index", how="left")
+    )
+    return long.select(
+        pl.lit(run or run_id(sha256_of(path), 0, None)).alias("run_id"),
+        pl.lit(None, pl.String).alias("client"),
+        pl.lit(None, pl.String).alias("job_name"),
+        pl.lit(job, pl.Int32).alias("job_index"),
+        pl.col("ddir").replace_strict([0, 1, 2], ["read", "write", "trim"], default=None, return_dtype=pl.String).alias("direction"),
+        pl.lit(metric.removesuffix("_hist")).alias("latency_kind"),
+        (pl.col("time_ms") * 1_000_000).alias("time_ns"),
+        "bin_index",
+        "bin_value_ns",
+        "count",
+    ).cast(dict(LATENCY_BINS)).sort("time_ns", "direction", "bin_index")
+
+
+def _log_run(path: Path, sha: str, fmt: str, duration_ns: int | None) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "run_id": run_id(sha, 0, None),
+                "tool": "fio",
+                "format": fmt,
+                "is_aggregate": False,
+                "duration_ns": duration_ns,
+                "source": str(path),
+                "sha256": sha,
+                "document_index": 0,
+            }
+        ]
+    )
+
+
+def read_fio_log(path: str | Path, *, metric: str | None = None, latency_unit: str = "ns") -> Tables:
+    """Read one fio log (interval or histogram) into the tidy tables.
+
+    Parameters
+    ----------
+    path
+        A ``*_bw``, ``*_iops``, ``*_lat``, ``*_clat``, ``*_slat`` or ``*_clat_hist`` log.
+    metric
+        Overrides the metric taken from the file name.
+    latency_unit
+        ``"ns"`` for fio 3.x logs, ``"us"`` for fio 2.x logs.
+
+    Returns
+    -------
+    Tables
+        One run (format ``fio-log`` or ``fio-hist-log``) and its ``intervals``
+        or ``latency_bins``.
+
+    Raises
+    ------
+    FormatError
+        When rows are not fio log rows or the metric cannot be told.
+    """
+    path = Path(path)
+    sha = sha256_of(path)
+    name_metric, _ = _metric_of(path, metric) if metric or _NAME.search(path.name) else (None, None)
+    lines = _sniff(path)
+    is_hist = (name_metric or "").endswith("_hist") or lines[0].count(",") + 1 > 16
+    if is_hist:
+        bins = read_fio_hist_log(path, run=run_id(sha, 0, None))
+        return Tables.build(runs=_log_run(path, sha, "fio-hist-log", bins["time_ns"].max()), latency_bins=bins)
+    try:
+        intervals = scan_fio_log(path, metric=metric, latency_unit=latency_unit, sha256=sha).collect()
+    except pl.exceptions.PolarsError as exc:
+        raise FormatError(path, "rows", f"numeric fio log rows ({str(exc).splitlines()[0]})") from None
+    return Tables.build(runs=_log_run(path, sha, "fio-log", intervals["time_ns"].max()), intervals=intervals)

@@ -1,0 +1,306 @@
+"""fio's human-readable ("normal") report, fio 2.x and 3.x.
+
+Both generations are read: ``read : io=29854MB, bw=254727KB/s, iops=63647,
+runt=120014msec`` (before fio 2.17) and ``read: IOPS=23.3k, BW=91.0MiB/s
+(95.4MB/s)(183MiB/2010msec)`` (2.17 and later). A file may hold several fio
+invocations and wrapper text between them; each invocation becomes a run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchlib.errors import FormatError
+from benchlib.schema import Tables
+from benchlib.sources._common import SourceText, read_source, run_id
+from benchlib.units import latency_factor_ns, parse_binary_size, parse_decimal_count, parse_job_size
+
+_VERSION = re.compile(r"^fio-(\d[\w.\-]*)\s*$")
+_JOB_HEADER = re.compile(
+    r"^(?P<name>\S.*?): \(g=(?P<g>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), ioengine=(?P<engine>[\w\-]+), iodepth=(?P<depth>\d+)"
+)
+_BLOCK = re.compile(r"^(?P<name>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
+_DIR_V3 = re.compile(
+    r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+[kKmMgG]?), BW=(?P<bw>[\d.]+\s*[KMGTP]?i?B/s)"
+    r".*?\((?P<io>[\d.]+\s*[KMGTP]?i?B)/(?P<run>\d+)msec\)"
+)
+_DIR_V2 = re.compile(
+    r"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>[\d.]+\s*[KMGTP]?B), bw=(?P<bw>[\d.]+\s*[KMGTP]?B/s), "
+    r"iops=(?P<iops>[\d.]+), runt=\s*(?P<run>\d+)msec"
+)
+_LAT = re.compile(
+    r"^\s+(?P<kind>slat|clat|lat)\s*\((?P<unit>nsec|usec|msec)\): min=\s*(?P<min>\S+?), max=\s*(?P<max>\S+?), "
+    r"avg=\s*(?P<avg>\S+?), stdev=\s*(?P<std>\S+?)\s*$"
+)
+_PCT_HEAD = re.compile(r"^\s+(?P<kind>clat|lat) percentiles \((?P<unit>nsec|usec|msec)\):")
+_PCT_ROW = re.compile(r"^\s+\|")
+_PCT_ITEM = re.compile(r"(\d+\.\d+)th=\[\s*(\d+)\]")
+_CPU = re.compile(r"^\s+cpu\s*: usr=(?P<usr>[\d.]+)%, sys=(?P<sys>[\d.]+)%, ctx=(?P<ctx>\d+)")
+_ISSUED_V3 = re.compile(r"^\s+issued rwts?: total=(?P<r>\d+),(?P<w>\d+),(?P<t>\d+)")
+_ISSUED_V2 = re.compile(r"^\s+issued\s*: total=r=(?P<r>\d+)/w=(?P<w>\d+)/d=(?P<t>\d+)")
+_RUN_STATUS = re.compile(r"^Run status group (?P<g>\d+) \(all jobs\):")
+_DISK_HEAD = re.compile(r"^Disk stats \(read/write\):")
+_DISK = re.compile(
+    r"^\s+(?P<dev>[\w\-./]+): ios=(?P<r>\d+)/(?P<w>\d+), merge=(?P<mr>\d+)/(?P<mw>\d+), "
+    r"ticks=(?P<tr>\d+)/(?P<tw>\d+), in_queue=(?P<q>\d+), util=(?P<u>[\d.]+)%"
+)
+
+
+@dataclass
+class _Invocation:
+    version: str | None = None
+    headers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    disks: list[dict[str, Any]] = field(default_factory=list)
+    first_line: int = 0
+
+
+def looks_like_fio_normal(head: str) -> bool:
+    """Whether the first bytes of a file look like fio's normal report."""
+    return bool(re.search(r"\(groupid=\d+, jobs=\d+\): err=", head) or re.search(r"\(g=\d+\): rw=\w+, bs=", head))
+
+
+def _header_params(match: re.Match[str]) -> dict[str, Any]:
+    bs_text = match["bs"]
+    # 3.x: "(R) 4096B-4096B, (W) ..."; 2.x: "4K-4K/4K-4K/4K-4K"
+    first = re.sub(r"^\(R\)\s*", "", bs_text).split(",")[0].split("/")[0]
+    low, _, high = first.partition("-")
+    size = parse_job_size(low) if low == high or not high else None
+    return {
+        "rw": match["rw"],
+        "block_size_bytes": size,
+        "ioengine": match["engine"],
+        "iodepth": int(match["depth"]),
+    }
+
+
+def _value(text: str) -> float:
+    return parse_decimal_count(text.rstrip(","))
+
+
+class _Parser:
+    """Line-by-line state machine over one file."""
+
+    def __init__(self, source: SourceText) -> None:
+        self.source = source
+        self.invocations: list[_Invocation] = [_Invocation()]
+        self.block: dict[str, Any] | None = None
+        self.direction: dict[str, Any] | None = None
+        self.percentiles: tuple[str, float] | None = None
+        self.in_disk_stats = False
+
+    @property
+    def current(self) -> _Invocation:
+        return self.invocations[-1]
+
+    def _new_invocation_if_done(self, line_no: int) -> None:
+        if self.current.rows:
+            self.invocations.append(_Invocation(first_line=line_no))
+            self.block = self.direction = None
+
+    def feed(self, line_no: int, line: str) -> None:
+        if self.percentiles and _PCT_ROW.match(line):
+            self._percentile_row(line)
+            return
+        self.percentiles = None
+        for handler in (self._structure, self._block_content):
+            try:
+                if handler(line_no, line):
+                    return
+            except ValueError as exc:
+                raise FormatError(self.source.path, f"line {line_no}", f"a fio report line ({exc})") from None
+
+    def _structure(self, line_no: int, line: str) -> bool:
+        if match := _VERSION.match(line):
+            self._new_invocation_if_done(line_no)
+            self.current.version = match.group(1)
+            return True
+        if match := _JOB_HEADER.match(line):
+            self._new_invocation_if_done(line_no)
+            self.current.headers.setdefault(match["name"], _header_params(match))
+            return True
+        if match := _BLOCK.match(line):
+            self._start_block(match)
+            return True
+        if _RUN_STATUS.match(line):
+            self.block = self.direction = None
+            return True
+        if _DISK_HEAD.match(line):
+            self.in_disk_stats = True
+            return True
+        if self.in_disk_stats and (match := _DISK.match(line)):
+            self.current.disks.append(match.groupdict())
+            return True
+        self.in_disk_stats = False
+        return False
+
+    def _start_block(self, match: re.Match[str]) -> None:
+        name = match["name"]
+        is_aggregate = name == "All clients"
+        self.block = {
+            "job_name": None if is_aggregate else name,
+            "group_id": int(match["g"]),
+            "jobs": int(match["jobs"]),
+            "error": int(match["err"]),
+            "is_aggregate": is_aggregate,
+            "directions": [],
+        }
+        self.current.rows.append(self.block)
+        self.direction = None
+
+    def _block_content(self, line_no: int, line: str) -> bool:
+        if self.block is None:
+            return False
+        if match := (_DIR_V3.match(line) or _DIR_V2.match(line)):
+            self._start_direction(match)
+            return True
+        if (match := _LAT.match(line)) and self.direction is not None:
+            factor = latency_factor_ns(match["unit"])
+            kind = match["kind"]
+            for stat, key in (("min", "min"), ("max", "max"), ("mean", "avg"), ("stddev", "std")):
+                self.direction[f"{kind}_{stat}_ns"] = _value(match[key]) * factor
+            return True
+        if (match := _PCT_HEAD.match(line)) and self.direction is not None:
+            self.percentiles = (match["kind"], float(latency_factor_ns(match["unit"])))
+            self.direction[f"{match['kind']}_percentiles"] = []
+            return True
+        if match := _CPU.match(line):
+            self.block.update(usr_cpu_pct=float(match["usr"]), sys_cpu_pct=float(match["sys"]), context_switches=int(match["ctx"]))
+            return True
+        if match := (_ISSUED_V3.match(line) or _ISSUED_V2.match(line)):
+            self.block["issued"] = {"read": int(match["r"]), "write": int(match["w"]), "trim": int(match["t"])}
+            return True
+        return False
+
+    def _start_direction(self, match: re.Match[str]) -> None:
+        assert self.block is not None
+        bandwidth = match["bw"]
+        self.direction = {
+            "direction": match["dir"],
+            "iops": parse_decimal_count(match["iops"]),
+            "bandwidth_bytes_per_s": parse_binary_size(bandwidth) if not bandwidth.endswith(" B/s") else float(bandwidth[:-4]),
+            "io_bytes": int(parse_binary_size(match["io"])),
+            "runtime_ns": int(match["run"]) * 1_000_000,
+        }
+        self.block["directions"].append(self.direction)
+
+    def _percentile_row(self, line: str) -> None:
+        assert self.percentiles is not None and self.direction is not None
+        kind, factor = self.percentiles
+        for pct, value in _PCT_ITEM.findall(line):
+            self.direction[f"{kind}_percentiles"].append({"percentile": float(pct), "value_ns": float(value) * factor})
+
+
+def _rows_of(inv: _Invocation, index: int, source: SourceText) -> list[dict[str, Any]]:
+    rows = []
+    clones: dict[str, int] = {}
+    for block in inv.rows:
+        if block["job_name"] is not None:
+            clones[block["job_name"]] = clones.get(block["job_name"], 0) + 1
+    position = 0
+    for block in inv.rows:
+        position += 1
+        params = inv.headers.get(block["job_name"] or "", {})
+        numjobs = block["jobs"] if block["jobs"] > 1 else clones.get(block["job_name"] or "", 1)
+        base = {
+            "run_id": run_id(source.sha256, index, None),
+            "client": None,
+            "job_index": position,
+            **{k: block.get(k) for k in ("job_name", "group_id", "jobs", "error", "is_aggregate", "usr_cpu_pct", "sys_cpu_pct", "context_switches")},
+            **params,
+            "numjobs": numjobs if params else None,
+        }
+        for direction in block["directions"]:
+            row = {**base, **direction}
+            issued = block.get("issued", {}).get(direction["direction"])
+            if issued:
+                row["io_count"] = issued
+                # the printed IOPS and BW are rounded to 3 digits; counts over runtime are exact
+                row["iops"] = issued / (direction["runtime_ns"] / 1e9) if direction["runtime_ns"] else row["iops"]
+                if params.get("block_size_bytes"):
+                    row["io_bytes"] = issued * params["block_size_bytes"]
+                    row["bandwidth_bytes_per_s"] = row["iops"] * params["block_size_bytes"]
+            rows.append(row)
+    return rows
+
+
+def _disk_rows(inv: _Invocation, index: int, source: SourceText) -> list[dict[str, Any]]:
+    out = []
+    for disk in inv.disks:
+        for counter, key in (
+            ("read_ios", "r"), ("write_ios", "w"), ("read_merges", "mr"), ("write_merges", "mw"),
+            ("read_ticks_ms", "tr"), ("write_ticks_ms", "tw"), ("in_queue_ms", "q"), ("util_pct", "u"),
+        ):
+            out.append(
+                {
+                    "run_id": run_id(source.sha256, index, None),
+                    "object": "fio disk stats",
+                    "instance": disk["dev"],
+                    "counter": counter,
+                    "value": float(disk[key]),
+                }
+            )
+    return out
+
+
+def read_fio_normal(path: str | Path) -> Tables:
+    """Read fio's normal (human-readable) report into the tidy tables.
+
+    Parameters
+    ----------
+    path
+        A file holding one or more fio normal reports, possibly with wrapper
+        text, ETA lines, or JSON/terse output of the same run around them.
+
+    Returns
+    -------
+    Tables
+        ``runs`` (one per fio invocation), ``results`` (per job block and
+        direction; an ``All clients`` block is flagged ``is_aggregate``) and the
+        ``Disk stats`` lines as ``host_counters``. IOPS and bandwidth are
+        recomputed from the exact issued counts when the report has them,
+        since the printed values are rounded to three digits.
+
+    Raises
+    ------
+    FormatError
+        When no job result block is found or a result line cannot be read.
+    """
+    source = read_source(path)
+    parser = _Parser(source)
+    for line_no, line in enumerate(source.text.splitlines(), start=1):
+        parser.feed(line_no, line)
+    invocations = [inv for inv in parser.invocations if any(b["directions"] for b in inv.rows)]
+    if not invocations:
+        failed = [inv for inv in parser.invocations if inv.rows]
+        detail = "; every job block reported no I/O (see fio's error lines in the file)" if failed else ""
+        raise FormatError(source.path, "whole file", f"a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line){detail}")
+    results: list[dict] = []
+    disks: list[dict] = []
+    runs: list[dict] = []
+    for index, inv in enumerate(invocations):
+        rows = _rows_of(inv, index, source)
+        results.extend(rows)
+        disks.extend(_disk_rows(inv, index, source))
+        runs.append(
+            {
+                "run_id": run_id(source.sha256, index, None),
+                "tool": "fio",
+                "tool_version": f"fio-{inv.version}" if inv.version else None,
+                "format": "fio-normal",
+                "is_aggregate": False,
+                "duration_ns": max((r["runtime_ns"] for r in rows), default=None),
+                "source": str(source.path),
+                "sha256": source.sha256,
+                "document_index": index,
+            }
+        )
+    frames = {"runs": pl.DataFrame(runs), "results": pl.DataFrame(results, infer_schema_length=None)}
+    if disks:
+        frames["host_counters"] = pl.DataFrame(disks)
+    return Tables.build(**frames)

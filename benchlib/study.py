@@ -1,0 +1,113 @@
+"""A study is data: ``data/raw/<study>/study.toml``.
+
+Example::
+
+    [study]
+    name = "loopback-fio"
+    title = "Four fio servers on one disk"
+    citation = "Recorded with benchlib on ..."
+
+    [factors]                      # factor -> its levels, in display order
+    block_size = ["4k", "64k"]
+    rate_cap = ["off", "on"]
+
+    [[files]]                      # raw files (globs, relative to the study) -> levels
+    glob = "bs-4k/**"
+    levels = { block_size = "4k" }
+
+    [fio]
+    log_latency_unit = "ns"        # "us" for logs written by fio 2.x
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlib.errors import StudyError
+
+STUDY_FILE = "study.toml"
+
+
+@dataclass(frozen=True)
+class FileMapping:
+    """Files matching ``glob`` (relative to the study folder) belong to these factor levels."""
+
+    glob: str
+    levels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study's declaration: name, citation, factors with levels, and file mappings."""
+
+    name: str
+    folder: Path
+    title: str = ""
+    citation: str = ""
+    factors: dict[str, list[str]] = field(default_factory=dict)
+    files: tuple[FileMapping, ...] = ()
+    log_latency_unit: str | None = None
+
+    def levels_for(self, relative_path: str) -> dict[str, str | None]:
+        """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
+        levels: dict[str, str | None] = dict.fromkeys(self.factors)
+        for mapping in self.files:
+            if fnmatch.fnmatch(relative_path, mapping.glob):
+                levels.update(mapping.levels)
+        return levels
+
+
+def _check_mapping(path: Path, index: int, entry: object, factors: dict[str, list[str]]) -> FileMapping:
+    if not isinstance(entry, dict) or "glob" not in entry:
+        raise StudyError(f"{path}: [[files]] entry {index + 1} needs a 'glob' and a 'levels' table")
+    levels = entry.get("levels", {})
+    for factor, level in levels.items():
+        if factor not in factors:
+            raise StudyError(
+                f"{path}: [[files]] entry {index + 1} (glob {entry['glob']!r}) names factor {factor!r}, "
+                f"which [factors] does not declare (declared: {', '.join(factors) or 'none'})"
+            )
+        if str(level) not in factors[factor]:
+            raise StudyError(
+                f"{path}: [[files]] entry {index + 1} gives {factor} = {level!r}, not one of its levels "
+                f"{factors[factor]}; add it to [factors] or fix the mapping"
+            )
+    return FileMapping(glob=str(entry["glob"]), levels={k: str(v) for k, v in levels.items()})
+
+
+def load_study(folder: str | Path) -> Study:
+    """Read ``study.toml`` of a study folder; a folder without one is a study named after the folder.
+
+    Raises
+    ------
+    StudyError
+        When the file is not valid TOML or names undeclared factors or levels.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise StudyError(f"{folder}: not a folder; give a study folder such as data/raw/<study>")
+    path = folder / STUDY_FILE
+    if not path.exists():
+        return Study(name=folder.name, folder=folder)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StudyError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    meta = data.get("study", {})
+    factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
+    files = tuple(_check_mapping(path, i, e, factors) for i, e in enumerate(data.get("files", [])))
+    unit = data.get("fio", {}).get("log_latency_unit")
+    if unit not in (None, "ns", "us"):
+        raise StudyError(f"{path}: [fio] log_latency_unit must be \"ns\" or \"us\", not {unit!r}")
+    return Study(
+        name=str(meta.get("name", folder.name)),
+        folder=folder,
+        title=str(meta.get("title", "")),
+        citation=str(meta.get("citation", "")),
+        factors=factors,
+        files=files,
+        log_latency_unit=unit,
+    )
