@@ -156,6 +156,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
         wide = pl.read_csv(path, has_header=False, new_columns=names, schema_overrides={n: pl.Int64 for n in names})
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
+    _check_counts(path, wide, bins)
     values = pl.DataFrame({"bin_index": range(bins), "bin_value_ns": [plat_idx_to_val(i) * factor for i in range(bins)]})
     long = (
         wide.unpivot(index=["time_ms", "ddir", "bs"], variable_name="bin", value_name="count")
@@ -175,6 +176,24 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
         "bin_value_ns",
         "count",
     ).cast(dict(LATENCY_BINS)).sort("time_ns", "direction", "bin_index")
+
+
+#: No interval of one job completes this many I/Os in one latency bucket: a larger count is not data.
+_IMPOSSIBLE_COUNT = 1 << 40
+
+
+def _check_counts(path: Path, wide: pl.DataFrame, bins: int) -> None:
+    counts = wide.select([f"b{i}" for i in range(bins)])
+    bad = counts.select(pl.all() >= _IMPOSSIBLE_COUNT).to_numpy().nonzero()
+    if len(bad[0]):
+        row, column = int(bad[0][0]), int(bad[1][0])
+        value = counts.row(row)[column]
+        raise FormatError(
+            path,
+            f"line {row + 1}, bin {column}",
+            f"latency bucket counts of I/Os, found {value:.3g}, which no interval can hold: "
+            "the log holds uninitialised memory from the fio that wrote it; use the run's JSON instead",
+        )
 
 
 def _log_run(path: Path, sha: str, fmt: str, duration_ns: int | None) -> pl.DataFrame:
