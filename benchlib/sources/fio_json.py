@@ -232,7 +232,7 @@ def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]
     messages = [line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line]
     detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
     said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
-    return f"jobs that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
+    return f"at least one job that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
 
 
 def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText) -> list[dict]:

@@ -1,0 +1,102 @@
+"""Bad input: every case ends in one FormatError naming the file and the place; a batch keeps the good files."""
+
+from __future__ import annotations
+
+import codecs
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchlib.cli import main
+from benchlib.errors import FormatError
+from benchlib.ingest import ingest_study
+from benchlib.sources import detect, read
+from tests.conftest import corpus_dir
+from tests.fio_helpers import run_fio
+
+
+@pytest.fixture(scope="module")
+def good_json(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("good")
+    return run_fio(fio_binary, workdir, "good", "--rw=randread", "--bs=4k", formats="json", logs=False)
+
+
+@pytest.fixture(scope="module")
+def zero_io_json(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real fio run whose only job's target is a folder: fio reports error 21 and a JSON with no I/O."""
+    workdir = tmp_path_factory.mktemp("zero")
+    (workdir / "a-folder").mkdir()
+    output = workdir / "zero.json"
+    subprocess.run(
+        [fio_binary, "--name=broken", f"--filename={workdir / 'a-folder'}", "--rw=read", "--size=1M",
+         "--output-format=json", f"--output={output}"],
+        capture_output=True, timeout=60, check=False,
+    )
+    return output
+
+
+def _bad_files(folder: Path, good_json: Path, zero_io_json: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = good_json.read_text()
+    files = {
+        "empty": folder / "empty.json",
+        "truncated": folder / "truncated.json",
+        "binary": folder / "binary.out",
+        "latin1": folder / "latin1.out",
+        "long-line": folder / "long-line.out",
+        "zero-io": folder / "zero-io.json",
+    }
+    files["empty"].write_bytes(b"")
+    files["truncated"].write_text(text[: len(text) // 2])
+    files["binary"].write_bytes(bytes(range(256)) * 64)
+    files["latin1"].write_bytes(b"job: (groupid=0, jobs=1): err= 0: pid=1: caf\xe9\n  read: IOPS=1, BW=4KiB/s (4kB/s)(4KiB/1000msec)\n")
+    files["long-line"].write_text("x" * 5_000_000)
+    files["zero-io"].write_bytes(zero_io_json.read_bytes())
+    return files
+
+
+EXPECTED = {
+    "empty": r"byte 0: .*empty",
+    "truncated": r"line \d+: .*truncated",
+    "binary": r"byte 0: .*binary",
+    "latin1": r"line 1, byte \d+: .*not UTF-8",
+    "long-line": r"first 64 KiB: .*supported tool",
+    "zero-io": r"every job did none \(fio error 21\)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_each_bad_file_is_one_clear_format_error(case: str, tmp_path: Path, good_json: Path, zero_io_json: Path) -> None:
+    path = _bad_files(tmp_path, good_json, zero_io_json)[case]
+    with pytest.raises(FormatError, match=EXPECTED[case]) as caught:
+        read(path)
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("other", ["vdbench/vdb__output/totals.html", "vdbench/vdbconvert-root__flatfile.html", "esxtop/esxtopd__small-esxtop-data.csv"])
+def test_other_tools_output_is_not_taken_for_fio(other: str) -> None:
+    path = corpus_dir("vdbench").parent / other
+    with pytest.raises(FormatError, match="supported tool"):
+        detect(path)
+
+
+def test_utf16_with_bom_is_read(tmp_path: Path, good_json: Path) -> None:
+    """PowerShell's `>` writes UTF-16 with a BOM; that is still fio output."""
+    path = tmp_path / "powershell.json"
+    path.write_bytes(codecs.BOM_UTF16_LE + good_json.read_text().encode("utf-16-le"))
+    assert read(path).results.height == read(good_json).results.height
+
+
+def test_a_batch_keeps_every_good_file(tmp_path: Path, good_json: Path, zero_io_json: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    study = tmp_path / "raw" / "mixed"
+    files = _bad_files(study / "bad", good_json, zero_io_json)
+    (study / "good.json").write_bytes(good_json.read_bytes())
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["good.json"]
+    assert sorted(rel for rel, _ in report.quarantined) == sorted(f"bad/{p.name}" for p in files.values())
+    quarantine = (tmp_path / "processed" / "mixed" / "quarantine.csv").read_text()
+    assert "bad/truncated.json" in quarantine and "truncated" in quarantine
+    assert main(["ingest", str(study), "--processed", str(tmp_path / "processed"), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "6 quarantined" in out and "quarantine.csv" in out

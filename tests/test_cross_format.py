@@ -1,0 +1,114 @@
+"""Cross-format truth: one real fio run written as json+, normal and terse at once.
+
+The three parses must agree within fio's own rounding:
+- IOPS and bandwidth: normal prints 3 significant digits (benchlib recomputes
+  them from the exact issued counts), terse prints whole IOPS and KiB/s -> 0.1%.
+- Mean latencies: normal prints 2 decimals in the line's unit, terse 6 decimals
+  in usec -> 0.1%.
+- Percentiles: normal prints whole units of its block (ns or usec for these
+  runs); terse prints whole microseconds -> within 1 usec.
+The per-interval logs (250 ms averages) must agree with the JSON totals within
+10%: fio does not log the last, partial interval of a 3 s run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchlib.sources.fio_common import plat_idx_to_val
+from benchlib.sources.fio_json import read_fio_json
+from benchlib.sources.fio_log import read_fio_log
+from benchlib.sources.fio_normal import read_fio_normal
+from benchlib.sources.fio_terse import read_fio_terse
+from tests.fio_helpers import run_fio
+
+pytestmark = pytest.mark.fio
+
+CASES = {
+    "randrw-2jobs-per-job": ["--rw=randrw", "--rwmixread=70", "--bs=4k", "--numjobs=2"],
+    "randread-3jobs-grouped": ["--rw=randread", "--bs=8k", "--numjobs=3", "--group_reporting"],
+    "write-seq-64k": ["--rw=write", "--bs=64k"],
+}
+KEY = ["job_index", "direction"]
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def run(request: pytest.FixtureRequest, fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    workdir = tmp_path_factory.mktemp(request.param)
+    return request.param, run_fio(fio_binary, workdir, request.param, *CASES[request.param])
+
+
+def _by_key(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(~pl.col("is_aggregate")).sort(KEY)
+
+
+def test_three_parses_agree(run: tuple[str, Path]) -> None:
+    name, output = run
+    json_rows = _by_key(read_fio_json(output).results)
+    normal = _by_key(read_fio_normal(output).results)
+    terse = _by_key(read_fio_terse(output).results)
+    assert json_rows.height == normal.height == terse.height > 0
+    assert json_rows.select(KEY).equals(normal.select(KEY)) and json_rows.select(KEY).equals(terse.select(KEY))
+    for column in ("iops", "bandwidth_bytes_per_s", "clat_mean_ns", "lat_mean_ns", "clat_stddev_ns"):
+        for other in (normal, terse):
+            assert other[column].to_list() == pytest.approx(json_rows[column].to_list(), rel=1e-3), column
+    assert normal["io_count"].to_list() == json_rows["io_count"].to_list()
+    for column in ("rw", "block_size_bytes", "iodepth", "ioengine"):
+        assert normal[column].to_list() == json_rows[column].to_list(), column
+    assert normal["numjobs"].to_list() == json_rows["numjobs"].to_list()
+    for j, n, t in zip(json_rows["clat_percentiles"], normal["clat_percentiles"], terse["clat_percentiles"], strict=True):
+        j_values = {p["percentile"]: p["value_ns"] for p in j}
+        n_values = {p["percentile"]: p["value_ns"] for p in n}
+        t_values = {p["percentile"]: p["value_ns"] for p in t}
+        assert set(j_values) == set(n_values) == set(t_values)
+        for pct, value in j_values.items():
+            assert abs(n_values[pct] - value) <= 1000, pct  # normal prints whole ns or usec
+            assert abs(t_values[pct] - value) <= 1000, pct  # terse truncates to whole usec
+
+
+def test_json_plus_bins_reproduce_fio_percentiles(run: tuple[str, Path]) -> None:
+    """fio computes its percentiles from the very bins json+ prints: walking them gives the same values."""
+    _, output = run
+    tables = read_fio_json(output)
+    bins = tables.latency_bins.filter(pl.col("latency_kind") == "clat")
+    assert bins.height > 0
+    for row in tables.results.iter_rows(named=True):
+        mine = bins.filter((pl.col("job_index") == row["job_index"]) & (pl.col("direction") == row["direction"])).sort("bin_index")
+        assert mine["count"].sum() == row["io_count"]
+        assert (mine["bin_value_ns"] == [plat_idx_to_val(i) for i in mine["bin_index"]]).all()
+        cumulative = mine["count"].cum_sum().to_list()
+        for point in row["clat_percentiles"]:
+            target = row["io_count"] * point["percentile"] / 100
+            index = next(i for i, c in enumerate(cumulative) if c >= target)
+            assert mine["bin_value_ns"][index] == point["value_ns"], point["percentile"]
+
+
+def test_interval_logs_agree_with_json_totals(run: tuple[str, Path]) -> None:
+    name, output = run
+    folder = output.parent
+    results = read_fio_json(output).results.filter(~pl.col("is_aggregate"))
+    grouped = "grouped" in name
+    for direction in results["direction"].unique().to_list():
+        json_iops = results.filter(pl.col("direction") == direction)["iops"].sum()
+        json_bw = results.filter(pl.col("direction") == direction)["bandwidth_bytes_per_s"].sum()
+        logs = sorted(folder.glob(f"{name}_iops.*.log"))
+        assert logs, "fio wrote no IOPS logs"
+        log_iops = 0.0
+        log_bw = 0.0
+        for log in logs:
+            iops = read_fio_log(log).intervals.filter(pl.col("direction") == direction)
+            bw = read_fio_log(log.with_name(log.name.replace("_iops.", "_bw."))).intervals.filter(pl.col("direction") == direction)
+            log_iops += iops["value"].mean()
+            log_bw += bw["value"].mean()
+        assert log_iops == pytest.approx(json_iops, rel=0.10)
+        assert log_bw == pytest.approx(json_bw, rel=0.10)
+        hist_total = sum(
+            read_fio_log(h).latency_bins.filter(pl.col("direction") == direction)["count"].sum()
+            for h in folder.glob(f"{name}_clat_hist.*.log")
+        )
+        json_count = results.filter(pl.col("direction") == direction)["io_count"].sum()
+        assert hist_total == pytest.approx(json_count, rel=0.10)
+        assert grouped or len(logs) == results["job_index"].n_unique()

@@ -1,0 +1,95 @@
+"""Ingest end to end on the project's own recorded study: incremental, safe, factor-aware."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchlib.cli import main
+from benchlib.errors import StudyError
+from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.paths import RAW
+from benchlib.schema import TABLES, validate
+
+SAMPLE = RAW / "fio-sample"
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> Path:
+    target = tmp_path / "raw" / "fio-sample"
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_ingest_writes_valid_tables_with_factors(study: Path, tmp_path: Path) -> None:
+    before = _hashes(study)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ok and not report.unchanged
+    assert _hashes(study) == before  # raw data is never touched
+    tables = load_study_tables(report.processed)
+    for name, frame in tables.items():
+        validate(frame.select(list(TABLES[name])), name)
+    runs = tables.runs
+    assert set(runs["study"]) == {"fio-sample"}
+    json_runs = runs.filter(pl.col("format") == "fio-json+")
+    assert json_runs.group_by("block_size").len().sort("block_size").rows() == [("4k", 4), ("64k", 3)]
+    assert runs["source"].str.starts_with("fio-sample/").all()
+    results = tables.results.join(runs.select("run_id", "block_size"), on="run_id")
+    by_level = results.filter(pl.col("rw") == "randread").group_by("block_size").agg(pl.col("block_size_bytes").unique())
+    assert sorted(by_level.rows()) == [("4k", [4096]), ("64k", [65536])]
+    assert tables.latency_bins.height > 0 and tables.intervals.height > 0
+
+
+def test_ingest_is_incremental(study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    processed = tmp_path / "processed"
+    first = ingest_study(study, processed)
+    parts = {p: p.stat().st_mtime_ns for p in processed.rglob("*.parquet")}
+    second = ingest_study(study, processed)
+    assert not second.ingested and sorted(second.unchanged) == sorted(first.ingested)
+    assert {p: p.stat().st_mtime_ns for p in processed.rglob("*.parquet")} == parts
+    assert main(["ingest", str(study), "--processed", str(processed), "--quiet"]) == 0
+    assert "nothing changed since the last ingest" in capsys.readouterr().out
+    changed = study / "bs-4k" / "randread-rep1.json"
+    changed.write_text(changed.read_text().replace('"jobname" : "randread-4k"', '"jobname" : "renamed"', 1))
+    (study / "bs-64k" / "randread-rep3.json").unlink()
+    third = ingest_study(study, processed)
+    assert third.ingested == ["bs-4k/randread-rep1.json"] and third.removed == ["bs-64k/randread-rep3.json"]
+    tables = load_study_tables(third.processed)
+    assert "renamed" in tables.results["job_name"].to_list()
+    assert tables.runs.filter(pl.col("source") == "fio-sample/bs-64k/randread-rep3.json").height == 0
+
+
+def test_changing_study_toml_rebuilds(study: Path, tmp_path: Path) -> None:
+    processed = tmp_path / "processed"
+    ingest_study(study, processed)
+    toml = study / "study.toml"
+    toml.write_text(toml.read_text().replace('levels = { block_size = "64k" }', 'levels = { block_size = "4k" }'))
+    report = ingest_study(study, processed)
+    assert not report.unchanged
+    runs = load_study_tables(report.processed).runs
+    assert runs.filter(pl.col("format") == "fio-json+")["block_size"].unique().to_list() == ["4k"]
+
+
+def test_bad_study_toml_is_a_clear_error(study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    toml = study / "study.toml"
+    toml.write_text(toml.read_text().replace('levels = { block_size = "64k" }', 'levels = { controller = "pvscsi" }'))
+    with pytest.raises(StudyError, match="names factor 'controller'"):
+        ingest_study(study, tmp_path / "processed")
+    assert main(["ingest", str(study), "--processed", str(tmp_path / "processed")]) == 2
+    assert "controller" in capsys.readouterr().err
+
+
+def test_inspect_prints_format_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(SAMPLE / "formats" / "randrw-4k.out")]) == 0
+    out = capsys.readouterr().out
+    assert "fio-json, fio-normal, fio-terse" in out and "read as fio-json+" in out
+    assert main(["inspect", str(SAMPLE / "formats" / "randrw-4k.out"), "--format", "fio-terse"]) == 0
+    assert "read as fio-terse" in capsys.readouterr().out

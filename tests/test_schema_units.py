@@ -1,0 +1,49 @@
+"""Schema validation and unit parsing at the edge."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from benchlib.schema import SchemaError, Tables, conform, percentile_expr, validate
+from benchlib.sources.fio_common import plat_idx_to_val, plat_val_to_idx
+from benchlib.units import parse_binary_size, parse_decimal_count, parse_duration_ns, parse_job_size
+
+
+def test_units() -> None:
+    assert parse_job_size("4k") == 4096 and parse_job_size("1M") == 1 << 20 and parse_job_size("512") == 512
+    assert parse_job_size("64KiB") == 65536 and parse_job_size("4k-64k") is None
+    assert parse_binary_size("183MiB") == 183 * 2**20 and parse_binary_size("29854MB") == 29854 * 2**20
+    assert parse_binary_size("91.0MiB/s") == pytest.approx(91.0 * 2**20)
+    assert parse_decimal_count("23.3k") == pytest.approx(23300) and parse_decimal_count("3733.6K") == pytest.approx(3733600)
+    assert parse_duration_ns("300") == 300 * 10**9 and parse_duration_ns("5s") == 5 * 10**9 and parse_duration_ns("2m") == 120 * 10**9
+
+
+def test_bucket_layout_round_trips() -> None:
+    for index in range(1856):
+        assert plat_val_to_idx(plat_idx_to_val(index)) == index
+    assert plat_idx_to_val(284) == 740  # a json+ bins key fio-3.33 printed
+
+
+def test_validate_catches_reader_bugs() -> None:
+    good = conform(pl.DataFrame({"run_id": ["r"], "direction": ["read"], "iops": [1.0]}), "results")
+    validate(good, "results")
+    with pytest.raises(SchemaError, match="missing"):
+        validate(good.drop("iops"), "results")
+    with pytest.raises(SchemaError, match="negative"):
+        validate(good.with_columns(iops=pl.lit(-1.0)), "results")
+    with pytest.raises(SchemaError, match="unknown direction"):
+        validate(good.with_columns(direction=pl.lit("sideways")), "results")
+    with pytest.raises(SchemaError, match="run_id is null"):
+        validate(good.with_columns(run_id=pl.lit(None, pl.String)), "results")
+
+
+def test_tables_build_and_percentile_expr() -> None:
+    results = pl.DataFrame({
+        "run_id": ["r"], "direction": ["read"],
+        "clat_percentiles": [[{"percentile": 50.0, "value_ns": 10.0}, {"percentile": 99.9, "value_ns": 99.0}]],
+    })
+    tables = Tables.build(results=results)
+    assert tables.runs.height == 0
+    picked = tables.results.select(percentile_expr("clat", 99.9), percentile_expr("clat", 50.0))
+    assert picked.row(0) == (99.0, 10.0) and picked.columns == ["clat_p99_9_ns", "clat_p50_ns"]
