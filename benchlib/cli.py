@@ -97,7 +97,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     runs = tables.runs.select("run_id", "host", "tool_version", "start_time", "duration_ns")
     console.print(runs)
     if tables.results.height:
-        with pl.Config(tbl_rows=20, tbl_cols=12, fmt_str_lengths=30):
+        with pl.Config(tbl_rows=20, tbl_cols=12, fmt_str_lengths=30, tbl_width_chars=158):
             console.print(
                 tables.results.select(
                     "client", "job_name", "direction", "rw", "block_size_bytes", "iodepth", "numjobs",

@@ -163,6 +163,15 @@ INTERVAL_UNITS = {
 
 DIRECTIONS = ("read", "write", "trim", "sync")
 
+_NON_NEGATIVE = {
+    table: [
+        name
+        for name, dtype in schema.items()
+        if dtype.is_numeric() and (name.endswith(("_bytes", "_ns", "_per_s", "count")) or name in ("iops", "io_count"))
+    ]
+    for table, schema in TABLES.items()
+}
+
 
 class SchemaError(BenchlibError):
     """A frame does not match the tidy schema (a bug in a reader, not user input)."""
@@ -199,21 +208,27 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
         Naming the table, the column and what is wrong.
     """
     schema = TABLES[table]
+    actual = frame.schema
     for name, dtype in schema.items():
-        if name not in frame.columns:
+        if name not in actual:
             raise SchemaError(f"table {table}: column {name!r} is missing")
-        if frame.schema[name] != dtype:
-            raise SchemaError(f"table {table}: column {name!r} is {frame.schema[name]}, expected {dtype}")
-    if table != "host_counters" and frame["run_id"].null_count():
-        raise SchemaError(f"table {table}: run_id is null in {frame['run_id'].null_count()} rows")
+        if actual[name] != dtype:
+            raise SchemaError(f"table {table}: column {name!r} is {actual[name]}, expected {dtype}")
+    if frame.height == 0:
+        return frame
+    checks = {}
+    if table != "host_counters":
+        checks["run_id is null"] = pl.col("run_id").is_null().any()
     if "direction" in schema:
-        bad = frame.filter(pl.col("direction").is_not_null() & ~pl.col("direction").is_in(DIRECTIONS))
-        if bad.height:
-            raise SchemaError(f"table {table}: unknown direction {bad['direction'][0]!r}")
-    nonneg = [c for c in schema if c.endswith(("_bytes", "_ns", "_per_s", "count")) or c in ("iops", "io_count")]
-    for col in nonneg:
-        if schema[col].is_numeric() and frame.select((pl.col(col) < 0).any()).item():
-            raise SchemaError(f"table {table}: column {col!r} has negative values")
+        checks["unknown direction"] = (pl.col("direction").is_not_null() & ~pl.col("direction").is_in(DIRECTIONS)).any()
+    for col in _NON_NEGATIVE[table]:
+        checks[f"column {col!r} has negative values"] = (pl.col(col) < 0).any()
+    if not checks:
+        return frame
+    found = frame.select(**{f"c{i}": expr for i, expr in enumerate(checks.values())}).row(0)
+    for problem, bad in zip(checks, found, strict=True):
+        if bad:
+            raise SchemaError(f"table {table}: {problem}")
     return frame
 
 
@@ -238,6 +253,24 @@ class Tables:
             frame = frames.get(name)
             out[name] = validate(conform(frame, name) if frame is not None else empty(name), name)
         return cls(**out)
+
+    @classmethod
+    def from_rows(cls, rows: dict[str, list[dict] | dict[str, list]]) -> Tables:
+        """Build and validate tables from plain rows: a list of dicts, or a dict of columns.
+
+        Keys missing from a row are nulls; keys that are not schema columns are
+        ignored. This is the fast path: one frame per table for many files.
+        """
+        frames = {}
+        for name, schema in TABLES.items():
+            data = rows.get(name)
+            if not data:
+                frames[name] = validate(empty(name), name)
+            elif isinstance(data, dict):
+                frames[name] = validate(pl.DataFrame(data, schema={k: schema[k] for k in data}).pipe(conform, name), name)
+            else:
+                frames[name] = validate(pl.from_dicts(data, schema=schema), name)
+        return cls(**frames)
 
     def items(self) -> list[tuple[str, pl.DataFrame]]:
         """``(table name, frame)`` pairs in schema order."""

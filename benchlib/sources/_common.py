@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,9 +67,6 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-_OBJECT_START = re.compile(r"^\{", re.MULTILINE)
-
-
 @dataclass(frozen=True)
 class JsonDocument:
     """A JSON object found in a text file, with the text that came before it."""
@@ -92,12 +88,11 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
     text = source.text
     documents: list[JsonDocument] = []
     position = 0
-    for match in _OBJECT_START.finditer(text):
-        if match.start() < position:
-            continue
-        line = text.count("\n", 0, match.start()) + 1
+    start = 0 if text.startswith("{") else _next_object(text, 0)
+    while start >= 0:
+        line = text.count("\n", 0, start) + 1
         try:
-            data, end = decoder.raw_decode(text, match.start())
+            data, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             err_line = text.count("\n", 0, exc.pos) + 1
             raise FormatError(
@@ -107,9 +102,16 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
                 "the file is probably truncated: re-run fio or restore the whole file",
             ) from None
         if isinstance(data, dict):
-            documents.append(JsonDocument(data=data, start_line=line, preamble=text[position : match.start()]))
+            documents.append(JsonDocument(data=data, start_line=line, preamble=text[position:start]))
         position = end
+        start = _next_object(text, end)
     return documents
+
+
+def _next_object(text: str, position: int) -> int:
+    """Offset of the next ``{`` that begins a line at or after ``position``, or -1."""
+    found = text.find("\n{", position)
+    return found + 1 if found >= 0 else -1
 
 
 def run_id(sha256: str, document_index: int, client: str | None) -> str:

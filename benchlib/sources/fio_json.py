@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+import numpy as np
 
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
@@ -22,7 +22,7 @@ from benchlib.sources.fio_common import (
     job_columns,
     normalise_options,
     plat_idx_to_val,
-    plat_val_to_idx,
+    plat_val_to_idx_array,
 )
 
 _DIRECTIONS = ("read", "write", "trim")
@@ -69,18 +69,19 @@ def _latency_columns(section: dict) -> dict[str, Any]:
     return cols
 
 
-def _bins(block: dict | None, factor: float) -> list[tuple[int, float, int]]:
-    """``(bin_index, bin_value_ns, count)`` from a json+ ``bins`` map (values or, in 2.x, indices)."""
+def _bins(block: dict | None, factor: float) -> tuple[list, list, list]:
+    """``(bin_index, bin_value_ns, count)`` lists from a json+ ``bins`` map (values or, in 2.x, indices)."""
     if not block or "bins" not in block:
-        return []
+        return [], [], []
     bins = block["bins"]
     if "FIO_IO_U_PLAT_BITS" in bins:  # fio 2.x json+: keys are bucket indices, values in usec
-        return [
-            (int(k), plat_idx_to_val(int(k)) * 1000.0, int(v))
-            for k, v in bins.items()
-            if k.isdigit() and int(v) > 0
-        ]
-    return [(plat_val_to_idx(float(k)), float(k) * factor, int(v)) for k, v in bins.items() if int(v) > 0]
+        found = [(int(k), plat_idx_to_val(int(k)) * 1000.0, int(v)) for k, v in bins.items() if k.isdigit() and int(v) > 0]
+        return [f[0] for f in found], [f[1] for f in found], [f[2] for f in found]
+    values = np.fromiter(map(float, bins.keys()), dtype=np.float64, count=len(bins))
+    counts = np.fromiter(bins.values(), dtype=np.int64, count=len(bins))
+    keep = counts > 0
+    values, counts = values[keep], counts[keep]
+    return plat_val_to_idx_array(values).tolist(), (values * factor).tolist(), counts.tolist()
 
 
 def _io_bytes(section: dict) -> int:
@@ -154,13 +155,16 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
     return entries, server_mode
 
 
-def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[str, list[dict]]:
+_BIN_COLUMNS = ("run_id", "client", "job_name", "job_index", "direction", "latency_kind", "bin_index", "bin_value_ns", "count")
+
+
+def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[str, list]:
     data = doc.data
     entries, server_mode = _job_entries(data, source, doc.start_line)
     globals_by_host = _global_options(data)
     version = str(data.get("fio version", "")) or None
     results: list[dict] = []
-    bins: list[dict] = []
+    bins: dict[str, list] = {c: [] for c in _BIN_COLUMNS}
     position: dict[str | None, int] = {}
     for entry in entries:
         is_aggregate = server_mode and entry.get("jobname") == "All clients"
@@ -195,20 +199,15 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[st
             results.append({**identity, **row})
             for kind in ("clat", "lat"):
                 block, factor = _latency_block(section, kind)
-                for bin_index, value_ns, count in _bins(block, factor):
-                    bins.append(
-                        {
-                            "run_id": identity["run_id"],
-                            "client": client,
-                            "job_name": identity["job_name"],
-                            "job_index": job_index,
-                            "direction": direction,
-                            "latency_kind": kind,
-                            "bin_index": bin_index,
-                            "bin_value_ns": value_ns,
-                            "count": count,
-                        }
-                    )
+                indices, values, counts = _bins(block, factor)
+                if not indices:
+                    continue
+                constant = (identity["run_id"], client, identity["job_name"], job_index, direction, kind)
+                for column, value in zip(_BIN_COLUMNS[:6], constant, strict=True):
+                    bins[column].extend([value] * len(indices))
+                bins["bin_index"].extend(indices)
+                bins["bin_value_ns"].extend(values)
+                bins["count"].extend(counts)
         sync = _sync_row(entry)
         if sync is not None:
             results.append({**identity, **sync})
@@ -263,6 +262,54 @@ def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText) -> li
     return out
 
 
+def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
+    """The rows of a fio JSON file as plain Python data (see :func:`read_fio_json`).
+
+    Ingest uses this to build one frame for many files; ``Tables.from_rows``
+    turns the result into validated tables.
+    """
+    source = read_source(path)
+    documents = [d for d in find_json_documents(source) if "fio version" in d.data]
+    if not documents:
+        raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
+    final_index = len(documents) - 1
+    final = documents[final_index]
+    rows = _document_rows(final, final_index, source)
+    if not rows["results"]:
+        entries, _ = _job_entries(final.data, source, final.start_line)
+        raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
+    start = _start_time(final.data)
+    durations: dict[tuple[str, str | None, bool], int | None] = {}
+    for row in rows["results"]:
+        key = (row["run_id"], row["client"], row["is_aggregate"])
+        runtime = row.get("runtime_ns")
+        previous = durations.get(key)
+        durations[key] = runtime if previous is None else max(previous, runtime or 0)
+    fmt = "fio-json+" if rows["latency_bins"]["run_id"] else "fio-json"
+    runs = [
+        {
+            "run_id": rid,
+            "host": client,
+            "is_aggregate": aggregate,
+            "duration_ns": duration,
+            "tool": "fio",
+            "tool_version": rows["version"][0],
+            "format": fmt,
+            "start_time": start,
+            "source": str(source.path),
+            "sha256": source.sha256,
+            "document_index": final_index,
+        }
+        for (rid, client, aggregate), duration in durations.items()
+    ]
+    return {
+        "runs": runs,
+        "results": rows["results"],
+        "latency_bins": rows["latency_bins"],
+        "intervals": _previous_snapshots(documents[:final_index], final, source, final_index),
+    }
+
+
 def read_fio_json(path: str | Path) -> Tables:
     """Read fio JSON or json+ output into the tidy tables.
 
@@ -286,39 +333,7 @@ def read_fio_json(path: str | Path) -> Tables:
     FormatError
         When the file holds no fio JSON document, is truncated, or no job did I/O.
     """
-    source = read_source(path)
-    documents = [d for d in find_json_documents(source) if "fio version" in d.data]
-    if not documents:
-        raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
-    final_index = len(documents) - 1
-    final = documents[final_index]
-    rows = _document_rows(final, final_index, source)
-    entries, server_mode = _job_entries(final.data, source, final.start_line)
-    if not rows["results"]:
-        raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
-    results = pl.DataFrame(rows["results"], infer_schema_length=None)
-    start = _start_time(final.data)
-    runs = (
-        results.group_by("run_id", "client", "is_aggregate", maintain_order=True)
-        .agg(pl.col("runtime_ns").max().alias("duration_ns"))
-        .rename({"client": "host"})
-        .with_columns(
-            tool=pl.lit("fio"),
-            tool_version=pl.lit(rows["version"][0]),
-            format=pl.lit("fio-json+" if any(rows["latency_bins"]) else "fio-json"),
-            start_time=pl.lit(start, dtype=pl.Datetime("ms", "UTC")),
-            source=pl.lit(str(source.path)),
-            sha256=pl.lit(source.sha256),
-            document_index=pl.lit(final_index),
-        )
-    )
-    intervals = _previous_snapshots(documents[:final_index], final, source, final_index)
-    frames: dict[str, pl.DataFrame] = {"runs": runs, "results": results}
-    if rows["latency_bins"]:
-        frames["latency_bins"] = pl.DataFrame(rows["latency_bins"])
-    if intervals:
-        frames["intervals"] = pl.DataFrame(intervals, infer_schema_length=None)
-    return Tables.build(**frames)
+    return Tables.from_rows(extract_fio_json(path))
 
 
 def _previous_snapshots(earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int) -> list[dict]:
