@@ -1,8 +1,9 @@
 """Raw tool output -> tidy Parquet, incrementally, with a quarantine report.
 
-``data/processed/<study>/`` holds one folder per table with one Parquet file
-per raw file (named by the raw file's SHA-256), ``manifest.json`` (what was
-ingested from which file, with its hash) and ``quarantine.csv`` (the files
+``data/processed/<study>/`` holds one folder per table of Parquet parts (one
+part per raw file, or per batch of up to ``JSON_BATCH`` fio JSON files, which
+are extracted on every core), ``manifest.json`` (which raw file, by SHA-256,
+went into which part) and ``quarantine.csv`` (the files
 that could not be read, and why). A raw file whose content, the study
 declaration and the schema version are unchanged is not read again.
 """
@@ -10,10 +11,15 @@ declaration and the schema version are unchanged is not read again.
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import json
+import multiprocessing
 import os
 import re
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,16 +27,19 @@ import polars as pl
 
 from benchlib.errors import BenchlibError, FormatError
 from benchlib.paths import PROCESSED, processed_dir_for
-from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, conform
+from benchlib.schema import SCHEMA_VERSION, TABLES, Tables
 from benchlib.sources import detect, read
 from benchlib.sources._common import run_id, sha256_of
-from benchlib.sources.fio_log import scan_fio_log
+from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
+from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.study import STUDY_FILE, Study, load_study
 
 MANIFEST = "manifest.json"
 QUARANTINE = "quarantine.csv"
 #: Logs larger than this are streamed to Parquet instead of read into memory.
 STREAM_BYTES = 32 * 1024 * 1024
+#: fio JSON files per Parquet part: one frame per table for many small files.
+JSON_BATCH = 500
 _NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE)|\.(md|txt\.md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
 _FIO_LOG_NAME = re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$")
 
@@ -70,13 +79,18 @@ def _atomic_write_text(text: str, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _raw_files(study: Study) -> list[Path]:
-    files = []
-    for path in sorted(study.folder.rglob("*")):
-        rel = path.relative_to(study.folder).as_posix()
-        if path.is_file() and path.name != STUDY_FILE and not _NOT_OUTPUT.search(rel):
-            files.append(path)
-    return files
+def _raw_files(study: Study) -> list[tuple[Path, str, int]]:
+    """``(path, path relative to the study, size)`` of every raw output file, sorted."""
+    found = []
+    for folder, subfolders, names in os.walk(study.folder, followlinks=True):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        rel_folder = Path(folder).relative_to(study.folder).as_posix()
+        for name in names:
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            if name != STUDY_FILE and not _NOT_OUTPUT.search(rel):
+                path = Path(folder, name)
+                found.append((path, rel, path.stat().st_size))
+    return sorted(found, key=lambda item: item[1])
 
 
 def _study_key(study: Study) -> str:
@@ -85,15 +99,6 @@ def _study_key(study: Study) -> str:
     if declaration.exists():
         digest.update(declaration.read_bytes())
     return digest.hexdigest()
-
-
-def _with_study_columns(runs: pl.DataFrame, study: Study, rel: str) -> pl.DataFrame:
-    levels = study.levels_for(rel)
-    return runs.with_columns(
-        pl.lit(study.name).alias("study"),
-        pl.lit(f"{study.folder.name}/{rel}").alias("source"),
-        *[pl.lit(level, pl.String).alias(factor) for factor, level in levels.items()],
-    )
 
 
 def _log_latency_unit(study: Study, versions: dict[str, str | None], rel: str) -> str:
@@ -105,35 +110,148 @@ def _log_latency_unit(study: Study, versions: dict[str, str | None], rel: str) -
     return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
 
 
-def _remove_parts(processed: Path, sha: str) -> None:
+def _drop_source(processed: Path, part: str, sha: str) -> None:
+    """Remove one raw file's rows from a part (deleting the part when nothing is left)."""
+    prefix = sha[:16]
     for table in TABLES:
-        part = processed / table / f"{sha[:16]}.parquet"
-        part.unlink(missing_ok=True)
+        path = processed / table / f"{part}.parquet"
+        if not path.exists():
+            continue
+        kept = pl.read_parquet(path).filter(~pl.col("run_id").str.starts_with(prefix))
+        if kept.height:
+            _atomic_write_parquet(kept, path)
+        else:
+            path.unlink()
 
 
-def _ingest_file(path: Path, rel: str, sha: str, study: Study, processed: Path, unit: str) -> dict:
-    fmt = detect(path)
-    if fmt == "fio-log" and path.stat().st_size > STREAM_BYTES and "_hist" not in path.name:
-        lazy = scan_fio_log(path, latency_unit=unit, sha256=sha)
-        _atomic_write_parquet(lazy, processed / "intervals" / f"{sha[:16]}.parquet")
-        stats = pl.scan_parquet(processed / "intervals" / f"{sha[:16]}.parquet").select(pl.col("time_ns").max()).collect()
-        runs = pl.DataFrame([{"run_id": run_id(sha, 0, None), "tool": "fio", "format": "fio-log", "is_aggregate": False,
-                              "duration_ns": stats.item(), "sha256": sha, "document_index": 0}])
-        tables = {"runs": conform(runs, "runs")}
+def _study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
+    """``sha256 -> source, factor levels`` for the raw files of one part."""
+    rows = [
+        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel)}
+        for rel, sha in members
+    ]
+    schema = {"sha256": pl.String, "source": pl.String, **{f: pl.String for f in study.factors}}
+    return pl.from_dicts(rows, schema=schema)
+
+
+def _write_part(processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]]) -> None:
+    runs = tables.runs.drop("source").join(_study_frame(study, members), on="sha256", how="left")
+    runs = runs.with_columns(pl.lit(study.name).alias("study")).select(list(tables.runs.columns) + list(study.factors))
+    for name, frame in [("runs", runs), *[(n, f) for n, f in tables.items() if n != "runs"]]:
+        if frame.height:
+            _atomic_write_parquet(frame, processed / name / f"{part}.parquet")
+
+
+def _extract_batch(paths: list[Path]) -> tuple[Tables, list[tuple[Path, str | None, str | None, str | None]]]:
+    """Detect many files and extract the fio JSON ones into one set of tables.
+
+    Per file: ``(path, error or None, tool version, format)``; files of other
+    formats are only detected here.
+    """
+    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "latency_bins": new_raw_bins()}
+    outcomes: list[tuple[Path, str | None, str | None]] = []
+    # Parsed JSON makes millions of small acyclic objects; the cycle collector's full passes over them
+    # tripled the batch time without freeing anything, so it pauses while a batch is parsed.
+    with _gc_paused():
+        _extract_into(paths, merged, outcomes)
+    merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
+    return Tables.from_rows(merged), outcomes
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _extract_into(paths: list[Path], merged: dict, outcomes: list) -> None:
+    for path in paths:
+        try:
+            fmt = detect(path)
+            if fmt != "fio-json":
+                outcomes.append((path, None, None, fmt))  # read later, one by one, by its own reader
+                continue
+            rows = extract_fio_json(path)
+        except FormatError as exc:
+            outcomes.append((path, f"{exc.where}: {exc.expected}", None, None))
+            continue
+        for name in ("runs", "results", "intervals"):
+            merged[name].extend(rows[name])  # type: ignore[union-attr]
+        bins, mine = merged["latency_bins"], rows["latency_bins"]
+        file_index = len(outcomes)
+        for block in mine["blocks"]:  # type: ignore[call-overload]
+            block["file_index"] = file_index
+        bins["blocks"].extend(mine["blocks"])  # type: ignore[call-overload]
+        bins.setdefault("file_index", []).extend([file_index] * len(mine["key"]))  # type: ignore[union-attr]
+        bins["block_id"].extend(mine["block_id"])  # type: ignore[call-overload]
+        bins["key"].extend(mine["key"])  # type: ignore[call-overload]
+        bins["count"].extend(mine["count"])  # type: ignore[call-overload]
+        outcomes.append((path, None, rows["runs"][0]["tool_version"], fmt))
+
+
+def _ingest_batch(
+    batch: list[tuple[Path, str, str]], study: Study, processed: Path
+) -> tuple[str, list[tuple[str, str, str | None, str | None, str | None]]]:
+    """Detect a batch of files; extract and write its fio JSON files as one part (in a worker process).
+
+    Returns the part name and, per file, ``(rel, sha256, error or None, tool version, format)``.
+    """
+    tables, outcomes = _extract_batch([path for path, _, _ in batch])
+    by_path = {path: (rel, sha) for path, rel, sha in batch}
+    members = [by_path[path] for path, error, _, fmt in outcomes if error is None and fmt == "fio-json"]
+    part = "b" + hashlib.sha256("".join(sha for _, sha in members).encode()).hexdigest()[:16]
+    if members:
+        _write_part(processed, part, tables, study, members)
+    return part, [(*by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
+
+
+def _ingest_batches(
+    todo: list[tuple[Path, str, str]], study: Study, processed: Path, report: IngestReport, current: dict
+) -> list[tuple[Path, str, str, str]]:
+    """Ingest fio JSON files in batches (one part each); workers on every core detect and write their own parts.
+
+    Returns the files of other formats as ``(path, rel, sha256, format)``.
+    """
+    batches = [todo[i : i + JSON_BATCH] for i in range(0, len(todo), JSON_BATCH)]
+    workers = min(len(batches), os.cpu_count() or 1)
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            outputs = list(pool.map(_ingest_batch, batches, [study] * len(batches), [processed] * len(batches)))
     else:
-        parsed = read(path, fmt) if fmt != "fio-log" else _read_log(path, unit)
-        tables = {name: frame for name, frame in parsed.items() if frame.height}
-    tables["runs"] = _with_study_columns(tables["runs"], study, rel)
-    for name, frame in tables.items():
-        _atomic_write_parquet(frame, processed / name / f"{sha[:16]}.parquet")
-    versions = tables["runs"]["tool_version"].drop_nulls().unique().to_list()
-    return {"sha256": sha, "format": fmt, "tables": sorted(tables), "tool_version": versions[0] if versions else None}
+        outputs = [_ingest_batch(b, study, processed) for b in batches]
+    others = []
+    paths = {rel: path for path, rel, _ in todo}
+    for part, outcomes in outputs:
+        for rel, sha, error, version, fmt in outcomes:
+            if error is not None:
+                report.quarantined.append((rel, error))
+            elif fmt != "fio-json":
+                others.append((paths[rel], rel, sha, fmt))
+            else:
+                current[rel] = {"sha256": sha, "format": fmt, "part": part, "tool_version": version}
+                report.ingested.append(rel)
+    return others
 
 
-def _read_log(path: Path, unit: str) -> Tables:
-    from benchlib.sources.fio_log import read_fio_log
-
-    return read_fio_log(path, latency_unit=unit)
+def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, processed: Path, unit: str) -> dict:
+    part = sha[:16]
+    if fmt == "fio-log" and path.stat().st_size > STREAM_BYTES and "_hist" not in path.name:
+        target = processed / "intervals" / f"{part}.parquet"
+        _atomic_write_parquet(scan_fio_log(path, latency_unit=unit, sha256=sha), target)
+        duration = pl.scan_parquet(target).select(pl.col("time_ns").max()).collect().item()
+        runs = [{"run_id": run_id(sha, 0, None), "tool": "fio", "format": "fio-log", "is_aggregate": False,
+                 "duration_ns": duration, "sha256": sha, "document_index": 0}]
+        tables = Tables.from_rows({"runs": runs})
+    else:
+        tables = read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
+    _write_part(processed, part, tables, study, [(rel, sha)])
+    versions = tables.runs["tool_version"].drop_nulls().unique().to_list()
+    return {"sha256": sha, "format": fmt, "part": part, "tool_version": versions[0] if versions else None}
 
 
 def _load_manifest(processed: Path, key: str) -> dict:
@@ -142,6 +260,38 @@ def _load_manifest(processed: Path, key: str) -> dict:
         return {}
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return manifest.get("files", {}) if manifest.get("study_key") == key else {}
+
+
+def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> list[tuple[Path, str, str]]:
+    """Hash every raw file; keep unchanged ones, skip duplicates and empty logs; return what to read."""
+    seen: dict[str, str] = {}
+    todo = []
+    for path, rel, size in _raw_files(study):
+        sha = sha256_of(path)
+        if sha in seen:
+            report.skipped.append((rel, f"same content as {seen[sha]}"))
+        elif size == 0 and _FIO_LOG_NAME.search(path.name):
+            report.skipped.append((rel, "empty fio log (fio leaves slat logs empty for synchronous engines)"))
+        elif previous.get(rel, {}).get("sha256") == sha:
+            current[rel] = previous[rel]
+            report.unchanged.append(rel)
+        else:
+            todo.append((path, rel, sha))
+        seen.setdefault(sha, rel)
+    return todo
+
+
+def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, report: IngestReport) -> None:
+    """Drop the rows of files that changed or disappeared since the last ingest."""
+    changing = {rel for _, rel, _ in todo}
+    kept_hashes = {e["sha256"] for e in current.values()}
+    for rel, entry in previous.items():
+        if rel in current and rel not in changing:
+            continue
+        if entry["sha256"] not in kept_hashes:
+            _drop_source(processed, entry.get("part", entry["sha256"][:16]), entry["sha256"])
+        if rel not in changing:
+            report.removed.append(rel)
 
 
 def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) -> IngestReport:
@@ -171,43 +321,22 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     key = _study_key(study)
     previous = _load_manifest(processed, key)
     if not previous and processed.exists():  # study.toml or schema changed: rebuild every part
-        for table in TABLES:
-            for part in (processed / table).glob("*.parquet"):
-                part.unlink()
+        for part in processed.glob("*/*.parquet"):
+            part.unlink()
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
-    seen: dict[str, str] = {}
-    files = _raw_files(study)
-    hashes = {p: sha256_of(p) for p in files}
-    ordered = sorted(files, key=lambda p: (bool(_FIO_LOG_NAME.search(p.name)), p.as_posix()))
-    for path in ordered:
-        rel = path.relative_to(study.folder).as_posix()
-        sha = hashes[path]
-        if sha in seen:
-            report.skipped.append((rel, f"same content as {seen[sha]}"))
-            continue
-        if path.stat().st_size == 0 and _FIO_LOG_NAME.search(path.name):
-            report.skipped.append((rel, "empty fio log (fio leaves slat logs empty for synchronous engines)"))
-            continue
-        seen[sha] = rel
-        if previous.get(rel, {}).get("sha256") == sha:
-            current[rel] = previous[rel]
-            report.unchanged.append(rel)
-            continue
-        if rel in previous:
-            _remove_parts(processed, previous[rel]["sha256"])
+    todo = _plan(study, previous, report, current)
+    _forget_stale(processed, previous, current, todo, report)
+    others = _ingest_batches(todo, study, processed, report, current)
+    for path, rel, sha, fmt in sorted(others, key=lambda t: (bool(_FIO_LOG_NAME.search(t[0].name)), t[1])):
         versions = {r: e.get("tool_version") for r, e in current.items()}
         try:
-            current[rel] = _ingest_file(path, rel, sha, study, processed, _log_latency_unit(study, versions, rel))
+            current[rel] = _ingest_file(path, rel, sha, fmt, study, processed, _log_latency_unit(study, versions, rel))
             report.ingested.append(rel)
         except FormatError as exc:
-            _remove_parts(processed, sha)
             report.quarantined.append((rel, f"{exc.where}: {exc.expected}"))
-    for rel, entry in previous.items():
-        if rel not in current:
-            if all(e["sha256"] != entry["sha256"] for e in current.values()):
-                _remove_parts(processed, entry["sha256"])
-            report.removed.append(rel)
+    report.ingested.sort()
+    report.quarantined.sort()
     manifest = {"schema_version": SCHEMA_VERSION, "study": study.name, "study_key": key, "files": dict(sorted(current.items()))}
     _atomic_write_text(json.dumps(manifest, indent=1), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)

@@ -255,8 +255,8 @@ class Tables:
         return cls(**out)
 
     @classmethod
-    def from_rows(cls, rows: dict[str, list[dict] | dict[str, list]]) -> Tables:
-        """Build and validate tables from plain rows: a list of dicts, or a dict of columns.
+    def from_rows(cls, rows: dict[str, list[dict] | dict[str, list] | pl.DataFrame]) -> Tables:
+        """Build and validate tables from plain rows: a list of dicts, a dict of columns, or a frame.
 
         Keys missing from a row are nulls; keys that are not schema columns are
         ignored. This is the fast path: one frame per table for many files.
@@ -264,7 +264,9 @@ class Tables:
         frames = {}
         for name, schema in TABLES.items():
             data = rows.get(name)
-            if not data:
+            if isinstance(data, pl.DataFrame):
+                frames[name] = validate(conform(data, name), name)
+            elif not data:
                 frames[name] = validate(empty(name), name)
             elif isinstance(data, dict):
                 frames[name] = validate(pl.DataFrame(data, schema={k: schema[k] for k in data}).pipe(conform, name), name)

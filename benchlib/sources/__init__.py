@@ -62,15 +62,16 @@ def detect(path: str | Path) -> str:
     FormatError
         When no known format's signature is found.
     """
-    found = detect_all(path)
-    if not found:
+    head = _head(Path(path))
+    found = next((name for name, sniff in _SNIFFERS.items() if sniff(head)), None)
+    if found is None:
         raise FormatError(
             path,
             "first 64 KiB",
             "output of a supported tool (fio JSON/json+, normal, terse, or a fio log); "
             f"supported formats: {', '.join(READERS)}",
         )
-    return found[0]
+    return found
 
 
 def read(path: str | Path, format: str | None = None) -> Tables:

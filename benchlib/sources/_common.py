@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from benchlib.errors import FormatError
 
 #: Bytes of a file that detection looks at.
@@ -59,12 +61,9 @@ def read_source(path: str | Path) -> SourceText:
 
 
 def sha256_of(path: str | Path) -> str:
-    """SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """SHA-256 of a file, streamed."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 @dataclass(frozen=True)
@@ -84,8 +83,11 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
     begin a complete JSON object raises ``FormatError`` with its line, since a
     truncated fio JSON file is the usual cause.
     """
-    decoder = json.JSONDecoder()
     text = source.text
+    whole = _single_document(source)
+    if whole is not None:
+        return [whole]
+    decoder = json.JSONDecoder()
     documents: list[JsonDocument] = []
     position = 0
     start = 0 if text.startswith("{") else _next_object(text, 0)
@@ -106,6 +108,27 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
         position = end
         start = _next_object(text, end)
     return documents
+
+
+def _single_document(source: SourceText) -> JsonDocument | None:
+    """Fast path: a file that is one JSON object (optionally after text) parses with orjson at once.
+
+    Like Python's json, orjson keeps the last of duplicate keys (fio 2.17
+    percentiles, fio 3.7 client/server global options). Anything else (several
+    documents, text after the JSON, a truncated file) returns None and takes
+    the careful path.
+    """
+    text = source.text
+    start = 0 if text.startswith("{") else _next_object(text, 0)
+    if start < 0:
+        return None
+    try:
+        data = orjson.loads(text[start:])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return JsonDocument(data=data, start_line=text.count("\n", 0, start) + 1, preamble=text[:start])
 
 
 def _next_object(text: str, position: int) -> int:

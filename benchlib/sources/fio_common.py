@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from benchlib.units import parse_duration_ns, parse_job_size
 
 #: fio's latency histogram layout (stat.h): 64 buckets per power-of-two group.
@@ -50,16 +48,6 @@ def plat_val_to_idx(value: float) -> int:
     base = (error_bits + 1) << PLAT_BITS
     offset = (value >> error_bits) & (PLAT_VAL - 1)
     return base + offset
-
-
-def plat_val_to_idx_array(values: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`plat_val_to_idx` for an array of bucket values."""
-    values = values.astype(np.int64)
-    _, exponent = np.frexp(np.maximum(values, 1).astype(np.float64))
-    msb = exponent.astype(np.int64) - 1
-    error_bits = np.maximum(msb - PLAT_BITS, 0)
-    index = ((error_bits + 1) << PLAT_BITS) + ((values >> error_bits) & (PLAT_VAL - 1))
-    return np.where(values < (PLAT_VAL << 1), values, index)
 
 
 def normalise_options(options: dict[str, Any]) -> dict[str, str]:

@@ -12,18 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+
+import polars as pl
 
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import JsonDocument, SourceText, find_json_documents, read_source, run_id
-from benchlib.sources.fio_common import (
-    group_reporting,
-    job_columns,
-    normalise_options,
-    plat_idx_to_val,
-    plat_val_to_idx_array,
-)
+from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
 
 _DIRECTIONS = ("read", "write", "trim")
 _PCT_KEYS = ("percentile",)
@@ -43,16 +38,24 @@ def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
     return None, 1.0
 
 
+_PCT_CACHE: dict[str, float] = {}
+
+
+def _pct(key: str) -> float:
+    value = _PCT_CACHE.get(key)
+    if value is None:
+        value = _PCT_CACHE[key] = float(key)
+    return value
+
+
 def _percentiles(block: dict | None, factor: float) -> list[dict[str, float]] | None:
     if not block or "percentile" not in block:
         return None
-    out = []
-    for key, value in block["percentile"].items():
-        pct = float(key)
-        if pct <= 0.0:  # fio 2.17 pads the map with "0.00" : 0 entries
-            continue
-        out.append({"percentile": pct, "value_ns": float(value) * factor})
-    return sorted(out, key=lambda p: p["percentile"]) or None
+    # fio 2.17 pads the map with "0.00" : 0 entries: drop them
+    out = [{"percentile": _pct(k), "value_ns": float(v) * factor} for k, v in block["percentile"].items() if _pct(k) > 0.0]
+    if any(a["percentile"] > b["percentile"] for a, b in zip(out, out[1:], strict=False)):
+        out.sort(key=lambda p: p["percentile"])
+    return out or None
 
 
 def _latency_columns(section: dict) -> dict[str, Any]:
@@ -69,19 +72,62 @@ def _latency_columns(section: dict) -> dict[str, Any]:
     return cols
 
 
-def _bins(block: dict | None, factor: float) -> tuple[list, list, list]:
-    """``(bin_index, bin_value_ns, count)`` lists from a json+ ``bins`` map (values or, in 2.x, indices)."""
+def _raw_bins(block: dict | None, factor: float) -> tuple[list[int], list[int], float, bool]:
+    """A json+ ``bins`` map as raw keys and counts (converted later, for many files at once).
+
+    Returns ``(keys, counts, factor to ns, keys are bucket indices)``: fio 3.x
+    keys are bucket values in the block's unit; fio 2.x keys are bucket indices
+    (with ``FIO_IO_U_PLAT_*`` entries beside them) and values are usec.
+    """
     if not block or "bins" not in block:
-        return [], [], []
+        return [], [], factor, False
     bins = block["bins"]
-    if "FIO_IO_U_PLAT_BITS" in bins:  # fio 2.x json+: keys are bucket indices, values in usec
-        found = [(int(k), plat_idx_to_val(int(k)) * 1000.0, int(v)) for k, v in bins.items() if k.isdigit() and int(v) > 0]
-        return [f[0] for f in found], [f[1] for f in found], [f[2] for f in found]
-    values = np.fromiter(map(float, bins.keys()), dtype=np.float64, count=len(bins))
-    counts = np.fromiter(bins.values(), dtype=np.int64, count=len(bins))
-    keep = counts > 0
-    values, counts = values[keep], counts[keep]
-    return plat_val_to_idx_array(values).tolist(), (values * factor).tolist(), counts.tolist()
+    if "FIO_IO_U_PLAT_BITS" in bins:
+        keys = [k for k in bins if k.isdigit()]
+        return list(map(int, keys)), [bins[k] for k in keys], 1000.0, True
+    return list(map(int, bins)), list(bins.values()), factor, False
+
+
+def _bucket_index(value: pl.Expr) -> pl.Expr:
+    """fio's ``plat_val_to_idx`` as a polars expression (see ``fio_common``)."""
+    msb = value.cast(pl.Float64).log(2).floor().cast(pl.Int64)
+    error_bits = (msb - PLAT_BITS).clip(lower_bound=0)
+    shifted = value // (pl.lit(2, pl.Int64) ** error_bits)
+    index = (error_bits + 1) * PLAT_VAL + shifted % PLAT_VAL
+    return pl.when(value < 2 * PLAT_VAL).then(value).otherwise(index)
+
+
+def _bucket_value(index: pl.Expr) -> pl.Expr:
+    """fio's ``plat_idx_to_val`` (the bucket's midpoint) as a polars expression."""
+    error_bits = index // PLAT_VAL - 1
+    base = pl.lit(2.0) ** (error_bits + PLAT_BITS)
+    return pl.when(index < 2 * PLAT_VAL).then(index.cast(pl.Float64)).otherwise(
+        base + (index % PLAT_VAL + 0.5) * pl.lit(2.0) ** error_bits
+    )
+
+
+def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
+    """Turn raw json+ bins (from one or many files) into ``latency_bins`` rows, zero counts dropped.
+
+    ``raw`` holds the bins as ``block_id``/``key``/``count`` columns and the
+    blocks (one per job, direction and latency kind) under ``"blocks"``: the
+    identity columns are joined on once, not repeated per bin in Python.
+    """
+    blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
+    if "file_index" not in raw:
+        raw = {**raw, "file_index": [0] * len(raw["key"])}
+    frame = pl.DataFrame(
+        {"file_index": raw["file_index"], "block_id": raw["block_id"], "key": raw["key"], "count": raw["count"]},
+        schema={"file_index": pl.Int32, "block_id": pl.Int32, "key": pl.Int64, "count": pl.Int64},
+    ).filter(pl.col("count") > 0)
+    key = pl.col("key")
+    index = pl.when(pl.col("key_is_index")).then(key).otherwise(_bucket_index(key))
+    value = pl.when(pl.col("key_is_index")).then(_bucket_value(index)).otherwise(key.cast(pl.Float64))
+    return (
+        frame.join(blocks, on=["file_index", "block_id"], how="left")
+        .with_columns(index.cast(pl.Int32).alias("bin_index"), (value * pl.col("factor")).alias("bin_value_ns"))
+        .drop("file_index", "block_id", "key", "factor", "key_is_index")
+    )
 
 
 def _io_bytes(section: dict) -> int:
@@ -155,7 +201,23 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
     return entries, server_mode
 
 
-_BIN_COLUMNS = ("run_id", "client", "job_name", "job_index", "direction", "latency_kind", "bin_index", "bin_value_ns", "count")
+_BLOCK_SCHEMA = {
+    "file_index": pl.Int32,
+    "block_id": pl.Int32,
+    "run_id": pl.String,
+    "client": pl.String,
+    "job_name": pl.String,
+    "job_index": pl.Int32,
+    "direction": pl.String,
+    "latency_kind": pl.String,
+    "factor": pl.Float64,
+    "key_is_index": pl.Boolean,
+}
+
+
+def new_raw_bins() -> dict[str, list]:
+    """An empty accumulator for :func:`finish_bins`."""
+    return {"blocks": [], "block_id": [], "key": [], "count": []}
 
 
 def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[str, list]:
@@ -164,7 +226,7 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[st
     globals_by_host = _global_options(data)
     version = str(data.get("fio version", "")) or None
     results: list[dict] = []
-    bins: dict[str, list] = {c: [] for c in _BIN_COLUMNS}
+    bins = new_raw_bins()
     position: dict[str | None, int] = {}
     for entry in entries:
         is_aggregate = server_mode and entry.get("jobname") == "All clients"
@@ -199,14 +261,19 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[st
             results.append({**identity, **row})
             for kind in ("clat", "lat"):
                 block, factor = _latency_block(section, kind)
-                indices, values, counts = _bins(block, factor)
-                if not indices:
+                keys, counts, to_ns, is_index = _raw_bins(block, factor)
+                if not keys:
                     continue
-                constant = (identity["run_id"], client, identity["job_name"], job_index, direction, kind)
-                for column, value in zip(_BIN_COLUMNS[:6], constant, strict=True):
-                    bins[column].extend([value] * len(indices))
-                bins["bin_index"].extend(indices)
-                bins["bin_value_ns"].extend(values)
+                block_id = len(bins["blocks"])
+                bins["blocks"].append(
+                    {
+                        "file_index": 0, "block_id": block_id, "run_id": identity["run_id"], "client": client,
+                        "job_name": identity["job_name"], "job_index": job_index, "direction": direction,
+                        "latency_kind": kind, "factor": to_ns, "key_is_index": is_index,
+                    }
+                )
+                bins["block_id"].extend([block_id] * len(keys))
+                bins["key"].extend(keys)
                 bins["count"].extend(counts)
         sync = _sync_row(entry)
         if sync is not None:
@@ -285,7 +352,7 @@ def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
         runtime = row.get("runtime_ns")
         previous = durations.get(key)
         durations[key] = runtime if previous is None else max(previous, runtime or 0)
-    fmt = "fio-json+" if rows["latency_bins"]["run_id"] else "fio-json"
+    fmt = "fio-json+" if rows["latency_bins"]["blocks"] else "fio-json"
     runs = [
         {
             "run_id": rid,
@@ -333,7 +400,9 @@ def read_fio_json(path: str | Path) -> Tables:
     FormatError
         When the file holds no fio JSON document, is truncated, or no job did I/O.
     """
-    return Tables.from_rows(extract_fio_json(path))
+    rows = extract_fio_json(path)
+    rows["latency_bins"] = finish_bins(rows["latency_bins"])  # type: ignore[arg-type]
+    return Tables.from_rows(rows)
 
 
 def _previous_snapshots(earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int) -> list[dict]:

@@ -20,6 +20,7 @@ from benchlib.schema import Tables
 from benchlib.sources._common import SourceText, read_source, run_id
 
 _TERSE_LINE = re.compile(r"^(?P<v>[345]);fio-[^;]*;")
+_TERSE_ANYWHERE = re.compile(r"^[345];fio-[^;\n]*;", re.MULTILINE)
 _DIRECTION_FIELDS = {3: 41, 4: 41, 5: 47}
 _DIRECTIONS = {3: ("read", "write"), 4: ("read", "write", "trim"), 5: ("read", "write", "trim")}
 _TAIL_FIELDS = 5 + 7 + 10 + 12  # cpu, IO depths, latency us buckets, latency ms buckets
@@ -28,7 +29,7 @@ _DISK_FIELDS = ("read_ios", "write_ios", "read_merges", "write_merges", "read_ti
 
 def looks_like_fio_terse(head: str) -> bool:
     """Whether a file holds fio terse lines (``3;fio-3.33;job;0;0;...``)."""
-    return any(_TERSE_LINE.match(line) for line in head.splitlines())
+    return _TERSE_ANYWHERE.search(head) is not None
 
 
 def _float(field: str) -> float:

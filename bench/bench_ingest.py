@@ -1,0 +1,133 @@
+"""Benchmark: fio ingest speed and memory (issue "Foundation", performance targets).
+
+1. json+ files: benchlib's full ingest (every table, latency bins included, Parquet
+   written) against fio-plot's parse of the same files (its own import functions:
+   list_json_files, which loads and filters every file, then import_json_dataset
+   and parse_json_data). Reported as files per second and as a ratio.
+2. A per-interval log of at least 1 GB: benchlib's streaming log ingest against
+   polars alone reading the same file as CSV; peak memory of the benchlib process.
+
+Run ``python bench/make_inputs.py`` first, then ``python bench/bench_ingest.py``.
+Results are appended to ``bench/results.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work"
+
+
+def _child(code: str) -> dict:
+    """Run ``code`` in a fresh Python process; it prints one JSON line; peak RSS is added."""
+    wrapped = code + "\nimport resource, json as _j\nprint(_j.dumps({**RESULT, 'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+    out = subprocess.run([sys.executable, "-c", wrapped], check=True, capture_output=True, text=True, cwd=HERE.parent)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+FIO_PLOT = """
+import time
+from fio_plot.fiolib import jsonimport, jsonparsing
+settings = {{"rw": "randread", "iodepth": [1], "numjobs": [1, 2, 4], "input_directory": ["{folder}"],
+            "type": [], "include_hosts": None, "exclude_hosts": None}}
+t = time.perf_counter()
+dataset = jsonimport.list_json_files(settings, fail=False)
+dataset = jsonimport.import_json_dataset(settings, dataset)
+jsonparsing.parse_json_data(settings, dataset)
+RESULT = {{"seconds": time.perf_counter() - t, "files_matched": sum(len(d["files"]) for d in dataset)}}
+"""
+
+BENCHLIB_JSON = """
+import time
+from benchlib.ingest import ingest_study
+t = time.perf_counter()
+report = ingest_study("{study}", "{processed}")
+RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested), "quarantined": len(report.quarantined)}}
+t = time.perf_counter()
+again = ingest_study("{study}", "{processed}")
+RESULT["unchanged_seconds"] = time.perf_counter() - t
+"""
+
+POLARS_CSV = """
+import time, polars as pl
+t = time.perf_counter()
+frame = pl.read_csv("{log}", has_header=False, new_columns=["t", "v", "d", "b", "p"])
+RESULT = {{"seconds": time.perf_counter() - t, "rows": frame.height}}
+"""
+
+BENCHLIB_LOG = """
+import time
+from benchlib.ingest import ingest_study
+t = time.perf_counter()
+report = ingest_study("{study}", "{processed}")
+RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested)}}
+"""
+
+
+def bench_json(tmp: Path) -> dict:
+    source = WORK / "jsonplus"
+    files = sorted(source.glob("*.json"))
+    study = tmp / "raw" / "jsonplus"
+    study.mkdir(parents=True)
+    for f in files:
+        (study / f.name).symlink_to(f)
+    fio_plot = _child(FIO_PLOT.format(folder=source))
+    ours = _child(BENCHLIB_JSON.format(study=study, processed=tmp / "processed"))
+    n = len(files)
+    return {
+        "files": n,
+        "mean_kib": sum(f.stat().st_size for f in files) / n / 1024,
+        "fio_plot_files_per_s": n / fio_plot["seconds"],
+        "benchlib_files_per_s": n / ours["seconds"],
+        "ratio_benchlib_over_fio_plot": fio_plot["seconds"] / ours["seconds"],
+        "benchlib_unchanged_rerun_s": ours["unchanged_seconds"],
+        "benchlib_peak_rss_mb": ours["peak_rss_mb"],
+        "quarantined": ours["quarantined"],
+    }
+
+
+def bench_log(tmp: Path) -> dict:
+    log = WORK / "logs" / "big_bw.1.log"
+    study = tmp / "raw" / "biglog"
+    study.mkdir(parents=True)
+    (study / log.name).symlink_to(log)
+    polars_alone = _child(POLARS_CSV.format(log=log))
+    ours = _child(BENCHLIB_LOG.format(study=study, processed=tmp / "processed"))
+    size = log.stat().st_size
+    return {
+        "log_gib": size / 1024**3,
+        "rows": polars_alone["rows"],
+        "polars_csv_mb_per_s": size / 1e6 / polars_alone["seconds"],
+        "benchlib_mb_per_s": size / 1e6 / ours["seconds"],
+        "speed_ratio_benchlib_over_polars": polars_alone["seconds"] / ours["seconds"],
+        "benchlib_peak_rss_mb": ours["peak_rss_mb"],
+        "polars_csv_peak_rss_mb": polars_alone["peak_rss_mb"],
+    }
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        json_result = bench_json(Path(tmp) / "json")
+        log_result = bench_log(Path(tmp) / "log")
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    machine = f"{platform.machine()}, {shutil.os.cpu_count()} cores, Python {platform.python_version()}"
+    lines = [f"\n## {stamp} ({machine})\n", "| measure | value |", "|---|---|"]
+    lines += [f"| json+: {k} | {v:,.3f} |" if isinstance(v, float) else f"| json+: {k} | {v} |" for k, v in json_result.items()]
+    lines += [f"| log: {k} | {v:,.3f} |" if isinstance(v, float) else f"| log: {k} | {v} |" for k, v in log_result.items()]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(HERE / "results.md", "a") as handle:
+        handle.write(text)
+
+
+if __name__ == "__main__":
+    main()
