@@ -28,8 +28,15 @@ WORK = HERE / "work"
 
 
 def _child(code: str) -> dict:
-    """Run ``code`` in a fresh Python process; it prints one JSON line; peak RSS is added."""
-    wrapped = code + "\nimport resource, json as _j\nprint(_j.dumps({**RESULT, 'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
+    """Run ``code`` in a fresh Python process; it prints one JSON line.
+
+    Peak RSS is the larger of the process's and its largest worker's.
+    """
+    wrapped = code + (
+        "\nimport resource, json as _j\n"
+        "peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "print(_j.dumps({**RESULT, 'peak_rss_mb': peak / 1024}))\n"
+    )
     out = subprocess.run([sys.executable, "-c", wrapped], check=True, capture_output=True, text=True, cwd=HERE.parent)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -70,6 +70,13 @@ def _metric_of(path: Path, metric: str | None) -> tuple[str, int | None]:
     return match["metric"], job
 
 
+def _direction(ddir: pl.Expr) -> pl.Expr:
+    # when/then over three literals costs a third of replace_strict on a billion-byte log
+    return (
+        pl.when(ddir == 0).then(pl.lit("read")).when(ddir == 1).then(pl.lit("write")).when(ddir == 2).then(pl.lit("trim"))
+    )
+
+
 def scan_fio_log(
     path: str | Path,
     *,
@@ -124,16 +131,16 @@ def scan_fio_log(
         pl.lit(None, pl.String).alias("client"),
         pl.lit(None, pl.String).alias("job_name"),
         pl.lit(job, pl.Int32).alias("job_index"),
-        pl.col("ddir").replace_strict([0, 1, 2], ["read", "write", "trim"], default=None, return_dtype=pl.String).alias("direction"),
+        _direction(pl.col("ddir")).alias("direction"),
         (pl.col("time_ms") * 1_000_000).alias("time_ns"),
-        pl.lit(metric).alias("metric"),
-        pl.lit(INTERVAL_UNITS[metric]).alias("unit"),
+        pl.lit(metric, pl.String).alias("metric"),
+        pl.lit(INTERVAL_UNITS[metric], pl.String).alias("unit"),
         (pl.col("value") * factor).alias("value"),
-        pl.when(pl.col("bs") > 0).then(pl.col("bs")).otherwise(None).alias("block_size_bytes"),
-        offset.cast(pl.Int64).alias("offset_bytes"),
+        pl.when(pl.col("bs") > 0).then(pl.col("bs")).alias("block_size_bytes"),
+        offset.alias("offset_bytes"),
         priority.cast(pl.Int32).alias("priority"),
         pl.lit(False).alias("is_cumulative"),
-    ).cast(dict(INTERVALS))
+    )
 
 
 def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run: str | None = None) -> pl.DataFrame:
@@ -169,7 +176,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
         pl.lit(None, pl.String).alias("client"),
         pl.lit(None, pl.String).alias("job_name"),
         pl.lit(job, pl.Int32).alias("job_index"),
-        pl.col("ddir").replace_strict([0, 1, 2], ["read", "write", "trim"], default=None, return_dtype=pl.String).alias("direction"),
+        _direction(pl.col("ddir")).alias("direction"),
         pl.lit(metric.removesuffix("_hist")).alias("latency_kind"),
         (pl.col("time_ms") * 1_000_000).alias("time_ns"),
         "bin_index",
