@@ -40,7 +40,7 @@ QUARANTINE = "quarantine.csv"
 STREAM_BYTES = 32 * 1024 * 1024
 #: fio JSON files per Parquet part: one frame per table for many small files.
 JSON_BATCH = 500
-_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE)|\.(md|txt\.md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
+_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE)|\.(md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
 _FIO_LOG_NAME = re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$")
 
 

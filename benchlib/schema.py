@@ -196,6 +196,14 @@ def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     )
 
 
+def _check_columns(actual: pl.Schema, schema: pl.Schema, table: str) -> None:
+    for name, dtype in schema.items():
+        if name not in actual:
+            raise SchemaError(f"table {table}: column {name!r} is missing")
+        if actual[name] != dtype:
+            raise SchemaError(f"table {table}: column {name!r} is {actual[name]}, expected {dtype}")
+
+
 def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """Check that ``frame`` is a valid ``table``; return it unchanged.
 
@@ -208,12 +216,7 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
         Naming the table, the column and what is wrong.
     """
     schema = TABLES[table]
-    actual = frame.schema
-    for name, dtype in schema.items():
-        if name not in actual:
-            raise SchemaError(f"table {table}: column {name!r} is missing")
-        if actual[name] != dtype:
-            raise SchemaError(f"table {table}: column {name!r} is {actual[name]}, expected {dtype}")
+    _check_columns(frame.schema, schema, table)
     if frame.height == 0:
         return frame
     checks = {}

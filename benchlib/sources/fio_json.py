@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.errors import FormatError
-from benchlib.schema import Tables
+from benchlib.schema import LATENCY_BINS, Tables
 from benchlib.sources._common import JsonDocument, SourceText, find_json_documents, read_source, run_id
 from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
 
@@ -201,15 +201,11 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
     return entries, server_mode
 
 
+#: One row per json+ bins map: the latency_bins identity columns, plus how to read the keys.
 _BLOCK_SCHEMA = {
     "file_index": pl.Int32,
     "block_id": pl.Int32,
-    "run_id": pl.String,
-    "client": pl.String,
-    "job_name": pl.String,
-    "job_index": pl.Int32,
-    "direction": pl.String,
-    "latency_kind": pl.String,
+    **{name: LATENCY_BINS[name] for name in ("run_id", "client", "job_name", "job_index", "direction", "latency_kind")},
     "factor": pl.Float64,
     "key_is_index": pl.Boolean,
 }

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from benchlib.errors import FormatError
-from benchlib.schema import INTERVAL_UNITS, INTERVALS, LATENCY_BINS, Tables
+from benchlib.schema import INTERVAL_UNITS, LATENCY_BINS, Tables
 from benchlib.sources._common import SNIFF_BYTES, decode, run_id, sha256_of
 from benchlib.sources.fio_common import plat_idx_to_val
 
