@@ -128,3 +128,13 @@ def test_status_interval_snapshots_become_cumulative_intervals(fio_binary: str, 
     assert snapshots["value"].is_sorted() and snapshots["time_ns"].is_sorted()
     assert snapshots["value"][-1] <= tables.results["io_count"][0]
     assert tables.runs["document_index"][0] == text.count('"fio version"') - 1
+
+
+def test_fsync_latencies_become_sync_rows(fio_binary: str, tmp_path: Path) -> None:
+    output = run_fio(fio_binary, tmp_path, "sync", "--rw=write", "--bs=4k", "--fsync=8", formats="json", logs=False)
+    results = read_fio_json(output).results
+    assert sorted(results["direction"].to_list()) == ["sync", "write"]
+    sync = results.filter(pl.col("direction") == "sync").row(0, named=True)
+    write = results.filter(pl.col("direction") == "write").row(0, named=True)
+    assert sync["io_count"] == pytest.approx(write["io_count"] / 8, abs=1)
+    assert sync["lat_mean_ns"] > 0 and sync["iops"] is None
