@@ -1,5 +1,20 @@
 """Statistics over the tidy tables; the aggregation rules live here, once."""
 
-from benchlib.stats.aggregate import summarise_runs
+from benchlib.stats.aggregate import summarise_runs, weighted_mean_expr
+from benchlib.stats.efficiency import cpus_used_expr, cycles_per_io_expr, iops_per_cpu_pct_expr, reconcile
+from benchlib.stats.fairness import fairness_table, gini_expr, jain_expr
+from benchlib.stats.queueing import outstanding_ios_expr, queue_check
 
-__all__ = ["summarise_runs"]
+__all__ = [
+    "cpus_used_expr",
+    "cycles_per_io_expr",
+    "fairness_table",
+    "gini_expr",
+    "iops_per_cpu_pct_expr",
+    "jain_expr",
+    "outstanding_ios_expr",
+    "queue_check",
+    "reconcile",
+    "summarise_runs",
+    "weighted_mean_expr",
+]

@@ -1,0 +1,46 @@
+"""CPU efficiency: IOPS per CPU%, CPUs used, cycles per I/O, and reconciliation (METHODS.md F).
+
+fio reports ``usr_cpu``/``sys_cpu`` as percent of one CPU per job; with
+``group_reporting`` the group shows the job average, so the CPUs a group used
+are ``numjobs × (usr + sys) / 100``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Relative disagreement above which a reported ratio does not follow from its inputs.
+RECONCILE_TOLERANCE = 0.02
+
+
+def cpu_pct_expr(usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
+    """usr + sys CPU, percent of one CPU."""
+    return (pl.col(usr) + pl.col(sys)).alias("cpu_pct")
+
+
+def iops_per_cpu_pct_expr(iops: str = "iops", usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
+    """IOPS per percent of CPU (usr + sys), the write-ups' efficiency figure."""
+    return (pl.col(iops) / (pl.col(usr) + pl.col(sys))).alias("iops_per_cpu_pct")
+
+
+def cpus_used_expr(numjobs: str = "numjobs", usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
+    """CPUs used by a group of jobs: numjobs × (usr + sys) / 100."""
+    return (pl.col(numjobs) * (pl.col(usr) + pl.col(sys)) / 100).alias("cpus_used")
+
+
+def cycles_per_io_expr(clock_hz: float, iops: str = "iops", cpus_used: str = "cpus_used") -> pl.Expr:
+    """CPU cycles per I/O at a given clock: CPUs used × clock / IOPS."""
+    return (pl.col(cpus_used) * clock_hz / pl.col(iops)).alias("cycles_per_io")
+
+
+def reconcile(
+    frame: pl.DataFrame, *, reported: str, recomputed: pl.Expr, tolerance: float = RECONCILE_TOLERANCE
+) -> pl.DataFrame:
+    """Flag rows whose reported ratio disagrees with the same ratio recomputed from the row's inputs.
+
+    Returns ``frame`` plus ``recomputed``, ``relative_difference``
+    (recomputed / reported − 1) and ``reconciles`` (within ``tolerance``).
+    """
+    out = frame.with_columns(recomputed.alias("recomputed"))
+    diff = pl.col("recomputed") / pl.col(reported) - 1
+    return out.with_columns(diff.alias("relative_difference"), (diff.abs() <= tolerance).alias("reconciles"))

@@ -1,0 +1,139 @@
+"""Fairness, Little's law and CPU efficiency: METHODS.md worked examples and the published study."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchlib.stats import (
+    cpus_used_expr,
+    cycles_per_io_expr,
+    fairness_table,
+    iops_per_cpu_pct_expr,
+    queue_check,
+    reconcile,
+)
+from tests.conftest import ROOT
+
+PUBLISHED = ROOT.parent / "shared" / "domain" / "published"
+MIB = 1024 * 1024
+
+
+def _published(name: str) -> pl.DataFrame:
+    path = PUBLISHED / name
+    if not path.exists():
+        pytest.skip(f"no published tables at {PUBLISHED}")
+    return pl.read_csv(path)
+
+
+def _fair(values: list[float]) -> dict:
+    frame = pl.DataFrame({"vm": [f"vm{i}" for i in range(len(values))], "x": values})
+    return fairness_table(frame, "x", member="vm").row(0, named=True)
+
+
+@pytest.mark.parametrize(
+    ("values", "jain", "gini", "cv"),
+    [
+        ([1, 1, 1, 1], 1.0, 0.0, 0.0),
+        ([1, 0, 0, 0], 0.25, 0.75, 2.0),
+        ([1, 1, 0, 0], 0.5, 0.5, None),
+        ([20, 1], 441 / 802, 0.4524, 1.2795),
+    ],
+)
+def test_fair_1(values: list[float], jain: float, gini: float, cv: float | None) -> None:
+    """METHODS.md FAIR-1."""
+    result = _fair(values)
+    assert result["jain"] == pytest.approx(jain, abs=1e-4)
+    assert result["gini"] == pytest.approx(gini, abs=1e-4)
+    if cv is not None:
+        assert result["cv"] == pytest.approx(cv, abs=1e-4)
+
+
+def test_share_normalised_fairness() -> None:
+    """A VM with twice the shares getting twice the throughput is fair."""
+    frame = pl.DataFrame({"vm": ["a", "b", "c"], "x": [2000.0, 1000.0, 1000.0], "shares": [2000, 1000, 1000]})
+    assert fairness_table(frame, "x", member="vm", shares="shares")["jain"][0] == pytest.approx(1.0)
+    assert fairness_table(frame, "x", member="vm")["jain"][0] < 1.0
+
+
+def test_published_study_fairness() -> None:
+    """BRIEF study 1: Jain's index, spread and aggregate per controller and SIOC setting."""
+    seq = _published("seqread128k_per_vm.csv")
+    table = fairness_table(seq, "bw_mib_s", member="vm", by=["controller", "sioc"])
+    rows = {(r["controller"], r["sioc"]): r for r in table.iter_rows(named=True)}
+    assert rows[("LSI", "off")]["jain"] == pytest.approx(0.6245, abs=1e-4)
+    assert rows[("LSI", "on")]["jain"] == pytest.approx(0.9793, abs=1e-4)
+    assert rows[("PVSCSI", "off")]["jain"] == pytest.approx(0.8203, abs=1e-4)
+    assert rows[("PVSCSI", "on")]["jain"] == pytest.approx(0.9139, abs=1e-4)
+    assert rows[("LSI", "off")]["max_min_ratio"] == pytest.approx(1148 / 203)  # "5.6x"
+    assert rows[("LSI", "on")]["max_min_ratio"] == pytest.approx(406 / 292)  # "about 1.4x"
+    assert rows[("PVSCSI", "on")]["max_min_ratio"] == pytest.approx(576 / 285)  # "2.0x"
+    assert (rows[("LSI", "off")]["highest"], rows[("LSI", "off")]["lowest"]) == ("gus_fio_2", "gus_fio_3")
+    assert rows[("LSI", "off")]["outlier"] == "gus_fio_2"
+    totals = {k: round(v["total"]) for k, v in rows.items()}
+    assert totals == {("LSI", "off"): 2282, ("LSI", "on"): 1723, ("PVSCSI", "off"): 1794, ("PVSCSI", "on"): 2283}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.01, max_value=1e9), min_size=1, max_size=30), st.randoms())
+def test_fairness_properties(values: list[float], random: object) -> None:
+    """Jain in [1/n, 1], Gini in [0, (n-1)/n], and neither depends on row order."""
+    n = len(values)
+    result = _fair(values)
+    assert 1 / n - 1e-9 <= result["jain"] <= 1 + 1e-9
+    assert -1e-9 <= result["gini"] <= (n - 1) / n + 1e-9
+    shuffled = list(values)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    again = _fair(shuffled)
+    assert again["jain"] == pytest.approx(result["jain"], rel=1e-9)
+    assert again["gini"] == pytest.approx(result["gini"], rel=1e-9, abs=1e-12)
+
+
+def test_ll_1() -> None:
+    """METHODS.md LL-1: 10,000 IOPS x 3.2 ms = 32; fio's rate-limited example is far below its iodepth."""
+    frame = pl.DataFrame({"iops": [10_000.0, 88.98], "lat_mean_ns": [3.2e6, 4027.34e3], "iodepth": [32, 16], "numjobs": [1, 1]})
+    checked = queue_check(frame)
+    assert checked["outstanding_ios"].to_list() == pytest.approx([32.0, 0.358], abs=1e-3)
+    assert checked["queue_state"].to_list() == ["queue-full", "rate-bound"]
+
+
+def test_published_study_littles_law_gives_32_per_vm() -> None:
+    """BRIEF study 1: bandwidth x latency gives about 32 outstanding 128 KiB reads for every VM."""
+    seq = _published("seqread128k_per_vm.csv").with_columns(
+        iops=pl.col("bw_mib_s") * MIB / (128 * 1024), lat_mean_ns=pl.col("lat_avg_ms") * 1e6, iodepth=pl.lit(32), numjobs=pl.lit(1)
+    )
+    checked = queue_check(seq)
+    assert checked["outstanding_ios"].min() > 31.5 and checked["outstanding_ios"].max() < 32.5
+    assert set(checked["queue_state"]) == {"queue-full"}
+
+
+def test_eff_1() -> None:
+    """METHODS.md EFF-1: 4 jobs at 10% usr + 15% sys = 1 CPU; 100,000 IOPS at 2.5 GHz = 25,000 cycles per I/O."""
+    frame = pl.DataFrame({"iops": [100_000.0], "numjobs": [4], "usr_cpu_pct": [10.0], "sys_cpu_pct": [15.0]})
+    out = frame.with_columns(cpus_used_expr()).with_columns(cycles_per_io_expr(2.5e9))
+    assert out["cpus_used"][0] == pytest.approx(1.0)
+    assert (out["iops"] / out["cpus_used"])[0] == pytest.approx(100_000)
+    assert out["cycles_per_io"][0] == pytest.approx(25_000)
+
+
+def test_published_cpu_efficiency_reconciles_except_sequential_read() -> None:
+    """BRIEF: one CPU-efficiency row (sequential read) does not follow from the other tables.
+
+    IOPS come from the gus_fio_1, SIOC-off tables (128 KiB reads for seqread).
+    """
+    cpu = _published("cpu_efficiency.csv")
+    gus1 = _published("controller_gus_fio_1.csv").filter(pl.col("sioc") == "off").select("test", "controller", "iops")
+    seq = (
+        _published("seqread128k_per_vm.csv")
+        .filter((pl.col("vm") == "gus_fio_1") & (pl.col("sioc") == "off"))
+        .select(pl.lit("seqread").alias("test"), "controller", (pl.col("bw_mib_s") * MIB / (128 * 1024)).alias("iops"))
+    )
+    joined = cpu.join(pl.concat([gus1, seq], how="vertical_relaxed"), on=["test", "controller"], how="left").rename(
+        {"cpu_usr_pct": "usr_cpu_pct", "cpu_sys_pct": "sys_cpu_pct"}
+    )
+    checked = reconcile(joined, reported="iops_per_cpu_pct_reported", recomputed=iops_per_cpu_pct_expr())
+    failing = checked.filter(~pl.col("reconciles")).select("test", "controller").sort("controller").rows()
+    assert failing == [("seqread", "LSI"), ("seqread", "PVSCSI")]
+    assert checked.filter(pl.col("test") != "seqread")["relative_difference"].abs().max() < 0.01
