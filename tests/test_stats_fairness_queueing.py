@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchlib.stats.queueing import sweep_shape, where_ios_wait
 from benchlib.stats import (
     cpus_used_expr,
     cycles_per_io_expr,
@@ -137,3 +138,42 @@ def test_published_cpu_efficiency_reconciles_except_sequential_read() -> None:
     failing = checked.filter(~pl.col("reconciles")).select("test", "controller").sort("controller").rows()
     assert failing == [("seqread", "LSI"), ("seqread", "PVSCSI")]
     assert checked.filter(pl.col("test") != "seqread")["relative_difference"].abs().max() < 0.01
+
+
+def test_kn_1_kneedle() -> None:
+    """METHODS.md KN-1 (kneed README): the library's knee on the paper's curve."""
+    import numpy as np
+    from kneed import KneeLocator
+
+    x = np.linspace(0, 1, 10)
+    located = KneeLocator(x, -1 / (x + 0.1) + 5, S=1.0, curve="concave", direction="increasing")
+    assert located.knee == pytest.approx(0.222, abs=1e-3) and located.knee_y == pytest.approx(1.897, abs=1e-3)
+
+
+def test_sweep_shape_on_a_saturating_sweep() -> None:
+    depths = [1, 2, 4, 8, 16, 32, 64, 128]
+    iops = [5000, 9800, 18500, 30000, 38000, 40000, 40300, 40700]
+    latency = [d / i * 1e9 for d, i in zip(depths, iops, strict=True)]  # Little's law with a full queue
+    shape = sweep_shape(depths, iops, latency)
+    assert shape.knee_depth in (8, 16) and not shape.drops_after_peak
+    assert shape.knee_latency_ns == pytest.approx(shape.knee_depth / shape.knee_iops * 1e9)
+
+
+def test_published_iodepth_sweep_peak_then_drop() -> None:
+    """BRIEF study 1: gus_fio_2 peaked at depth 32 and fell; gus_fio_4 kept gaining."""
+    sweep = _published("iodepth_sweep.csv")
+    shapes = {
+        vm: sweep_shape(g["iodepth"].to_list(), g["iops"].to_list(), (g["lat_avg_ms"] * 1e6).to_list())
+        for (vm,), g in sweep.group_by("vm")
+    }
+    assert shapes["gus_fio_2"].peak_depth == 32 and shapes["gus_fio_2"].drops_after_peak
+    assert shapes["gus_fio_2"].drop_fraction == pytest.approx(1 - 19274 / 30885)
+    assert shapes["gus_fio_4"].peak_depth == 128 and not shapes["gus_fio_4"].drops_after_peak
+    assert shapes["gus_fio_4"].knee_depth is None  # 4 points: too few for a knee, and it says so
+    assert "at least 5" in shapes["gus_fio_4"].note
+
+
+def test_where_ios_wait_study_3() -> None:
+    """BRIEF study 3: guest 1.4 ms vs GAVG 0.93 ms, KAVG > 0 and QUED ~30 -> guest and kernel queues."""
+    assert where_ios_wait(1.4, 0.93, 0.3, 30, 0.63) == ["guest", "kernel"]
+    assert where_ios_wait(0.7, 0.69, 0.0, 0, 0.69) == ["nowhere: latency is the device's own"]

@@ -51,3 +51,51 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         .select("run_id", "source", "format", "tool_version", "direction", "rows", "iops", "bandwidth_bytes_per_s", "lat_mean_ns")
         .sort("source", "run_id", "direction")
     )
+
+
+def pooled_percentiles(bins: pl.DataFrame, percentiles: list[float], by: list[str] | None = None) -> pl.DataFrame:
+    """Percentiles of latency pooled over every row of ``latency_bins`` in each ``by`` group.
+
+    Bins of all jobs, clients and runs in a group are summed per bucket (as
+    fio's group_reporting does) and each percentile is the value of the first
+    bucket whose cumulative count reaches ``total × p / 100``, exactly as fio
+    computes its own. Percentiles are never averaged.
+
+    Returns one row per group and percentile: ``percentile``, ``value_ns``, ``count``.
+    """
+    by = by or []
+    summed = bins.group_by([*by, "bin_index"]).agg(pl.col("bin_value_ns").first(), pl.col("count").sum())
+    ordered = summed.sort([*by, "bin_index"]).with_columns(
+        pl.col("count").cum_sum().over(by or pl.lit(0)).alias("cumulative"),
+        pl.col("count").sum().over(by or pl.lit(0)).alias("total"),
+    )
+    targets = pl.DataFrame({"percentile": [float(p) for p in percentiles]})
+    crossed = ordered.join(targets, how="cross").filter(pl.col("cumulative") >= pl.col("total") * pl.col("percentile") / 100)
+    return (
+        crossed.group_by([*by, "percentile"])
+        .agg(pl.col("bin_value_ns").sort_by("bin_index").first().alias("value_ns"), pl.col("total").first().alias("count"))
+        .sort([*by, "percentile"])
+    )
+
+
+def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """IOPS and bandwidth over several runs as total I/Os (bytes) over total time, per group.
+
+    Sums per run first (jobs and clients add), then divides the groups' total
+    I/Os and bytes by their total runtime, so long runs weigh more than short
+    ones, as a rate must (METHODS.md R4).
+    """
+    per_run = (
+        results.filter(~pl.col("is_aggregate"))
+        .group_by([*by, "run_id"])
+        .agg(pl.col("io_count").sum(), pl.col("io_bytes").sum(), pl.col("runtime_ns").max())
+    )
+    return (
+        per_run.group_by(by)
+        .agg(
+            pl.len().alias("runs"),
+            (pl.col("io_count").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("iops"),
+            (pl.col("io_bytes").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("bandwidth_bytes_per_s"),
+        )
+        .sort(by)
+    )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import polars as pl
+from kneed import KneeLocator
 
 #: Below this fraction of the configured concurrency, a job was not queue-bound.
 RATE_BOUND_FRACTION = 0.8
@@ -43,3 +47,88 @@ def queue_check(frame: pl.DataFrame, *, iops: str = "iops", latency_ns: str = "l
         .otherwise(pl.lit("queue-full"))
         .alias("queue_state")
     )
+
+
+#: A sweep needs at least this many points for a knee (METHODS.md D3).
+MIN_SWEEP_POINTS = 5
+#: A drop of more than this fraction after the peak is "peak then drop", not noise.
+PEAK_DROP_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class SweepShape:
+    """What an iodepth (or numjobs) sweep shows: its knee, its peak, and whether it falls after the peak."""
+
+    knee_depth: float | None
+    knee_iops: float | None
+    knee_latency_ns: float | None
+    peak_depth: float
+    peak_iops: float
+    drops_after_peak: bool
+    drop_fraction: float
+    note: str
+
+
+def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] | None = None) -> SweepShape:
+    """Knee (Kneedle on log2 depth, S = 1), peak and "peak then drop" of one sweep.
+
+    Parameters
+    ----------
+    depths
+        The swept values (iodepth or numjobs), one per point, any order.
+    iops
+        The median IOPS at each depth.
+    latency_ns
+        Optional mean latency at each depth; reported at the knee.
+
+    Returns
+    -------
+    SweepShape
+        ``knee_*`` are None when the sweep has fewer than 5 points or no knee;
+        ``drops_after_peak`` when the last point is more than 10% below the peak.
+    """
+    order = sorted(range(len(depths)), key=lambda i: depths[i])
+    x = [depths[i] for i in order]
+    y = [iops[i] for i in order]
+    lat = [latency_ns[i] for i in order] if latency_ns is not None else None
+    peak = max(range(len(y)), key=lambda i: y[i])
+    drop = 1 - y[-1] / y[peak]
+    drops = peak < len(y) - 1 and drop > PEAK_DROP_FRACTION
+    knee = None
+    if len(x) >= MIN_SWEEP_POINTS:
+        located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
+        knee = None if located.knee is None else round(2 ** located.knee)
+    note = "no knee" if knee is None else f"knee at {knee}"
+    if len(x) < MIN_SWEEP_POINTS:
+        note = f"{len(x)} points: a knee needs at least {MIN_SWEEP_POINTS}"
+    if drops:
+        note += f"; peak at {x[peak]:g} then {100 * drop:.0f}% lower at {x[-1]:g}"
+    at = x.index(knee) if knee in x else None
+    return SweepShape(
+        knee_depth=knee,
+        knee_iops=None if at is None else y[at],
+        knee_latency_ns=None if at is None or lat is None else lat[at],
+        peak_depth=x[peak],
+        peak_iops=y[peak],
+        drops_after_peak=drops,
+        drop_fraction=drop,
+        note=note,
+    )
+
+
+def where_ios_wait(guest_latency_ms: float, gavg_ms: float, kavg_ms: float, qued: float, davg_ms: float, *, davg_high_ms: float = 2.0) -> list[str]:
+    """Where I/Os queue, by the rules of BRIEF study 3 (esxtop against the guest's latency).
+
+    Guest latency above GAVG means queuing in the guest (its per-disk or adapter
+    queue); KAVG > 0 or QUED > 0 means queuing in the ESXi kernel (device queue
+    full); a high DAVG means the fabric or the array. Returns every place that
+    applies, or ``["nowhere: latency is the device's own"]``.
+    """
+    places = []
+    if guest_latency_ms > gavg_ms * 1.1:
+        places.append("guest")
+    if kavg_ms > 0.1 or qued > 0:
+        places.append("kernel")
+    if davg_ms > davg_high_ms:
+        places.append("device")
+    return places or ["nowhere: latency is the device's own"]

@@ -1,0 +1,267 @@
+"""Comparing configurations soundly (METHODS.md A2, A3, G1, G2).
+
+The experimental unit is the run: every function here takes one value per
+run (IOPS, bandwidth, mean latency of that run), never per-second samples.
+Randomness only through an explicit ``numpy.random.Generator``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+#: Below this many runs per side the Mann–Whitney test cannot reach p < 0.05 (benchstat).
+MIN_RUNS_FOR_TEST = 4
+#: Below this many runs no 95% order-statistic interval for the median exists.
+MIN_RUNS_FOR_MEDIAN_CI = 6
+#: Exact (permutation) Mann–Whitney p up to this many runs per side, as benchstat does with ties.
+EXACT_LIMIT = 25
+
+
+@dataclass(frozen=True)
+class MedianCI:
+    """A median with its exact, distribution-free confidence interval [x_(j), x_(k)]."""
+
+    median: float
+    low: float | None
+    high: float | None
+    j: int | None
+    k: int | None
+    level: float | None
+
+
+def median_ci(values: np.ndarray | list[float], confidence: float = 0.95) -> MedianCI:
+    """Median with the exact order-statistic interval (Le Boudec 2010, Thm 2.1).
+
+    The interval is [x_(j), x_(k)] (1-based order statistics) with the
+    narrowest symmetric ranks such that P(j <= rank of the median < k) under
+    Binomial(n, 1/2) is at least ``confidence``. None exists for n <= 5 at 95%;
+    then ``low``/``high`` are None.
+    """
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    median = float(np.median(x))
+    best = None
+    for j in range(n // 2, 0, -1):
+        k = n + 1 - j
+        level = stats.binom.cdf(k - 1, n, 0.5) - stats.binom.cdf(j - 1, n, 0.5)
+        if level >= confidence:
+            best = (j, k, float(level))
+            break
+    if best is None:
+        return MedianCI(median, None, None, None, None, None)
+    j, k, level = best
+    return MedianCI(median, float(x[j - 1]), float(x[k - 1]), j, k, level)
+
+
+def mann_whitney(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> tuple[float, float]:
+    """Two-sided Mann–Whitney U of x against y: ``(U_x, p)``.
+
+    Exact permutation p (ties handled) when both sides have at most
+    ``EXACT_LIMIT`` runs, matching benchstat; the normal approximation with
+    tie and continuity corrections beyond.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if max(len(x), len(y)) <= EXACT_LIMIT:
+        method: object = stats.PermutationMethod(n_resamples=np.inf)
+    else:
+        method = "asymptotic"
+    result = stats.mannwhitneyu(x, y, alternative="two-sided", method=method)
+    return float(result.statistic), float(result.pvalue)
+
+
+def cliffs_delta(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
+    """Cliff's δ = P(X > Y) − P(X < Y), in [−1, 1]."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    diff = np.sign(x[:, None] - y[None, :])
+    return float(diff.mean())
+
+
+def cliffs_magnitude(delta: float) -> str:
+    """Hess & Kromrey's words for |δ|: negligible, small, medium, large."""
+    size = abs(delta)
+    return "negligible" if size < 0.147 else "small" if size < 0.33 else "medium" if size < 0.474 else "large"
+
+
+def hodges_lehmann(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
+    """Hodges–Lehmann shift of y against x: the median of all pairwise differences y_j − x_i."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return float(np.median(y[None, :] - x[:, None]))
+
+
+def ratio_of_medians_ci(
+    old: np.ndarray | list[float],
+    new: np.ndarray | list[float],
+    *,
+    rng: np.random.Generator,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """median(new) / median(old) with a percentile bootstrap interval.
+
+    Each group is resampled independently, all resamples at once (no Python
+    loop over resamples). Returns ``(ratio, low, high)``.
+    """
+    old, new = np.asarray(old, dtype=float), np.asarray(new, dtype=float)
+    old_medians = np.median(old[rng.integers(0, len(old), size=(n_resamples, len(old)))], axis=1)
+    new_medians = np.median(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
+    ratios = new_medians / old_medians
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return float(np.median(new) / np.median(old)), float(low), float(high)
+
+
+def holm(p_values: np.ndarray | list[float]) -> np.ndarray:
+    """Holm step-down adjusted p-values (family-wise error), in the input order."""
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    order = np.argsort(p)
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def benjamini_hochberg(p_values: np.ndarray | list[float]) -> np.ndarray:
+    """Benjamini–Hochberg step-up adjusted p-values (false discovery rate), in the input order."""
+    return stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")
+
+
+def runs_needed(values: np.ndarray | list[float], *, relative_error: float = 0.05, confidence: float = 0.95) -> int:
+    """Runs needed for the mean's CI half-width to be ``relative_error`` of the mean (HB15: n = (s·t/(e·x̄))²).
+
+    Iterates because t depends on n; uses the observed spread of ``values``.
+    """
+    x = np.asarray(values, dtype=float)
+    s, mean = x.std(ddof=1), x.mean()
+    n = max(len(x), 2)
+    for _ in range(100):
+        t = stats.t.ppf(1 - (1 - confidence) / 2, n - 1)
+        needed = int(np.ceil((s * t / (relative_error * mean)) ** 2))
+        if needed <= n:
+            return max(needed, 2)
+        n = needed
+    return n
+
+
+def sample_warnings(n: int) -> list[str]:
+    """What a reader should know about a sample of ``n`` runs."""
+    warnings = []
+    if n < MIN_RUNS_FOR_TEST:
+        warnings.append(f"{n} runs: the Mann-Whitney test cannot reach p < 0.05 below {MIN_RUNS_FOR_TEST} runs per side")
+    if n < MIN_RUNS_FOR_MEDIAN_CI:
+        warnings.append(f"{n} runs: no 95% interval for the median exists below {MIN_RUNS_FOR_MEDIAN_CI} runs")
+    return warnings
+
+
+def _describe(values: np.ndarray) -> tuple[float, float | None, float | None, float | None]:
+    ci = median_ci(values)
+    if ci.low is None or ci.median == 0:
+        return ci.median, ci.low, ci.high, None
+    return ci.median, ci.low, ci.high, max(ci.high / ci.median - 1, 1 - ci.low / ci.median)
+
+
+def comparison_table(
+    frame: pl.DataFrame,
+    value: str,
+    *,
+    factor: str,
+    baseline: str,
+    by: list[str] | None = None,
+    alpha: float = 0.05,
+    rng: np.random.Generator,
+    n_resamples: int = 10_000,
+    equivalence: float = 0.02,
+) -> pl.DataFrame:
+    """A benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
+
+    Parameters
+    ----------
+    frame
+        One row per run: the ``value`` column and the factor columns.
+    value
+        What to compare (IOPS, bandwidth, latency); one value per run.
+    factor, baseline
+        The factor whose levels are compared, and the level the others are compared with.
+    by
+        The other factors: one comparison per combination of their levels.
+    alpha
+        Significance level, applied to Holm-adjusted p over the whole table (the family).
+    rng
+        The only source of randomness (bootstrap of the ratio of medians).
+    n_resamples
+        Bootstrap resamples per comparison.
+    equivalence
+        Practical-equivalence band: a significant change smaller than this
+        fraction is reported as ``within noise``.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per group and non-baseline level: runs on each side, medians
+        with their exact 95% intervals (``*_ci_pct`` as benchstat's ±%), the
+        change in percent, Mann–Whitney p and its Holm adjustment, Cliff's δ,
+        Hodges–Lehmann shift, the ratio of medians with its bootstrap interval,
+        ``delta`` (benchstat's column: ``~`` when not significant, else
+        ``+x.xx%``), ``verdict`` and ``warnings``; sorted by the group.
+    """
+    by = by or []
+    rows = []
+    for key, group in frame.sort([*by, factor]).group_by(by or [pl.lit(0).alias("_all")], maintain_order=True):
+        base = group.filter(pl.col(factor) == baseline)[value].drop_nulls().to_numpy()
+        for level in [lv for lv in group[factor].unique(maintain_order=True).to_list() if lv != baseline]:
+            other = group.filter(pl.col(factor) == level)[value].drop_nulls().to_numpy()
+            if len(base) == 0 or len(other) == 0:
+                continue
+            rows.append(_compare_pair(dict(zip(by, key, strict=False)) if by else {}, factor, level, base, other, rng, n_resamples))
+    if not rows:
+        return pl.DataFrame()
+    table = pl.DataFrame(rows)
+    adjusted = holm(table["p"].to_numpy())
+    return table.with_columns(pl.Series("p_holm", adjusted)).with_columns(
+        pl.when(pl.col("p_holm") > alpha)
+        .then(pl.lit("~"))
+        .otherwise(pl.format("{}%", pl.col("change_pct").round(2).cast(pl.String)))
+        .alias("delta"),
+        pl.when(pl.col("p_holm") > alpha)
+        .then(pl.lit("no significant change"))
+        .when(pl.col("change_pct").abs() < equivalence * 100)
+        .then(pl.lit("within noise"))
+        .when(pl.col("change_pct") > 0)
+        .then(pl.lit("higher"))
+        .otherwise(pl.lit("lower"))
+        .alias("verdict"),
+    )
+
+
+def _compare_pair(
+    group: dict, factor: str, level: object, base: np.ndarray, other: np.ndarray, rng: np.random.Generator, n_resamples: int
+) -> dict:
+    base_median, base_low, base_high, base_pct = _describe(base)
+    other_median, other_low, other_high, other_pct = _describe(other)
+    u, p = mann_whitney(other, base)
+    ratio, ratio_low, ratio_high = ratio_of_medians_ci(base, other, rng=rng, n_resamples=n_resamples)
+    delta = cliffs_delta(other, base)
+    return {
+        **group,
+        factor: level,
+        "runs_baseline": len(base),
+        "runs": len(other),
+        "median_baseline": base_median,
+        "median_baseline_ci_pct": None if base_pct is None else 100 * base_pct,
+        "median": other_median,
+        "median_ci_pct": None if other_pct is None else 100 * other_pct,
+        "change_pct": 100 * (other_median / base_median - 1),
+        "u": u,
+        "p": p,
+        "cliffs_delta": delta,
+        "effect": cliffs_magnitude(delta),
+        "hodges_lehmann": hodges_lehmann(base, other),
+        "ratio_of_medians": ratio,
+        "ratio_low": ratio_low,
+        "ratio_high": ratio_high,
+        "warnings": "; ".join(sample_warnings(min(len(base), len(other)))),
+    }

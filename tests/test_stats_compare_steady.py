@@ -1,0 +1,172 @@
+"""Comparisons, multiplicity, steady state, pooled percentiles: METHODS.md worked examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchlib.paths import RAW
+from benchlib.sources import read
+from benchlib.stats.aggregate import pooled_percentiles, rate_over_runs
+from benchlib.stats.compare import (
+    benjamini_hochberg,
+    cliffs_delta,
+    comparison_table,
+    hodges_lehmann,
+    holm,
+    mann_whitney,
+    median_ci,
+    ratio_of_medians_ci,
+    runs_needed,
+)
+from benchlib.stats.steady import (
+    batch_means_ci,
+    block_bootstrap_mean_ci,
+    effective_sample_size,
+    fio_ss,
+    lag1_autocorrelation,
+    pts_window,
+    steady_windows,
+)
+
+
+@pytest.mark.parametrize(("n", "j", "k", "level"), [(10, 2, 9, 0.9785), (6, 1, 6, 0.969), (20, 6, 15, 0.959)])
+def test_median_ci_ranks(n: int, j: int, k: int, level: float) -> None:
+    """METHODS.md A2 (Le Boudec 2010, Table A.1)."""
+    ci = median_ci(np.arange(1.0, n + 1))
+    assert (ci.j, ci.k) == (j, k) and ci.level == pytest.approx(level, abs=5e-4)
+    assert (ci.low, ci.high) == (float(j), float(k))
+
+
+def test_median_ci_absent_for_five_runs() -> None:
+    assert median_ci([1, 2, 3, 4, 5]).low is None
+
+
+def test_bs_2_mann_whitney_matches_benchstat() -> None:
+    """METHODS.md BS-2 (go-moremath utest_test.go)."""
+    assert mann_whitney([2, 1, 3, 5], [12, 11, 13, 15]) == pytest.approx((0.0, 0.028571), abs=1e-6)
+    assert mann_whitney([2, 1, 3, 5], [0, 4, 6, 7]) == pytest.approx((5.0, 0.485714), abs=1e-6)
+
+
+def test_mc_1_holm_and_bh() -> None:
+    """METHODS.md MC-1 (Benjamini & Hochberg 1995 example)."""
+    p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719, 0.6528, 0.7590, 1.000]
+    bh = benjamini_hochberg(p)
+    assert bh[:5] == pytest.approx([0.0015, 0.003, 0.0095, 0.035625, 0.0603], abs=1e-6)
+    assert (bh <= 0.05).sum() == 4
+    adjusted = holm(p)
+    assert adjusted[:9] == pytest.approx([0.0015, 0.0056, 0.0247, 0.114, 0.2211, 0.278, 0.278, 0.278, 0.3213], abs=1e-4)
+    assert (adjusted <= 0.05).sum() == 3
+    assert holm(p[::-1])[::-1] == pytest.approx(adjusted)  # input order is kept
+
+
+def test_effect_sizes() -> None:
+    x, y = [1, 2, 3, 4], [3, 4, 5, 6]
+    assert cliffs_delta(y, x) == pytest.approx((13 - 1) / 16)  # 13 pairs greater, 1 smaller, 2 ties
+    assert cliffs_delta([5, 6], [1, 2]) == 1.0 and cliffs_delta([1, 2], [5, 6]) == -1.0
+    assert cliffs_delta([1, 2], [1, 2]) == 0.0
+    assert hodges_lehmann(x, y) == 2.0
+
+
+def test_ratio_of_medians_interval_contains_estimate_and_is_seeded() -> None:
+    old, new = [100, 102, 98, 101, 99, 100], [110, 112, 108, 111, 109, 110]
+    first = ratio_of_medians_ci(old, new, rng=np.random.default_rng(7))
+    again = ratio_of_medians_ci(old, new, rng=np.random.default_rng(7))
+    assert first == again
+    ratio, low, high = first
+    assert ratio == pytest.approx(1.1) and low <= ratio <= high
+
+
+def test_comparison_table_benchstat_style() -> None:
+    rng = np.random.default_rng(1)
+    runs = pl.DataFrame(
+        {
+            "controller": ["LSI"] * 8 + ["PVSCSI"] * 8 + ["LSI"] * 8 + ["PVSCSI"] * 8,
+            "bs": ["4k"] * 16 + ["64k"] * 16,
+            "iops": list(rng.normal(1000, 10, 8)) + list(rng.normal(1000, 10, 8)) + list(rng.normal(500, 5, 8)) + list(rng.normal(400, 5, 8)),
+        }
+    )
+    table = comparison_table(runs, "iops", factor="controller", baseline="LSI", by=["bs"], rng=np.random.default_rng(3), n_resamples=2000)
+    rows = {r["bs"]: r for r in table.iter_rows(named=True)}
+    assert rows["4k"]["delta"] == "~" and rows["4k"]["verdict"] == "no significant change"
+    assert rows["64k"]["delta"].startswith("-") and rows["64k"]["verdict"] == "lower"
+    assert rows["64k"]["effect"] == "large" and rows["64k"]["ratio_high"] < 1
+    assert rows["64k"]["p"] < 0.001 and rows["64k"]["p_holm"] >= rows["64k"]["p"]
+    assert rows["4k"]["warnings"] == ""
+
+
+def test_too_few_runs_are_warned_about() -> None:
+    runs = pl.DataFrame({"c": ["a", "a", "a", "b", "b", "b"], "iops": [1.0, 2, 3, 4, 5, 6]})
+    row = comparison_table(runs, "iops", factor="c", baseline="a", rng=np.random.default_rng(0), n_resamples=100).row(0, named=True)
+    assert "cannot reach p < 0.05" in row["warnings"] and row["delta"] == "~"
+
+
+def test_runs_needed_grows_with_spread() -> None:
+    assert runs_needed([100, 101, 99, 100, 100]) < runs_needed([100, 130, 70, 110, 90])
+
+
+@pytest.mark.parametrize(
+    ("window", "steady", "range_pct"),
+    [([1000, 1020, 990, 1010, 1005], True, 2.99), ([800, 850, 900, 950, 1000], False, 22.2), ([900, 930, 960, 990, 1020], False, 12.5)],
+)
+def test_pts_1_to_3(window: list[float], steady: bool, range_pct: float) -> None:
+    """METHODS.md PTS-1..3: the slope rule binds in the third."""
+    result = pts_window(window)
+    assert result.steady is steady
+    assert 100 * result.range_fraction == pytest.approx(range_pct, abs=0.05)
+
+
+def test_steady_windows_finds_first_steady_round() -> None:
+    series = [500, 700, 850, 950, 1000, 1005, 1000, 995, 1002, 1001]
+    assert steady_windows(series) == 7
+    assert steady_windows([100, 200, 300, 400, 500, 600]) is None
+
+
+def test_fio_ss() -> None:
+    """METHODS.md FIO-SS."""
+    window = [100, 102, 98, 101, 99]
+    assert fio_ss(window, metric="deviation", limit=2, percent=True) == (2.0, False)
+    assert fio_ss(window, metric="deviation", limit=2.5, percent=True)[1]
+    slope, attained = fio_ss(window, metric="slope", limit=0.5, percent=True)
+    assert slope == pytest.approx(-0.30) and attained
+
+
+def test_autocorrelation_tools() -> None:
+    rng = np.random.default_rng(5)
+    noise = rng.normal(size=400)
+    ar = np.empty(400)
+    ar[0] = 0
+    for i in range(1, 400):
+        ar[i] = 0.8 * ar[i - 1] + noise[i]
+    r1, bound = lag1_autocorrelation(ar)
+    assert r1 > bound and abs(lag1_autocorrelation(noise)[0]) < bound
+    assert effective_sample_size(ar) < 100
+    mean, low, high = batch_means_ci(ar + 10, batches=10)
+    assert low < mean < high
+    iid_mean, iid_low, iid_high = block_bootstrap_mean_ci(ar + 10, block=1, rng=np.random.default_rng(1), n_resamples=2000)
+    _, b_low, b_high = block_bootstrap_mean_ci(ar + 10, block=20, rng=np.random.default_rng(1), n_resamples=2000)
+    assert b_high - b_low > iid_high - iid_low  # blocks keep the correlation: a wider, honest interval
+
+
+def test_pooled_percentiles_reproduce_fio_group_reporting() -> None:
+    """fio-sample bs-4k runs use group_reporting: their bins are the jobs' bins summed by fio."""
+    tables = read(RAW / "fio-sample" / "bs-4k" / "randread-rep1.json")
+    reported = {p["percentile"]: p["value_ns"] for p in tables.results["clat_percentiles"][0]}
+    pooled = pooled_percentiles(tables.latency_bins, list(reported))
+    assert dict(pooled.select("percentile", "value_ns").rows()) == reported
+    # split the group's bins into two halves as if they were two jobs: pooling is unchanged
+    halves = pl.concat([
+        tables.latency_bins.with_columns((pl.col("count") // 2).alias("count"), pl.lit(1).alias("job_index")),
+        tables.latency_bins.with_columns((pl.col("count") - pl.col("count") // 2).alias("count"), pl.lit(2).alias("job_index")),
+    ])
+    assert pooled_percentiles(halves, list(reported)).equals(pooled)
+
+
+def test_rate_over_runs_is_total_ios_over_total_time() -> None:
+    results = pl.DataFrame({
+        "run_id": ["a", "a", "b"], "cfg": ["x", "x", "x"], "is_aggregate": [False, False, False],
+        "io_count": [100, 100, 600], "io_bytes": [400, 400, 2400], "runtime_ns": [10**9, 10**9, 2 * 10**9],
+    })
+    row = rate_over_runs(results, ["cfg"]).row(0, named=True)
+    assert row["iops"] == pytest.approx(800 / 3) and row["runs"] == 2  # not the mean of 200 and 300
