@@ -170,3 +170,20 @@ def test_rate_over_runs_is_total_ios_over_total_time() -> None:
     })
     row = rate_over_runs(results, ["cfg"]).row(0, named=True)
     assert row["iops"] == pytest.approx(800 / 3) and row["runs"] == 2  # not the mean of 200 and 300
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_mann_whitney_with_ties_matches_full_permutation(seed: int) -> None:
+    """The dynamic-programming p equals scipy's exhaustive permutation p, ties included."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    x, y = rng.integers(0, 6, 7).astype(float), rng.integers(1, 7, 6).astype(float)
+    expected = stats.mannwhitneyu(x, y, alternative="two-sided", method=stats.PermutationMethod(n_resamples=np.inf))
+    assert mann_whitney(x, y) == pytest.approx((expected.statistic, expected.pvalue), rel=1e-9)
+
+
+def test_exact_mann_whitney_is_fast_at_25_per_side() -> None:
+    x = np.repeat(np.arange(5.0), 5)
+    u, p = mann_whitney(x, x + 1)
+    assert 0 < p < 0.05 and u < 25 * 25 / 2

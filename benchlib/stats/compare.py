@@ -60,17 +60,33 @@ def median_ci(values: np.ndarray | list[float], confidence: float = 0.95) -> Med
 def mann_whitney(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> tuple[float, float]:
     """Two-sided Mann–Whitney U of x against y: ``(U_x, p)``.
 
-    Exact permutation p (ties handled) when both sides have at most
-    ``EXACT_LIMIT`` runs, matching benchstat; the normal approximation with
-    tie and continuity corrections beyond.
+    As benchstat: exact p, ties included, while both sides have at most
+    ``EXACT_LIMIT`` runs (the exact conditional distribution of the rank sum
+    given the ties, counted by dynamic programming, so 25 + 25 runs cost
+    milliseconds); the normal approximation with tie and continuity
+    corrections beyond. Two-sided p = min(1, 2·min(P(U ≤ u), P(U ≥ u))).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if max(len(x), len(y)) <= EXACT_LIMIT:
-        method: object = stats.PermutationMethod(n_resamples=np.inf)
-    else:
-        method = "asymptotic"
-    result = stats.mannwhitneyu(x, y, alternative="two-sided", method=method)
-    return float(result.statistic), float(result.pvalue)
+    if max(len(x), len(y)) > EXACT_LIMIT:
+        result = stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic")
+        return float(result.statistic), float(result.pvalue)
+    return _exact_u(x, y)
+
+
+def _exact_u(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    n1 = len(x)
+    doubled = np.rint(2 * stats.rankdata(np.concatenate([x, y]))).astype(np.int64)  # midranks x 2: integers
+    observed = int(doubled[:n1].sum())
+    top = int(np.sort(doubled)[-n1:].sum())
+    ways = np.zeros((n1 + 1, top + 1))  # ways[k, s]: subsets of k items whose doubled ranks sum to s
+    ways[0, 0] = 1.0
+    for value in doubled:
+        ways[1:, value:] = ways[1:, value:] + ways[:-1, : top + 1 - value]
+    distribution = ways[n1] / ways[n1].sum()
+    below = distribution[: observed + 1].sum()
+    above = distribution[observed:].sum()
+    u = observed / 2 - n1 * (n1 + 1) / 2
+    return float(u), float(min(1.0, 2 * min(below, above)))
 
 
 def cliffs_delta(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
