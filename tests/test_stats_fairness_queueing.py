@@ -177,3 +177,31 @@ def test_where_ios_wait_study_3() -> None:
     """BRIEF study 3: guest 1.4 ms vs GAVG 0.93 ms, KAVG > 0 and QUED ~30 -> guest and kernel queues."""
     assert where_ios_wait(1.4, 0.93, 0.3, 30, 0.63) == ["guest", "kernel"]
     assert where_ios_wait(0.7, 0.69, 0.0, 0, 0.69) == ["nowhere: latency is the device's own"]
+
+
+def test_virtual_to_native_and_bounds() -> None:
+    """BRIEF study 5's shape: ratios per workload and their geometric mean; 66 of 67 GB/s is 98.5% of the bound."""
+    from benchlib.stats.efficiency import fraction_of_bound_expr, virtual_to_native
+
+    frame = pl.DataFrame({
+        "env": ["native", "vm", "native", "vm"], "workload": ["randread", "randread", "randwrite", "randwrite"],
+        "iops": [100_000.0, 98_000.0, 80_000.0, 78_400.0],
+    })
+    table = virtual_to_native(frame, value="iops", environment="env", native="native", by=["workload"])
+    per_workload = table.filter(pl.col("workload").is_not_null())["ratio"].to_list()
+    assert per_workload == pytest.approx([0.98, 0.98])
+    assert table.filter(pl.col("workload").is_null())["ratio"][0] == pytest.approx(0.98)
+    assert pl.DataFrame({"bw": [66e9]}).select(fraction_of_bound_expr("bw", 67e9)).item() == pytest.approx(0.985, abs=1e-3)
+
+
+def test_fairness_over_time_on_recorded_logs() -> None:
+    """Per-interval fairness between the two jobs of the recorded randrw run (their bandwidth logs)."""
+    from benchlib.paths import RAW
+    from benchlib.sources.fio_log import read_fio_log
+
+    folder = RAW / "fio-sample" / "formats"
+    logs = pl.concat([read_fio_log(folder / f"randrw_bw.{job}.log").intervals for job in (1, 2)])
+    reads = logs.filter(pl.col("direction") == "read").with_columns((pl.col("time_ns") // 10**9).alias("second"))
+    table = fairness_table(reads, "value", member="job_index", by=["second"])
+    assert table.height >= 2 and (table["members"] == 2).all()
+    assert ((table["jain"] >= 0.5) & (table["jain"] <= 1.0)).all()

@@ -44,3 +44,39 @@ def reconcile(
     out = frame.with_columns(recomputed.alias("recomputed"))
     diff = pl.col("recomputed") / pl.col(reported) - 1
     return out.with_columns(diff.alias("relative_difference"), (diff.abs() <= tolerance).alias("reconciles"))
+
+
+def virtual_to_native(frame: pl.DataFrame, *, value: str, environment: str, native: str, by: list[str]) -> pl.DataFrame:
+    """Virtual-to-native ratio per workload, and their geometric mean (HB15 rule 4: never the mean of ratios).
+
+    Parameters
+    ----------
+    frame
+        One row per environment and workload with ``value`` (a rate: higher is better).
+    value, environment, native
+        The metric, the column naming the environment, and its native level.
+    by
+        The columns identifying a workload.
+
+    Returns
+    -------
+    polars.DataFrame
+        Per workload and non-native environment: ``native_value``, ``value`` and
+        ``ratio``; plus one row per environment with ``by`` columns null holding
+        the geometric mean of the ratios.
+    """
+    base = frame.filter(pl.col(environment) == native).select(*by, pl.col(value).alias("native_value"))
+    ratios = (
+        frame.filter(pl.col(environment) != native)
+        .join(base, on=by, how="left")
+        .with_columns((pl.col(value) / pl.col("native_value")).alias("ratio"))
+        .select(environment, *by, "native_value", value, "ratio")
+        .sort(environment, *by)
+    )
+    geomean = ratios.group_by(environment).agg(pl.col("ratio").log().mean().exp().alias("ratio")).sort(environment)
+    return pl.concat([ratios, geomean], how="diagonal_relaxed")
+
+
+def fraction_of_bound_expr(value: str, bound: float) -> pl.Expr:
+    """Share of a declared upper bound reached (device IOPS, link or memory bandwidth), HB15 rule 11."""
+    return (pl.col(value) / bound).alias("fraction_of_bound")
