@@ -94,3 +94,23 @@ def test_global_options_as_an_array_per_server(client_output: Path, tmp_path: Pa
     results = read(fixture).results.filter(~pl.col("is_aggregate"))
     sizes = dict(results.select("client", "block_size_bytes").rows())
     assert sizes == {"127.0.0.2": 4096, "127.0.0.3": 8192, "127.0.0.4": 4096}
+
+
+def test_normal_and_terse_client_output(fio_binary: str, servers: Path, client_output: Path) -> None:
+    """Normal and terse client output carry no host per block: per-client rows plus the flagged sum."""
+    from benchlib.sources.fio_normal import read_fio_normal
+    from benchlib.sources.fio_terse import read_fio_terse
+
+    job = servers / "job.fio"
+    hosts = servers / "hosts.list"
+    output = servers / "clients.txt"
+    subprocess.run(
+        [fio_binary, f"--client={hosts}", str(job), "--output-format=normal,terse", f"--output={output}"],
+        check=True, capture_output=True, timeout=120,
+    )
+    for reader in (read_fio_normal, read_fio_terse):
+        results = reader(output).results
+        assert results.filter(~pl.col("is_aggregate")).height == len(HOSTS), (reader.__name__, output.read_text()[-3000:])
+        total = results.filter(pl.col("is_aggregate")).row(0, named=True)
+        assert total["job_name"] is None
+        assert total["iops"] == pytest.approx(results.filter(~pl.col("is_aggregate"))["iops"].sum(), rel=0.01)

@@ -26,7 +26,8 @@ _JOB_HEADER = re.compile(
 )
 _BLOCK = re.compile(r"^(?P<name>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DIR_V3 = re.compile(
-    r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+[kKmMgG]?), BW=(?P<bw>[\d.]+\s*[KMGTP]?i?B/s)"
+    # the client/server "All clients" block prints "BW=154Mi (162M)" without "B/s" (fio 3.33)
+    r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+[kKmMgG]?), BW=(?P<bw>[\d.]+\s*[KMGTP]?i?(?:B/s)?)"
     r".*?\((?P<io>[\d.]+\s*[KMGTP]?i?B)/(?P<run>\d+)msec\)"
 )
 _DIR_V2 = re.compile(

@@ -128,8 +128,16 @@ def read_fio_terse(path: str | Path) -> Tables:
             continue
         terse_lines += 1
         rows, line_disks, version = _parse_line(source, line_no, line)
+        aggregate = rows[0]["job_name"] == "All clients" if rows else False  # client/server sum line
         for row in rows:
-            row.update(run_id=run_id(source.sha256, 0, None), client=None, job_index=terse_lines, jobs=1, is_aggregate=False)
+            row.update(
+                run_id=run_id(source.sha256, 0, None),
+                client=None,
+                job_index=terse_lines,
+                jobs=None if aggregate else 1,
+                is_aggregate=aggregate,
+                job_name=None if aggregate else row["job_name"],
+            )
         results.extend(rows)
         disks.extend({**d, "run_id": run_id(source.sha256, 0, None), "object": "fio disk stats"} for d in line_disks)
     if not terse_lines:
