@@ -1,0 +1,135 @@
+"""Two-factor effects without normality: the aligned rank transform and a permutation test (METHODS.md G3).
+
+For controller x SIOC, block size x queue depth and the like, with one value
+per run in each cell. ``art_anova`` follows ARTool (Wobbrock et al., CHI'11):
+for each effect, align the response (residual from the cell means plus that
+effect's estimate), round to 8 decimals, rank with average ties, run the full
+factorial ANOVA on the ranks and keep only that effect's F.
+``interaction_permutation_test`` is the Freedman–Lane alternative for small
+or heteroscedastic cells.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+#: ARTool compares aligned values at -floor(log10(sqrt(machine epsilon))) = 8 decimals before ranking.
+ALIGN_DIGITS = 8
+
+
+def _design(a: np.ndarray, b: np.ndarray, terms: tuple[str, ...]) -> tuple[np.ndarray, dict[str, slice]]:
+    """Sum-to-zero (effect) coded design matrix with an intercept, and each term's columns."""
+    def effect_columns(codes: np.ndarray) -> np.ndarray:
+        levels = np.unique(codes)
+        cols = [(codes == lv).astype(float) - (codes == levels[-1]).astype(float) for lv in levels[:-1]]
+        return np.column_stack(cols) if cols else np.empty((len(codes), 0))
+
+    blocks = {"A": effect_columns(a), "B": effect_columns(b)}
+    blocks["A:B"] = np.column_stack([blocks["A"][:, i] * blocks["B"][:, j] for i in range(blocks["A"].shape[1]) for j in range(blocks["B"].shape[1])])
+    columns = [np.ones((len(a), 1))]
+    where: dict[str, slice] = {}
+    start = 1
+    for term in terms:
+        columns.append(blocks[term])
+        where[term] = slice(start, start + blocks[term].shape[1])
+        start += blocks[term].shape[1]
+    return np.column_stack(columns), where
+
+
+def _rss(x: np.ndarray, y: np.ndarray) -> float:
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    residual = y - x @ coef
+    return float(residual @ residual)
+
+
+def anova_two_way(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict[str, tuple[float, int, int, float]]:
+    """Full-factorial two-way ANOVA with type III sums of squares: term -> (F, df, df_residual, p)."""
+    terms = ("A", "B", "A:B")
+    full, where = _design(a, b, terms)
+    rss_full = _rss(full, y)
+    df_res = len(y) - np.linalg.matrix_rank(full)
+    out = {}
+    for term in terms:
+        keep = [i for i in range(full.shape[1]) if not (where[term].start <= i < where[term].stop)]
+        df = where[term].stop - where[term].start
+        f = ((_rss(full[:, keep], y) - rss_full) / df) / (rss_full / df_res)
+        out[term] = (float(f), df, int(df_res), float(stats.f.sf(f, df, df_res)))
+    return out
+
+
+def align(y: np.ndarray, a: np.ndarray, b: np.ndarray, effect: str) -> np.ndarray:
+    """ARTool's aligned response for ``effect`` ("A", "B" or "A:B"): cell residual + estimated effect."""
+    frame = pl.DataFrame({"y": y, "a": a, "b": b})
+    grand = frame["y"].mean()
+    with_means = frame.with_columns(
+        pl.col("y").mean().over("a", "b").alias("cell"),
+        pl.col("y").mean().over("a").alias("mean_a"),
+        pl.col("y").mean().over("b").alias("mean_b"),
+    )
+    estimate = {
+        "A": pl.col("mean_a") - grand,
+        "B": pl.col("mean_b") - grand,
+        "A:B": pl.col("cell") - pl.col("mean_a") - pl.col("mean_b") + grand,
+    }[effect]
+    return with_means.select(pl.col("y") - pl.col("cell") + estimate).to_series().to_numpy()
+
+
+def art_anova(frame: pl.DataFrame, value: str, a: str, b: str) -> pl.DataFrame:
+    """Aligned rank transform ANOVA of ``value`` on factors ``a`` and ``b`` (full factorial).
+
+    Returns one row per effect (``a``, ``b``, ``a:b``) with ``F``, ``df``,
+    ``df_residual``, ``p``, and two checks ARTool reports: the sum of the
+    aligned responses (should be ~0) and the largest F of the *other* effects
+    on the aligned (unranked) responses (should be ~0).
+    """
+    y = frame[value].to_numpy().astype(float)
+    codes_a = frame[a].cast(pl.String).to_numpy()
+    codes_b = frame[b].cast(pl.String).to_numpy()
+    rows = []
+    for effect, name in (("A", a), ("B", b), ("A:B", f"{a}:{b}")):
+        aligned = align(y, codes_a, codes_b, effect)
+        ranks = stats.rankdata(np.round(aligned, ALIGN_DIGITS))
+        f, df, df_res, p = anova_two_way(ranks, codes_a, codes_b)[effect]
+        on_aligned = anova_two_way(aligned, codes_a, codes_b)
+        others = max(on_aligned[t][0] for t in on_aligned if t != effect)
+        rows.append({"effect": name, "F": f, "df": df, "df_residual": df_res, "p": p,
+                     "aligned_sum": float(aligned.sum()), "other_effects_max_F": others})
+    return pl.DataFrame(rows)
+
+
+def interaction_permutation_test(
+    frame: pl.DataFrame, value: str, a: str, b: str, *, rng: np.random.Generator, n_resamples: int = 9999
+) -> tuple[float, float]:
+    """Freedman–Lane permutation test of the a x b interaction: ``(F, p)``.
+
+    Fits the main-effects model, permutes its residuals, adds them back to its
+    fitted values, and recomputes the interaction F each time;
+    p = (1 + #{F* >= F}) / (1 + n_resamples).
+    """
+    y = frame[value].to_numpy().astype(float)
+    codes_a = frame[a].cast(pl.String).to_numpy()
+    codes_b = frame[b].cast(pl.String).to_numpy()
+    observed = anova_two_way(y, codes_a, codes_b)["A:B"][0]
+    reduced, _ = _design(codes_a, codes_b, ("A", "B"))
+    coef, *_ = np.linalg.lstsq(reduced, y, rcond=None)
+    fitted = reduced @ coef
+    residual = y - fitted
+    full, where = _design(codes_a, codes_b, ("A", "B", "A:B"))
+    keep = [i for i in range(full.shape[1]) if not (where["A:B"].start <= i < where["A:B"].stop)]
+    df = where["A:B"].stop - where["A:B"].start
+    df_res = len(y) - np.linalg.matrix_rank(full)
+    orders = rng.permuted(np.tile(np.arange(len(y)), (n_resamples, 1)), axis=1)
+    samples = fitted[None, :] + residual[orders]  # every permuted response at once
+    rss_full = _batch_rss(full, samples)
+    rss_reduced = _batch_rss(full[:, keep], samples)
+    f_star = ((rss_reduced - rss_full) / df) / (rss_full / df_res)
+    return float(observed), float((1 + np.sum(f_star >= observed - 1e-12)) / (1 + n_resamples))
+
+
+def _batch_rss(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Residual sums of squares of many responses (rows of ``ys``) on one design."""
+    projection = x @ np.linalg.pinv(x)
+    residual = ys - ys @ projection.T
+    return np.einsum("ij,ij->i", residual, residual)

@@ -1,0 +1,69 @@
+"""Two-factor ART and the permutation test: ARTool's own checks, and behaviour on known structure."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from benchlib.stats.factorial import align, anova_two_way, art_anova, interaction_permutation_test
+
+
+def _design(rng: np.random.Generator, interaction: float, reps: int = 5) -> pl.DataFrame:
+    rows = []
+    for i, controller in enumerate(["LSI", "PVSCSI", "NVMe"]):
+        for j, sioc in enumerate(["off", "on"]):
+            base = 1000 + 100 * i + 50 * j + interaction * (i == 2) * (j == 1)
+            rows += [{"controller": controller, "sioc": sioc, "iops": v} for v in base + rng.normal(0, 20, reps)]
+    return pl.DataFrame(rows)
+
+
+def test_two_way_anova_f_matches_hand_computed_sums_of_squares() -> None:
+    """Balanced design: F_A = (SS_A / df_A) / (SS_error / df_error), p from the F distribution."""
+    rng = np.random.default_rng(3)
+    frame = _design(rng, 0)
+    y = frame["iops"].to_numpy()
+    a, b = frame["controller"].to_numpy(), frame["sioc"].to_numpy()
+    two_way = anova_two_way(y, a, b)
+    grand = y.mean()
+    ss_a = sum((a == lv).sum() * (y[a == lv].mean() - grand) ** 2 for lv in np.unique(a))
+    cells = {(x, z): y[(a == x) & (b == z)] for x in np.unique(a) for z in np.unique(b)}
+    ss_error = sum(((v - v.mean()) ** 2).sum() for v in cells.values())
+    f_a = (ss_a / 2) / (ss_error / (len(y) - 6))
+    assert two_way["A"][0] == pytest.approx(f_a, rel=1e-9)
+    assert two_way["A"][3] == pytest.approx(stats.f.sf(f_a, 2, len(y) - 6), rel=1e-9)
+
+
+def test_art_checks_hold() -> None:
+    """ARTool's checks: aligned responses sum to 0; on aligned data the other effects' F is ~0."""
+    table = art_anova(_design(np.random.default_rng(1), 300), "iops", "controller", "sioc")
+    assert table["effect"].to_list() == ["controller", "sioc", "controller:sioc"]
+    assert (table["aligned_sum"].abs() < 1e-6).all()
+    assert (table["other_effects_max_F"] < 1e-6).all()
+
+
+def test_alignment_keeps_the_effect_of_interest() -> None:
+    """For a balanced design, ANOVA on the aligned response gives the effect's original F."""
+    frame = _design(np.random.default_rng(2), 300)
+    y, a, b = frame["iops"].to_numpy(), frame["controller"].to_numpy(), frame["sioc"].to_numpy()
+    original = anova_two_way(y, a, b)
+    for effect in ("A", "B", "A:B"):
+        assert anova_two_way(align(y, a, b, effect), a, b)[effect][0] == pytest.approx(original[effect][0], rel=1e-6)
+
+
+def test_art_finds_an_interaction_only_where_there_is_one() -> None:
+    with_interaction = art_anova(_design(np.random.default_rng(4), 300), "iops", "controller", "sioc")
+    without = art_anova(_design(np.random.default_rng(4), 0), "iops", "controller", "sioc")
+    assert with_interaction.filter(pl.col("effect") == "controller:sioc")["p"][0] < 0.001
+    assert without.filter(pl.col("effect") == "controller:sioc")["p"][0] > 0.05
+    assert (without.filter(pl.col("effect") != "controller:sioc")["p"] < 0.001).all()
+
+
+def test_permutation_test_agrees() -> None:
+    f, p = interaction_permutation_test(_design(np.random.default_rng(5), 300), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    assert p == pytest.approx(1 / 1000) and f > 50
+    f0, p0 = interaction_permutation_test(_design(np.random.default_rng(5), 0), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    assert p0 > 0.05
+    again = interaction_permutation_test(_design(np.random.default_rng(5), 0), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    assert again == (f0, p0)
