@@ -187,3 +187,19 @@ def test_exact_mann_whitney_is_fast_at_25_per_side() -> None:
     x = np.repeat(np.arange(5.0), 5)
     u, p = mann_whitney(x, x + 1)
     assert 0 < p < 0.05 and u < 25 * 25 / 2
+
+
+def test_comparison_matrix_rows_by_one_factor_columns_by_another() -> None:
+    from benchlib.stats.compare import comparison_matrix
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for bs in ("4k", "64k"):
+        for sioc in ("off", "on"):
+            for controller, shift in (("LSI", 0.0), ("PVSCSI", 100.0 if (bs, sioc) == ("64k", "on") else 0.0)):
+                rows += [{"bs": bs, "sioc": sioc, "controller": controller, "iops": v} for v in rng.normal(1000 + shift, 5, 8)]
+    table = comparison_table(pl.DataFrame(rows), "iops", factor="controller", baseline="LSI", by=["bs", "sioc"], rng=np.random.default_rng(0), n_resamples=500)
+    matrix = comparison_matrix(table, rows="bs", columns="sioc")
+    assert matrix.columns == ["bs", "off", "on"]
+    assert matrix.rows() == [("4k", "~", "~"), ("64k", "~", matrix["on"][1])]
+    assert matrix["on"][1].startswith(("+10.", "+9."))

@@ -240,7 +240,13 @@ def comparison_table(
     return table.with_columns(pl.Series("p_holm", adjusted)).with_columns(
         pl.when(pl.col("p_holm") > alpha)
         .then(pl.lit("~"))
-        .otherwise(pl.format("{}%", pl.col("change_pct").round(2).cast(pl.String)))
+        .otherwise(
+            pl.format(
+                "{}{}%",
+                pl.when(pl.col("change_pct") > 0).then(pl.lit("+")).otherwise(pl.lit("")),
+                pl.col("change_pct").round(2).cast(pl.String),
+            )
+        )
         .alias("delta"),
         pl.when(pl.col("p_holm") > alpha)
         .then(pl.lit("no significant change"))
@@ -281,3 +287,15 @@ def _compare_pair(
         "ratio_high": ratio_high,
         "warnings": "; ".join(sample_warnings(min(len(base), len(other)))),
     }
+
+
+def comparison_matrix(table: pl.DataFrame, *, rows: str, columns: str, cell: str = "delta") -> pl.DataFrame:
+    """A comparison table laid out benchstat-style: one factor down, another across.
+
+    ``table`` is the output of :func:`comparison_table` grouped by at least
+    ``rows`` and ``columns``; each cell shows ``cell`` (``delta`` by default:
+    ``~`` or ``+x.xx%``). Rows and columns are sorted.
+    """
+    wide = table.sort(rows, columns).pivot(on=columns, index=rows, values=cell, aggregate_function="first")
+    ordered = sorted(c for c in wide.columns if c != rows)
+    return wide.select(rows, *ordered).sort(rows)
