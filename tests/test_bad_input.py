@@ -100,3 +100,14 @@ def test_a_batch_keeps_every_good_file(tmp_path: Path, good_json: Path, zero_io_
     assert main(["ingest", str(study), "--processed", str(tmp_path / "processed"), "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "6 quarantined" in out and "quarantine.csv" in out
+
+
+def test_pdsh_prefixed_json_is_read_with_its_host(tmp_path: Path, good_json: Path) -> None:
+    """pdsh/clush prefix every line of remote output with 'host: '; the host becomes the client."""
+    prefixed = tmp_path / "pdsh.out"
+    prefixed.write_text("".join(f"vm-07: {line}\n" for line in good_json.read_text().splitlines()))
+    tables = read(prefixed)
+    plain = read(good_json)
+    assert tables.results["client"].unique().to_list() == ["vm-07"]
+    assert tables.runs["host"].to_list() == ["vm-07"]
+    assert tables.results["iops"].to_list() == plain.results["iops"].to_list()

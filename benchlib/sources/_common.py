@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,26 @@ def _next_object(text: str, position: int) -> int:
     """Offset of the next ``{`` that begins a line at or after ``position``, or -1."""
     found = text.find("\n{", position)
     return found + 1 if found >= 0 else -1
+
+
+_HOST_PREFIX = re.compile(r"^([A-Za-z0-9][\w.\-]*): ")
+
+
+def strip_host_prefix(source: SourceText) -> tuple[str | None, SourceText]:
+    """Undo the ``host: `` prefix that pdsh, clush or ansible put before every line of remote output.
+
+    When at least 90% of the non-empty lines start with the same ``name: ``,
+    returns that name and the text without it; otherwise ``(None, source)``.
+    """
+    lines = [line for line in source.text.splitlines() if line.strip()]
+    first = _HOST_PREFIX.match(lines[0]) if lines else None
+    if first is None:
+        return None, source
+    prefix = first.group(0)
+    if sum(line.startswith(prefix) for line in lines) < 0.9 * len(lines):
+        return None, source
+    text = "\n".join(line[len(prefix) :] if line.startswith(prefix) else line for line in source.text.splitlines())
+    return first.group(1), SourceText(path=source.path, text=text, sha256=source.sha256)
 
 
 def run_id(sha256: str, document_index: int, client: str | None) -> str:

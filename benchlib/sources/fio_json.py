@@ -17,7 +17,14 @@ import polars as pl
 
 from benchlib.errors import FormatError
 from benchlib.schema import LATENCY_BINS, Tables
-from benchlib.sources._common import JsonDocument, SourceText, find_json_documents, read_source, run_id
+from benchlib.sources._common import (
+    JsonDocument,
+    SourceText,
+    find_json_documents,
+    read_source,
+    run_id,
+    strip_host_prefix,
+)
 from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
 
 _DIRECTIONS = ("read", "write", "trim")
@@ -216,7 +223,7 @@ def new_raw_bins() -> dict[str, list]:
     return {"blocks": [], "block_id": [], "key": [], "count": []}
 
 
-def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[str, list]:
+def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str | None = None) -> dict[str, list]:
     data = doc.data
     entries, server_mode = _job_entries(data, source, doc.start_line)
     globals_by_host = _global_options(data)
@@ -226,7 +233,7 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText) -> dict[st
     position: dict[str | None, int] = {}
     for entry in entries:
         is_aggregate = server_mode and entry.get("jobname") == "All clients"
-        client = None if is_aggregate else (entry.get("hostname") if server_mode else None)
+        client = None if is_aggregate else (entry.get("hostname") if server_mode else host)
         position[client] = position.get(client, 0) + 1
         job_index = position[client]
         has_job_options = "job options" in entry
@@ -297,9 +304,9 @@ def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]
     return f"at least one job that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
 
 
-def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText) -> list[dict]:
+def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host: str | None) -> list[dict]:
     """Cumulative totals of a ``--status-interval`` snapshot, per job and direction."""
-    rows = _document_rows(doc, index, source)["results"]
+    rows = _document_rows(doc, index, source, host)["results"]
     out = []
     for row in rows:
         time_ns = row.get("runtime_ns")
@@ -332,12 +339,16 @@ def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
     turns the result into validated tables.
     """
     source = read_source(path)
+    host = None
     documents = [d for d in find_json_documents(source) if "fio version" in d.data]
+    if not documents:
+        host, source = strip_host_prefix(source)
+        documents = [d for d in find_json_documents(source) if "fio version" in d.data] if host else []
     if not documents:
         raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
     final_index = len(documents) - 1
     final = documents[final_index]
-    rows = _document_rows(final, final_index, source)
+    rows = _document_rows(final, final_index, source, host)
     if not rows["results"]:
         entries, _ = _job_entries(final.data, source, final.start_line)
         raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
@@ -369,7 +380,7 @@ def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
         "runs": runs,
         "results": rows["results"],
         "latency_bins": rows["latency_bins"],
-        "intervals": _previous_snapshots(documents[:final_index], final, source, final_index),
+        "intervals": _previous_snapshots(documents[:final_index], final, source, final_index, host),
     }
 
 
@@ -401,12 +412,14 @@ def read_fio_json(path: str | Path) -> Tables:
     return Tables.from_rows(rows)
 
 
-def _previous_snapshots(earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int) -> list[dict]:
+def _previous_snapshots(
+    earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int, host: str | None
+) -> list[dict]:
     rows: list[dict] = []
     for doc in earlier:
         if doc.data == final.data:  # the same report pasted twice is not a snapshot
             continue
-        snapshot = _snapshot_intervals(doc, final_index, source)
+        snapshot = _snapshot_intervals(doc, final_index, source, host)
         rows.extend(snapshot)
     for row in rows:
         row["run_id"] = run_id(source.sha256, final_index, row["client"])
