@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,6 +25,19 @@ HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 PORT = 8865
 
 
+def _wait_for_listeners(hosts: list[str], port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    for host in hosts:
+        while True:
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"fio server on {host}:{port} did not start listening in {timeout} s")
+                time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def servers(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     workdir = tmp_path_factory.mktemp("servers")
@@ -32,7 +46,7 @@ def servers(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         pidfile = workdir / f"{host}.pid"
         subprocess.run([fio_binary, f"--server=ip:{host},{PORT}", f"--daemonize={pidfile}"], check=True, timeout=30)
         pids.append(pidfile)
-    time.sleep(0.5)
+    _wait_for_listeners(HOSTS, PORT)
     try:
         yield workdir
     finally:
