@@ -138,6 +138,7 @@ HOST_COUNTERS = pl.Schema(
         "instance": pl.String,
         "counter": pl.String,
         "time": pl.Datetime("ms", "UTC"),
+        "sample": pl.Int32,
         "value": pl.Float64,
     }
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import SNIFF_BYTES, decode
+from benchlib.sources.esxtop import looks_like_esxtop, read_esxtop
 from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
 from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
@@ -27,6 +28,7 @@ READERS: dict[str, Reader] = {
     "fio-normal": read_fio_normal,
     "fio-terse": read_fio_terse,
     "fio-log": read_fio_log,
+    "esxtop": read_esxtop,
 }
 
 _SNIFFERS: dict[str, Callable[[str], bool]] = {
@@ -34,6 +36,7 @@ _SNIFFERS: dict[str, Callable[[str], bool]] = {
     "fio-normal": looks_like_fio_normal,
     "fio-terse": looks_like_fio_terse,
     "fio-log": looks_like_fio_log,
+    "esxtop": looks_like_esxtop,
 }
 
 
@@ -68,7 +71,7 @@ def detect(path: str | Path) -> str:
         raise FormatError(
             path,
             "first 64 KiB",
-            "output of a supported tool (fio JSON/json+, normal, terse, or a fio log); "
+            "output of a supported tool (fio JSON/json+, normal, terse, a fio log, or esxtop batch CSV); "
             f"supported formats: {', '.join(READERS)}",
         )
     return found

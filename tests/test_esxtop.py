@@ -1,0 +1,75 @@
+"""esxtop batch CSV: the raw capture and two spreadsheet re-saves in ../shared/corpus/esxtop."""
+
+from __future__ import annotations
+
+import csv
+
+import polars as pl
+import pytest
+
+from benchlib.errors import FormatError
+from benchlib.sources import detect, read
+from tests.conftest import corpus_dir
+
+DEVICE = "Physical Disk SCSI Device"
+
+
+def test_raw_capture_in_long_form() -> None:
+    path = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    assert detect(path) == "esxtop"
+    tables = read(path)
+    counters = tables.host_counters
+    with open(path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    header = rows[0]
+    assert counters.height == (len(rows) - 1) * (len(header) - 2)  # minus the time column and the trailing comma
+    assert tables.runs["host"].to_list() == ["localhost.home"]
+    assert tables.runs["duration_ns"][0] == 10 * 10**9  # 14:06:27 to 14:06:37
+    column = header.index("\\\\localhost.home\\Physical Disk SCSI Device(mpx.vmhba0:C0:T5:L0)\\Device Q Depth")
+    dqlen = counters.filter(
+        (pl.col("object") == DEVICE) & (pl.col("instance") == "mpx.vmhba0:C0:T5:L0") & (pl.col("counter") == "Device Q Depth")
+    ).sort("sample")
+    assert dqlen["value"].to_list() == [float(r[column]) for r in rows[1:]]
+    memory = counters.filter(pl.col("object") == "Memory")
+    assert memory["instance"].null_count() == memory.height  # objects without an instance
+
+
+def test_gavg_is_davg_plus_kavg() -> None:
+    """FORMATS.md: GAVG = DAVG + KAVG holds to rounding in real captures (sample 0 is all zeros)."""
+    counters = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters
+    latency = (
+        counters.filter((pl.col("object") == DEVICE) & pl.col("counter").str.starts_with("Average") & (pl.col("sample") > 0))
+        .pivot(on="counter", index=["instance", "sample"], values="value")
+    )
+    assert latency.height > 0
+    gap = latency["Average Guest MilliSec/Command"] - latency["Average Driver MilliSec/Command"] - latency["Average Kernel MilliSec/Command"]
+    assert gap.abs().max() <= 0.02
+    first = counters.filter((pl.col("sample") == 0) & (pl.col("object") == DEVICE) & (pl.col("counter") == "Commands/sec"))
+    assert (first["value"] == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "samples", "dated"),
+    [("VisualEsxtopOnline-1000__origincsvfile.csv", 514, True), ("VisualEsxtopOnline-1011__origincsv.csv", 4500, False)],
+)
+def test_spreadsheet_resaves(name: str, samples: int, dated: bool) -> None:
+    """Quotes stripped, CRLF or CR-only line ends, shortened time stamps."""
+    path = corpus_dir("esxtop") / name
+    tables = read(path)
+    counters = tables.host_counters
+    assert counters["sample"].n_unique() == samples
+    assert tables.runs["host"].to_list() == ["proma-2n-dhcp60.eng.vmware.com"]
+    assert (counters["time"].null_count() == 0) is dated
+    assert counters["value"].null_count() == 0
+    text = path.read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n").decode()
+    second_line = text.splitlines()[1].split(",")
+    first_value = counters.filter((pl.col("sample") == 0)).sort("counter", "instance")
+    assert float(second_line[1]) in first_value["value"].to_list()
+
+
+def test_not_esxtop() -> None:
+    path = corpus_dir("fio-json") / "fio-plot-M1015-PM883__randread-32-4.json"
+    from benchlib.sources.esxtop import read_esxtop
+
+    with pytest.raises(FormatError, match="PDH-CSV"):
+        read_esxtop(path)
