@@ -73,3 +73,13 @@ def test_not_esxtop() -> None:
 
     with pytest.raises(FormatError, match="PDH-CSV"):
         read_esxtop(path)
+
+
+def test_device_queue_view() -> None:
+    from benchlib.sources.esxtop import device_queue_view
+
+    view = device_queue_view(read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters)
+    assert {"DQLEN", "ACTV", "QUED", "DAVG_ms", "KAVG_ms", "GAVG_ms", "QAVG_ms"} <= set(view.columns)
+    assert view["sample"].n_unique() == 3 and view["device"].n_unique() >= 2
+    later = view.filter(pl.col("sample") > 0)
+    assert (later["GAVG_ms"] - later["DAVG_ms"] - later["KAVG_ms"]).abs().max() <= 0.02

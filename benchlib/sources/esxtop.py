@@ -108,3 +108,37 @@ def read_esxtop(path: str | Path) -> Tables:
         "duration_ns": None if times.null_count() else int((times.max() - times.min()).total_seconds() * 1e9),
     }])
     return Tables.build(runs=runs, host_counters=counters)
+
+
+#: esxtop's counter names for the device queue view, by the short names engineers use.
+DEVICE_QUEUE_COUNTERS = {
+    "Device Q Depth": "DQLEN",
+    "Active Commands": "ACTV",
+    "Queued Commands": "QUED",
+    "% Used": "USD_pct",
+    "Load": "LOAD",
+    "Commands/sec": "CMDS_per_s",
+    "MBytes Read/sec": "MBREAD_per_s",
+    "MBytes Written/sec": "MBWRTN_per_s",
+    "Average Driver MilliSec/Command": "DAVG_ms",
+    "Average Kernel MilliSec/Command": "KAVG_ms",
+    "Average Guest MilliSec/Command": "GAVG_ms",
+    "Average Queue MilliSec/Command": "QAVG_ms",
+}
+
+
+def device_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
+    """The esxtop disk-device view: one row per host, device and sample, with DQLEN, ACTV, QUED,
+    %USD, LOAD, commands/s, MB read/written per second and DAVG, KAVG, GAVG, QAVG (ms).
+
+    Built from ``host_counters`` of object ``Physical Disk SCSI Device``;
+    sorted by host, device and sample.
+    """
+    rows = host_counters.filter(
+        (pl.col("object") == "Physical Disk SCSI Device") & pl.col("counter").is_in(list(DEVICE_QUEUE_COUNTERS))
+    ).with_columns(pl.col("counter").replace_strict(DEVICE_QUEUE_COUNTERS).alias("counter"))
+    wide = rows.pivot(on="counter", index=["run_id", "host", "instance", "sample", "time"], values="value")
+    present = [name for name in DEVICE_QUEUE_COUNTERS.values() if name in wide.columns]
+    return wide.rename({"instance": "device"}).select("run_id", "host", "device", "sample", "time", *present).sort(
+        "host", "device", "sample"
+    )
