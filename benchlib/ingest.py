@@ -30,6 +30,7 @@ from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables
 from benchlib.sources import detect, read
 from benchlib.sources._common import run_id, sha256_of
+from benchlib.sources.esxtop import esxtop_run, scan_esxtop
 from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.study import STUDY_FILE, Study, load_study
@@ -247,6 +248,10 @@ def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, process
         runs = [{"run_id": run_id(sha, 0, None), "tool": "fio", "format": "fio-log", "is_aggregate": False,
                  "duration_ns": duration, "sha256": sha, "document_index": 0}]
         tables = Tables.from_rows({"runs": runs})
+    elif fmt == "esxtop" and path.stat().st_size > STREAM_BYTES:
+        target = processed / "host_counters" / f"{part}.parquet"
+        _atomic_write_parquet(scan_esxtop(path, sha256=sha), target)
+        tables = Tables.from_rows({"runs": esxtop_run(path, sha, pl.scan_parquet(target))})
     else:
         tables = read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
     _write_part(processed, part, tables, study, [(rel, sha)])

@@ -93,3 +93,24 @@ def test_inspect_prints_format_and_summary(capsys: pytest.CaptureFixture[str]) -
     assert "fio-json, fio-normal, fio-terse" in out and "read as fio-json+" in out
     assert main(["inspect", str(SAMPLE / "formats" / "randrw-4k.out"), "--format", "fio-terse"]) == 0
     assert "read as fio-terse" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large logs and esxtop captures are streamed to Parquet; the result is the same table."""
+    import benchlib.ingest as ingest_module
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "mixed"
+    study.mkdir(parents=True)
+    (study / "esxtop.csv").symlink_to(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv")
+    (study / "fio_bw.1.log").symlink_to(corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log")
+    monkeypatch.setattr(ingest_module, "STREAM_BYTES", 0 if stream else 1 << 40)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ok and sorted(report.ingested) == ["esxtop.csv", "fio_bw.1.log"]
+    tables = load_study_tables(report.processed)
+    assert tables.host_counters.height == 22890 and tables.intervals.height == 15
+    assert tables.runs.filter(pl.col("format") == "esxtop")["duration_ns"][0] == 10 * 10**9
+    assert tables.intervals["value"].sum() == pytest.approx(sum(
+        float(line.split(",")[1]) * 1024 for line in (study / "fio_bw.1.log").read_text().splitlines()
+    ))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -31,14 +32,19 @@ def looks_like_esxtop(head: str) -> bool:
     return bool(_FIRST_CELL.match(head.lstrip("\ufeff")))
 
 
-def _text(path: Path) -> str:
-    data = path.read_bytes()
-    if not data.strip():
+def _first_lines(path: Path) -> tuple[str, str]:
+    """The header line and the first sample line (universal newlines: LF, CRLF or CR)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as handle:
+            header = handle.readline()
+            first = handle.readline()
+    except UnicodeDecodeError:
+        raise FormatError(path, "line 1", "UTF-8 text (esxtop writes ASCII)") from None
+    if not header.strip():
         raise FormatError(path, "byte 0", "esxtop batch output, but the file is empty")
-    text = decode(path, data)
-    if "\n" not in text[:SNIFF_BYTES] and "\r" in text[:SNIFF_BYTES]:
-        text = text.replace("\r", "\n")  # old-Mac line ends from a spreadsheet re-save
-    return text
+    if not looks_like_esxtop(header):
+        raise FormatError(path, "line 1", "esxtop batch output starting with '(PDH-CSV 4.0) (UTC)(0)'")
+    return header, first
 
 
 def _columns(path: Path, header: list[str]) -> list[dict[str, str | None]]:
@@ -55,12 +61,67 @@ def _columns(path: Path, header: list[str]) -> list[dict[str, str | None]]:
     return parsed
 
 
-def _parse_time(values: pl.Series) -> pl.Series:
+def _time_format(first_sample: str) -> str | None:
+    stamp = next(csv.reader([first_sample]), [""])[0].strip() if first_sample.strip() else ""
     for fmt in _TIME_FORMATS:
-        parsed = values.str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False)
-        if parsed.null_count() == 0:
-            return parsed
-    return pl.Series(values.name, [None] * len(values), dtype=pl.Datetime("ms", "UTC"))
+        try:
+            datetime.strptime(stamp, fmt)
+        except ValueError:
+            continue
+        return fmt
+    return None
+
+
+def _wide(path: Path) -> pl.LazyFrame:
+    with open(path, "rb") as handle:
+        head = handle.read(SNIFF_BYTES)
+    if b"\n" not in head and b"\r" in head:  # old-Mac line ends from a spreadsheet re-save (small files)
+        text = decode(path, path.read_bytes()).replace("\r", "\n")
+        return pl.read_csv(io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True).lazy()
+    return pl.scan_csv(path, has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True)
+
+
+def scan_esxtop(path: str | Path, *, sha256: str | None = None) -> pl.LazyFrame:
+    """Lazily turn an esxtop batch CSV into ``host_counters`` rows (see :func:`read_esxtop`).
+
+    The wide file is scanned, not loaded, so ingest can stream large captures to Parquet.
+    """
+    path = Path(path)
+    header_line, first_sample = _first_lines(path)
+    names = pl.DataFrame(_columns(path, next(csv.reader([header_line]))))
+    fmt = _time_format(first_sample)
+    time = (
+        pl.col("column_0").str.strip_chars().str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False)
+        if fmt
+        else pl.lit(None, pl.Datetime("ms", "UTC"))
+    )
+    rid = run_id(sha256 or sha256_of(path), 0, None)
+    return (
+        _wide(path)
+        .select(
+            pl.int_range(pl.len(), dtype=pl.Int32).alias("sample"),
+            time.alias("time"),
+            *[pl.col(c).str.strip_chars().cast(pl.Float64, strict=False) for c in names["column"]],
+        )
+        .unpivot(index=["sample", "time"], variable_name="column", value_name="value")
+        .join(names.lazy(), on="column", how="left")
+        .select(pl.lit(rid).alias("run_id"), "host", "object", "instance", "counter", "time", "sample", "value")
+    )
+
+
+def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame) -> pl.DataFrame:
+    """The ``runs`` row of an esxtop capture, from its counters (host, first time, span)."""
+    summary = counters.select(
+        pl.col("host").unique().implode().alias("hosts"), pl.col("time").min().alias("start"), pl.col("time").max().alias("end")
+    ).collect()
+    hosts = summary["hosts"][0].to_list()
+    start, end = summary["start"][0], summary["end"][0]
+    return pl.DataFrame([{
+        "run_id": run_id(sha256, 0, None), "tool": "esxtop", "format": "esxtop",
+        "host": hosts[0] if len(hosts) == 1 else None, "is_aggregate": False, "start_time": start,
+        "duration_ns": None if start is None else int((end - start).total_seconds() * 1e9),
+        "sha256": sha256, "source": str(path), "document_index": 0,
+    }])
 
 
 def read_esxtop(path: str | Path) -> Tables:
@@ -79,35 +140,12 @@ def read_esxtop(path: str | Path) -> Tables:
         When the first cell is not the PDH-CSV marker or a counter name cannot be read.
     """
     path = Path(path)
-    text = _text(path)
-    if not looks_like_esxtop(text):
-        raise FormatError(path, "line 1", "esxtop batch output starting with '(PDH-CSV 4.0) (UTC)(0)'")
-    lines = io.StringIO(text)
-    header = next(csv.reader(lines))
-    columns = _columns(path, header)
+    sha = sha256_of(path)
     try:
-        wide = pl.read_csv(io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True)
+        counters = scan_esxtop(path, sha256=sha).collect()
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"comma-separated esxtop samples ({str(exc).splitlines()[0]})") from None
-    names = pl.DataFrame(columns)
-    times = _parse_time(wide.get_column("column_0"))
-    long = (
-        wide.select(pl.int_range(pl.len(), dtype=pl.Int32).alias("sample"), *[pl.col(c) for c in names["column"]])
-        .with_columns(times.alias("time"))
-        .unpivot(index=["sample", "time"], variable_name="column", value_name="raw")
-        .join(names.select("column", "host", "object", "instance", "counter"), on="column", how="left")
-        .with_columns(pl.col("raw").str.strip_chars().cast(pl.Float64, strict=False).alias("value"))
-    )
-    sha = sha256_of(path)
-    rid = run_id(sha, 0, None)
-    counters = long.select(pl.lit(rid).alias("run_id"), "host", "object", "instance", "counter", "time", "sample", "value")
-    hosts = names["host"].unique().to_list()
-    runs = pl.DataFrame([{
-        "run_id": rid, "tool": "esxtop", "format": "esxtop", "host": hosts[0] if len(hosts) == 1 else None,
-        "is_aggregate": False, "start_time": times.min(), "sha256": sha, "source": str(path), "document_index": 0,
-        "duration_ns": None if times.null_count() else int((times.max() - times.min()).total_seconds() * 1e9),
-    }])
-    return Tables.build(runs=runs, host_counters=counters)
+    return Tables.build(runs=esxtop_run(path, sha, counters.lazy()), host_counters=counters)
 
 
 #: esxtop's counter names for the device queue view, by the short names engineers use.
