@@ -83,3 +83,20 @@ def test_device_queue_view() -> None:
     assert view["sample"].n_unique() == 3 and view["device"].n_unique() >= 2
     later = view.filter(pl.col("sample") > 0)
     assert (later["GAVG_ms"] - later["DAVG_ms"] - later["KAVG_ms"]).abs().max() <= 0.02
+
+
+def test_counters_during_runs() -> None:
+    """esxtop samples are attributed to the benchmark run whose time window holds them."""
+    from datetime import UTC, datetime
+
+    from benchlib.stats.hostside import counters_during_runs
+
+    counters = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters  # 14:06:27, :32, :37
+    runs = pl.DataFrame({
+        "run_id": ["early", "late", "unplaced"],
+        "start_time": [datetime(2018, 4, 26, 14, 6, 30, tzinfo=UTC), datetime(2018, 4, 26, 14, 6, 35, tzinfo=UTC), None],
+        "duration_ns": [4 * 10**9, 60 * 10**9, 10**9],
+    }).with_columns(pl.col("start_time").cast(pl.Datetime("ms", "UTC")))
+    placed = counters_during_runs(runs, counters)
+    by_run = placed.group_by("benchmark_run_id").agg(pl.col("sample").unique().sort()).sort("benchmark_run_id")
+    assert by_run.rows() == [("early", [1]), ("late", [2])]
