@@ -8,16 +8,14 @@ Python loop over resamples. Appends the time to ``bench/results.md``.
 
 from __future__ import annotations
 
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from benchlib.stats.compare import comparison_table
+from _results import record
 
-HERE = Path(__file__).resolve().parent
+from benchlib.stats.compare import comparison_table
 
 
 def main() -> None:
@@ -30,19 +28,13 @@ def main() -> None:
     start = time.perf_counter()
     table = comparison_table(runs, "iops", factor="controller", baseline="LSI", by=["cell"], rng=np.random.default_rng(1), n_resamples=10_000)
     seconds = time.perf_counter() - start
-    significant = (table["delta"] != "~").sum()
-    text = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M')} comparison table ({platform.machine()}, Python {platform.python_version()})\n\n"
-        "| measure | value |\n|---|---|\n"
-        f"| configurations x runs | {runs['cell'].n_unique() * 2} x 10 |\n"
-        f"| bootstrap resamples per comparison | 10,000 |\n"
-        f"| comparisons | {table.height} |\n"
-        f"| significant after Holm | {significant} |\n"
-        f"| seconds | {seconds:.2f} |\n"
-    )
-    print(text)
-    with open(HERE / "results.md", "a") as handle:
-        handle.write(text)
+    record("comparison table", [
+        ("configurations x runs", f"{runs['cell'].n_unique() * 2} x 10"),
+        ("bootstrap resamples per comparison", "10,000"),
+        ("comparisons", table.height),
+        ("significant after Holm", int((table["delta"] != "~").sum())),
+        ("seconds", round(seconds, 2)),
+    ])
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _results import record
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parents[1] / "shared" / "corpus" / "esxtop" / "esxtopd__small-esxtop-data.csv"
@@ -58,15 +59,13 @@ def main() -> None:
                              check=True, capture_output=True, text=True, cwd=HERE.parent)
         result = json.loads(out.stdout.strip().splitlines()[-1])
     size_mb = big.stat().st_size / 1e6
-    text = (
-        f"\n## {time.strftime('%Y-%m-%d %H:%M')} esxtop batch CSV to Parquet\n\n| measure | value |\n|---|---|\n"
-        f"| input | {size_mb:,.0f} MB, {samples:,} samples x 7,630 counters |\n"
-        f"| seconds | {result['seconds']:.1f} |\n| MB/s | {size_mb / result['seconds']:.1f} |\n"
-        f"| peak RSS | {result['peak_rss_mb']:,.0f} MB |\n| quarantined | {len(result['quarantined'])} |\n"
-    )
-    print(text)
-    with open(HERE / "results.md", "a") as handle:
-        handle.write(text)
+    record("esxtop batch CSV to Parquet", [
+        ("input", f"{size_mb:,.0f} MB, {samples:,} samples x 7,630 counters"),
+        ("seconds", round(result["seconds"], 1)),
+        ("MB/s", round(size_mb / result["seconds"], 1)),
+        ("peak RSS MB", round(result["peak_rss_mb"])),
+        ("quarantined", len(result["quarantined"])),
+    ])
 
 
 if __name__ == "__main__":

@@ -14,14 +14,12 @@ Results are appended to ``bench/results.md``.
 from __future__ import annotations
 
 import json
-import platform
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _results import record
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -125,15 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         json_result = bench_json(Path(tmp) / "json")
         log_result = bench_log(Path(tmp) / "log")
-    stamp = time.strftime("%Y-%m-%d %H:%M")
-    machine = f"{platform.machine()}, {shutil.os.cpu_count()} cores, Python {platform.python_version()}"
-    lines = [f"\n## {stamp} ({machine})\n", "| measure | value |", "|---|---|"]
-    lines += [f"| json+: {k} | {v:,.3f} |" if isinstance(v, float) else f"| json+: {k} | {v} |" for k, v in json_result.items()]
-    lines += [f"| log: {k} | {v:,.3f} |" if isinstance(v, float) else f"| log: {k} | {v} |" for k, v in log_result.items()]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    with open(HERE / "results.md", "a") as handle:
-        handle.write(text)
+    record("fio ingest", [(f"json+: {k}", v) for k, v in json_result.items()] + [(f"log: {k}", v) for k, v in log_result.items()])
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def make_json(n_files: int, scratch: Path) -> None:
     names = sorted(runs)
     for i in range(n_files):
         name = names[i % len(names)]
-        text = re.sub(r'"timestamp" : (\d+)', lambda m: f'"timestamp" : {int(m.group(1)) + i}', runs[name], count=1)
+        stamp = re.search(r'"timestamp" : (\d+)', runs[name])
+        text = runs[name].replace(stamp.group(0), f'"timestamp" : {int(stamp.group(1)) + i}', 1)
         (target / f"{name}-{i:05d}.json").write_text(text)
     sizes = [p.stat().st_size for p in target.iterdir()]
     print(f"{n_files} json+ files, mean {sum(sizes) / len(sizes) / 1024:.1f} KiB, in {target}")

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchlib.errors import BenchlibError
-from benchlib.ingest import IngestReport, ingest_study, load_study_tables
+from benchlib.ingest import IngestReport, ingest_study, scan_table
 from benchlib.paths import PROCESSED, RAW
 from benchlib.sources import detect_all, read
 from benchlib.stats import summarise_runs
@@ -46,8 +46,8 @@ def _print_report(console: Console, report: IngestReport) -> None:
 
 
 def _summary_table(report: IngestReport) -> Table:
-    tables = load_study_tables(report.processed)
-    summary = summarise_runs(tables.runs, tables.results)
+    runs = scan_table(report.processed, "runs").collect()
+    summary = summarise_runs(runs, scan_table(report.processed, "results").collect())
     table = Table(title=f"{report.study}: runs", title_justify="left")
     for column in ("source", "format", "fio", "dir", "rows", "IOPS", "MiB/s", "mean lat (us)"):
         table.add_column(column, justify="right" if column in ("rows", "IOPS", "MiB/s", "mean lat (us)") else "left")
