@@ -282,18 +282,6 @@ class Tables:
         """``(table name, frame)`` pairs in schema order."""
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
-    @classmethod
-    def concat(cls, parts: list[Tables]) -> Tables:
-        """Stack several readers' tables (diagonally, so factor columns may differ)."""
-        if not parts:
-            return cls.build()
-        return cls(
-            **{
-                name: pl.concat([getattr(p, name) for p in parts], how="diagonal_relaxed")
-                for name in TABLES
-            }
-        )
-
 
 def percentile_expr(kind: str, percentile: float) -> pl.Expr:
     """Expression picking one reported percentile (ns) out of ``clat_percentiles``/``lat_percentiles``.

@@ -47,3 +47,14 @@ def test_tables_build_and_percentile_expr() -> None:
     assert tables.runs.height == 0
     picked = tables.results.select(percentile_expr("clat", 99.9), percentile_expr("clat", 50.0))
     assert picked.row(0) == (99.0, 10.0) and picked.columns == ["clat_p99_9_ns", "clat_p50_ns"]
+
+
+def test_polars_bucket_index_matches_fio_layout() -> None:
+    """The vectorised bucket index used for json+ bins is fio's plat_val_to_idx for every bucket value."""
+    from benchlib.sources.fio_json import _bucket_index, _bucket_value
+
+    values = [int(plat_idx_to_val(i)) for i in range(1856)]
+    frame = pl.DataFrame({"v": values}).select(_bucket_index(pl.col("v")).alias("i"))
+    assert frame["i"].to_list() == [plat_val_to_idx(v) for v in values] == list(range(1856))
+    back = pl.DataFrame({"i": list(range(1856))}).select(_bucket_value(pl.col("i")).alias("v"))
+    assert back["v"].to_list() == [plat_idx_to_val(i) for i in range(1856)]
