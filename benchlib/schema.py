@@ -127,6 +127,7 @@ INTERVALS = pl.Schema(
         "offset_bytes": pl.Int64,
         "priority": pl.Int32,
         "is_cumulative": pl.Boolean,
+        "is_warmup": pl.Boolean,
     }
 )
 

@@ -74,7 +74,7 @@ def test_each_bad_file_is_one_clear_format_error(case: str, tmp_path: Path, good
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.parametrize("other", ["vdbench/vdb__output/totals.html", "vdbench/vdbconvert-root__flatfile.html", "vdbench/vdbconvert__multihost_test.txt"])
+@pytest.mark.parametrize("other", ["vdbench/vdb__output/totals.html", "vdbench/vdb__output/summary.html", "vdbench/vdbconvert__multihost_test.txt"])
 def test_other_tools_output_is_not_taken_for_fio(other: str) -> None:
     path = corpus_dir("vdbench").parent / other
     with pytest.raises(FormatError, match="supported tool"):

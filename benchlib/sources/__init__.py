@@ -18,6 +18,7 @@ from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
 from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
+from benchlib.sources.vdbench import looks_like_vdbench_flatfile, read_vdbench_flatfile
 
 Reader = Callable[[Path], Tables]
 
@@ -29,6 +30,7 @@ READERS: dict[str, Reader] = {
     "fio-terse": read_fio_terse,
     "fio-log": read_fio_log,
     "esxtop": read_esxtop,
+    "vdbench-flatfile": read_vdbench_flatfile,
 }
 
 _SNIFFERS: dict[str, Callable[[str], bool]] = {
@@ -37,6 +39,7 @@ _SNIFFERS: dict[str, Callable[[str], bool]] = {
     "fio-terse": looks_like_fio_terse,
     "fio-log": looks_like_fio_log,
     "esxtop": looks_like_esxtop,
+    "vdbench-flatfile": looks_like_vdbench_flatfile,
 }
 
 
@@ -71,7 +74,7 @@ def detect(path: str | Path) -> str:
         raise FormatError(
             path,
             "first 64 KiB",
-            "output of a supported tool (fio JSON/json+, normal, terse, a fio log, or esxtop batch CSV); "
+            "output of a supported tool (fio JSON/json+, normal, terse, a fio log, esxtop batch CSV, or vdbench flatfile.html); "
             f"supported formats: {', '.join(READERS)}",
         )
     return found

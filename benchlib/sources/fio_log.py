@@ -140,6 +140,7 @@ def scan_fio_log(
         offset.alias("offset_bytes"),
         priority.cast(pl.Int32).alias("priority"),
         pl.lit(False).alias("is_cumulative"),
+        pl.lit(None, pl.Boolean).alias("is_warmup"),
     )
 
 
