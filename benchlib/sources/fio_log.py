@@ -26,12 +26,13 @@ import polars as pl
 from benchlib.errors import FormatError
 from benchlib.schema import INTERVAL_UNITS, LATENCY_BINS, Tables
 from benchlib.sources._common import SNIFF_BYTES, decode, run_id, sha256_of
-from benchlib.sources.fio_common import plat_idx_to_val
+from benchlib.sources.fio_common import PLAT_GROUPS_V2, PLAT_GROUPS_V3, PLAT_VAL, plat_idx_to_val
 
 _NAME = re.compile(r"_(?P<metric>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
 _ROW = re.compile(r"^\s*\d+,\s*-?\d+(\.\d+)?,\s*\d+,\s*\d+(,\s*-?\d+)*\s*$")
 _DIRECTIONS = pl.Series(["read", "write", "trim"])
 _LATENCY_FACTOR = {"ns": 1.0, "us": 1000.0}
+_BINS_V2, _BINS_V3 = PLAT_GROUPS_V2 * PLAT_VAL, PLAT_GROUPS_V3 * PLAT_VAL  # 1216 and 1856
 _VALUE_FACTOR = {"bw": 1024.0, "iops": 1.0}
 
 
@@ -156,9 +157,9 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     lines = _sniff(path)
     width = lines[0].count(",") + 1
     bins = width - 3
-    if bins not in (1216, 1856) and latency_unit is None:
-        raise FormatError(path, "line 1", f"a histogram log with 1216 (fio 2.x) or 1856 (fio 3.x) bins, found {bins}")
-    factor = _LATENCY_FACTOR[latency_unit or ("us" if bins == 1216 else "ns")]
+    if bins not in (_BINS_V2, _BINS_V3) and latency_unit is None:
+        raise FormatError(path, "line 1", f"a histogram log with {_BINS_V2} (fio 2.x) or {_BINS_V3} (fio 3.x) bins, found {bins}")
+    factor = _LATENCY_FACTOR[latency_unit or ("us" if bins == _BINS_V2 else "ns")]
     names = ["time_ms", "ddir", "bs"] + [f"b{i}" for i in range(bins)]
     try:
         wide = pl.read_csv(path, has_header=False, new_columns=names, schema_overrides={n: pl.Int64 for n in names})

@@ -58,7 +58,6 @@ class _Invocation:
     headers: dict[str, dict[str, Any]] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     disks: list[dict[str, Any]] = field(default_factory=list)
-    first_line: int = 0
 
 
 def looks_like_fio_normal(head: str) -> bool:
@@ -101,7 +100,7 @@ class _Parser:
 
     def _new_invocation_if_done(self, line_no: int) -> None:
         if self.current.rows:
-            self.invocations.append(_Invocation(first_line=line_no))
+            self.invocations.append(_Invocation())
             self.block = self.direction = None
 
     def feed(self, line_no: int, line: str) -> None:

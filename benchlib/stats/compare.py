@@ -173,11 +173,12 @@ def sample_warnings(n: int) -> list[str]:
     return warnings
 
 
-def _describe(values: np.ndarray) -> tuple[float, float | None, float | None, float | None]:
+def _describe(values: np.ndarray) -> tuple[float, float | None]:
+    """Median and benchstat's ± (the larger relative distance to the interval's ends), if an interval exists."""
     ci = median_ci(values)
-    if ci.low is None or ci.median == 0:
-        return ci.median, ci.low, ci.high, None
-    return ci.median, ci.low, ci.high, max(ci.high / ci.median - 1, 1 - ci.low / ci.median)
+    if ci.low is None or ci.high is None or ci.median == 0:
+        return ci.median, None
+    return ci.median, max(ci.high / ci.median - 1, 1 - ci.low / ci.median)
 
 
 def comparison_table(
@@ -262,8 +263,8 @@ def comparison_table(
 def _compare_pair(
     group: dict, factor: str, level: object, base: np.ndarray, other: np.ndarray, rng: np.random.Generator, n_resamples: int
 ) -> dict:
-    base_median, base_low, base_high, base_pct = _describe(base)
-    other_median, other_low, other_high, other_pct = _describe(other)
+    base_median, base_pct = _describe(base)
+    other_median, other_pct = _describe(other)
     u, p = mann_whitney(other, base)
     ratio, ratio_low, ratio_high = ratio_of_medians_ci(base, other, rng=rng, n_resamples=n_resamples)
     delta = cliffs_delta(other, base)

@@ -20,12 +20,12 @@ def cpu_pct_expr(usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
 
 def iops_per_cpu_pct_expr(iops: str = "iops", usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
     """IOPS per percent of CPU (usr + sys), the write-ups' efficiency figure."""
-    return (pl.col(iops) / (pl.col(usr) + pl.col(sys))).alias("iops_per_cpu_pct")
+    return (pl.col(iops) / cpu_pct_expr(usr, sys)).alias("iops_per_cpu_pct")
 
 
 def cpus_used_expr(numjobs: str = "numjobs", usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
     """CPUs used by a group of jobs: numjobs × (usr + sys) / 100."""
-    return (pl.col(numjobs) * (pl.col(usr) + pl.col(sys)) / 100).alias("cpus_used")
+    return (pl.col(numjobs) * cpu_pct_expr(usr, sys) / 100).alias("cpus_used")
 
 
 def cycles_per_io_expr(clock_hz: float, iops: str = "iops", cpus_used: str = "cpus_used") -> pl.Expr:
