@@ -11,13 +11,14 @@ declaration and the schema version are unchanged is not read again.
 from __future__ import annotations
 
 import csv
+import functools
 import gc
 import hashlib
 import json
 import multiprocessing
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchlib.errors import BenchlibError, FormatError
+from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables
 from benchlib.sources import detect, read
@@ -33,7 +34,7 @@ from benchlib.sources._common import run_id, sha256_of
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
 from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
-from benchlib.study import STUDY_FILE, Study, load_study
+from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
 
 MANIFEST = "manifest.json"
 QUARANTINE = "quarantine.csv"
@@ -41,7 +42,7 @@ QUARANTINE = "quarantine.csv"
 STREAM_BYTES = 32 * 1024 * 1024
 #: fio JSON files per Parquet part: one frame per table for many small files.
 JSON_BATCH = 500
-_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE)|\.(md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
+_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
 _FIO_LOG_NAME = re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$")
 
 
@@ -102,13 +103,76 @@ def _study_key(study: Study) -> str:
     return digest.hexdigest()
 
 
-def _log_latency_unit(study: Study, versions: dict[str, str | None], rel: str) -> str:
-    """``us`` for logs beside fio 2.x output, ``ns`` otherwise, unless study.toml says."""
-    if study.log_latency_unit:
-        return study.log_latency_unit
-    folder = str(Path(rel).parent)
-    near = [v for r, v in versions.items() if str(Path(r).parent) == folder and v]
-    return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """Worker processes forked from a clean server process.
+
+    Forking this process directly can deadlock: polars' thread pool may hold a
+    lock at the moment of the fork, and the child waits on it for ever.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["benchlib.ingest"])
+    return context
+
+
+class _LogUnits:
+    """The latency unit of fio logs per folder: ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says."""
+
+    def __init__(self, study: Study, current: dict) -> None:
+        self.fixed = study.log_latency_unit
+        self.by_folder: dict[str, list[str]] = {}
+        for rel, entry in current.items():
+            if entry.get("tool_version"):
+                self.by_folder.setdefault(str(Path(rel).parent), []).append(entry["tool_version"])
+
+    def __call__(self, rel: str) -> str:
+        if self.fixed:
+            return self.fixed
+        near = self.by_folder.get(str(Path(rel).parent), [])
+        return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
+
+
+def _ingest_one(report: IngestReport, current: dict, rel: str, work: Callable[[], dict]) -> None:
+    """Run one file's ingest; a FormatError quarantines that file only."""
+    try:
+        current[rel] = work()
+        report.ingested.append(rel)
+    except FormatError as exc:
+        report.quarantined.append((rel, f"{exc.where}: {exc.expected}"))
+
+
+def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, processed: Path) -> tuple[str, list]:
+    """Read a batch of small fio logs and write them as one part (in a worker process)."""
+    read_ok, outcomes = [], []
+    for path, rel, sha, unit in batch:
+        try:
+            read_ok.append((rel, sha, read_fio_log(path, latency_unit=unit)))
+            outcomes.append((rel, sha, None))
+        except FormatError as exc:
+            outcomes.append((rel, sha, f"{exc.where}: {exc.expected}"))
+    part = "l" + hashlib.sha256("".join(sha for _, sha, _ in read_ok).encode()).hexdigest()[:16]
+    if read_ok:
+        merged = Tables(**{name: pl.concat([getattr(t, name) for _, _, t in read_ok], how="vertical")
+                           for name in TABLES})
+        _write_part(processed, part, merged, study, [(rel, sha) for rel, sha, _ in read_ok])
+    return part, outcomes
+
+
+def _ingest_log_batches(logs: list, study: Study, processed: Path, report: IngestReport, current: dict) -> None:
+    """Small fio logs in batches of ``JSON_BATCH``, one part each, on every core."""
+    batches = [logs[i : i + JSON_BATCH] for i in range(0, len(logs), JSON_BATCH)]
+    workers = min(len(batches), os.cpu_count() or 1)
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            outputs = list(pool.map(_ingest_log_batch, batches, [study] * len(batches), [processed] * len(batches)))
+    else:
+        outputs = [_ingest_log_batch(b, study, processed) for b in batches]
+    for part, outcomes in outputs:
+        for rel, sha, error in outcomes:
+            if error is None:
+                current[rel] = {"sha256": sha, "format": "fio-log", "part": part, "tool_version": None}
+                report.ingested.append(rel)
+            else:
+                report.quarantined.append((rel, error))
 
 
 def _drop_source(processed: Path, part: str, sha: str) -> None:
@@ -125,19 +189,51 @@ def _drop_source(processed: Path, part: str, sha: str) -> None:
             path.unlink()
 
 
+@functools.lru_cache(maxsize=4096)
+def _run_manifest(folder: Path, study_folder: Path) -> tuple[Path, dict] | None:
+    """The ``benchlib-run.json`` written by ``benchlib run`` in ``folder`` or the nearest folder above it."""
+    while True:
+        path = folder / RUN_MANIFEST
+        if path.is_file():
+            try:
+                return folder, json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise StudyError(f"{path}: not valid JSON ({exc}); it was written by benchlib run, restore it") from None
+        if folder == study_folder or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def _run_levels(study: Study, rel: str) -> dict:
+    """Factor levels, repetition and host that ``benchlib run`` recorded for a raw file (empty if none)."""
+    found = _run_manifest((study.folder / rel).parent, study.folder)
+    if found is None:
+        return {}
+    folder, manifest = found
+    levels = {k: str(v) for k, v in manifest.get("levels", {}).items()}
+    for factor, level in levels.items():
+        if factor not in study.factors or level not in study.factors[factor]:
+            raise StudyError(f"{folder / RUN_MANIFEST}: level {factor} = {level!r} is not declared in "
+                             f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml")
+    entry = manifest.get("files", {}).get((study.folder / rel).relative_to(folder).as_posix(), {})
+    return {**levels, "repetition": manifest.get("repetition"), "run_host": entry.get("host")}
+
+
 def _study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
-    """``sha256 -> source, factor levels`` for the raw files of one part."""
+    """``sha256 -> source, factor levels, repetition, host`` for the raw files of one part."""
     rows = [
-        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel)}
+        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel), **_run_levels(study, rel)}
         for rel, sha in members
     ]
-    schema = {"sha256": pl.String, "source": pl.String, **{f: pl.String for f in study.factors}}
+    schema = {"sha256": pl.String, "source": pl.String, "repetition": pl.Int32, "run_host": pl.String,
+              **{f: pl.String for f in study.factors}}
     return pl.from_dicts(rows, schema=schema)
 
 
 def _write_part(processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]]) -> None:
-    runs = tables.runs.drop("source").join(_study_frame(study, members), on="sha256", how="left")
-    runs = runs.with_columns(pl.lit(study.name).alias("study")).select(list(tables.runs.columns) + list(study.factors))
+    runs = tables.runs.drop("source", "repetition").join(_study_frame(study, members), on="sha256", how="left")
+    runs = runs.with_columns(pl.lit(study.name).alias("study"), pl.coalesce("host", "run_host").alias("host"))
+    runs = runs.select(list(tables.runs.columns) + list(study.factors))
     for name, frame in [("runs", runs), *[(n, f) for n, f in tables.items() if n != "runs"]]:
         if frame.height:
             _atomic_write_parquet(frame, processed / name / f"{part}.parquet")
@@ -221,7 +317,7 @@ def _ingest_batches(
     batches = [todo[i : i + JSON_BATCH] for i in range(0, len(todo), JSON_BATCH)]
     workers = min(len(batches), os.cpu_count() or 1)
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             outputs = list(pool.map(_ingest_batch, batches, [study] * len(batches), [processed] * len(batches)))
     else:
         outputs = [_ingest_batch(b, study, processed) for b in batches]
@@ -259,6 +355,19 @@ def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, process
     return {"sha256": sha, "format": fmt, "part": part, "tool_version": versions[0] if versions else None}
 
 
+def _ingest_copy(path: Path, rel: str, sha: str, study: Study, processed: Path, unit: str) -> dict:
+    """Ingest a file whose bytes equal another recorded run's file, under its own key (never streamed)."""
+    key = _copy_key(sha, rel)
+    fmt = detect(path)
+    tables = read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
+    renamed = pl.col("run_id").str.replace(f"^{sha[:16]}", key[:16])
+    tables = Tables(**{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame
+                       for name, frame in tables.items()})
+    _write_part(processed, key[:16], tables, study, [(rel, sha)])
+    versions = tables.runs["tool_version"].drop_nulls().unique().to_list()
+    return {"sha256": sha, "key": key, "format": fmt, "part": key[:16], "tool_version": versions[0] if versions else None}
+
+
 def _load_manifest(processed: Path, key: str) -> dict:
     path = processed / MANIFEST
     if not path.exists():
@@ -267,33 +376,57 @@ def _load_manifest(processed: Path, key: str) -> dict:
     return manifest.get("files", {}) if manifest.get("study_key") == key else {}
 
 
-def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> list[tuple[Path, str, str]]:
-    """Hash every raw file; keep unchanged ones, skip duplicates and empty logs; return what to read."""
-    seen: dict[str, str] = {}
-    todo = []
+def _recorded_by_run(study: Study, rel: str) -> bool:
+    """Whether ``benchlib run`` lists this file among a run's outputs (so equal bytes elsewhere are another run's data)."""
+    found = _run_manifest((study.folder / rel).parent, study.folder)
+    return found is not None and (study.folder / rel).relative_to(found[0]).as_posix() in found[1].get("files", {})
+
+
+def _copy_key(sha: str, rel: str) -> str:
+    """The identity of a file whose bytes equal another run's file: its hash salted with its path."""
+    return hashlib.sha256(f"{sha}\n{rel}".encode()).hexdigest()
+
+
+def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> tuple[list, list]:
+    """Hash every raw file; keep unchanged ones, skip duplicates and empty logs.
+
+    Returns the files to read, and the files whose bytes equal an earlier
+    file but which ``benchlib run`` recorded as outputs of their own (a
+    rate-capped IOPS log can repeat exactly across hosts and cells): those are
+    read on their own, under a key salted with their path.
+    """
+    seen: dict[str, list[str]] = {}
+    todo, copies = [], []
     for path, rel, size in _raw_files(study):
         sha = sha256_of(path)
-        if sha in seen:
-            report.skipped.append((rel, f"same content as {seen[sha]}"))
-        elif size == 0 and _FIO_LOG_NAME.search(path.name):
-            report.skipped.append((rel, "empty fio log (fio leaves slat logs empty for synchronous engines)"))
-        elif previous.get(rel, {}).get("sha256") == sha:
+        if size == 0 and _FIO_LOG_NAME.search(path.name):
+            report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
+            continue
+        same = seen.setdefault(sha, [])
+        copy = bool(same) and _recorded_by_run(study, rel)
+        same.append(rel)
+        if same[0] != rel and not copy:
+            report.skipped.append((rel, f"same content as {same[0]}"))
+        elif previous.get(rel, {}).get("sha256") == sha and ("key" in previous[rel]) == copy:
             current[rel] = previous[rel]
             report.unchanged.append(rel)
+        elif copy:
+            copies.append((path, rel, sha))
         else:
             todo.append((path, rel, sha))
-        seen.setdefault(sha, rel)
-    return todo
+    return todo, copies
 
 
 def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, report: IngestReport) -> None:
     """Drop the rows of files that changed or disappeared since the last ingest."""
     changing = {rel for _, rel, _ in todo}
-    kept_hashes = {e["sha256"] for e in current.values()}
+    kept_hashes = {e["sha256"] for e in current.values() if "key" not in e}
     for rel, entry in previous.items():
         if rel in current and rel not in changing:
             continue
-        if entry["sha256"] not in kept_hashes:
+        if "key" in entry:
+            _drop_source(processed, entry["part"], entry["key"])
+        elif entry["sha256"] not in kept_hashes:
             _drop_source(processed, entry.get("part", entry["sha256"][:16]), entry["sha256"])
         if rel not in changing:
             report.removed.append(rel)
@@ -322,6 +455,7 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
         When the folder or its ``study.toml`` is unusable.
     """
     study = load_study(raw_dir)
+    _run_manifest.cache_clear()
     processed = processed_dir_for(study.folder, Path(processed_root))
     key = _study_key(study)
     previous = _load_manifest(processed, key)
@@ -330,16 +464,21 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
             part.unlink()
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
-    todo = _plan(study, previous, report, current)
-    _forget_stale(processed, previous, current, todo, report)
+    todo, copies = _plan(study, previous, report, current)
+    _forget_stale(processed, previous, current, todo + copies, report)
     others = _ingest_batches(todo, study, processed, report, current)
-    for path, rel, sha, fmt in sorted(others, key=lambda t: (bool(_FIO_LOG_NAME.search(t[0].name)), t[1])):
-        versions = {r: e.get("tool_version") for r, e in current.items()}
-        try:
-            current[rel] = _ingest_file(path, rel, sha, fmt, study, processed, _log_latency_unit(study, versions, rel))
-            report.ingested.append(rel)
-        except FormatError as exc:
-            report.quarantined.append((rel, f"{exc.where}: {exc.expected}"))
+    logs = [o for o in others if o[3] == "fio-log"]
+    for path, rel, sha, fmt in sorted(o for o in others if o[3] != "fio-log"):
+        _ingest_one(report, current, rel, functools.partial(_ingest_file, path, rel, sha, fmt, study, processed, "ns"))
+    units = _LogUnits(study, current)
+    small = [(path, rel, sha, units(rel)) for path, rel, sha, _ in logs if path.stat().st_size <= STREAM_BYTES]
+    for path, rel, sha, _ in logs:
+        if path.stat().st_size > STREAM_BYTES:
+            _ingest_one(report, current, rel,
+                        functools.partial(_ingest_file, path, rel, sha, "fio-log", study, processed, units(rel)))
+    _ingest_log_batches(small, study, processed, report, current)
+    for path, rel, sha in copies:
+        _ingest_one(report, current, rel, functools.partial(_ingest_copy, path, rel, sha, study, processed, units(rel)))
     report.ingested.sort()
     report.quarantined.sort()
     manifest = {"schema_version": SCHEMA_VERSION, "study": study.name, "study_key": key, "files": dict(sorted(current.items()))}

@@ -30,7 +30,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
@@ -48,6 +48,7 @@ RUNS = pl.Schema(
         "source": pl.String,
         "sha256": pl.String,
         "document_index": pl.Int32,
+        "repetition": pl.Int32,
     }
 )
 

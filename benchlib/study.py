@@ -29,6 +29,7 @@ from pathlib import Path
 from benchlib.errors import StudyError
 
 STUDY_FILE = "study.toml"
+RUN_MANIFEST = "benchlib-run.json"  # written by `benchlib run` beside each run's output
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -114,3 +115,41 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
     assert tables.intervals["value"].sum() == pytest.approx(sum(
         float(line.split(",")[1]) * 1024 for line in (study / "fio_bw.1.log").read_text().splitlines()
     ))
+
+
+def _recorded_run(study: Path, cell: str, levels: dict, log: Path) -> Path:
+    """A run folder as `benchlib run` leaves it: a manifest and a log of one host."""
+    folder = study / cell / "r1" / "attempt-1"
+    (folder / "vm1").mkdir(parents=True)
+    shutil.copy(log, folder / "vm1" / "cell_iops.1.log")
+    manifest = {"levels": levels, "repetition": 1, "files": {"vm1/cell_iops.1.log": {"host": "vm1"}}}
+    (folder / "benchlib-run.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_identical_logs_of_different_recorded_runs_are_both_kept(tmp_path: Path) -> None:
+    """A rate-capped IOPS log can repeat byte for byte in two cells; both are data, not duplicates."""
+    study = tmp_path / "capped"
+    study.mkdir()
+    (study / "study.toml").write_text('[study]\nname = "capped"\n[factors]\nprofile = ["a", "b"]\n')
+    log = RAW / "fio-sample" / "formats" / "randrw_iops.1.log"
+    _recorded_run(study, "a", {"profile": "a"}, log)
+    second = _recorded_run(study, "b", {"profile": "b"}, log)
+    shutil.copy(log, study / "b" / "r1" / "attempt-1" / "vm1" / "copy_iops.1.log")  # a true duplicate inside one run
+    report = ingest_study(study, tmp_path / "processed")
+    assert len(report.ingested) == 2
+    assert report.skipped == [("b/r1/attempt-1/vm1/copy_iops.1.log", "same content as a/r1/attempt-1/vm1/cell_iops.1.log")]
+    tables = load_study_tables(tmp_path / "processed" / "capped")
+    runs = tables.runs.sort("profile")
+    assert runs["profile"].to_list() == ["a", "b"] and runs["host"].to_list() == ["vm1", "vm1"]
+    assert runs["run_id"].n_unique() == 2 and runs["sha256"].n_unique() == 1
+    per_run = tables.intervals.group_by("run_id").len()
+    assert per_run.height == 2 and per_run["len"].n_unique() == 1
+
+    again = ingest_study(study, tmp_path / "processed")  # unchanged: nothing redone
+    assert again.ingested == [] and len(again.unchanged) == 2
+    shutil.rmtree(second)  # removing the copy removes only its rows
+    third = ingest_study(study, tmp_path / "processed")
+    assert third.removed == ["b/r1/attempt-1/vm1/cell_iops.1.log"]
+    tables = load_study_tables(tmp_path / "processed" / "capped")
+    assert tables.runs["profile"].to_list() == ["a"] and tables.intervals["run_id"].n_unique() == 1
