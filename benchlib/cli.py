@@ -1,7 +1,7 @@
 """The ``benchlib`` command: a thin wrapper over the library.
 
-Verbs: ``ingest`` (raw -> processed Parquet, with a summary per study) and
-``inspect`` (what a single file is and holds).
+Verbs: ``ingest`` (raw -> processed Parquet, with a summary per study),
+``inspect`` (what a single file is and holds) and ``run`` (a fio plan).
 """
 
 from __future__ import annotations
@@ -109,9 +109,44 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """Print the plan; unless --dry-run, run what is not done yet with a progress bar."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from benchlib.runner import RunInterrupted, describe_plan, load_plan, run_plan
+
+    plan = load_plan(args.plan)
+    for line in describe_plan(plan, cells=args.dry_run):
+        console.print(line, highlight=False, markup=False)
+    if args.dry_run:
+        return 0
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def advance(done: float, total: float, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        try:
+            summary = run_plan(plan, destroy_data=args.destroy_data, progress=advance)
+        except RunInterrupted as exc:
+            bar.stop()
+            Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {exc}", highlight=False)
+            return 130
+    console.print(f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}")
+    for host, reason in sorted(summary.down.items()):
+        console.print(f"  [red]host {host}[/]: {reason}", highlight=False)
+    for missing in summary.missing:
+        console.print(f"  [red]missing[/] {missing.cell} r{missing.repetition} on {missing.host}: {missing.reason}", highlight=False)
+    if summary.missing:
+        console.print("the other hosts' results are kept; fix the hosts and run the same command again to fill in only what is missing")
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``benchlib`` command."""
-    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect.")
+    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run.")
     verbs = parser.add_subparsers(dest="verb", required=True)
     ingest = verbs.add_parser("ingest", help="raw tool output -> tidy Parquet under data/processed/")
     ingest.add_argument("studies", nargs="*", help="study folders (default: every folder under data/raw/)")
@@ -122,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("file")
     inspect.add_argument("--format", help="read as this format instead of the detected one")
     inspect.set_defaults(func=cmd_inspect)
+    run = verbs.add_parser("run", help="run a fio plan (matrix x profiles x repetitions, one or many hosts)")
+    run.add_argument("plan", help="plan file, e.g. data/raw/loopback-fio/plan.toml")
+    run.add_argument("--dry-run", action="store_true", help="print cells, time and bytes written; run nothing")
+    run.add_argument("--destroy-data", metavar="DEVICE", help="the exact block device the plan may overwrite")
+    run.set_defaults(func=cmd_run)
     return parser
 
 
@@ -132,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args, console)
     except BenchlibError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
         return 2
 
 

@@ -1,0 +1,550 @@
+"""Run a plan: every cell, repetition and host, safely, resumably, with provenance.
+
+Layout written under the plan's output folder (a study folder under ``data/raw/``)::
+
+    study.toml                      factors and levels (written by benchlib run)
+    benchlib-plan.json              seed, run order, plan checksum
+    <profile>/<factor>=<level>/.../r<repetition>/attempt-<n>/
+        job-<host>.fio              the exact job file each host ran
+        fio.json                    fio's json+ output (client/server: one entry per host)
+        <host>/cell_bw.1.log ...    per-second bandwidth, IOPS and latency logs
+        benchlib-run.json           provenance: command, fio version, host facts, times,
+                                    factor levels, repetition, checksums of every file
+
+A cell's output is written to a hidden ``.partial-*`` folder and renamed into
+place only when fio finished; an interrupted cell's partial folder is removed
+on the next start. A cell is done when every host has a result in one of its
+attempts; a rerun runs only the hosts still missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchlib import __version__
+from benchlib.errors import BenchlibError, FormatError
+from benchlib.runner.plan import Cell, Plan
+from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
+from benchlib.sources import read
+from benchlib.sources._common import sha256_of
+from benchlib.study import RUN_MANIFEST
+
+PLAN_RECORD = "benchlib-plan.json"
+STUDY_HEADER = "# written by `benchlib run` from its plan; edit the plan, not this file\n"
+START_OVERHEAD_S = 1.5  # fio start-up and connection per cell, for the time estimate
+
+
+class RunError(BenchlibError):
+    """The run cannot start or continue (fio missing, output locked, study.toml not ours)."""
+
+
+class RunInterrupted(BenchlibError):
+    """The user stopped the run (Ctrl-C or SIGTERM); completed cells are kept."""
+
+
+@dataclass
+class Missing:
+    """A (cell, repetition, host) without a result, and why."""
+
+    cell: str
+    repetition: int
+    host: str
+    reason: str
+
+
+@dataclass
+class RunSummary:
+    """What a run did: runs done now, already done before, and still missing."""
+
+    done: int = 0
+    already: int = 0
+    missing: list[Missing] = field(default_factory=list)
+    down: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- environment
+
+def fio_binary() -> str:
+    """The fio executable on PATH."""
+    found = shutil.which("fio")
+    if not found:
+        raise RunError("fio is not installed (or not on PATH); install it, e.g. `apt-get install fio`, "
+                       "or run `python3 tasks.py test`, which installs it where it can")
+    return found
+
+
+def fio_version(fio: str) -> str:
+    """``fio-3.33`` as the binary reports it."""
+    return subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+
+
+def _first(path: Path, prefix: str) -> str | None:
+    try:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(prefix):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _block_device_of(path: Path) -> dict:
+    """Model and I/O scheduler of the disk holding ``path`` (or the device itself)."""
+    probe = path if path.exists() else path.parent
+    while not probe.exists():
+        probe = probe.parent
+    st = os.stat(probe)
+    dev = st.st_rdev if path.exists() and path.is_block_device() else st.st_dev
+    node = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if not node.exists():
+        return {"device": None, "note": "not on a block device (overlay, tmpfs or network file system)"}
+    node = node.resolve()
+    disk = node.parent if (node / "partition").exists() else node
+    scheduler = (disk / "queue" / "scheduler")
+    chosen = None
+    if scheduler.exists():
+        text = scheduler.read_text().strip()
+        chosen = text[text.find("[") + 1:text.find("]")] if "[" in text else text
+    model = disk / "device" / "model"
+    return {
+        "device": disk.name,
+        "partition": node.name if node != disk else None,
+        "model": model.read_text().strip() if model.exists() else None,
+        "scheduler": chosen,
+        "rotational": (disk / "queue" / "rotational").read_text().strip() == "1" if (disk / "queue" / "rotational").exists() else None,
+    }
+
+
+def host_facts(target: str) -> dict:
+    """Kernel, CPU, memory and target device of this machine."""
+    mem = _first(Path("/proc/meminfo"), "MemTotal")
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": os.uname().release,
+        "cpu_model": _first(Path("/proc/cpuinfo"), "model name"),
+        "cpus": os.cpu_count(),
+        "memory_bytes": int(mem.split()[0]) * 1024 if mem else None,
+        "target": target,
+        "target_device": _block_device_of(Path(target)),
+    }
+
+
+def is_local(host: str) -> bool:
+    """Whether a fio server address is this machine (loopback or one of its own addresses)."""
+    try:
+        address = ipaddress.ip_address(socket.gethostbyname(host))
+    except (OSError, ValueError):
+        return False
+    if address.is_loopback:
+        return True
+    try:
+        own = {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    except OSError:
+        own = set()
+    return str(address) in own
+
+
+def reachable(host: str, port: int, timeout: float = 3.0) -> str | None:
+    """None when a fio server answers on ``host:port``, else why not."""
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        return None
+    except OSError as exc:
+        return f"no fio server on {host}:{port} ({exc.strerror or exc}); start one there with `fio --server`"
+
+
+# ---------------------------------------------------------------- safety
+
+def _probe_exists(fio: str, host: str, port: int, path: str, workdir: Path) -> bool:
+    """Whether a non-empty file exists at ``path`` on a fio server, without writing.
+
+    fio's ``filestat`` engine only stat()s; with no size given and file
+    creation disallowed it fails on a missing or empty file and succeeds on
+    a file with data. (A probe with a size would let fio extend, or even
+    re-create, a small existing file.)
+    """
+    job = workdir / "probe.fio"
+    job.write_text(f"[probe]\nfilename={path}\nioengine=filestat\nallow_file_create=0\n", encoding="utf-8")
+    done = subprocess.run([fio, f"--client={host},{port}", str(job), "--output-format=json"], cwd=workdir,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if "failed to connect" in done.stdout + done.stderr:
+        raise UnsafeTargetError(f"cannot check the target on {host}: no fio server answers on port {port}")
+    if "not loadable" in done.stdout + done.stderr:
+        raise UnsafeTargetError(f"cannot check the target on {host}: its fio has no filestat engine (fio >= 3.19 has)")
+    return done.returncode == 0
+
+
+def _claim_remote(fio: str, host: str, port: int, path: str, workdir: Path) -> None:
+    """On a remote fio server: use ``path`` only if benchlib created it, creating its marker when it does not exist."""
+    marker = str(marker_for(path))
+    if _probe_exists(fio, host, port, marker, workdir):
+        return
+    if _probe_exists(fio, host, port, path, workdir):
+        raise UnsafeTargetError(f"{path} on {host} exists, holds data and benchlib did not create it "
+                                f"(no {Path(marker).name} beside it); choose a new path in [target]")
+    job = workdir / "marker.fio"
+    job.write_text(f"[marker]\nfilename={marker}\nrw=write\nbs=4k\nsize=4k\nioengine=psync\n", encoding="utf-8")
+    subprocess.run([fio, f"--client={host},{port}", str(job)], cwd=workdir, capture_output=True, timeout=60, check=False)
+
+
+def prepare_targets(plan: Plan, hosts: list[str], fio: str, destroy_data: str | None,
+                    remote: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Check (and create) the target of every host; ``{host: target path}``.
+
+    ``remote(host)`` says whether a host must be checked through fio rather than
+    on this machine (default: every host that is not this machine).
+    """
+    remote = remote or (lambda h: bool(plan.servers) and not is_local(h))
+    writes = any(cell.writes for cell in plan.cells())
+    targets = {}
+    scratch = plan.output / ".benchlib-probe"
+    for host in hosts:
+        path = plan.target.path_for(host)
+        targets[host] = path
+        if plan.target.device is not None:
+            if remote(host):
+                if writes and destroy_data != plan.target.device:
+                    raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot "
+                                            f"inspect a remote device; if it may be destroyed on every host, pass "
+                                            f"--destroy-data={plan.target.device}")
+            else:
+                check_device(path, writes=writes, destroy_data=destroy_data)
+        elif remote(host):
+            scratch.mkdir(parents=True, exist_ok=True)
+            _claim_remote(fio, host, plan.port, path, scratch)
+        elif not check_file(path):
+            create_file(path)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return targets
+
+
+# ---------------------------------------------------------------- plan output
+
+def cell_dir(plan: Plan, repetition: int, cell: Cell) -> Path:
+    """The folder of one cell and repetition."""
+    return plan.output / cell.key / f"r{repetition}"
+
+
+def _attempts(folder: Path) -> list[dict]:
+    manifests = []
+    for path in sorted(folder.glob(f"attempt-*/{RUN_MANIFEST}")):
+        with contextlib.suppress(OSError, ValueError):
+            manifests.append(json.loads(path.read_text(encoding="utf-8")))
+    return manifests
+
+
+def hosts_done(folder: Path) -> set[str]:
+    """Hosts with a result in any completed attempt of a cell folder."""
+    return {h for manifest in _attempts(folder) for h in manifest.get("hosts_ok", [])}
+
+
+def _study_toml(plan: Plan) -> str:
+    def q(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)
+
+    lines = [STUDY_HEADER, "[study]", f"name = {q(plan.name)}", f"title = {q(plan.title)}", f"citation = {q(plan.citation)}",
+             "", "[factors]"]
+    lines += [f"{name} = [{', '.join(q(level) for level in levels)}]" for name, levels in plan.study_factors().items()]
+    return "\n".join(lines) + "\n"
+
+
+def _write_study(plan: Plan) -> None:
+    path = plan.output / "study.toml"
+    text = _study_toml(plan)
+    if path.exists() and not path.read_text(encoding="utf-8").startswith(STUDY_HEADER):
+        raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
+                       "folder of its own (set [run] output in the plan)")
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
+    record = {
+        "plan": os.path.relpath(plan.path, plan.output),
+        "plan_sha256": sha256_of(plan.path),
+        "seed": plan.seed,
+        "order": [{"repetition": r, "cell": c.key} for r, c in order],
+    }
+    (plan.output / PLAN_RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def job_text(plan: Plan, cell: Cell, target: str) -> str:
+    """The fio job file of one cell on one host."""
+    lines = ["[global]", f"filename={target}", f"size={plan.target.size_bytes}", f"runtime={plan.runtime_s}"]
+    if plan.ramp_time_s:
+        lines.append(f"ramp_time={plan.ramp_time_s}")
+    lines += [f"{k}={v}" for k, v in sorted(cell.options.items())]
+    return "\n".join(lines) + f"\n\n[{cell.profile}]\n"
+
+
+def _discard_partials(output: Path) -> int:
+    stale = [p for p in output.rglob(".partial-*") if p.is_dir()]
+    for path in stale:
+        shutil.rmtree(path)
+    return len(stale)
+
+
+@contextlib.contextmanager
+def _locked(output: Path) -> Iterator[None]:
+    output.mkdir(parents=True, exist_ok=True)
+    with open(output / ".benchlib-run.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunError(f"another `benchlib run` is writing to {output}; wait for it or stop it") from None
+        yield
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _die_with_parent() -> None:  # runs in the fio child before exec
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+# ---------------------------------------------------------------- one cell
+
+def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], dict[str, str]]:
+    """Hosts with error-free results in a fio output file, and reasons for the others."""
+    try:
+        tables = read(path, "fio-json")
+    except FormatError as exc:
+        return set(), dict.fromkeys(hosts, f"fio wrote no usable result ({exc.expected})")
+    results = tables.results.join(tables.runs.select("run_id", "host"), on="run_id")
+    ok, failed = set(), {}
+    for host in hosts:
+        rows = results if local else results.filter(results["host"] == host)
+        errors = [e for e in rows["error"].to_list() if e]
+        if rows.height and not errors:
+            ok.add(host)
+        else:
+            failed[host] = f"fio error {errors[0]}" if errors else "no result from this host (it dropped out or never started)"
+    return ok, failed
+
+
+def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
+    for host in failed:
+        lines = [line.strip() for line in text.splitlines() if host in line]
+        if lines:
+            failed[host] += f": {lines[-1]}"
+
+
+def _run_fio(command: list[str], cwd: Path, limit: float, tick: Callable[[float], None]) -> tuple[int, str]:
+    """Run fio in its own session; on Ctrl-C stop it (and the servers' jobs), remove ``cwd`` and re-raise."""
+    began = time.monotonic()
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_die_with_parent)
+    try:
+        while proc.poll() is None:
+            time.sleep(0.2)
+            tick(time.monotonic() - began)
+            if time.monotonic() - began > limit:
+                os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)  # fio asks its servers to stop their jobs
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(cwd, ignore_errors=True)
+        raise
+    return proc.returncode, stderr
+
+
+def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, str]) -> None:
+    """Move fio's logs into one folder per host (fio's client names them ``*.log.<host>``)."""
+    for host in hosts:
+        (partial / host).mkdir()
+    for log in sorted(partial.glob("cell_*.log*")):
+        host = hosts[0] if local else next((h for h in hosts if log.name.endswith(f".log.{h}")), None)
+        if host is not None:
+            log.rename(partial / host / log.name.removesuffix(f".{host}"))
+    for host in hosts:
+        if host in failed:  # what a host that failed logged is partial: its rerun records it afresh
+            shutil.rmtree(partial / host)
+        elif not any((partial / host).iterdir()):
+            (partial / host).rmdir()
+
+
+def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, hosts: list[str],
+             targets: dict[str, str], order_index: int, tick: Callable[[float], None]) -> tuple[set[str], dict[str, str]]:
+    """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason)."""
+    folder = cell_dir(plan, repetition, cell)
+    attempt = len(list(folder.glob("attempt-*"))) + 1
+    partial = folder / f".partial-attempt-{attempt}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    local = not plan.servers
+    command = [fio, "--output-format=json+", "--output=fio.json"]
+    for host in hosts:
+        job = partial / f"job-{host}.fio"
+        job.write_text(job_text(plan, cell, targets[host]), encoding="utf-8")
+        command += [job.name] if local else [f"--client={host},{plan.port}", job.name]
+    start = datetime.now(UTC)
+    limit = plan.runtime_s + plan.ramp_time_s + 120 + plan.target.size_bytes / 20e6
+    returncode, stderr = _run_fio(command, partial, limit, tick)
+    end = datetime.now(UTC)
+    output = partial / "fio.json"
+    if not output.exists() or output.stat().st_size == 0:
+        shutil.rmtree(partial)
+        reason = (stderr.strip().splitlines() or [f"fio exited with {returncode} and wrote nothing"])[-1]
+        return set(), dict.fromkeys(hosts, reason)
+    ok, failed = _host_results(output, hosts, local)
+    _reasons_from_stderr(stderr, failed)
+    if not ok:
+        shutil.rmtree(partial)
+        return ok, failed
+    _sort_logs(partial, hosts, local, failed)
+    if stderr.strip():
+        (partial / "fio.stderr.txt").write_text(stderr, encoding="utf-8")
+    facts = {h: host_facts(targets[h]) if (local or is_local(h)) else {"note": "remote host: only what fio reports"}
+             for h in hosts}
+    local_name = facts[hosts[0]]["hostname"] if local else None
+    files = {
+        p.relative_to(partial).as_posix(): {
+            "sha256": sha256_of(p),
+            "host": local_name or (p.parent.name if p.parent != partial else None),
+        }
+        for p in sorted(partial.rglob("*")) if p.is_file()
+    }
+    manifest = {
+        "benchlib_version": __version__,
+        "study": plan.name,
+        "plan": os.path.relpath(plan.path, plan.output),
+        "plan_sha256": sha256_of(plan.path),
+        "cell": cell.key,
+        "profile": cell.profile,
+        "levels": cell.levels,
+        "repetition": repetition,
+        "attempt": attempt,
+        "order_index": order_index,
+        "seed": plan.seed,
+        "fio_version": version,
+        "command": command,
+        "hosts": hosts,
+        "hosts_ok": sorted(ok),
+        "hosts_failed": failed,
+        "targets": {h: targets[h] for h in hosts},
+        "start_time": start.isoformat(timespec="milliseconds"),
+        "end_time": end.isoformat(timespec="milliseconds"),
+        "host_facts": facts,
+        "files": files,
+    }
+    (partial / RUN_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.rename(partial, folder / f"attempt-{attempt}")
+    return ok, failed
+
+
+# ---------------------------------------------------------------- the plan
+
+def cell_seconds(plan: Plan) -> float:
+    """Estimated wall time of one cell."""
+    return plan.runtime_s + plan.ramp_time_s + START_OVERHEAD_S
+
+
+def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:
+    """``(order index, repetition, cell, hosts still missing)`` for every cell not yet complete."""
+    todo = []
+    for index, (repetition, cell) in enumerate(plan.order()):
+        missing = sorted(set(plan.hosts) - hosts_done(cell_dir(plan, repetition, cell)))
+        if missing:
+            todo.append((index, repetition, cell, missing))
+    return todo
+
+
+def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[[float, float, str], None] | None = None,
+             remote: Callable[[str], bool] | None = None) -> RunSummary:
+    """Run every cell of a plan that is not done yet.
+
+    Parameters
+    ----------
+    plan
+        From :func:`benchlib.runner.load_plan`.
+    destroy_data
+        The exact block device the user allows benchlib to overwrite.
+    progress
+        Called with (seconds done, seconds planned, label) as the run advances.
+    remote
+        Which hosts to check through fio instead of on this machine (tests).
+
+    Raises
+    ------
+    RunInterrupted
+        On Ctrl-C or SIGTERM: completed cells are kept, the current one is discarded.
+    """
+    fio = fio_binary()
+    version = fio_version(fio)
+    summary = RunSummary()
+    with _locked(plan.output), _sigterm_as_interrupt():
+        _discard_partials(plan.output)
+        _write_study(plan)
+        order = plan.order()
+        _write_plan_record(plan, order)
+        todo = pending(plan)
+        summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
+        summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
+        live = [h for h in plan.hosts if h not in summary.down]
+        targets = prepare_targets(plan, live, fio, destroy_data, remote) if live else {}
+        total = len(todo) * cell_seconds(plan)
+        spent = 0.0
+        for count, (index, repetition, cell, missing) in enumerate(todo, 1):
+            hosts = [h for h in missing if h in live]
+            for host in sorted(set(missing) - set(hosts)):
+                summary.missing.append(Missing(cell.key, repetition, host, summary.down.get(host, "host down")))
+            label = f"{count}/{len(todo)} {cell.key} r{repetition}"
+            if not hosts:
+                spent += cell_seconds(plan)
+                continue
+            try:
+                ok, failed = run_cell(plan, fio, version, repetition, cell, hosts, targets, index,
+                                      lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab))
+            except KeyboardInterrupt:
+                raise RunInterrupted(
+                    f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
+                    f"{summary.already + summary.done} of {len(order) * len(plan.hosts)} host runs are done; "
+                    "run the same command again to continue"
+                ) from None
+            summary.done += len(ok)
+            for host, reason in failed.items():
+                summary.missing.append(Missing(cell.key, repetition, host, reason))
+                if plan.servers and reachable(host, plan.port, timeout=2.0):
+                    live.remove(host)
+                    summary.down[host] = f"dropped out during {cell.key} r{repetition}: {reason}"
+            spent += cell_seconds(plan)
+            if progress:
+                progress(spent, total, label)
+    return summary
+
+
+def plan_hash(plan: Plan) -> str:
+    """Short checksum of the plan file (shown by the dry run)."""
+    return hashlib.sha256(plan.path.read_bytes()).hexdigest()[:12]

@@ -1,0 +1,142 @@
+"""Plan files: matrix expansion, held factors, sweeps, option layering, run order, and errors that teach."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchlib.runner import PROFILES, PlanError, describe_plan, load_plan
+
+PLAN = """
+[study]
+name = "demo"
+[run]
+runtime_s = 2
+ramp_time_s = 1
+repetitions = 3
+seed = 42
+output = "out"
+[target]
+file = "/tmp/benchlib-demo/{host}.dat"
+size = "64MiB"
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "64k"]
+[matrix.rate_cap]
+levels = ["off", "on"]
+options.on = { rate_iops = 500 }
+[matrix.controller]
+levels = ["pvscsi", "lsi"]
+[[profiles]]
+use = "randread-4k"
+[[profiles]]
+use = "iodepth-sweep"
+hold = { block_size = "4k", rate_cap = "off" }
+[[profiles]]
+name = "oltp"
+options = { rw = "randrw", rwmixread = 70, bs = "8k", numjobs = 2 }
+hold = { controller = "pvscsi" }
+"""
+
+
+def _plan(tmp_path: Path, text: str = PLAN):
+    path = tmp_path / "plan.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_plan(path)
+
+
+def test_cells_cross_the_matrix_with_holds_and_sweeps(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    cells = plan.cells()
+    per_profile = Counter(c.profile for c in cells)
+    # randread: 2 bs x 2 caps x 2 controllers; sweep: 8 depths x 2 controllers; oltp: 2 bs x 2 caps
+    assert per_profile == {"randread-4k": 8, "iodepth-sweep": 16, "oltp": 4}
+    assert len({c.key for c in cells}) == len(cells)
+    sweep = [c for c in cells if c.profile == "iodepth-sweep"]
+    assert sorted({int(c.options["iodepth"]) for c in sweep}) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert all(c.levels["queue_depth"] == c.options["iodepth"] for c in sweep)
+    assert all(c.levels["block_size"] == "4k" and "rate_iops" not in c.options for c in sweep)
+
+
+def test_options_layer_defaults_profile_then_matrix(tmp_path: Path) -> None:
+    cells = {c.key: c for c in _plan(tmp_path).cells()}
+    cell = cells["randread-4k/block_size=64k/rate_cap=on/controller=lsi"]
+    assert cell.options["bs"] == "64k"  # the matrix factor overrides the profile's 4k
+    assert cell.options["rate_iops"] == "500"
+    assert cell.options["rw"] == "randread" and cell.options["direct"] == "1"
+    assert "controller" not in cell.options  # a label fio cannot see
+    assert cell.levels == {"profile": "randread-4k", "block_size": "64k", "rate_cap": "on", "controller": "lsi"}
+    assert not cell.writes
+    assert cells["oltp/block_size=4k/rate_cap=off/controller=pvscsi"].writes
+
+
+def test_order_interleaves_repetitions_and_is_seeded(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    order = plan.order()
+    cells = len(plan.cells())
+    assert len(order) == 3 * cells
+    for repetition in (1, 2, 3):
+        block = order[(repetition - 1) * cells : repetition * cells]
+        assert {r for r, _ in block} == {repetition}
+        assert len({c.key for _, c in block}) == cells  # every cell once per repetition
+    keys = [c.key for _, c in order]
+    assert keys == [c.key for _, c in _plan(tmp_path).order()]  # same seed, same order
+    assert keys[:cells] != [c.key for c in plan.cells()]  # shuffled, not declaration order
+    other = _plan(tmp_path, PLAN.replace("seed = 42", "seed = 43"))
+    assert [c.key for _, c in other.order()] != keys
+
+
+def test_study_factors_include_profile_and_sweeps(tmp_path: Path) -> None:
+    factors = _plan(tmp_path).study_factors()
+    assert factors["profile"] == ["randread-4k", "iodepth-sweep", "oltp"]
+    assert factors["queue_depth"] == ["1", "2", "4", "8", "16", "32", "64", "128"]
+    assert factors["controller"] == ["pvscsi", "lsi"]
+
+
+def test_builtin_profiles_are_the_write_up_set() -> None:
+    assert PROFILES["randwrite-64k-8jobs"]["options"] == {"rw": "randwrite", "bs": "64k", "iodepth": 8, "numjobs": 8}
+    assert PROFILES["rwmix-sweep"]["sweep"]["levels"][0] == 0 and PROFILES["rwmix-sweep"]["sweep"]["levels"][-1] == 100
+    assert PROFILES["iodepth-sweep"]["options"]["numjobs"] == 1
+
+
+def test_describe_states_cells_time_and_bytes(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    text = "\n".join(describe_plan(plan))
+    runs = len(plan.cells()) * 3
+    assert f"= {runs} runs; 0 done, {runs} to run" in text
+    assert f"{runs} x (1 s ramp + 2 s run + ~1.5 s start) = about 6 min 18 s" in text
+    assert "64 MiB when fio lays the file out" in text and "4 writing cells x 3 x 3 s" in text
+    assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi: bs=64k iodepth=32 rate_iops=500 rw=randread" in text
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("use = \"randread-4k\"", "use = \"randread-8k\""), "no built-in profile 'randread-8k'"),
+        (("hold = { block_size = \"4k\", rate_cap = \"off\" }", "hold = { blocksize = \"4k\" }"),
+         "holds 'blocksize', which [matrix] does not declare"),
+        (("hold = { block_size = \"4k\", rate_cap = \"off\" }", "hold = { block_size = \"8k\" }"),
+         "holds block_size = '8k', not one of ['4k', '64k']"),
+        (("options.on = { rate_iops = 500 }", "options.on = { filename = \"/dev/sda\" }"), "benchlib sets these itself"),
+        (("options.on = { rate_iops = 500 }", "options.maybe = { rate_iops = 500 }"), "'maybe' is not one of the levels"),
+        (("[target]\nfile = \"/tmp/benchlib-demo/{host}.dat\"", "[target]\nfile = \"relative.dat\""), "must be absolute"),
+        (("size = \"64MiB\"", ""), "needs size ="),
+        (("repetitions = 3", "repetitions = 0"), "[run] repetitions must be a whole number >= 1"),
+        (("[matrix.controller]", "[matrix.host]"), "'host' is a column benchlib already has"),
+        (("[study]", "[stduy]"), "unknown section(s) stduy"),
+        (("[run]", "[run\n"), "not valid TOML"),
+    ],
+)
+def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    assert change[0] in PLAN
+    with pytest.raises(PlanError) as caught:
+        _plan(tmp_path, PLAN.replace(*change))
+    assert message in str(caught.value)
+    assert str(tmp_path / "plan.toml") in str(caught.value)
+
+
+def test_missing_plan_file(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="no such plan file"):
+        load_plan(tmp_path / "nope.toml")

@@ -1,0 +1,313 @@
+"""`benchlib run` with the real fio: a local plan end to end through ingest, many fio
+servers on loopback with one killed mid-run and filled in by a rerun, resume after
+SIGINT and after SIGKILL, and the remote (through fio) target checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchlib.ingest import ingest_study, scan_table
+from benchlib.runner import UnsafeTargetError, load_plan, run_plan
+from benchlib.runner.execute import RunError, hosts_done, pending, prepare_targets
+from benchlib.study import RUN_MANIFEST, load_study
+
+pytestmark = pytest.mark.fio
+
+LOCAL_PLAN = """
+[study]
+name = "local-demo"
+[run]
+runtime_s = {runtime}
+repetitions = {repetitions}
+seed = 5
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "16MiB"
+[options]
+ioengine = "psync"
+direct = 0
+log_avg_msec = 500
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "16k"]
+[matrix.controller]
+levels = ["pvscsi"]
+[[profiles]]
+use = "randread-4k"
+[[profiles]]
+use = "rwmix-sweep"
+hold = {{ block_size = "4k" }}
+sweep = {{ levels = [0, 100] }}
+options = {{ numjobs = 2, iodepth = 1 }}
+"""
+
+
+def _local_plan(tmp_path: Path, runtime: int = 1, repetitions: int = 2) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(LOCAL_PLAN.format(runtime=runtime, repetitions=repetitions, targets=tmp_path / "targets"), encoding="utf-8")
+    return path
+
+
+def _manifests(study: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(study.rglob(RUN_MANIFEST))]
+
+
+def test_local_plan_end_to_end_through_ingest(fio_binary: str, tmp_path: Path) -> None:
+    plan = load_plan(_local_plan(tmp_path))
+    seen: list[tuple[float, float, str]] = []
+    summary = run_plan(plan, progress=lambda done, total, label: seen.append((done, total, label)))
+    assert summary.done == 8 and summary.missing == [] and summary.already == 0
+    assert seen[-1][0] == pytest.approx(seen[-1][1]) and seen[-1][2].startswith("8/8")  # progress reached the end
+
+    study = tmp_path / "study"
+    manifests = _manifests(study)
+    assert len(manifests) == 8
+    first = manifests[0]
+    assert first["fio_version"].startswith("fio-") and first["command"][0] == fio_binary
+    facts = next(iter(first["host_facts"].values()))
+    assert facts["kernel"] == os.uname().release and facts["cpus"] == os.cpu_count() and facts["memory_bytes"] > 0
+    assert {m["repetition"] for m in manifests} == {1, 2}
+    assert sorted(m["order_index"] for m in manifests) == list(range(8))
+    job = (study / first["cell"] / f"r{first['repetition']}" / "attempt-1" / "job-local.fio").read_text()
+    assert "runtime=1" in job and f"filename={tmp_path / 'targets' / 'local.dat'}" in job
+    assert (tmp_path / "targets" / "local.dat.benchlib-target").exists()
+    assert "controller" in (study / "study.toml").read_text()
+    recorded = json.loads((study / "benchlib-plan.json").read_text())
+    assert recorded["seed"] == 5 and len(recorded["order"]) == 8
+
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ok, report.quarantined
+    processed = tmp_path / "processed" / "study"
+    runs = scan_table(processed, "runs").collect()
+    results = scan_table(processed, "results").collect().join(runs, on="run_id")
+    json_runs = runs.filter(pl.col("format") == "fio-json+")
+    assert json_runs.height == 8
+    assert json_runs["host"].to_list() == [facts["hostname"]] * 8
+    assert sorted(json_runs["repetition"].to_list()) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert set(json_runs["controller"]) == {"pvscsi"}
+    by_cell = results.filter(pl.col("profile") == "randread-4k").group_by("block_size").agg(pl.col("block_size_bytes").first())
+    assert dict(by_cell.iter_rows()) == {"4k": 4096, "16k": 16384}  # the matrix level reached fio
+    mix = results.filter(pl.col("profile") == "rwmix-sweep", pl.col("io_count") > 0)
+    assert set(zip(mix["write_pct"], mix["direction"], strict=True)) == {("0", "read"), ("100", "write")}
+    logs = runs.filter(pl.col("format") == "fio-log")
+    assert logs.height > 0 and logs["host"].null_count() == 0 and logs["profile"].null_count() == 0
+
+    again = run_plan(plan)  # everything is done: nothing is rerun
+    assert again.done == 0 and again.already == 8 and len(_manifests(study)) == 8
+
+
+def _start_server(fio: str, host: str, port: int) -> subprocess.Popen:
+    return subprocess.Popen([fio, f"--server=ip:{host},{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _wait_listening(host: str, port: int) -> None:
+    import socket
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"fio server {host}:{port} did not start")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """Stop a fio server and the job processes it forked (its session)."""
+    try:
+        os.killpg(server.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    server.wait()
+
+
+SERVERS = ["127.0.0.6", "127.0.0.7", "127.0.0.8"]
+PORT = 8866
+
+SERVER_PLAN = """
+[study]
+name = "cs-demo"
+[run]
+runtime_s = 3
+repetitions = 1
+seed = 11
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "16MiB"
+[hosts]
+servers = {servers}
+port = {port}
+[options]
+ioengine = "psync"
+direct = 0
+[matrix.rate_cap]
+levels = ["off", "on"]
+options.on = {{ rate_iops = 200 }}
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+@pytest.fixture
+def servers(fio_binary: str) -> Iterator[dict[str, subprocess.Popen]]:
+    running = {host: _start_server(fio_binary, host, PORT) for host in SERVERS}
+    for host in SERVERS:
+        _wait_listening(host, PORT)
+    try:
+        yield running
+    finally:
+        for server in running.values():
+            _stop(server)
+
+
+def test_many_hosts_one_killed_mid_run_then_filled_in(fio_binary: str, tmp_path: Path, servers: dict) -> None:
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS), port=PORT))
+    plan = load_plan(plan_path)
+    victim = SERVERS[1]
+    threading.Timer(1.8, _stop, args=(servers[victim],)).start()  # dies during the first cell
+    summary = run_plan(plan)
+    assert summary.done == 2 + 2  # the two others, in both cells
+    assert {m.host for m in summary.missing} == {victim} and len(summary.missing) == 2
+    assert victim in summary.down and "dropped out" in summary.down[victim]
+    first = plan.order()[0]
+    manifests = _manifests(tmp_path / "study")
+    assert len(manifests) == 2  # both cells kept what the other hosts measured
+    manifest = next(m for m in manifests if m["cell"] == first[1].key)
+    assert manifest["hosts_ok"] == sorted(set(SERVERS) - {victim}) and victim in manifest["hosts_failed"]
+    assert not (tmp_path / "study" / first[1].key / "r1" / "attempt-1" / victim).exists()
+
+    servers[victim] = _start_server(fio_binary, victim, PORT)  # the host is back: rerun fills in only it
+    _wait_listening(victim, PORT)
+    again = run_plan(plan)
+    assert again.missing == [] and again.done == 2 and again.already == 4
+    assert pending(plan) == []
+    for repetition, cell in plan.order():
+        folder = tmp_path / "study" / cell.key / f"r{repetition}"
+        assert hosts_done(folder) == set(SERVERS)
+    second = [m for m in _manifests(tmp_path / "study") if m["attempt"] == 2]
+    assert second and all(m["hosts"] == [victim] for m in second)
+
+    report = ingest_study(tmp_path / "study", tmp_path / "processed")
+    assert report.ok, report.quarantined
+    runs = scan_table(tmp_path / "processed" / "study", "runs").collect().filter(pl.col("format") == "fio-json+")
+    results = scan_table(tmp_path / "processed" / "study", "results").collect().join(runs, on="run_id")
+    per_host = results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read").group_by("rate_cap", "host").agg(pl.col("iops").sum())
+    assert per_host.height == 2 * len(SERVERS)  # one result per host and cell
+    capped = per_host.filter(pl.col("rate_cap") == "on")["iops"]
+    assert capped.min() > 150 and capped.max() < 210  # the per-client cap of 200 IOPS held on every host
+
+
+def test_a_host_down_from_the_start_is_reported(fio_binary: str, tmp_path: Path, servers: dict) -> None:
+    hosts = SERVERS[:2] + ["127.0.0.9"]
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(hosts), port=PORT)
+                         .replace("runtime_s = 3", "runtime_s = 1"))
+    summary = run_plan(load_plan(plan_path))
+    assert summary.done == 4
+    assert "no fio server on 127.0.0.9" in summary.down["127.0.0.9"] and "fio --server" in summary.down["127.0.0.9"]
+    assert {(m.host, m.reason) for m in summary.missing} == {("127.0.0.9", summary.down["127.0.0.9"])}
+
+
+def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path, servers: dict) -> None:
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS[:1]), port=PORT))
+    plan = load_plan(plan_path)
+    host = SERVERS[0]
+    target = Path(plan.target.path_for(host))
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"precious" * 1000)
+    with pytest.raises(UnsafeTargetError, match=f"on {host} exists, holds data and benchlib did not create it"):
+        prepare_targets(plan, [host], fio_binary, None, remote=lambda h: True)
+    assert target.read_bytes() == b"precious" * 1000
+    target.unlink()
+    prepare_targets(plan, [host], fio_binary, None, remote=lambda h: True)  # missing: benchlib claims it
+    assert Path(str(target) + ".benchlib-target").stat().st_size == 4096
+    summary = run_plan(plan, remote=lambda h: True)
+    assert summary.missing == [] and summary.done == 2
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "benchlib.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_cells(study: Path, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(study.rglob(RUN_MANIFEST))) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{count} cells did not finish in {timeout} s")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
+def test_resume_after_an_interruption(fio_binary: str, tmp_path: Path, stop: signal.Signals) -> None:
+    plan_path = _local_plan(tmp_path, runtime=2, repetitions=1)
+    study = tmp_path / "study"
+    first = _cli("run", str(plan_path), cwd=tmp_path)
+    _wait_for_cells(study, 1)
+    time.sleep(1.0)  # inside the second cell
+    first.send_signal(stop)
+    out, err = first.communicate(timeout=60)
+    done_before = {p.parent for p in study.rglob(RUN_MANIFEST)}
+    times_before = {p: p.stat().st_mtime_ns for p in study.rglob(RUN_MANIFEST)}
+    assert 1 <= len(done_before) < 4
+    if stop == signal.SIGINT:
+        assert first.returncode == 130
+        assert "its partial output was discarded" in err and "run the same command again to continue" in err
+        assert not list(study.rglob(".partial-*"))
+    else:
+        assert first.returncode == -signal.SIGKILL
+        assert list(study.rglob(".partial-*"))  # the interrupted cell's half-written output...
+    second = _cli("run", str(plan_path), cwd=tmp_path)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert f"{4 - len(done_before)} host runs done now, {len(done_before)} were done before" in out
+    assert not list(study.rglob(".partial-*"))  # ...is discarded on the next start
+    assert all(p.stat().st_mtime_ns == t for p, t in times_before.items())  # completed cells were not redone
+    assert len(list(study.rglob(RUN_MANIFEST))) == 4 and not list(study.rglob("attempt-2"))
+
+
+def test_cli_dry_run_and_errors(tmp_path: Path) -> None:
+    plan_path = _local_plan(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path), "--dry-run"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    assert "cells: 4 per repetition x 2 repetitions = 8 runs" in done.stdout
+    assert "randread-4k/block_size=16k/controller=pvscsi: bs=16k" in done.stdout
+    assert not (tmp_path / "study").exists() and not (tmp_path / "targets").exists()  # a dry run writes nothing
+    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(tmp_path / "missing.toml")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "no such plan file" in done.stderr and "Traceback" not in done.stderr
+
+    foreign = tmp_path / "targets" / "local.dat"
+    foreign.parent.mkdir()
+    foreign.write_bytes(b"data")
+    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "benchlib did not create it" in done.stderr
+    assert foreign.read_bytes() == b"data"
+
+
+def test_study_folder_not_written_by_run_is_refused(fio_binary: str, tmp_path: Path) -> None:
+    plan_path = _local_plan(tmp_path)
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "study.toml").write_text("[study]\nname = 'hand-made'\n")
+    with pytest.raises(RunError, match="was not written by `benchlib run`"):
+        run_plan(load_plan(plan_path))
+    assert load_study(tmp_path / "study").name == "hand-made"
+    assert not (tmp_path / "targets").exists()  # refused before any target was created
