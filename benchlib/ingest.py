@@ -28,7 +28,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
-from benchlib.schema import SCHEMA_VERSION, TABLES, Tables
+from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, label_expr
 from benchlib.sources import detect, read
 from benchlib.sources._common import run_id, sha256_of
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
@@ -230,9 +230,20 @@ def _study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
     return pl.from_dicts(rows, schema=schema)
 
 
+def _check_levels(study: Study, runs: pl.DataFrame) -> None:
+    for factor, levels in study.factors.items():
+        unknown = runs.filter(pl.col(factor).is_not_null() & ~pl.col(factor).is_in(levels))
+        if unknown.height:
+            raise StudyError(f"{study.folder / STUDY_FILE}: {unknown['source'][0]} has {factor} = {unknown[factor][0]!r}, "
+                             f"not one of the declared levels {levels}; add it to [factors]")
+
+
 def _write_part(processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]]) -> None:
     runs = tables.runs.drop("source", "repetition").join(_study_frame(study, members), on="sha256", how="left")
     runs = runs.with_columns(pl.lit(study.name).alias("study"), pl.coalesce("host", "run_host").alias("host"))
+    if runs["labels"].list.len().sum():  # a row's own label (published tables) wins over its file's mapping
+        runs = runs.with_columns(pl.coalesce(label_expr(f), pl.col(f)).alias(f) for f in study.factors)
+    _check_levels(study, runs)
     runs = runs.select(list(tables.runs.columns) + list(study.factors))
     for name, frame in [("runs", runs), *[(n, f) for n, f in tables.items() if n != "runs"]]:
         if frame.height:

@@ -49,6 +49,7 @@ RUNS = pl.Schema(
         "sha256": pl.String,
         "document_index": pl.Int32,
         "repetition": pl.Int32,
+        "labels": pl.List(pl.Struct({"name": pl.String, "value": pl.String})),
     }
 )
 
@@ -164,7 +165,7 @@ INTERVAL_UNITS = {
     "io_count": "count",
 }
 
-DIRECTIONS = ("read", "write", "trim", "sync")
+DIRECTIONS = ("read", "write", "trim", "sync", "total")  # total: one figure for all directions (published tables)
 
 _NON_NEGATIVE = {
     table: [
@@ -283,6 +284,14 @@ class Tables:
     def items(self) -> list[tuple[str, pl.DataFrame]]:
         """``(table name, frame)`` pairs in schema order."""
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
+
+
+def label_expr(name: str) -> pl.Expr:
+    """The value of one label of a run (``runs.labels``), or null."""
+    found = pl.col("labels").list.eval(
+        pl.element().filter(pl.element().struct.field("name") == name).struct.field("value")
+    )
+    return found.list.first()
 
 
 def percentile_expr(kind: str, percentile: float) -> pl.Expr:

@@ -18,6 +18,7 @@ from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
 from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
+from benchlib.sources.published import looks_like_published, read_published
 from benchlib.sources.vdbench import looks_like_vdbench_flatfile, read_vdbench_flatfile
 
 Reader = Callable[[Path], Tables]
@@ -31,6 +32,7 @@ READERS: dict[str, Reader] = {
     "fio-log": read_fio_log,
     "esxtop": read_esxtop,
     "vdbench-flatfile": read_vdbench_flatfile,
+    "published-table": read_published,
 }
 
 _SNIFFERS: dict[str, Callable[[str], bool]] = {
@@ -40,6 +42,7 @@ _SNIFFERS: dict[str, Callable[[str], bool]] = {
     "fio-log": looks_like_fio_log,
     "esxtop": looks_like_esxtop,
     "vdbench-flatfile": looks_like_vdbench_flatfile,
+    "published-table": looks_like_published,
 }
 
 
