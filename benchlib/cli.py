@@ -1,7 +1,9 @@
 """The ``benchlib`` command: a thin wrapper over the library.
 
 Verbs: ``ingest`` (raw -> processed Parquet, with a summary per study),
-``inspect`` (what a single file is and holds) and ``run`` (a fio plan).
+``inspect`` (what a single file is and holds), ``run`` (a fio plan) and
+``verify`` (a write-up's claims against its data) and ``bundle`` (the
+same, packed for a peer).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from rich.table import Table
 
 from benchlib.errors import BenchlibError
 from benchlib.ingest import IngestReport, ingest_study, scan_table
-from benchlib.paths import PROCESSED, RAW
+from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
 from benchlib.stats import summarise_runs
 
@@ -144,9 +146,41 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace, console: Console) -> int:
+    """Ingest the study, recompute every claim of its claims.toml, print the verdicts; 1 on any FAIL."""
+    from benchlib.claims import FAIL, load_claims, verify
+    from benchlib.ingest import load_study_tables
+
+    claims, tolerances = load_claims(args.study)
+    report = ingest_study(args.study, Path(args.processed))
+    if not report.ok:
+        _print_report(console, report)
+    verdicts = verify(load_study_tables(report.processed), claims, tolerances)
+    table = Table(title=f"{report.study}: {len(verdicts)} claims", title_justify="left", show_lines=False)
+    for column in ("claim", "section", "says", "stated", "recomputed", "tolerance", "verdict"):
+        table.add_column(column, overflow="fold")
+    colours = {"PASS": "green", "FAIL": "bold red", "UNSUPPORTED": "yellow"}
+    for v in verdicts:
+        table.add_row(v.claim.id, v.claim.section, v.claim.says, v.claim.stated, v.recomputed, v.tolerance,
+                      f"[{colours[v.verdict]}]{v.verdict}[/]")
+    console.print(table)
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    return 1 if counts[FAIL] else 0
+
+
+def cmd_bundle(args: argparse.Namespace, console: Console) -> int:
+    """Write a verification bundle of a study (code, raw files, claims, checksums, verdicts)."""
+    from benchlib.bundle import write_bundle
+
+    path = write_bundle(args.study, Path(args.output), Path(args.processed))
+    console.print(f"wrote {path}; a peer unpacks it and follows its VERIFY.md", highlight=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``benchlib`` command."""
-    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run.")
+    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run, verify.")
     verbs = parser.add_subparsers(dest="verb", required=True)
     ingest = verbs.add_parser("ingest", help="raw tool output -> tidy Parquet under data/processed/")
     ingest.add_argument("studies", nargs="*", help="study folders (default: every folder under data/raw/)")
@@ -162,6 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print cells, time and bytes written; run nothing")
     run.add_argument("--destroy-data", metavar="DEVICE", help="the exact block device the plan may overwrite")
     run.set_defaults(func=cmd_run)
+    check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
+    check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
+    check.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
+    check.set_defaults(func=cmd_verify)
+    bundle = verbs.add_parser("bundle", help="a verification bundle of a study for a peer")
+    bundle.add_argument("study", help="study folder with claims.toml")
+    bundle.add_argument("--output", default=str(REPORTS / "bundles"), help="folder for <study>-bundle.tar.gz (default: reports/bundles)")
+    bundle.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
+    bundle.set_defaults(func=cmd_bundle)
     return parser
 
 

@@ -1,0 +1,90 @@
+"""A verification bundle: everything a peer needs to recompute a study's verdicts.
+
+``benchlib bundle data/raw/<study>`` writes ``<study>-bundle.tar.gz``: the
+project's code and set-up (``benchlib/``, ``tasks.py``, ``pyproject.toml``,
+``environment.yml``, ``README.md``, ``notebooks/``, ``pipelines/``), the study's
+raw files with its ``study.toml`` and ``claims.toml``, ``SHA256SUMS`` over every
+file, ``verdicts.json`` (the verdicts at bundling time) and ``VERIFY.md`` saying
+what to run. The archive is reproducible: sorted members, fixed owner and
+modification time, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+from benchlib.claims import load_claims, verify
+from benchlib.errors import BenchlibError
+from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.paths import PROCESSED, PROJECT_ROOT
+from benchlib.study import load_study
+
+_CODE = ("benchlib", "notebooks", "pipelines")
+_FILES = ("tasks.py", "pyproject.toml", "environment.yml", "README.md")
+_EPOCH = 1_700_000_000  # fixed member time: the bundle's bytes depend on content only
+
+
+class BundleError(BenchlibError):
+    """The bundle cannot be written (target exists, study not under the project)."""
+
+
+def _members(study_folder: Path) -> list[tuple[str, Path]]:
+    found = []
+    for top in _CODE:
+        for path in sorted((PROJECT_ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                found.append((path.relative_to(PROJECT_ROOT).as_posix(), path))
+    found += [(name, PROJECT_ROOT / name) for name in _FILES if (PROJECT_ROOT / name).exists()]
+    for path in sorted(study_folder.rglob("*")):
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(study_folder).parts):
+            found.append((f"data/raw/{study_folder.name}/{path.relative_to(study_folder).as_posix()}", path))
+    return sorted(found)
+
+
+def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = _EPOCH
+    info.mode = 0o755 if name.endswith(".sh") else 0o644
+    info.uname = info.gname = "benchlib"
+    archive.addfile(info, io.BytesIO(data))
+
+
+def write_bundle(study_folder: str | Path, output_dir: str | Path, processed_root: str | Path = PROCESSED) -> Path:
+    """Write ``<output_dir>/<study>-bundle.tar.gz`` and return its path (never over an existing file)."""
+    folder = Path(study_folder).resolve()
+    study = load_study(folder)
+    claims, tolerances = load_claims(folder)
+    target = Path(output_dir) / f"{folder.name}-bundle.tar.gz"
+    if target.exists():
+        raise BundleError(f"{target} exists; benchlib never overwrites a bundle: move it away or pass --output <folder>")
+    report = ingest_study(folder, Path(processed_root))
+    verdicts = verify(load_study_tables(report.processed), claims, tolerances)
+    record = [{"id": v.claim.id, "recomputed": v.recomputed, "verdict": v.verdict} for v in verdicts]
+    contents = {name: path.read_bytes() for name, path in _members(folder)}
+    contents["verdicts.json"] = (json.dumps(record, indent=1) + "\n").encode()
+    contents["VERIFY.md"] = (
+        f"# Verifying {study.name}\n\n{study.citation}\n\n"
+        "With Python 3.11 or newer, in this folder:\n\n"
+        "```\npython3 tasks.py main\n"
+        f".venv/bin/benchlib verify data/raw/{folder.name}\n```\n\n"
+        "The second command recomputes every claim of `claims.toml` from the raw files and prints\n"
+        "PASS / FAIL / UNSUPPORTED; `verdicts.json` holds the verdicts when the bundle was made.\n"
+        "`sha256sum -c SHA256SUMS` checks that no file changed.\n"
+    ).encode()
+    sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(contents.items()))
+    contents["SHA256SUMS"] = sums.encode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=_EPOCH, filename="") as zipped:
+        with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name, data in sorted(contents.items()):
+                _add(archive, f"{folder.name}-bundle/{name}", data)
+    os.replace(partial, target)
+    return target

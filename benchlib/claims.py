@@ -1,0 +1,368 @@
+"""Claims are data: ``claims.toml`` beside a study binds each statement of a write-up
+to a declarative computation over the tidy tables; ``verify`` recomputes them.
+
+A claim::
+
+    [tolerances]                 # what the words mean, relative to the stated value
+    about = 0.10
+    essentially_equal = 0.05
+
+    [[claims]]
+    id = "1"
+    section = "Without SIOC"
+    says = "With LSI, the best VM got 5.6 times the bandwidth of the worst."
+    stated = "5.6x"
+    metric = "bandwidth_mib_s"
+    where = { test = "seqread", controller = "LSI", sioc = "off" }
+    compute = "max_over_min"
+    expect = { about = 5.6 }     # or above / below / between / equals; tolerance = "<word>"
+
+Computations (``compute``) and their parameters:
+
+===============  ====================================================================
+value            the metric of the one selected row
+sum, mean,       over the selected rows
+min, max
+max_over_min     largest / smallest
+jain             Jain's fairness index
+range            [smallest, largest]
+ratio            ``of`` / ``to``: two extra selections, each reduced by ``reduce`` (sum)
+percent_change   from ``from`` to ``to`` (two extra selections), in percent
+argmax           the level of ``over`` where the metric is largest
+lowest           the ``k`` levels of ``over`` with the smallest metric (sorted)
+monotonic        "increasing", "decreasing" or "neither" along ``over`` (numeric order)
+trails           max of ``lower`` / min of ``higher``: below 1 when every one trails
+each             every row's metric; ``expect`` must hold for each
+reconcile        every row's ``reported`` column against iops / (usr + sys CPU), the
+                 IOPS taken from rows ``iops_from`` matched on ``join``
+===============  ====================================================================
+
+``by = [...]`` repeats the computation per group; the claim passes when every group does.
+Metrics are result columns, these derived ones (``bandwidth_mib_s``, ``lat_mean_ms``,
+``cpu_pct``, ``iops_per_cpu_pct``, ``outstanding_ios``, ``iops_or_derived``), or any
+numeric label of a published table (``iops_per_cpu_pct_reported``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from benchlib.errors import BenchlibError
+from benchlib.schema import Tables, label_expr
+from benchlib.stats.efficiency import cpu_pct_expr
+
+CLAIMS_FILE = "claims.toml"
+PASS, FAIL, UNSUPPORTED = "PASS", "FAIL", "UNSUPPORTED"
+_MIB = 1024 * 1024
+_REDUCERS = ("sum", "mean", "min", "max", "value")
+_COMPUTE = ("value", "sum", "mean", "min", "max", "max_over_min", "jain", "range", "ratio", "percent_change",
+            "argmax", "lowest", "monotonic", "trails", "each", "reconcile")
+_EXPECT = ("about", "above", "below", "between", "equals", "tolerance")
+
+
+class ClaimError(BenchlibError):
+    """A claims file is invalid or names a metric, column or computation benchlib does not know."""
+
+
+class _Unsupported(Exception):
+    """The data cannot decide this claim (no rows, or not the rows the computation needs)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of a write-up and the computation that checks it."""
+
+    id: str
+    section: str
+    says: str
+    stated: str
+    metric: str
+    compute: str
+    where: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A claim, what the data give, and PASS / FAIL / UNSUPPORTED."""
+
+    claim: Claim
+    recomputed: str
+    verdict: str
+    tolerance: str = ""
+
+
+def claims_frame(tables: Tables) -> pl.DataFrame:
+    """Runs (with every label as a column) joined to results, plus the derived metrics; ``vm`` is the host."""
+    runs = tables.runs
+    names = sorted(set(runs.select(pl.col("labels").list.eval(pl.element().struct.field("name")).explode()).to_series().drop_nulls()))
+    runs = runs.with_columns(label_expr(n).alias(n) for n in names if n not in runs.columns)
+    frame = tables.results.join(runs.drop("labels"), on="run_id", how="inner", suffix="_run")
+    iops = pl.coalesce(pl.col("iops"), pl.col("bandwidth_bytes_per_s") / pl.col("block_size_bytes"))
+    return frame.with_columns(
+        (pl.col("bandwidth_bytes_per_s") / _MIB).alias("bandwidth_mib_s"),
+        (pl.col("lat_mean_ns") / 1e6).alias("lat_mean_ms"),
+        cpu_pct_expr().alias("cpu_pct"),
+        iops.alias("iops_or_derived"),
+        (pl.col("iops") / cpu_pct_expr()).alias("iops_per_cpu_pct"),
+        pl.col("host").alias("vm"),
+        (iops * pl.col("lat_mean_ns") / 1e9).alias("outstanding_ios"),
+    )
+
+
+# ------------------------------------------------------------------ loading
+
+def _claim(path: Path, index: int, entry: dict) -> Claim:
+    where = f"{path}: [[claims]] entry {index + 1}"
+    missing = [k for k in ("id", "says", "metric", "compute", "expect") if k not in entry]
+    if missing:
+        raise ClaimError(f"{where} needs {', '.join(missing)}")
+    if entry["compute"] not in _COMPUTE:
+        raise ClaimError(f"{where} (claim {entry['id']}): unknown compute {entry['compute']!r}; one of {', '.join(_COMPUTE)}")
+    unknown = sorted(set(entry["expect"]) - set(_EXPECT))
+    if unknown:
+        raise ClaimError(f"{where} (claim {entry['id']}): unknown expect key(s) {', '.join(unknown)}; use {', '.join(_EXPECT)}")
+    known = {"id", "section", "says", "stated", "metric", "compute", "where", "expect", "by"}
+    return Claim(
+        id=str(entry["id"]), section=str(entry.get("section", "")), says=str(entry["says"]),
+        stated=str(entry.get("stated", "")), metric=str(entry["metric"]), compute=str(entry["compute"]),
+        where=dict(entry.get("where", {})), params={k: v for k, v in entry.items() if k not in known},
+        expect=dict(entry["expect"]), by=tuple(entry.get("by", ())),
+    )
+
+
+def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
+    """The claims and tolerance words of a study folder's ``claims.toml``."""
+    path = Path(folder) / CLAIMS_FILE
+    if not path.exists():
+        raise ClaimError(f"{path}: no claims file; write one (see benchlib/claims.py) beside study.toml")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ClaimError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    tolerances = {str(k): float(v) for k, v in data.get("tolerances", {}).items()}
+    claims = [_claim(path, i, e) for i, e in enumerate(data.get("claims", []))]
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise ClaimError(f"{path}: two claims share an id; ids must be unique")
+    for claim in claims:
+        word = claim.expect.get("tolerance", "about")
+        if "about" in claim.expect and word not in tolerances:
+            raise ClaimError(f"{path}: claim {claim.id} uses tolerance {word!r}, which [tolerances] does not define")
+    return claims, tolerances
+
+
+# ------------------------------------------------------------------ computing
+
+def _select(frame: pl.DataFrame, where: dict[str, Any], claim: Claim) -> pl.DataFrame:
+    for column, wanted in where.items():
+        if column not in frame.columns:
+            raise ClaimError(f"claim {claim.id}: no column or label {column!r} in the data; known: {', '.join(sorted(frame.columns))}")
+        values = wanted if isinstance(wanted, list) else [wanted]
+        dtype = frame.schema[column]
+        if dtype == pl.String:
+            frame = frame.filter(pl.col(column).is_in([str(v) for v in values]))
+        else:
+            frame = frame.filter(pl.col(column).cast(pl.Float64).is_in([float(v) for v in values]))
+    return frame
+
+
+def _metric(frame: pl.DataFrame, claim: Claim, name: str | None = None) -> pl.Series:
+    name = name or claim.metric
+    if name not in frame.columns:
+        raise ClaimError(f"claim {claim.id}: unknown metric {name!r}; known: {', '.join(sorted(frame.columns))}")
+    series = frame[name]
+    if series.dtype == pl.String:
+        series = series.cast(pl.Float64, strict=False)
+    if not series.dtype.is_numeric():
+        raise ClaimError(f"claim {claim.id}: metric {name!r} is not numeric")
+    return series.cast(pl.Float64)
+
+
+def _values(frame: pl.DataFrame, claim: Claim) -> pl.Series:
+    values = _metric(frame, claim).drop_nulls()
+    if values.len() == 0:
+        raise _Unsupported(f"no {claim.metric} in the selected rows")
+    return values
+
+
+def _reduce(frame: pl.DataFrame, claim: Claim, how: str) -> float:
+    values = _values(frame, claim)
+    if how == "value":
+        if values.len() != 1:
+            raise _Unsupported(f"{values.len()} rows selected where one was expected")
+        return float(values[0])
+    return float(getattr(values, how)())
+
+
+def _extra(frame: pl.DataFrame, claim: Claim, key: str) -> pl.DataFrame:
+    if key not in claim.params or not isinstance(claim.params[key], dict):
+        raise ClaimError(f"claim {claim.id}: compute {claim.compute!r} needs {key} = {{ column = level, ... }}")
+    return _select(frame, claim.params[key], claim)
+
+
+def _ordered(frame: pl.DataFrame, claim: Claim) -> pl.DataFrame:
+    over = claim.params.get("over")
+    if over not in frame.columns:
+        raise ClaimError(f"claim {claim.id}: compute {claim.compute!r} needs over = \"<column>\" (got {over!r})")
+    key = pl.col(over).cast(pl.Float64, strict=False)
+    return frame.with_columns(_key=key, _metric=_metric(frame, claim)).drop_nulls("_metric").sort("_key", over)
+
+
+def _reconcile(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> list[tuple[str, float, float | None]]:
+    join = list(claim.params.get("join", []))
+    iops = _extra(base, claim, "iops_from").select(*join, pl.col("iops_or_derived").alias("_iops"))
+    rows = frame.join(iops, on=join, how="left").with_columns(_reported=_metric(frame.join(iops, on=join, how="left"), claim))
+    out = []
+    for row in rows.iter_rows(named=True):
+        recomputed = row["_iops"] / row["cpu_pct"] if row["_iops"] is not None and row["cpu_pct"] else None
+        out.append(("/".join(str(row[j]) for j in join), row["_reported"], recomputed))
+    return out
+
+
+def _spread(values: pl.Series) -> float:
+    return float(values.max() / values.min())
+
+
+def _jain(values: pl.Series) -> float:
+    return float(values.sum() ** 2 / (values.len() * (values**2).sum()))
+
+
+_OVER_VALUES = {
+    "max_over_min": _spread,
+    "jain": _jain,
+    "range": lambda v: [float(v.min()), float(v.max())],
+    "each": lambda v: [float(x) for x in v],
+}
+
+
+def _two_selections(frame: pl.DataFrame, claim: Claim) -> float:
+    reduce = claim.params.get("reduce", "sum")
+    if reduce not in _REDUCERS:
+        raise ClaimError(f"claim {claim.id}: reduce must be one of {', '.join(_REDUCERS)}")
+    if claim.compute == "ratio":
+        return _reduce(_extra(frame, claim, "of"), claim, reduce) / _reduce(_extra(frame, claim, "to"), claim, reduce)
+    if claim.compute == "percent_change":
+        start = _reduce(_extra(frame, claim, "from"), claim, reduce)
+        return (_reduce(_extra(frame, claim, "to"), claim, reduce) - start) / start * 100
+    return _reduce(_extra(frame, claim, "lower"), claim, "max") / _reduce(_extra(frame, claim, "higher"), claim, "min")
+
+
+def _along(frame: pl.DataFrame, claim: Claim) -> Any:
+    ordered = _ordered(frame, claim)
+    if ordered.height == 0:
+        raise _Unsupported(f"no {claim.metric} in the selected rows")
+    over = claim.params["over"]
+    if claim.compute == "argmax":
+        return str(ordered.sort("_metric", descending=True)[over][0])
+    if claim.compute == "lowest":
+        k = int(claim.params.get("k", 1))
+        return sorted(str(v) for v in ordered.sort("_metric")[over][:k])
+    steps = ordered["_metric"].diff().drop_nulls()
+    return "increasing" if (steps > 0).all() else "decreasing" if (steps < 0).all() else "neither"
+
+
+def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> Any:
+    how = claim.compute
+    if how in _REDUCERS:
+        return _reduce(frame, claim, how)
+    if how in _OVER_VALUES:
+        return _OVER_VALUES[how](_values(frame, claim))
+    if how in ("ratio", "percent_change", "trails"):
+        return _two_selections(frame, claim)
+    if how == "reconcile":
+        return _reconcile(frame, claim, base)
+    return _along(frame, claim)
+
+
+def _close(value: float, target: float, rel: float) -> bool:
+    return abs(value - target) <= rel * abs(target)
+
+
+def _judge(value: Any, claim: Claim, tolerances: dict[str, float]) -> bool:
+    expect = claim.expect
+    if claim.compute == "each":
+        return all(_judge_one(v, expect, tolerances) for v in value)
+    return _judge_one(value, expect, tolerances)
+
+
+def _judge_one(value: Any, expect: dict, tolerances: dict[str, float]) -> bool:
+    ok = True
+    if "about" in expect:
+        rel = tolerances[expect.get("tolerance", "about")]
+        target = expect["about"]
+        pairs = zip(value, target, strict=True) if isinstance(target, list) else [(value, target)]
+        ok &= all(_close(v, t, rel) for v, t in pairs)
+    if "above" in expect:
+        ok &= value > expect["above"]
+    if "below" in expect:
+        ok &= value < expect["below"]
+    if "between" in expect:
+        low, high = expect["between"]
+        ok &= low <= value <= high
+    if "equals" in expect:
+        ok &= value == expect["equals"]
+    return bool(ok)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
+    if claim.compute == "reconcile":
+        return f"every row within {claim.params.get('tolerance', 0.02) * 100:g}%"
+    if "about" in claim.expect:
+        word = claim.expect.get("tolerance", "about")
+        return f"{word}: ±{tolerances[word] * 100:g}%"
+    return ", ".join(f"{k} {_show(v)}" for k, v in claim.expect.items())
+
+
+def verify_claim(frame: pl.DataFrame, claim: Claim, tolerances: dict[str, float]) -> Verdict:
+    """Recompute one claim over ``claims_frame`` and judge it."""
+    selected = _select(frame, claim.where, claim)
+    for column in claim.by:
+        if column not in frame.columns:
+            raise ClaimError(f"claim {claim.id}: by names {column!r}, not a column or label of the data")
+    groups = selected.partition_by(list(claim.by), as_dict=True, maintain_order=True) if claim.by else {(): selected}
+    shown, passed = [], []
+    try:
+        if not groups:
+            raise _Unsupported("no rows match the claim's selection")
+        for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+            value = _compute(group, claim, frame)
+            if claim.compute == "reconcile":
+                for name, reported, recomputed in value:
+                    if recomputed is None:
+                        shown.append(f"{name}: no IOPS to recompute")
+                        continue
+                    off = abs(recomputed - reported) / reported
+                    shown.append(f"{name}: {_show(reported)} vs {_show(recomputed)}")
+                    passed.append(off <= claim.params.get("tolerance", 0.02))
+                continue
+            label = "/".join(str(k) for k in key)
+            shown.append(f"{label}: {_show(value)}" if label else _show(value))
+            passed.append(_judge(value, claim, tolerances))
+    except _Unsupported as exc:
+        return Verdict(claim, str(exc), UNSUPPORTED, _tolerance_text(claim, tolerances))
+    if not passed:
+        return Verdict(claim, "; ".join(shown), UNSUPPORTED, _tolerance_text(claim, tolerances))
+    verdict = PASS if all(passed) else FAIL
+    return Verdict(claim, "; ".join(shown), verdict, _tolerance_text(claim, tolerances))
+
+
+def verify(tables: Tables, claims: list[Claim], tolerances: dict[str, float]) -> list[Verdict]:
+    """Every claim's verdict, in file order."""
+    frame = claims_frame(tables)
+    return [verify_claim(frame, claim, tolerances) for claim in claims]

@@ -1,0 +1,175 @@
+"""Claims bound to data: the published-table reader, the claims engine and `benchlib verify`
+on the PVSCSI-vs-LSI write-up, whose every quantitative assertion is a claim."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from benchlib.bundle import BundleError, write_bundle
+from benchlib.claims import ClaimError, load_claims, verify
+from benchlib.cli import main
+from benchlib.errors import FormatError
+from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.paths import RAW
+from benchlib.sources import detect, read
+from tests.conftest import ROOT
+
+STUDY = RAW / "pvscsi-vs-lsi"
+SHARED = ROOT.parent / "shared" / "domain"
+MIB = 1024 * 1024
+
+
+def _verdicts(study: Path, processed: Path) -> dict:
+    claims, tolerances = load_claims(study)
+    report = ingest_study(study, processed)
+    assert report.ok, report.quarantined
+    return {v.claim.id: v for v in verify(load_study_tables(report.processed), claims, tolerances)}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _verdicts(STUDY, tmp_path_factory.mktemp("processed"))
+
+
+def test_every_assertion_of_the_write_up_is_a_claim(verdicts: dict) -> None:
+    listed = (SHARED / "CLAIMS-pvscsi-vs-lsi.md")
+    if not listed.exists():
+        pytest.skip("no ../shared/domain")
+    numbers = {int(m) for m in re.findall(r"^(\d+)\. ", listed.read_text(), flags=re.MULTILINE)}
+    assert numbers == set(range(1, 27))
+    covered = {int(re.match(r"\d+", claim_id).group()) for claim_id in verdicts}
+    assert covered == numbers
+
+
+def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
+    failing = {k for k, v in verdicts.items() if v.verdict == "FAIL"}
+    assert failing == {"9", "12b", "22", "23", "24b", "25"}
+    assert not [k for k, v in verdicts.items() if v.verdict == "UNSUPPORTED"]
+    assert verdicts["1"].recomputed == "5.66"  # 1148 / 203
+    assert verdicts["9"].recomputed == "LSI: -24.5; PVSCSI: 27.3"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
+    assert verdicts["12b"].recomputed == "[gus_fio_3, gus_fio_5]"
+    assert verdicts["24b"].recomputed == "LSI: 1.39; PVSCSI: 2.02"
+    assert verdicts["5a"].recomputed == "32" and verdicts["13"].recomputed == "decreasing"
+    # only the sequential-read CPU rows fail to reconcile (BRIEF: one CPU-efficiency row does not)
+    rows = dict(part.split(": ") for part in verdicts["23"].recomputed.split("; "))
+    assert rows["seqread/LSI"] == "8,563 vs 1,158" and rows["seqwrite/LSI"] == "1,807 vs 1,810"
+    assert verdicts["26"].verdict == "PASS" and "31.9" in verdicts["26"].recomputed
+    assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
+
+
+def test_a_changed_raw_number_changes_the_verdict(tmp_path: Path) -> None:
+    copy = tmp_path / "pvscsi-vs-lsi"
+    shutil.copytree(STUDY, copy)
+    table = copy / "seqread-128k-per-vm.csv"
+    text = table.read_text()
+    assert "seqread_per_vm,LSI,off,gus_fio_2,seqread,read,128k,1148,3.47" in text
+    table.write_text(text.replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,948,"))
+    changed = _verdicts(copy, tmp_path / "processed")
+    assert changed["1"].verdict == "FAIL" and changed["1"].recomputed == "4.67"
+    assert changed["6"].verdict == "FAIL"
+
+
+def test_cli_verify_prints_the_table_and_exits_1_on_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(STUDY), "--processed", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "pvscsi-vs-lsi: 32 claims" in out  # the 26 assertions, six of them in two parts
+    assert "26 PASS, 6 FAIL, 0 UNSUPPORTED" in out
+
+
+CLAIM = """
+[tolerances]
+about = 0.1
+[[claims]]
+id = "1"
+says = "x"
+metric = "bandwidth_mib_s"
+where = { table = "seqread_per_vm", controller = "LSI", sioc = "off" }
+compute = "max_over_min"
+expect = { about = 5.6 }
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('metric = "bandwidth_mib_s"', 'metric = "bandwidth"'), "unknown metric 'bandwidth'"),
+        (('table = "seqread_per_vm"', 'tabel = "seqread_per_vm"'), "no column or label 'tabel'"),
+        (('compute = "max_over_min"', 'compute = "maximum"'), "unknown compute 'maximum'"),
+        (("expect = { about = 5.6 }", 'expect = { about = 5.6, tolerance = "roughly" }'), "tolerance 'roughly'"),
+        (("expect = { about = 5.6 }", "expect = { approx = 5.6 }"), "unknown expect key(s) approx"),
+        (('compute = "max_over_min"', 'compute = "ratio"'), "needs of = {"),
+    ],
+)
+def test_bad_claims_say_what_is_wrong(tmp_path: Path, verdicts: dict, change: tuple[str, str], message: str) -> None:
+    study = tmp_path / "pvscsi-vs-lsi"
+    shutil.copytree(STUDY, study)
+    assert change[0] in CLAIM
+    (study / "claims.toml").write_text(CLAIM.replace(*change))
+    with pytest.raises(ClaimError, match=re.escape(message)):
+        _verdicts(study, tmp_path / "processed")
+
+
+def test_missing_claims_file(tmp_path: Path) -> None:
+    with pytest.raises(ClaimError, match="no claims file"):
+        load_claims(tmp_path)
+
+
+def test_published_reader_on_the_shared_tables() -> None:
+    folder = SHARED / "published"
+    if not folder.is_dir():
+        pytest.skip("no ../shared/domain/published")
+    rows = {}
+    for path in sorted(folder.glob("*.csv")):
+        assert detect(path) == "published-table"
+        tables = read(path)
+        rows[path.name] = tables.results.height
+        assert set(tables.runs["tool"]) == {"published"}
+    assert rows == {"controller_gus_fio_1.csv": 8, "cpu_efficiency.csv": 8, "iodepth_sweep.csv": 8,
+                    "rwmix_sweep.csv": 6, "seqread128k_per_vm.csv": 20}
+    seq = read(folder / "seqread128k_per_vm.csv").results
+    assert seq["bandwidth_bytes_per_s"][0] == 401 * MIB and seq["lat_mean_ns"][0] == pytest.approx(9.95e6)
+    mix = read(folder / "rwmix_sweep.csv").results
+    assert mix["rwmixread_pct"].to_list()[:3] == [100.0, 50.0, 0.0] and set(mix["direction"]) == {"total"}
+
+
+def test_bad_published_table(tmp_path: Path) -> None:
+    path = tmp_path / "table.csv"
+    path.write_text("# benchlib published table\n# citation: a post\nvm,iops\nvm1,12k\n")
+    with pytest.raises(FormatError, match="line 4, column iops: a number, not '12k'"):
+        read(path)
+    path.write_text("# benchlib published table\nvm,iops\nvm1,12\n")
+    with pytest.raises(FormatError, match="a citation"):
+        read(path)
+
+
+def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict) -> None:
+    path = write_bundle(STUDY, tmp_path / "out", tmp_path / "processed")
+    again = write_bundle(STUDY, tmp_path / "again", tmp_path / "processed")
+    assert path.read_bytes() == again.read_bytes()  # reproducible: same inputs, same bytes
+    with pytest.raises(BundleError, match="never overwrites"):
+        write_bundle(STUDY, tmp_path / "out", tmp_path / "processed")
+    with tarfile.open(path) as archive:
+        archive.extractall(tmp_path / "peer", filter="data")
+    root = tmp_path / "peer" / "pvscsi-vs-lsi-bundle"
+    for line in (root / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
+    for needed in ("tasks.py", "pyproject.toml", "environment.yml", "README.md", "VERIFY.md", "benchlib/claims.py",
+                   "data/raw/pvscsi-vs-lsi/claims.toml", "data/raw/pvscsi-vs-lsi/study.toml"):
+        assert (root / needed).exists(), needed
+    recorded = {r["id"]: r["verdict"] for r in json.loads((root / "verdicts.json").read_text())}
+    assert recorded == {k: v.verdict for k, v in verdicts.items()}
+    # the peer runs the bundle's own code on the bundle's own data
+    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi"], cwd=root,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert done.returncode == 1 and "26 PASS, 6 FAIL, 0 UNSUPPORTED" in done.stdout
+    assert (root / "data" / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()  # its own processed folder
