@@ -1,0 +1,85 @@
+"""Figures are tested on their Vega-Lite specs: data inline and sorted, annotations computed
+by benchlib.stats, the same input giving the same spec."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from benchlib import figures
+from benchlib.claims import claims_frame
+from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.paths import RAW
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    report = ingest_study(RAW / "pvscsi-vs-lsi", tmp_path_factory.mktemp("processed"))
+    return claims_frame(load_study_tables(report.processed))
+
+
+@pytest.fixture(scope="module")
+def loopback(tmp_path_factory: pytest.TempPathFactory):
+    report = ingest_study(RAW / "loopback-fio", tmp_path_factory.mktemp("processed"))
+    return load_study_tables(report.processed)
+
+
+def _values(spec: dict) -> list[dict]:
+    return spec["data"]["values"]
+
+
+def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
+    lsi_off = published.filter(pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "off")
+    chart = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off")
+    spec = chart.to_dict()
+    assert spec["mark"]["type"] == "bar"
+    assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 vms)"]
+    assert [v["vm"] for v in _values(spec)] == ["gus_fio_1", "gus_fio_2", "gus_fio_3", "gus_fio_4", "gus_fio_5"]
+    assert [round(v["bandwidth_mib_s"]) for v in _values(spec)] == [401, 1148, 203, 326, 204]
+    shuffled = lsi_off.sample(fraction=1.0, shuffle=True, seed=3)
+    again = figures.per_vm_bars(shuffled, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off").to_dict()
+    assert json.dumps(again, sort_keys=True) == json.dumps(spec, sort_keys=True)  # row order does not matter
+    lsi_on = published.filter(pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "on")
+    assert "Jain's index 0.9793" in figures.per_vm_bars(lsi_on, value="bandwidth_mib_s").to_dict()["title"]["subtitle"][0]
+
+
+def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
+    runs = loopback.runs.filter(pl.col("profile") == "iodepth-sweep", ~pl.col("is_aggregate"), pl.col("format") == "fio-json+")
+    per_run = loopback.results.join(runs, on="run_id").filter(pl.col("direction") == "read")
+    totals = per_run.group_by("run_id", "iodepth").agg(pl.col("iops").sum(), pl.col("lat_mean_ns").mean())
+    spec = figures.iodepth_sweep(totals).to_dict()
+    inner = spec["layer"][0]["layer"]
+    assert inner[0]["encoding"]["x"]["scale"] == {"base": 2, "type": "log"}
+    depths = [v["iodepth"] for v in _values(inner[0])]
+    assert depths == [1, 2, 4, 8, 16, 32, 64, 128]
+    knee = _values(inner[1])
+    assert len(knee) == 1 and knee[0]["note"].startswith(f"knee at {knee[0]['iodepth']}")
+    assert 4 <= knee[0]["iodepth"] <= 32
+    assert spec["resolve"] == {"scale": {"y": "independent"}}
+
+
+def test_rwmix_curve_and_efficiency(published: pl.DataFrame) -> None:
+    mix = published.filter(pl.col("table") == "rwmix_sweep")
+    spec = figures.rwmix_curve(mix.with_columns(pl.col("write_pct").cast(pl.Float64))).to_dict()
+    values = _values(spec)
+    assert [(v["vm"], v["write_pct"]) for v in values][:3] == [("gus_fio_3", 0.0), ("gus_fio_3", 50.0), ("gus_fio_3", 100.0)]
+    assert spec["encoding"]["x"]["scale"]["domain"] == [0, 100]
+    cpu = published.filter(pl.col("table") == "cpu").with_columns(pl.col("iops_per_cpu_pct_reported").cast(pl.Float64))
+    spec = figures.cpu_efficiency(cpu, value="iops_per_cpu_pct_reported").to_dict()
+    assert spec["encoding"]["column"]["sort"] == ["randread", "randwrite", "seqread", "seqwrite"]
+    assert len(_values(spec)) == 8
+
+
+def test_time_series_shades_the_window(loopback) -> None:
+    runs = loopback.runs.filter(pl.col("format") == "fio-log", pl.col("profile") == "randread",
+                                pl.col("block_size") == "4k", pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off",
+                                pl.col("repetition") == 1)
+    series = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
+    spec = figures.time_series(series, window_s=(1.0, 3.0), title="IOPS per second").to_dict()
+    band, line = spec["layer"]
+    assert _values(band) == [{"start": 1.0, "end": 3.0}] and band["mark"]["type"] == "rect"
+    hosts = sorted({v["host"] for v in _values(line)})
+    assert hosts == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+    assert spec["config"]["font"] == figures.FONT
