@@ -123,3 +123,72 @@ def time_series(frame: pl.DataFrame, *, time_ns: str = "time_ns", value: str = "
         band = pl.DataFrame({"start": [window_s[0]], "end": [window_s[1]]})
         layers.append(_chart(band).mark_rect(opacity=0.12, color="#3a8f5c").encode(x="start:Q", x2="end:Q"))
     return _finish(alt.layer(*layers, line).properties(title=title or value))
+
+
+def comparison(table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline") -> alt.TopLevelMixin:
+    """A setting comparison from ``stats.compare.comparison_table``: the change of the median in percent,
+    its bootstrap interval, and the verdict (``~`` where not significant after Holm)."""
+    data = table.with_columns(
+        pl.concat_str([pl.col(c).cast(pl.String) for c in label], separator=" / ").alias("comparison"),
+        ((pl.col("ratio_low") - 1) * 100).alias("low_pct"),
+        ((pl.col("ratio_high") - 1) * 100).alias("high_pct"),
+    ).select("comparison", "change_pct", "low_pct", "high_pct", "delta", "verdict").sort("comparison")
+    y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=None)
+    verdicts = sorted(data["verdict"].unique().to_list())
+    colour = alt.Color("verdict:N", sort=verdicts, title="verdict")
+    rule = _chart(data).mark_rule().encode(x=alt.X("low_pct:Q", title="change of the median (%)"), x2="high_pct:Q", y=y, color=colour)
+    point = _chart(data).mark_point(filled=True, size=60).encode(x="change_pct:Q", y=y, color=colour,
+                                                                 tooltip=["comparison:N", "delta:N", "verdict:N"])
+    text = _chart(data).mark_text(align="left", dx=8).encode(x="high_pct:Q", y=y, text="delta:N")
+    zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
+    return _finish(alt.layer(zero, rule, point, text).properties(title=title))
+
+
+def latency_exceedance(pooled: pl.DataFrame, *, series: str | None = None,
+                       title: str = "Latency exceedance (pooled bins)") -> alt.TopLevelMixin:
+    """From ``stats.aggregate.pooled_percentiles``: the share of I/Os slower than each latency, log-log."""
+    keys = [series] if series else []
+    data = pooled.with_columns((100 - pl.col("percentile")).round(9).alias("exceeding_pct"), (pl.col("value_ns") / 1e3).alias("latency_us"))
+    data = data.filter(pl.col("exceeding_pct") > 0).select(*keys, "percentile", "exceeding_pct", "latency_us").sort([*keys, "percentile"])
+    color = alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())) if series else alt.value(PALETTE[0])
+    chart = _chart(data).mark_line(point=True, interpolate="step-after").encode(
+        x=alt.X("latency_us:Q", scale=alt.Scale(type="log"), title="latency (µs)"),
+        y=alt.Y("exceeding_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower (%)"),
+        color=color,
+    )
+    return _finish(chart.properties(title=title))
+
+
+def esxtop_latency_stack(queue: pl.DataFrame, *, guest_ms: dict[str, float] | None = None,
+                         title: str = "Where the time goes: KAVG (kernel) + DAVG (device) = GAVG") -> alt.TopLevelMixin:
+    """Mean KAVG and DAVG per device stacked to GAVG, from ``sources.esxtop.device_queue_view``;
+    the guest-measured latency per device as a tick when given."""
+    means = queue.group_by("host", "device").agg(
+        pl.col("KAVG_ms").mean().alias("KAVG"), pl.col("DAVG_ms").mean().alias("DAVG"), pl.col("GAVG_ms").mean().alias("GAVG")
+    )
+    means = means.with_columns(pl.concat_str("host", pl.lit(" "), "device").alias("where")).sort("where")
+    long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort("where", "part")
+    y = alt.Y("where:N", sort=means["where"].to_list(), title=None)
+    bars = _chart(long).mark_bar().encode(x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"), y=y,
+                                          color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
+                                          order=alt.Order("part:N", sort="descending"))
+    if not guest_ms:
+        return _finish(bars.properties(title=title))
+    ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())}).sort("where")
+    tick = _chart(ticks).mark_tick(color="black", thickness=2, size=18).encode(x="guest_ms:Q", y=y)
+    return _finish(alt.layer(bars, tick).properties(title=title))
+
+
+def fairness_over_time(intervals: pl.DataFrame, *, member: str = "host", value: str = "value", time_ns: str = "time_ns",
+                       interval_s: float = 1.0, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
+    """Jain's index across members in each interval of ``interval_s`` (fio's per-host logs stamp the
+    same second a few ms apart, so times are put in their interval first)."""
+    step = interval_s * 1e9
+    data = intervals.with_columns(((pl.col(time_ns) / step).round() * interval_s).alias("time_s"))
+    data = data.group_by("time_s").agg(jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members"))
+    data = data.select("time_s", "jain", "members").sort("time_s")
+    chart = _chart(data).mark_line(point=True).encode(
+        x=alt.X("time_s:Q", title="time (s)"), y=alt.Y("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index"),
+        tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
+    )
+    return _finish(chart.properties(title=title))

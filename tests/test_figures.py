@@ -83,3 +83,69 @@ def test_time_series_shades_the_window(loopback) -> None:
     hosts = sorted({v["host"] for v in _values(line)})
     assert hosts == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
     assert spec["config"]["font"] == figures.FONT
+
+
+def _randread(loopback, **levels) -> pl.DataFrame:
+    runs = loopback.runs.filter(pl.col("format") == "fio-json+", ~pl.col("is_aggregate"), pl.col("profile") == "randread",
+                                *[pl.col(k) == v for k, v in levels.items()])
+    return loopback.results.join(runs, on="run_id").filter(pl.col("direction") == "read")
+
+
+def test_comparison_shows_interval_and_verdict(loopback) -> None:
+    import numpy as np
+
+    from benchlib.stats.compare import comparison_table
+
+    per_run = _randread(loopback, rate_cap="off").group_by("run_id", "host", "block_size", "ioengine").agg(pl.col("iops").sum())
+    table = comparison_table(per_run, "iops", factor="ioengine", baseline="psync", by=["block_size"],
+                             rng=np.random.default_rng(2026), n_resamples=2000)
+    spec = figures.comparison(table, label=["block_size", "ioengine"]).to_dict()
+    zero, rule, point, text = spec["layer"]
+    assert [v["comparison"] for v in _values(point)] == ["4k / libaio", "64k / libaio"]
+    four_k = _values(point)[0]
+    assert four_k["change_pct"] > 50 and four_k["low_pct"] <= four_k["change_pct"] <= four_k["high_pct"]
+    assert four_k["verdict"] == "higher"  # libaio at depth 32 against psync, 12 runs each
+    assert text["encoding"]["text"]["field"] == "delta"
+
+
+def test_latency_exceedance_from_pooled_bins(loopback) -> None:
+    from benchlib.stats.aggregate import pooled_percentiles
+
+    runs = _randread(loopback, rate_cap="off", ioengine="libaio").select("run_id", "block_size").unique()
+    bins = loopback.latency_bins.join(runs, on="run_id")
+    pooled = pooled_percentiles(bins, [50, 90, 99, 99.9], by=["block_size"])
+    spec = figures.latency_exceedance(pooled, series="block_size").to_dict()
+    values = _values(spec)
+    assert [(v["block_size"], v["exceeding_pct"]) for v in values][:4] == [("4k", 50.0), ("4k", 10.0), ("4k", 1.0), ("4k", 0.1)]
+    four_k = [v["latency_us"] for v in values if v["block_size"] == "4k"]
+    assert four_k == sorted(four_k)
+    assert spec["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_esxtop_stack_adds_up_to_gavg() -> None:
+    from benchlib.sources import read
+    from benchlib.sources.esxtop import device_queue_view
+    from tests.conftest import corpus_dir
+
+    queue = device_queue_view(read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters)
+    spec = figures.esxtop_latency_stack(queue).to_dict()
+    parts = _values(spec)
+    by_where: dict[str, float] = {}
+    for row in parts:
+        by_where[row["where"]] = by_where.get(row["where"], 0.0) + row["ms"]
+    gavg = queue.group_by("host", "device").agg(pl.col("GAVG_ms").mean())
+    for host, device, mean in gavg.iter_rows():
+        assert by_where[f"{host} {device}"] == pytest.approx(mean, abs=0.02)
+    guest = {w: 1.0 for w in by_where}
+    with_guest = figures.esxtop_latency_stack(queue, guest_ms=guest).to_dict()
+    assert with_guest["layer"][1]["mark"]["type"] == "tick"
+
+
+def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
+    runs = loopback.runs.filter(pl.col("format") == "fio-log", pl.col("profile") == "randwrite", pl.col("block_size") == "64k",
+                                pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off", pl.col("repetition") == 1)
+    iops = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
+    spec = figures.fairness_over_time(iops).to_dict()
+    values = _values(spec)
+    assert all(0.25 <= v["jain"] <= 1.0 for v in values) and all(v["members"] == 4 for v in values)
+    assert [v["time_s"] for v in values] == sorted(v["time_s"] for v in values)

@@ -16,6 +16,11 @@ def weighted_mean_expr(value: str, weight: str = "io_count") -> pl.Expr:
     return (pl.col(value) * pl.col(weight)).filter(valid).sum() / pl.col(weight).filter(valid).sum()
 
 
+def _sum_or_null(column: str) -> pl.Expr:
+    """The sum, or null when no row reports the value (a sum of nothing is not zero IOPS)."""
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None).alias(column)
+
+
 def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One row per run and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
 
@@ -41,8 +46,8 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         .group_by("run_id", "direction")
         .agg(
             pl.len().alias("rows"),
-            pl.col("iops").sum(),
-            pl.col("bandwidth_bytes_per_s").sum(),
+            _sum_or_null("iops"),
+            _sum_or_null("bandwidth_bytes_per_s"),
             weighted_mean_expr("mean_latency_ns", "io_weight").alias("lat_mean_ns"),
         )
     )
