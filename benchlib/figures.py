@@ -192,3 +192,27 @@ def fairness_over_time(intervals: pl.DataFrame, *, member: str = "host", value: 
         tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
     )
     return _finish(chart.properties(title=title))
+
+
+VEGALITE_MIME = "application/vnd.vegalite.v6+json"
+
+
+def _render(spec: dict) -> dict:
+    import vl_convert as vlc
+
+    title = spec.get("title", {})
+    text = title.get("text", title) if isinstance(title, dict) else title
+    return {VEGALITE_MIME: spec, "image/svg+xml": vlc.vegalite_to_svg(spec), "text/plain": f"<figure: {text}>"}
+
+
+def use_in_notebooks() -> None:
+    """Show charts as Vega-Lite JSON plus a static SVG, with no random ids.
+
+    Altair 6's own ``mimetype`` renderer writes the key
+    ``application/vnd.vegalite.v6.json``, which nbformat rejects (a JSON value
+    needs a ``+json`` key), so papermill and nbval cannot save it; this one
+    writes ``application/vnd.vegalite.v6+json`` and an SVG that any Jupyter
+    front end shows.
+    """
+    alt.renderers.register("benchlib", _render)
+    alt.renderers.enable("benchlib")

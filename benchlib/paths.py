@@ -1,11 +1,16 @@
-"""Where things are, derived from this file's location (never from the working directory)."""
+"""Where things are, derived from this file's location (never from the working directory).
+
+``BENCHLIB_DATA`` points ``data/`` elsewhere (a copy of the raw data to experiment on; the
+test that proves nbval notices a changed raw number uses it).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DATA = PROJECT_ROOT / "data"
+DATA = Path(os.environ["BENCHLIB_DATA"]) if os.environ.get("BENCHLIB_DATA") else PROJECT_ROOT / "data"
 RAW = DATA / "raw"
 PROCESSED = DATA / "processed"
 REPORTS = PROJECT_ROOT / "reports"

@@ -30,7 +30,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
