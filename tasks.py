@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Set-up and the two project commands, with nothing but Python 3.11+.
 
-    python3 tasks.py main    # create .venv, install pinned deps, ingest every study under data/raw/
-    python3 tasks.py test    # the same set-up plus test deps and fio, then every test
+    python3 tasks.py main    # create .venv, install pinned deps, ingest every study, build every report
+    python3 tasks.py test    # the same set-up plus test deps, fio and Chromium, then every test and nbval
 
 Extra arguments after ``test`` go to pytest (``python3 tasks.py test -k terse``).
 """
@@ -47,24 +47,32 @@ def ensure_venv(extras: str) -> None:
     stamp.write_text(wanted)
 
 
-def ensure_fio() -> None:
-    """Install fio with apt-get where it is missing and we may; otherwise say what to install."""
-    if shutil.which("fio"):
+HOW_TO_INSTALL = {
+    "fio": ("fio 3.x", "sudo apt-get install fio", "sudo dnf install fio", "brew install fio", "conda install -c conda-forge fio"),
+    "chromium": ("Chromium (the HTML report test opens the report in it)", "sudo apt-get install chromium",
+                 "sudo dnf install chromium", "brew install --cask chromium", "(not on conda-forge)"),
+}
+
+
+def ensure_system_tool(package: str, binaries: tuple[str, ...]) -> None:
+    """Install a system tool with apt-get where it is missing and we may; otherwise say what to install."""
+    if any(shutil.which(b) for b in binaries):
         return
     apt = shutil.which("apt-get")
     if apt and hasattr(os, "geteuid") and os.geteuid() == 0:
-        say("fio is missing: installing it with apt-get")
+        say(f"{package} is missing: installing it with apt-get")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         run(apt, "update", "-qq", env=env)
-        run(apt, "install", "-y", "-qq", "fio", env=env, stdout=subprocess.DEVNULL)
+        run(apt, "install", "-y", "-qq", package, env=env, stdout=subprocess.DEVNULL)
         return
+    what, debian, fedora, mac, conda = HOW_TO_INSTALL[package]
     sys.exit(
-        "fio is not installed and this script cannot install it (needs root and apt-get).\n"
-        "Install fio 3.x, then run this again:\n"
-        "  Debian/Ubuntu: sudo apt-get install fio\n"
-        "  Fedora/RHEL:   sudo dnf install fio\n"
-        "  macOS:         brew install fio\n"
-        "  conda:         conda install -c conda-forge fio"
+        f"{package} is not installed and this script cannot install it (needs root and apt-get).\n"
+        f"Install {what}, then run this again:\n"
+        f"  Debian/Ubuntu: {debian}\n"
+        f"  Fedora/RHEL:   {fedora}\n"
+        f"  macOS:         {mac}\n"
+        f"  conda:         {conda}"
     )
 
 
@@ -74,9 +82,11 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] == "main":
         ensure_venv("")
-        return subprocess.call([str(BIN / "benchlib"), "ingest", *argv[1:]], cwd=ROOT)
+        status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet", *argv[1:]], cwd=ROOT)
+        return status or subprocess.call([str(BIN / "benchlib"), "report"], cwd=ROOT)
     ensure_venv("test")
-    ensure_fio()
+    ensure_system_tool("fio", ("fio",))
+    ensure_system_tool("chromium", ("chromium", "chromium-browser", "google-chrome"))
     return subprocess.call([str(PYTHON), "-m", "pytest", *argv[1:]], cwd=ROOT)
 
 

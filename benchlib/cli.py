@@ -9,6 +9,7 @@ same, packed for a peer).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -178,6 +179,31 @@ def cmd_bundle(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _advance(bar, task, name: str, done: int, total: int, label: str) -> None:  # noqa: ANN001
+    bar.update(task, completed=done, total=total, description=f"{name}: {label}")
+
+
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    """Build reports/<pipeline>/ for each pipeline (default: every file under pipelines/)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from benchlib.paths import PIPELINES
+    from benchlib.pipeline import build_report
+
+    paths = [Path(p) for p in args.pipelines] or sorted(PIPELINES.glob("*.toml"))
+    for path in paths:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
+            task = bar.add_task(path.stem, total=None)
+            advance = functools.partial(_advance, bar, task, path.stem)
+            result = build_report(path, reports=Path(args.reports), workers=args.workers, progress=advance)
+        ran = [e for e in result.executions if not e.skipped]
+        console.print(f"[bold]{path.stem}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
+                      f"{len(result.executions) - len(ran)} unchanged) -> {result.folder / 'index.html'}", highlight=False)
+        for cell in result.missing_cells:
+            console.print(f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``benchlib`` command."""
     parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run, verify.")
@@ -205,6 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--output", default=str(REPORTS / "bundles"), help="folder for <study>-bundle.tar.gz (default: reports/bundles)")
     bundle.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
     bundle.set_defaults(func=cmd_bundle)
+    report = verbs.add_parser("report", help="papermill over a pipeline's matrix -> reports/<pipeline>/ (HTML, figures)")
+    report.add_argument("pipelines", nargs="*", help="pipeline files (default: every pipelines/*.toml)")
+    report.add_argument("--reports", default=str(REPORTS), help="output root (default: reports)")
+    report.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -1,0 +1,349 @@
+"""Pipelines are data: ``pipelines/<name>.toml`` -> papermill executions -> ``reports/<name>/``.
+
+A pipeline::
+
+    [pipeline]
+    study = "loopback-fio"               # data/raw/<study>
+    title = "Four fio servers on one disk"
+    axes = ["profile", "block_size", "ioengine", "rate_cap"]   # study factors spanning the matrix
+    cell_notebook = "notebooks/cell.ipynb"
+    summary_notebooks = ["notebooks/study-overview.ipynb"]
+    only = { profile = ["randread", "randwrite"] }   # optional: restrict the matrix to these levels
+
+    [parameters]                         # extra literals passed to every notebook
+    value = "iops"
+
+``build_report`` ingests the study, expands the axes to the cells present in
+the data (declared combinations without data are reported as missing, not
+errors), runs papermill once per cell and once per summary notebook, two at a
+time, skips executions whose notebook, parameters and processed data did not
+change, and writes the executed notebooks, every figure as Vega-Lite JSON, SVG
+and PNG, and a self-contained HTML report (an index and one page per cell).
+Executed notebooks never overwrite ``notebooks/``.
+
+The helpers at the end (``study_tables``, ``cell_frame``, ``per_member``) are what
+the notebooks call: notebooks narrate, benchlib computes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import itertools
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from benchlib.errors import BenchlibError
+from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS
+from benchlib.schema import Tables
+from benchlib.study import load_study
+
+VEGALITE = ("application/vnd.vegalite.v6+json", "application/vnd.vegalite.v5+json")  # see figures.use_in_notebooks
+
+
+class PipelineError(BenchlibError):
+    """A pipeline file is missing, invalid, or names a study, axis or notebook that does not exist."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A parsed pipeline file."""
+
+    name: str
+    study: str
+    title: str
+    axes: tuple[str, ...]
+    cell_notebook: Path
+    summary_notebooks: tuple[Path, ...]
+    parameters: dict = field(default_factory=dict)
+    only: dict = field(default_factory=dict)
+
+
+@dataclass
+class Execution:
+    """One papermill execution of the report."""
+
+    slug: str
+    notebook: Path
+    parameters: dict
+    output_dir: Path
+    levels: dict = field(default_factory=dict)
+    skipped: bool = False
+    figures: int = 0
+
+
+@dataclass
+class ReportResult:
+    """What a report build did."""
+
+    folder: Path
+    executions: list[Execution]
+    missing_cells: list[dict]
+
+
+def load_pipeline(path: str | Path) -> Pipeline:
+    """Read and check ``pipelines/<name>.toml``."""
+    path = Path(path)
+    if not path.is_file():
+        candidates = ", ".join(sorted(p.stem for p in (PROJECT_ROOT / "pipelines").glob("*.toml")))
+        raise PipelineError(f"{path}: no such pipeline file (pipelines here: {candidates or 'none'})")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PipelineError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    spec = data.get("pipeline", {})
+    for key in ("study", "axes", "cell_notebook"):
+        if key not in spec:
+            raise PipelineError(f"{path}: [pipeline] needs {key}")
+    study = load_study(RAW / spec["study"])
+    unknown = [a for a in spec["axes"] if a not in study.factors]
+    if unknown:
+        raise PipelineError(f"{path}: axes {unknown} are not factors of study {spec['study']!r} "
+                            f"(its factors: {', '.join(study.factors) or 'none'})")
+    notebooks = [PROJECT_ROOT / spec["cell_notebook"], *[PROJECT_ROOT / n for n in spec.get("summary_notebooks", [])]]
+    for notebook in notebooks:
+        if not notebook.is_file():
+            raise PipelineError(f"{path}: notebook {notebook.relative_to(PROJECT_ROOT)} does not exist")
+    return Pipeline(
+        name=path.stem, study=str(spec["study"]), title=str(spec.get("title", spec["study"])), axes=tuple(spec["axes"]),
+        cell_notebook=notebooks[0], summary_notebooks=tuple(notebooks[1:]), parameters=dict(data.get("parameters", {})),
+        only={k: [str(v) for v in vs] for k, vs in spec.get("only", {}).items()},
+    )
+
+
+def _slug(levels: dict) -> str:
+    return "__".join(f"{k}={v}" for k, v in levels.items()).replace("/", "_")
+
+
+def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The axis combinations present in the runs, and the declared ones without data."""
+    study = load_study(RAW / pipeline.study)
+    axes = list(pipeline.axes)
+    for factor, levels in pipeline.only.items():
+        runs = runs.filter(pl.col(factor).is_in(levels))
+    present = runs.select(axes).drop_nulls().unique().sort(axes).to_dicts()
+    seen = {tuple(c[a] for a in axes) for c in present}
+    declared = itertools.product(*(pipeline.only.get(a, study.factors[a]) for a in axes))
+    missing = [dict(zip(axes, combo, strict=True)) for combo in declared if combo not in seen]
+    order = {a: {lvl: i for i, lvl in enumerate(study.factors[a])} for a in axes}
+    present.sort(key=lambda c: [order[a].get(c[a], 99) for a in axes])
+    return present, missing
+
+
+def _fingerprint(notebook: Path, parameters: dict, processed: Path) -> str:
+    digest = hashlib.sha256(notebook.read_bytes())
+    digest.update(json.dumps(parameters, sort_keys=True).encode())
+    digest.update((processed / "manifest.json").read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def _execute(execution: Execution, processed: Path) -> Execution:
+    out = execution.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = out / ".fingerprint"
+    fingerprint = _fingerprint(execution.notebook, execution.parameters, processed)
+    target = out / execution.notebook.name
+    if stamp.exists() and stamp.read_text() == fingerprint and target.exists():
+        execution.skipped = True
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "papermill", str(execution.notebook), str(target), "-k", "python3", "--no-progress-bar",
+             "-y", json.dumps(execution.parameters), "--cwd", str(PROJECT_ROOT)],
+            capture_output=True, text=True, check=False,
+        )
+        if done.returncode:
+            raise PipelineError(f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
+                                + "\n".join(done.stderr.strip().splitlines()[-8:]))
+        _export_figures(target, out)
+        stamp.write_text(fingerprint)
+    execution.figures = len(list(out.glob("figure-*.json")))
+    return execution
+
+
+def _export_figures(notebook: Path, out: Path) -> None:
+    import vl_convert as vlc
+
+    for old in out.glob("figure-*"):
+        old.unlink()
+    for index, spec in enumerate(_vegalite_outputs(notebook), 1):
+        stem = out / f"figure-{index}"
+        stem.with_suffix(".json").write_text(json.dumps(spec, indent=1, sort_keys=True))
+        stem.with_suffix(".svg").write_text(vlc.vegalite_to_svg(spec))
+        stem.with_suffix(".png").write_bytes(vlc.vegalite_to_png(spec, scale=2))
+
+
+def _vegalite_outputs(notebook: Path) -> list[dict]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    specs = []
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            specs += [data[m] for m in VEGALITE if m in data][:1]
+    return specs
+
+
+def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processed_root: Path = PROCESSED,
+                 workers: int = 2, progress: Callable[[int, int, str], None] | None = None) -> ReportResult:
+    """Build ``reports/<pipeline>/``; see the module documentation."""
+    from benchlib.ingest import ingest_study, scan_table
+
+    pipeline = load_pipeline(pipeline_path)
+    report = ingest_study(RAW / pipeline.study, processed_root)
+    runs = scan_table(report.processed, "runs").collect()
+    cells, missing = expand_cells(pipeline, runs)
+    folder = reports / pipeline.name
+    base = {"study": pipeline.study, **pipeline.parameters}
+    executions = [
+        Execution(_slug(levels), pipeline.cell_notebook, {**base, "levels": levels}, folder / "cells" / _slug(levels), levels)
+        for levels in cells
+    ] + [Execution(nb.stem, nb, dict(base), folder / "summary" / nb.stem) for nb in pipeline.summary_notebooks]
+    finished = 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for execution in pool.map(lambda e: _execute(e, report.processed), executions):
+            finished += 1
+            if progress:
+                progress(finished, len(executions), execution.slug)
+    _write_html(pipeline, folder, executions, missing)
+    return ReportResult(folder, executions, missing)
+
+
+# ------------------------------------------------------------------ HTML
+
+_STYLE = ("body{font-family:'DejaVu Sans',sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+          "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
+          ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}")
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{body}</body></html>\n")
+
+
+def _markdown(text: str) -> str:
+    """The little Markdown the notebooks use (headings, paragraphs, **bold**, `code`) as HTML."""
+    blocks = []
+    for block in text.strip().split("\n\n"):
+        escaped = html.escape(block)
+        escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+        escaped = re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
+        heading = re.match(r"(#{1,4}) (.*)", escaped)
+        blocks.append(f"<h{len(heading[1]) + 1}>{heading[2]}</h{len(heading[1]) + 1}>" if heading else f"<p>{escaped}</p>")
+    return "\n".join(blocks)
+
+
+def _outputs_html(notebook: Path, out: Path) -> str:
+    parts, figure = [], 0
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if "parameters" in cell.get("metadata", {}).get("tags", []) or "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            continue
+        if cell["cell_type"] == "markdown":
+            parts.append(_markdown("".join(cell["source"])))
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if any(m in data for m in VEGALITE):
+                figure += 1
+                svg = (out / f"figure-{figure}.svg").read_text()
+                parts.append(f"<div class='figure' id='figure-{figure}'>{svg}</div>")
+            elif "text/markdown" in data:
+                parts.append(_markdown("".join(data["text/markdown"])))
+            elif "text/html" in data:
+                parts.append("".join(data["text/html"]))
+            elif "text/plain" in data:
+                parts.append(f"<pre>{html.escape(''.join(data['text/plain']))}</pre>")
+            elif output.get("output_type") == "stream":
+                parts.append(f"<pre>{html.escape(''.join(output.get('text', '')))}</pre>")
+    return "\n".join(parts)
+
+
+def _write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], missing: list[dict]) -> None:
+    links = []
+    for execution in executions:
+        page = f"{execution.slug}.html"
+        body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(execution.slug)}</h1>"
+        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir)
+        (folder / page).write_text(_page(execution.slug, body), encoding="utf-8")
+        links.append(f"<li><a href='{html.escape(page)}'>{html.escape(execution.slug)}</a> ({execution.figures} figures)</li>")
+    gaps = "".join(f"<li>{html.escape(_slug(m))}</li>" for m in missing) or "<li>none</li>"
+    index = (f"<h1>{html.escape(pipeline.title)}</h1><p>study {html.escape(pipeline.study)}; matrix "
+             f"{' x '.join(pipeline.axes)}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
+             f"<h2>Declared cells without data</h2><ul>{gaps}</ul>")
+    (folder / "index.html").write_text(_page(pipeline.title, index), encoding="utf-8")
+
+
+# ------------------------------------------------------------------ for notebooks
+
+def study_tables(study: str) -> Tables:
+    """Ingest ``data/raw/<study>`` (incremental, quiet) and load its tables."""
+    from benchlib.ingest import ingest_study, load_study_tables
+
+    report = ingest_study(RAW / study)
+    return load_study_tables(report.processed)
+
+
+def cell_frame(study: str, levels: dict) -> pl.DataFrame:
+    """Per-host result rows (no tool aggregates, no logs) of one matrix cell, with labels and derived metrics."""
+    from benchlib.claims import claims_frame
+
+    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    for factor, level in levels.items():
+        frame = frame.filter(pl.col(factor) == str(level))
+    return frame
+
+
+_ADDITIVE = ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s", "io_count", "io_bytes")
+
+
+def per_member(frame: pl.DataFrame, value: str, member: str = "vm") -> pl.DataFrame:
+    """One value per VM/host: each run's total (directions and jobs added for rates, I/O-weighted
+    for latencies), then the median over repetitions."""
+    from benchlib.stats import weighted_mean_expr
+
+    weighted = frame.with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    total = pl.col(value).sum() if value in _ADDITIVE else weighted_mean_expr(value, "_weight")
+    per_run = weighted.group_by("run_id", member).agg(total.alias(value))
+    return per_run.group_by(member).agg(pl.col(value).median(), pl.len().alias("runs")).sort(member)
+
+
+def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
+    """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data."""
+    from benchlib.stats import jain_expr
+
+    stats = members.select(
+        jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread"),
+        pl.col(value).sum().alias("total"), pl.col(member).sort_by(value).last().alias("top"),
+    ).row(0, named=True)
+    where = ", ".join(f"{k} {v}" for k, v in levels.items())
+    return (f"**{where}**: {members.height} {member}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
+            f"lowest; Jain's index {stats['jain']:.4f}; together {stats['total']:,.0f} ({value}).")
+
+
+def overview(study: str) -> pl.DataFrame:
+    """Runs per tool and format, with the factors each covers."""
+    runs = study_tables(study).runs
+    return runs.group_by("tool", "format").agg(pl.len().alias("runs"), pl.col("host").n_unique().alias("hosts")).sort("tool", "format")
+
+
+def claim_table(study: str) -> pl.DataFrame:
+    """The verdicts of ``data/raw/<study>/claims.toml`` as a table."""
+    from benchlib.claims import load_claims, verify
+
+    claims, tolerances = load_claims(RAW / study)
+    verdicts = verify(study_tables(study), claims, tolerances)
+    return pl.DataFrame([{"claim": v.claim.id, "section": v.claim.section, "stated": v.claim.stated,
+                          "recomputed": v.recomputed, "tolerance": v.tolerance, "verdict": v.verdict} for v in verdicts])
+
+
+def claim_values(study: str) -> dict[str, str]:
+    """``claim id -> recomputed value``, for quoting in prose by name."""
+    table = claim_table(study)
+    return dict(zip(table["claim"], table["recomputed"], strict=True))

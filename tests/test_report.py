@@ -1,0 +1,107 @@
+"""The report: a pipeline run end to end with papermill, skipping what did not change;
+nbval proving it bites on a changed raw number; the HTML report opened offline in a
+real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlib.paths import PROJECT_ROOT, RAW
+from benchlib.pipeline import PipelineError, build_report, load_pipeline
+
+PIPELINE = PROJECT_ROOT / "pipelines" / "pvscsi-vs-lsi.toml"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory):
+    reports = tmp_path_factory.mktemp("reports")
+    return build_report(PIPELINE, reports=reports), reports
+
+
+def test_report_runs_every_cell_and_summary(report) -> None:
+    result, reports = report
+    slugs = [e.slug for e in result.executions]
+    assert slugs == [
+        "test=seqread__controller=LSI__sioc=off", "test=seqread__controller=LSI__sioc=on",
+        "test=seqread__controller=PVSCSI__sioc=off", "test=seqread__controller=PVSCSI__sioc=on",
+        "study-overview", "claims",
+    ]
+    assert result.missing_cells == []
+    cell = result.folder / "cells" / slugs[0]
+    spec = json.loads((cell / "figure-1.json").read_text())
+    assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 vms)"]
+    assert (cell / "figure-1.svg").read_text().startswith("<svg") and (cell / "figure-1.png").read_bytes()[:4] == b"\x89PNG"
+    executed = json.loads((cell / "cell.ipynb").read_text())
+    prose = [o for c in executed["cells"] for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    assert "the highest (gus_fio_2) got 5.66 times the lowest; Jain's index 0.6245" in "".join(prose[0]["data"]["text/markdown"])
+    page = (result.folder / "claims.html").read_text()
+    assert "26 of 32 claims pass" in page and "http" not in page.replace("https://vega.github.io/schema", "")
+    assert (PROJECT_ROOT / "notebooks" / "cell.ipynb").read_text() != (cell / "cell.ipynb").read_text()  # never overwritten
+
+    again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
+    assert all(e.skipped for e in again.executions)
+
+
+def test_missing_cells_are_reported_not_errors(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(PIPELINE.read_text().replace('only = { test = ["seqread"] }', 'only = { test = ["seqread", "seqwrite"] }'))
+    result = build_report(pipeline, reports=tmp_path / "reports")
+    assert {"test": "seqwrite", "controller": "LSI", "sioc": "on"} in result.missing_cells
+    assert "seqwrite" in (result.folder / "index.html").read_text()
+
+
+def test_bad_pipeline(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(PIPELINE.read_text().replace('axes = ["test", "controller", "sioc"]', 'axes = ["test", "hba"]'))
+    with pytest.raises(PipelineError, match=r"axes \['hba'\] are not factors"):
+        load_pipeline(pipeline)
+
+
+def _nbval(notebook: Path, data: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-sanitize-with",
+         str(PROJECT_ROOT / "notebooks" / "sanitize.cfg"), str(notebook)],
+        cwd=notebook.parent, env={**os.environ, "BENCHLIB_DATA": str(data)}, capture_output=True, text=True, timeout=300,
+    )
+
+
+def test_nbval_bites_on_a_changed_raw_number(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(RAW / "pvscsi-vs-lsi", data / "raw" / "pvscsi-vs-lsi")
+    copy = tmp_path / "nb" / "cell.ipynb"
+    copy.parent.mkdir()
+    shutil.copy(PROJECT_ROOT / "notebooks" / "cell.ipynb", copy)
+    assert _nbval(copy, data).returncode == 0  # the copy passes on unchanged data
+    table = data / "raw" / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv"
+    table.write_text(table.read_text().replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,1149,"))
+    failed = _nbval(copy, data)
+    assert failed.returncode != 0 and "1149" in failed.stdout
+
+
+def test_html_report_renders_offline_in_chromium(report) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing; `python3 tasks.py test` installs it")
+        pytest.skip("no chromium on this machine")
+    result, _ = report
+    artefacts = PROJECT_ROOT / "reports" / "test-artefacts"
+    artefacts.mkdir(parents=True, exist_ok=True)
+    page = result.folder / "test=seqread__controller=LSI__sioc=off.html"
+    offline = ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND",
+               "--proxy-server=127.0.0.1:9", "--window-size=1200,1600"]
+    shot = artefacts / "report-cell.png"
+    subprocess.run([browser, *offline, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 10_000
+    dom = subprocess.run([browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    figures = re.findall(r"<div class=\"figure\" id=\"figure-\d+\">(.*?)</div>", dom, flags=re.S)
+    assert figures and all("<svg" in f and ("<path" in f or "<rect" in f) for f in figures)
+    assert "gus_fio_2" in dom
