@@ -45,7 +45,6 @@ numeric label of a published table (``iops_per_cpu_pct_reported``).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,7 @@ import polars as pl
 from benchlib.errors import BenchlibError
 from benchlib.schema import Tables, label_expr
 from benchlib.stats.efficiency import cpu_pct_expr
+from benchlib.tomlfile import read_toml
 
 CLAIMS_FILE = "claims.toml"
 PASS, FAIL, UNSUPPORTED = "PASS", "FAIL", "UNSUPPORTED"
@@ -143,10 +143,7 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
     path = Path(folder) / CLAIMS_FILE
     if not path.exists():
         raise ClaimError(f"{path}: no claims file; write one (see benchlib/claims.py) beside study.toml")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ClaimError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    data = read_toml(path, ClaimError)
     tolerances = {str(k): float(v) for k, v in data.get("tolerances", {}).items()}
     claims = [_claim(path, i, e) for i, e in enumerate(data.get("claims", []))]
     ids = [c.id for c in claims]

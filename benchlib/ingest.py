@@ -157,15 +157,19 @@ def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, pro
     return part, outcomes
 
 
+def _in_batches(worker: Callable, items: list, study: Study, processed: Path) -> list:
+    """``worker(batch, study, processed)`` over batches of ``JSON_BATCH`` items, on every core."""
+    batches = [items[i : i + JSON_BATCH] for i in range(0, len(items), JSON_BATCH)]
+    workers = min(len(batches), os.cpu_count() or 1)
+    if workers <= 1:
+        return [worker(b, study, processed) for b in batches]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        return list(pool.map(worker, batches, [study] * len(batches), [processed] * len(batches)))
+
+
 def _ingest_log_batches(logs: list, study: Study, processed: Path, report: IngestReport, current: dict) -> None:
     """Small fio logs in batches of ``JSON_BATCH``, one part each, on every core."""
-    batches = [logs[i : i + JSON_BATCH] for i in range(0, len(logs), JSON_BATCH)]
-    workers = min(len(batches), os.cpu_count() or 1)
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            outputs = list(pool.map(_ingest_log_batch, batches, [study] * len(batches), [processed] * len(batches)))
-    else:
-        outputs = [_ingest_log_batch(b, study, processed) for b in batches]
+    outputs = _in_batches(_ingest_log_batch, logs, study, processed)
     for part, outcomes in outputs:
         for rel, sha, error in outcomes:
             if error is None:
@@ -325,13 +329,7 @@ def _ingest_batches(
 
     Returns the files of other formats as ``(path, rel, sha256, format)``.
     """
-    batches = [todo[i : i + JSON_BATCH] for i in range(0, len(todo), JSON_BATCH)]
-    workers = min(len(batches), os.cpu_count() or 1)
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            outputs = list(pool.map(_ingest_batch, batches, [study] * len(batches), [processed] * len(batches)))
-    else:
-        outputs = [_ingest_batch(b, study, processed) for b in batches]
+    outputs = _in_batches(_ingest_batch, todo, study, processed)
     others = []
     paths = {rel: path for path, rel, _ in todo}
     for part, outcomes in outputs:

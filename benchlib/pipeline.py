@@ -34,7 +34,6 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from benchlib.errors import BenchlibError
 from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS
 from benchlib.schema import Tables
 from benchlib.study import load_study
+from benchlib.tomlfile import read_toml
 
 VEGALITE = ("application/vnd.vegalite.v6+json", "application/vnd.vegalite.v5+json")  # see figures.use_in_notebooks
 
@@ -96,10 +96,7 @@ def load_pipeline(path: str | Path) -> Pipeline:
     if not path.is_file():
         candidates = ", ".join(sorted(p.stem for p in (PROJECT_ROOT / "pipelines").glob("*.toml")))
         raise PipelineError(f"{path}: no such pipeline file (pipelines here: {candidates or 'none'})")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise PipelineError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    data = read_toml(path, PipelineError)
     spec = data.get("pipeline", {})
     for key in ("study", "axes", "cell_notebook"):
         if key not in spec:

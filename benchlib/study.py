@@ -22,11 +22,11 @@ Example::
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import StudyError
+from benchlib.tomlfile import read_toml
 
 STUDY_FILE = "study.toml"
 RUN_MANIFEST = "benchlib-run.json"  # written by `benchlib run` beside each run's output
@@ -93,10 +93,7 @@ def load_study(folder: str | Path) -> Study:
     path = folder / STUDY_FILE
     if not path.exists():
         return Study(name=folder.name, folder=folder)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StudyError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    data = read_toml(path, StudyError)
     meta = data.get("study", {})
     factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
     files = tuple(_check_mapping(path, i, e, factors) for i, e in enumerate(data.get("files", [])))

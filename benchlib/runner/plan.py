@@ -54,12 +54,12 @@ from __future__ import annotations
 
 import itertools
 import random
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
 from benchlib.schema import RUNS
+from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
 
 
@@ -342,10 +342,7 @@ def load_plan(path: str | Path) -> Plan:
     path = Path(path)
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise PlanError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    data = read_toml(path, PlanError)
     unknown = sorted(set(data) - {"study", "run", "target", "hosts", "matrix", "profiles", "options"})
     if unknown:
         raise PlanError(f"{path}: unknown section(s) {', '.join(unknown)}; "
