@@ -24,6 +24,7 @@ from benchlib.errors import BenchlibError
 from benchlib.ingest import ingest_study, load_study_tables
 from benchlib.paths import PROCESSED, PROJECT_ROOT
 from benchlib.study import load_study
+from benchlib.tomlfile import read_toml
 
 _CODE = ("benchlib", "notebooks", "pipelines")
 _FILES = ("tasks.py", "pyproject.toml", "environment.yml", "README.md")
@@ -34,11 +35,18 @@ class BundleError(BenchlibError):
     """The bundle cannot be written (target exists, study not under the project)."""
 
 
+def _belongs(path: Path, study_folder: Path) -> bool:
+    """Everything but the pipelines of other studies (their data is not in the bundle)."""
+    if path.parent.name != "pipelines" or path.suffix != ".toml":
+        return True
+    return read_toml(path, BundleError).get("pipeline", {}).get("study") == study_folder.name
+
+
 def _members(study_folder: Path) -> list[tuple[str, Path]]:
     found = []
     for top in _CODE:
         for path in sorted((PROJECT_ROOT / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and _belongs(path, study_folder):
                 found.append((path.relative_to(PROJECT_ROOT).as_posix(), path))
     found += [(name, PROJECT_ROOT / name) for name in _FILES if (PROJECT_ROOT / name).exists()]
     for path in sorted(study_folder.rglob("*")):

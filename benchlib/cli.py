@@ -42,8 +42,12 @@ def _print_report(console: Console, report: IngestReport) -> None:
     console.print(f"[bold]{report.study}[/]: {', '.join(parts)} -> {report.processed}")
     if not report.ingested and not report.removed and report.unchanged:
         console.print("  nothing changed since the last ingest; nothing was redone")
+    by_reason: dict[str, list[str]] = {}
     for rel, reason in report.skipped:
-        console.print(f"  skipped {rel}: {reason}")
+        by_reason.setdefault(reason, []).append(rel)
+    for reason, files in by_reason.items():
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False)
     for rel, reason in report.quarantined:
         console.print(f"  [red]quarantined[/] {rel}: {reason}")
 

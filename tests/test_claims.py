@@ -166,6 +166,7 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
     for needed in ("tasks.py", "pyproject.toml", "environment.yml", "README.md", "VERIFY.md", "benchlib/claims.py",
                    "data/raw/pvscsi-vs-lsi/claims.toml", "data/raw/pvscsi-vs-lsi/study.toml"):
         assert (root / needed).exists(), needed
+    assert [p.name for p in (root / "pipelines").glob("*.toml")] == ["pvscsi-vs-lsi.toml"]  # none for absent studies
     recorded = {r["id"]: r["verdict"] for r in json.loads((root / "verdicts.json").read_text())}
     assert recorded == {k: v.verdict for k, v in verdicts.items()}
     # the peer runs the bundle's own code on the bundle's own data
