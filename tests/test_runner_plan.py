@@ -107,7 +107,7 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path) -> None:
     runs = len(plan.cells()) * 3
     assert f"= {runs} runs; 0 done, {runs} to run" in text
     assert f"{runs} x (1 s ramp + 2 s run + ~1.5 s start) = about 6 min 18 s" in text
-    assert "64 MiB when fio lays the file out" in text and "4 writing cells x 3 x 3 s" in text
+    assert "64 MiB when benchlib creates the file" in text and "4 writing cells x 3 x 3 s" in text
     assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi: bs=64k iodepth=32 rate_iops=500 rw=randread" in text
 
 

@@ -82,7 +82,9 @@ def test_local_plan_end_to_end_through_ingest(fio_binary: str, tmp_path: Path) -
     assert sorted(m["order_index"] for m in manifests) == list(range(8))
     job = (study / first["cell"] / f"r{first['repetition']}" / "attempt-1" / "job-local.fio").read_text()
     assert "runtime=1" in job and f"filename={tmp_path / 'targets' / 'local.dat'}" in job
-    assert (tmp_path / "targets" / "local.dat.benchlib-target").exists()
+    target = tmp_path / "targets" / "local.dat"
+    marker = json.loads((tmp_path / "targets" / "local.dat.benchlib-target").read_text())
+    assert marker["inode"] == target.stat().st_ino and target.stat().st_size == 16 << 20  # fio did not re-create it
     assert "controller" in (study / "study.toml").read_text()
     recorded = json.loads((study / "benchlib-plan.json").read_text())
     assert recorded["seed"] == 5 and len(recorded["order"]) == 8

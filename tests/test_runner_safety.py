@@ -139,8 +139,9 @@ def test_not_a_block_device(tmp_path: Path) -> None:
 def test_file_targets_only_when_benchlib_created_them(tmp_path: Path) -> None:
     target = tmp_path / "targets" / "vm1.dat"
     assert check_file(target) is False  # does not exist yet: benchlib may create it
-    create_file(target)
-    assert marker_for(target).exists()
+    create_file(target, 3 << 20)
+    assert marker_for(target).exists() and target.stat().st_size == 3 << 20
+    assert target.stat().st_blocks * 512 >= 3 << 20  # written, not sparse
     assert check_file(target) is True
     with pytest.raises(UnsafeTargetError, match="appeared while"):
         create_file(target)

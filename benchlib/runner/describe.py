@@ -37,7 +37,7 @@ def describe_plan(plan: Plan, *, cells: bool = True) -> list[str]:
         f" = about {_duration(len(todo) * cell_seconds(plan))}",
     ]
     writing = [c for c in one if c.writes]
-    layout = f"{size:,.0f} MiB when fio lays the file out (once)" if plan.target.file else "no lay-out (device)"
+    layout = f"{size:,.0f} MiB when benchlib creates the file (once)" if plan.target.file else "no lay-out (device)"
     lines.append(
         f"bytes written per target: {layout}; then {len(writing)} writing cells x {plan.repetitions} x {plan.runtime_s + plan.ramp_time_s} s"
         f" of writes, all inside the first {size:,.0f} MiB of the target"

@@ -227,7 +227,7 @@ def prepare_targets(plan: Plan, hosts: list[str], fio: str, destroy_data: str | 
             scratch.mkdir(parents=True, exist_ok=True)
             _claim_remote(fio, host, plan.port, path, scratch)
         elif not check_file(path):
-            create_file(path)
+            create_file(path, plan.target.size_bytes)
     shutil.rmtree(scratch, ignore_errors=True)
     return targets
 

@@ -210,15 +210,27 @@ def check_file(path: str | Path) -> bool:
     return True
 
 
-def create_file(path: str | Path) -> None:
-    """Create an empty file target (never over an existing one) and its marker; fio lays it out."""
+def create_file(path: str | Path, size: int = 0) -> None:
+    """Create a file target of ``size`` bytes (never over an existing one) and its marker.
+
+    The file is written in full here: fio re-creates (unlinks, then creates) a
+    file smaller than the job's size, which would give it a new inode and make
+    the marker name another file; a sparse file would make reads free.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
         raise UnsafeTargetError(f"{path} appeared while benchlib was creating it; choose a new path") from None
-    st = os.fstat(fd)
-    os.close(fd)
+    try:
+        chunk = os.urandom(1 << 20)
+        written = 0
+        while written < size:
+            written += os.write(fd, chunk[: min(len(chunk), size - written)])
+        os.fsync(fd)
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
     marker_for(path).write_text(json.dumps({"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev}) + "\n",
                                 encoding="utf-8")
