@@ -86,9 +86,11 @@ def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "i
 
 def rwmix_curve(frame: pl.DataFrame, *, write_pct: str = "write_pct", iops: str = "iops", series: str = "vm",
                 title: str = "IOPS as the write share rises") -> alt.TopLevelMixin:
-    """Total IOPS against write share, one line per series (the write-penalty curve)."""
-    data = frame.with_columns(pl.col(write_pct).cast(pl.Float64)).group_by(series, write_pct).agg(pl.col(iops).sum())
-    data = data.sort(series, write_pct)
+    """IOPS against write share, one line per series (the write-penalty curve): each run's total
+    (directions and jobs added), the median over runs at each share."""
+    runs = ["run_id"] if "run_id" in frame.columns else []
+    data = frame.with_columns(pl.col(write_pct).cast(pl.Float64)).group_by(series, write_pct, *runs).agg(pl.col(iops).sum())
+    data = data.group_by(series, write_pct).agg(pl.col(iops).median()).sort(series, write_pct)
     chart = _chart(data).mark_line(point=True).encode(
         x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
         y=alt.Y(f"{iops}:Q", title="IOPS"),

@@ -344,3 +344,14 @@ def claim_values(study: str) -> dict[str, str]:
     """``claim id -> recomputed value``, for quoting in prose by name."""
     table = claim_table(study)
     return dict(zip(table["claim"], table["recomputed"], strict=True))
+
+
+def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame:
+    """Per run and host of one profile: IOPS summed over directions and jobs, I/O-weighted mean latency,
+    with the run's job parameters and factor levels (for sweeps and curves)."""
+    from benchlib.stats import weighted_mean_expr
+
+    frame = cell_frame(study, {"profile": profile}).with_columns(pl.col("rwmixread_pct").fill_null(100.0))
+    keys = ["run_id", member, "iodepth", "rwmixread_pct"]
+    totals = frame.group_by(keys).agg(pl.col("iops").sum(), weighted_mean_expr("lat_mean_ns", "io_count").alias("lat_mean_ns"))
+    return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
