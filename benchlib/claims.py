@@ -216,7 +216,8 @@ def _ordered(frame: pl.DataFrame, claim: Claim) -> pl.DataFrame:
 def _reconcile(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> list[tuple[str, float, float | None]]:
     join = list(claim.params.get("join", []))
     iops = _extra(base, claim, "iops_from").select(*join, pl.col("iops_or_derived").alias("_iops"))
-    rows = frame.join(iops, on=join, how="left").with_columns(_reported=_metric(frame.join(iops, on=join, how="left"), claim))
+    rows = frame.join(iops, on=join, how="left")
+    rows = rows.with_columns(_reported=_metric(rows, claim))
     out = []
     for row in rows.iter_rows(named=True):
         recomputed = row["_iops"] / row["cpu_pct"] if row["_iops"] is not None and row["cpu_pct"] else None

@@ -28,7 +28,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
-from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, label_expr
+from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, empty, label_expr
 from benchlib.sources import detect, read
 from benchlib.sources._common import run_id, sha256_of
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
@@ -344,6 +344,11 @@ def _ingest_batches(
     return others
 
 
+def _read_one(path: Path, fmt: str, unit: str) -> Tables:
+    """Read one file in memory; fio logs need the latency unit of their folder."""
+    return read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
+
+
 def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, processed: Path, unit: str) -> dict:
     part = sha[:16]
     if fmt == "fio-log" and path.stat().st_size > STREAM_BYTES and "_hist" not in path.name:
@@ -358,7 +363,7 @@ def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, process
         _atomic_write_parquet(scan_esxtop(path, sha256=sha), target)
         tables = Tables.from_rows({"runs": esxtop_run(path, sha, pl.scan_parquet(target))})
     else:
-        tables = read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
+        tables = _read_one(path, fmt, unit)
     _write_part(processed, part, tables, study, [(rel, sha)])
     versions = tables.runs["tool_version"].drop_nulls().unique().to_list()
     return {"sha256": sha, "format": fmt, "part": part, "tool_version": versions[0] if versions else None}
@@ -368,7 +373,7 @@ def _ingest_copy(path: Path, rel: str, sha: str, study: Study, processed: Path, 
     """Ingest a file whose bytes equal another recorded run's file, under its own key (never streamed)."""
     key = _copy_key(sha, rel)
     fmt = detect(path)
-    tables = read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
+    tables = _read_one(path, fmt, unit)
     renamed = pl.col("run_id").str.replace(f"^{sha[:16]}", key[:16])
     tables = Tables(**{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame
                        for name, frame in tables.items()})
@@ -517,10 +522,10 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     return pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
 
 
-def load_study_tables(processed: str | Path) -> Tables:
-    """All five tables of a processed study, read into memory and sorted by run."""
-    frames = {}
-    for table in TABLES:
+def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
+    """The tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
+    frames = {table: empty(table) for table in TABLES}
+    for table in only:
         frame = scan_table(processed, table).collect()
         sort_by = [c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns]
         frames[table] = frame.sort(sort_by, nulls_last=True, maintain_order=True)

@@ -280,11 +280,12 @@ def _write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], m
 # ------------------------------------------------------------------ for notebooks
 
 def study_tables(study: str) -> Tables:
-    """Ingest ``data/raw/<study>`` (incremental, quiet) and load its tables."""
+    """Ingest ``data/raw/<study>`` (incremental, quiet) and load its runs and results (what the
+    notebooks use; a study's intervals can be millions of rows)."""
     from benchlib.ingest import ingest_study, load_study_tables
 
     report = ingest_study(RAW / study)
-    return load_study_tables(report.processed)
+    return load_study_tables(report.processed, only=("runs", "results"))
 
 
 def cell_frame(study: str, levels: dict) -> pl.DataFrame:
@@ -340,9 +341,8 @@ def claim_table(study: str) -> pl.DataFrame:
                           "recomputed": v.recomputed, "tolerance": v.tolerance, "verdict": v.verdict} for v in verdicts])
 
 
-def claim_values(study: str) -> dict[str, str]:
-    """``claim id -> recomputed value``, for quoting in prose by name."""
-    table = claim_table(study)
+def claim_values(table: pl.DataFrame) -> dict[str, str]:
+    """``claim id -> recomputed value`` from :func:`claim_table`, for quoting in prose by name."""
     return dict(zip(table["claim"], table["recomputed"], strict=True))
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import ipaddress
 import json
 import os
@@ -544,7 +543,3 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
                 progress(spent, total, label)
     return summary
 
-
-def plan_hash(plan: Plan) -> str:
-    """Short checksum of the plan file (shown by the dry run)."""
-    return hashlib.sha256(plan.path.read_bytes()).hexdigest()[:12]
