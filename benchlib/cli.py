@@ -56,7 +56,7 @@ def _summary_table(report: IngestReport) -> Table:
     runs = scan_table(report.processed, "runs").collect()
     summary = summarise_runs(runs, scan_table(report.processed, "results").collect())
     table = Table(title=f"{report.study}: runs", title_justify="left")
-    for column in ("source", "format", "fio", "dir", "rows", "IOPS", "MiB/s", "mean lat (us)"):
+    for column in ("source", "format", "version", "dir", "rows", "IOPS", "MiB/s", "mean lat (us)"):
         table.add_column(column, justify="right" if column in ("rows", "IOPS", "MiB/s", "mean lat (us)") else "left")
     for row in summary.iter_rows(named=True):
         lat = row["lat_mean_ns"]

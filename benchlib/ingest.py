@@ -34,6 +34,7 @@ from benchlib.sources._common import run_id, sha256_of
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
 from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
+from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, member_kind, read_vdbench_folder
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
 
 MANIFEST = "manifest.json"
@@ -42,7 +43,9 @@ QUARANTINE = "quarantine.csv"
 STREAM_BYTES = 32 * 1024 * 1024
 #: fio JSON files per Parquet part: one frame per table for many small files.
 JSON_BATCH = 500
-_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
+_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
+#: Formats that hold no results: listed as skipped, with what they are.
+_NO_RESULTS = ("vdbench-parmfile",)
 _FIO_LOG_NAME = re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$")
 
 
@@ -438,8 +441,8 @@ def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, re
     for rel, entry in previous.items():
         if rel in current and rel not in changing:
             continue
-        if "key" in entry:
-            _drop_source(processed, entry["part"], entry["key"])
+        if "key" in entry or "unit" in entry:
+            _drop_source(processed, entry["part"], entry.get("key") or entry["unit"])
         elif entry["sha256"] not in kept_hashes:
             _drop_source(processed, entry.get("part", entry["sha256"][:16]), entry["sha256"])
         if rel not in changing:
@@ -479,10 +482,17 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
     todo, copies = _plan(study, previous, report, current)
-    _forget_stale(processed, previous, current, todo + copies, report)
+    folders, todo = _vdbench_folders(study, todo, current, report)
+    members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
+    _forget_stale(processed, previous, current, todo + copies + members, report)
+    for folder in folders:
+        _ingest_vdbench_folder(folder, study, processed, report, current)
     others = _ingest_batches(todo, study, processed, report, current)
     logs = [o for o in others if o[3] == "fio-log"]
     for path, rel, sha, fmt in sorted(o for o in others if o[3] != "fio-log"):
+        if fmt in _NO_RESULTS:
+            report.skipped.append((rel, _why_no_results(path)))
+            continue
         _ingest_one(report, current, rel, functools.partial(_ingest_file, path, rel, sha, fmt, study, processed, "ns"))
     units = _LogUnits(study, current)
     small = [(path, rel, sha, units(rel)) for path, rel, sha, _ in logs if path.stat().st_size <= STREAM_BYTES]
@@ -499,6 +509,67 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     _atomic_write_text(json.dumps(manifest, indent=1), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)
     return report
+
+
+def _why_no_results(path: Path) -> str:
+    try:
+        read(path)
+    except FormatError as exc:
+        return exc.expected
+    return "holds no results"
+
+
+def _vdbench_folders(study: Study, todo: list, current: dict, report: IngestReport) -> tuple[list[list[tuple[str, str]]], list]:
+    """vdbench output folders to (re)read as units, and the files left to read one by one.
+
+    A folder with a summary, totals or flatfile and other vdbench files is one
+    unit, named by the hash of all its files: when any of them changed, came or
+    went, the whole folder is read again; otherwise its files stay as they are.
+    """
+    by_folder: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for path, rel, sha in todo:
+        kind = member_kind(path)
+        if kind:
+            by_folder.setdefault(str(Path(rel).parent), {})[rel] = (sha, kind)
+    for rel, entry in current.items():
+        if entry.get("format") == "vdbench-output":
+            by_folder.setdefault(str(Path(rel).parent), {})[rel] = (entry["sha256"], entry.get("kind"))
+    units, claimed = [], set()
+    for files in by_folder.values():
+        key = folder_key([(rel, sha) for rel, (sha, _) in files.items()])
+        if len(files) < 2 or not {k for _, k in files.values()} & set(RESULT_KINDS):
+            continue
+        if all(current.get(rel, {}).get("unit") == key for rel in files):
+            continue  # unchanged: same files, same content
+        for rel in files:
+            if rel in current:
+                del current[rel]
+                report.unchanged.remove(rel)
+        units.append(sorted((rel, sha) for rel, (sha, _) in files.items()))
+        claimed.update(files)
+    return units, [item for item in todo if item[1] not in claimed]
+
+
+def _ingest_vdbench_folder(files: list[tuple[str, str]], study: Study, processed: Path, report: IngestReport, current: dict) -> None:
+    """Read one vdbench output folder and write it as one part; a bad file is quarantined, the rest kept."""
+    key = folder_key(files)
+    paths = {study.folder / rel: (rel, sha) for rel, sha in files}
+    try:
+        result = read_vdbench_folder([(p, sha) for p, (_, sha) in paths.items()], key)
+    except FormatError as exc:
+        report.quarantined.extend((rel, f"{exc.where}: {exc.expected}") for rel, _ in files)
+        return
+    _write_part(processed, key[:16], result.tables, study, files)
+    version = next(iter(result.tables.runs["tool_version"].drop_nulls()), None)
+    for path, (rel, sha) in paths.items():
+        current[rel] = {"sha256": sha, "format": "vdbench-output", "kind": member_kind(path), "part": key[:16],
+                        "unit": key, "tool_version": version}
+        if path in result.problems:
+            report.quarantined.append((rel, result.problems[path]))
+        elif result.used.get(path, "not needed") == "not needed":
+            report.skipped.append((rel, f"vdbench {current[rel]['kind']} file, not needed (its folder is read from its summary)"))
+        else:
+            report.ingested.append(rel)
 
 
 def _write_quarantine(processed: Path, rows: list[tuple[str, str]]) -> None:

@@ -74,11 +74,12 @@ def test_each_bad_file_is_one_clear_format_error(case: str, tmp_path: Path, good
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.parametrize("other", ["vdbench/vdb__output/totals.html", "vdbench/vdb__output/summary.html", "vdbench/vdbconvert__multihost_test.txt"])
-def test_other_tools_output_is_not_taken_for_fio(other: str) -> None:
+@pytest.mark.parametrize(("other", "fmt"), [("vdbench/vdb__output/totals.html", "vdbench-output"),
+                                            ("vdbench/vdb__output/summary.html", "vdbench-output"),
+                                            ("vdbench/vdbconvert__multihost_test.txt", "vdbench-parmfile")])
+def test_other_tools_output_is_not_taken_for_fio(other: str, fmt: str) -> None:
     path = corpus_dir("vdbench").parent / other
-    with pytest.raises(FormatError, match="supported tool"):
-        detect(path)
+    assert detect(path) == fmt
 
 
 def test_utf16_with_bom_is_read(tmp_path: Path, good_json: Path) -> None:

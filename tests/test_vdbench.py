@@ -1,6 +1,11 @@
-"""vdbench flatfile.html in both layouts, from ../shared/corpus/vdbench, with numbers read off each file."""
+"""vdbench output (flatfile, output folders, console text, parameter files) from ../shared/corpus/vdbench and
+fixtures shaped like it, with numbers read off each file."""
 
 from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -61,3 +66,192 @@ def test_workload_parameters_from_the_file() -> None:
     rd1 = results.filter(pl.col("job_name") == "rd1").sort("direction")
     share = rd1["iops"][0] / rd1["iops"].sum()
     assert share == pytest.approx(0.759065, abs=1e-6)  # read% of the avg row
+
+
+# ---------------------------------------------------------------- output folders, read as one unit
+
+DATA = Path(__file__).parent / "data" / "vdbench"
+
+# folder -> (hosts with per-host runs, total runs, first run's avg line of summary.html: rate, MB/sec, resp ms,
+#            n1's (or hd1's) avg rate, version, UTC start of the first run or None)
+FOLDERS = {
+    "vdb__output": (["n1", "n3", "n4", "n5", "n6", "n7", "n8"], 1, (15773.1, 117.55, 1.009), 2293.7, "vdbench50407", "2019-03-08 11:11:38"),
+    "vdb__output1": ([], 1, (107.5, 0.10, 1.557), None, "vdbench50407", "2019-03-08 06:45:13"),
+    "vdb__create_file_32T": ([f"n{i}" for i in range(1, 9)], 1, (390635, 48271, 0.100), 47562, "vdbench50407", "2019-03-08 08:14:55"),
+    "vdb__random_read_128T_4K_8HOST": ([f"n{i}" for i in range(1, 9)], 1, (1104872, 4313.7, 0.115), 108527, "vdbench50407", "2019-03-08 09:23:27"),
+    "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411": ([], 1, (2348508, 9169.2, 0.002), None, "vdbench50407", "2019-04-11 10:01:53"),
+    "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000": ([], 1, (1156601, 9031.4, 0.026), None, "vdbench50407", "2019-04-05 03:31:55"),
+    "vdbconvert__test": (["hd1", "hd2"], 3, (50.02, 0.20, 5.395), 25.05, "vdbench50401", None),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus_ingest(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The whole vdbench corpus folder ingested in place (read only) into a temporary processed root."""
+    from benchlib.ingest import ingest_study, load_study_tables
+
+    processed = tmp_path_factory.mktemp("processed")
+    report = ingest_study(corpus_dir("vdbench"), processed)
+    return report, load_study_tables(report.processed)
+
+
+def test_every_corpus_file_is_read_or_skipped_with_a_reason(corpus_ingest: tuple) -> None:
+    report, _ = corpus_ingest
+    root = corpus_dir("vdbench")
+    every = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    accounted = set(report.ingested) | {rel for rel, _ in report.skipped}
+    assert not report.quarantined
+    assert every == accounted
+    skipped = dict(report.skipped)
+    assert "vdbench parameter file" in skipped["vdbconvert__multihost_test.txt"]
+    assert "3 rd" in skipped["vdbconvert__multihost_test.txt"]
+    assert skipped["vdb__output/n1-0.stdout.html"].startswith("vdbench other file, not needed")
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_output_folder(corpus_ingest: tuple, folder: str) -> None:
+    _, tables = corpus_ingest
+    hosts, total_runs, (rate, mb, resp), host_rate, version, start = FOLDERS[folder]
+    runs = tables.runs.filter(pl.col("source").str.contains(f"/{folder}/", literal=True))
+    results = tables.results.join(runs.select("run_id", "host"), on="run_id")
+    totals = runs.filter(pl.col("host").is_null())
+    assert totals.height == total_runs and set(totals["is_aggregate"]) == {bool(hosts)}
+    assert sorted(runs["host"].drop_nulls().unique()) == sorted(hosts)
+    assert set(runs["tool_version"]) == {version}
+    first = results.filter(pl.col("run_id") == totals.sort("document_index")["run_id"][0])
+    assert first["iops"].sum() == pytest.approx(rate, rel=5e-4)  # summary.html's avg line (4-6 digits) vs the flatfile's
+    assert first["bandwidth_bytes_per_s"].sum() / MIB == pytest.approx(mb, rel=5e-3, abs=6e-3)  # printed with 2 decimals
+    weights = first["iops"] / first["iops"].sum()
+    assert (first["lat_mean_ns"] * weights).sum() / 1e6 == pytest.approx(resp, abs=6e-4, rel=2e-3)
+    if start is None:
+        assert totals["start_time"].is_null().all()  # vdbench50401 prints no UTC time to derive it from
+    else:
+        assert str(totals.sort("document_index")["start_time"][0]).startswith(start)
+    if hosts:
+        first_host = results.filter((pl.col("host") == hosts[0]) & (pl.col("job_name") == first["job_name"][0]))
+        assert first_host["iops"].sum() == pytest.approx(host_rate, rel=1e-3)
+        per_host = results.filter(pl.col("host").is_not_null()).group_by("job_name").agg(pl.col("iops").sum())
+        # the hosts' rates add up to the folder's total (each rounded to 4-6 digits)
+        assert per_host.filter(pl.col("job_name") == first["job_name"][0])["iops"][0] == pytest.approx(rate, rel=2e-3)
+
+
+def test_per_host_runs_carry_the_workload_and_intervals(corpus_ingest: tuple) -> None:
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
+    results = tables.results.join(runs.select("run_id", "host", "labels"), on="run_id")
+    assert set(results["rw"]) == {"randrw"} and set(results["block_size_bytes"]) == {4096} and set(results["iodepth"]) == {2}
+    assert runs["labels"].to_list()[0] == [{"name": "threads", "value": "2"}]  # "For loops: threads=2"
+    intervals = tables.intervals.join(runs.select("run_id", "host"), on="run_id")
+    per_run = intervals.filter(pl.col("metric") == "iops").group_by("run_id").agg(pl.col("job_index").n_unique())
+    assert set(per_run["job_index"]) == {60}  # 60 one-second intervals per run, totals and each host
+    rd1 = runs.filter(pl.col("host") == "hd1").sort("document_index")["run_id"][0]
+    hd1 = intervals.filter((pl.col("run_id") == rd1) & (pl.col("metric") == "iops") & (pl.col("job_index") == 1))
+    assert hd1["value"].sum() == pytest.approx(13.0)  # hd1.html, rd1 interval 1: 13.00 I/O per second
+    assert hd1.filter(pl.col("direction") == "read")["value"][0] == pytest.approx(13.0 * 0.7692)  # read pct 76.92
+
+
+def test_file_system_layout_reads_rates_per_direction(corpus_ingest: tuple) -> None:
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/", literal=True) & pl.col("host").is_null())
+    result = tables.results.filter(pl.col("run_id") == runs["run_id"][0])
+    assert result["direction"].to_list() == ["read"]
+    row = result.row(0, named=True)
+    assert row["rw"] == "read" and row["block_size_bytes"] == 4096 and row["iodepth"] == 128  # fwd1 in parmfile.html
+    assert row["runtime_ns"] == 55 * 10**9  # avg_2-12 at interval=5
+    assert row["lat_stddev_ns"] == pytest.approx(5.1535e6, rel=1e-4)  # flatfile Resp_std
+
+
+def test_format_run_is_its_own_run(corpus_ingest: tuple) -> None:
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__create_file_32T/", literal=True) & pl.col("host").is_null())
+    result = tables.results.filter(pl.col("run_id") == runs["run_id"][0]).row(0, named=True)
+    assert result["job_name"] == "format_for_rd1" and result["direction"] == "write"
+    assert result["block_size_bytes"] is None or result["rw"] != "read"  # not the RD's read workload
+
+
+def test_console_text_with_for_loops() -> None:
+    path = DATA / "vdbench50407-console-forloops.txt"
+    assert detect(path) == "vdbench-console"
+    tables = read(path)
+    labels = [{d["name"]: d["value"] for d in labels} for labels in tables.runs["labels"]]
+    assert labels == [{"xfersize": "4k", "threads": "4"}, {"xfersize": "4k", "threads": "8"},
+                      {"xfersize": "64k", "threads": "4"}, {"xfersize": "64k", "threads": "8"}]
+    assert set(tables.runs["tool_version"]) == {"vdbench50407"}
+    results = tables.results.sort("run_id", "direction")
+    assert results["block_size_bytes"].to_list() == [4096] * 4 + [65536] * 4
+    assert results["iodepth"].to_list() == [4, 4, 8, 8, 4, 4, 8, 8]
+    first = results.head(2)
+    assert first["iops"].sum() == pytest.approx(10418.7)
+    assert first["iops"][0] / first["iops"].sum() == pytest.approx(0.70)
+    assert first.filter(pl.col("direction") == "read")["lat_max_ns"][0] == pytest.approx(11.20e6)
+    assert set(results["runtime_setting_ns"]) == {4 * 10**9} and set(results["ramp_time_ns"]) == {10**9}
+    warm = tables.intervals.filter(pl.col("is_warmup"))
+    assert set(warm["job_index"]) == {1}
+
+
+def test_flatfile_for_loop_runs_are_split(tmp_path: Path) -> None:
+    """A run definition with for-loops repeats its name; each repeat (intervals restart after avg_) is its own run."""
+    text = (corpus_dir("vdbench") / "vdbconvert__test/flatfile.html").read_text()
+    looped = tmp_path / "flatfile.html"  # imitates a for-loop RD: the three runs carry one RD name
+    looped.write_text(re.sub(r"\brd[23]\b", "rd1", text))
+    tables = read(looped)
+    assert tables.runs.height == 3
+    assert tables.results.group_by("run_id").agg(pl.col("iops").sum()).sort("run_id")["iops"].to_list() == pytest.approx(
+        read(corpus_dir("vdbench") / "vdbconvert__test/flatfile.html").results.group_by("run_id").agg(pl.col("iops").sum()).sort("run_id")["iops"].to_list())
+
+
+def test_parameter_files() -> None:
+    from benchlib.sources.vdbench_parm import expand_run, parse_parmfile, values_of
+
+    html = corpus_dir("vdbench") / "vdb__output/parmfile.html"
+    parm = parse_parmfile(html, html.read_text())
+    assert list(parm.hosts()) == ["n1", "n3", "n4", "n5", "n6", "n7", "n8"]  # hd=n2 is commented out
+    assert parm.hosts()["n8"] == "10.233.233.211"
+    assert [w["wd"] for w in parm.definitions["wd"]] == ["wd1", "wd2", "wd3"]
+    assert parm.named("rd", "random_write")["iorate"] == "max"
+    bare = corpus_dir("vdbench") / "vdbconvert__multihost_test.txt"
+    parm = parse_parmfile(bare, bare.read_text())
+    assert len(parm.definitions["wd"]) == 51 and [r["iorate"] for r in parm.definitions["rd"]] == ["50", "500", "5000"]
+    own = parse_parmfile(DATA / "vsan_perf.parm", (DATA / "vsan_perf.parm").read_text())
+    assert expand_run(own.definitions["rd"][0]) == [{"xfersize": "4k", "threads": "4"}, {"xfersize": "4k", "threads": "8"},
+                                                    {"xfersize": "64k", "threads": "4"}, {"xfersize": "64k", "threads": "8"}]
+    assert values_of("(1-64,d)") == ["1", "2", "4", "8", "16", "32", "64"]
+    assert values_of("(10-30,10)") == ["10", "20", "30"]
+
+
+def test_a_bad_file_in_a_folder_is_quarantined_and_the_rest_kept(tmp_path: Path) -> None:
+    from benchlib.ingest import ingest_study, load_study_tables
+
+    study = tmp_path / "raw" / "vdb"
+    shutil.copytree(corpus_dir("vdbench") / "vdb__output", study / "vdb__output")
+    summary = study / "vdb__output" / "summary.html"
+    lines = summary.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if re.match(r"^\d\d:\d\d:\d\d\.\d{3}\s+5\s", line))
+    lines[index] += "   9.9"  # one column too many on interval 5
+    summary.write_text("\n".join(lines) + "\n")
+    report = ingest_study(study, tmp_path / "processed")
+    assert [rel for rel, _ in report.quarantined] == ["vdb__output/summary.html"]
+    assert f"line {index + 1}" in report.quarantined[0][1]
+    tables = load_study_tables(report.processed)
+    total = tables.runs.filter(pl.col("host").is_null())
+    assert total.height == 1 and total["source"][0].endswith("totals.html")  # totals.html stands in
+    assert tables.results.filter(pl.col("run_id") == total["run_id"][0])["iops"].sum() == pytest.approx(15773.1017)
+    assert tables.runs.filter(pl.col("host").is_not_null()).height == 7
+
+
+def test_changing_one_file_rereads_its_folder_only(tmp_path: Path) -> None:
+    from benchlib.ingest import ingest_study, load_study_tables
+
+    study = tmp_path / "raw" / "vdb"
+    for name in ("vdb__output", "vdbconvert__test"):
+        shutil.copytree(corpus_dir("vdbench") / name, study / name)
+    first = ingest_study(study, tmp_path / "processed")
+    before = load_study_tables(first.processed).runs
+    (study / "vdb__output" / "n8.html").unlink()
+    second = ingest_study(study, tmp_path / "processed")
+    assert all(rel.startswith("vdb__output/") for rel in second.ingested) and second.removed == ["vdb__output/n8.html"]
+    assert all(rel.startswith("vdbconvert__test/") for rel in second.unchanged)
+    after = load_study_tables(second.processed).runs
+    assert after.height == before.height - 1 and "n8" not in after["host"].to_list()
+    third = ingest_study(study, tmp_path / "processed")
+    assert not third.ingested and load_study_tables(third.processed).runs.height == after.height

@@ -19,7 +19,15 @@ from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
 from benchlib.sources.published import looks_like_published, read_published
-from benchlib.sources.vdbench import looks_like_vdbench_flatfile, read_vdbench_flatfile
+from benchlib.sources.vdbench import (
+    looks_like_vdbench_console,
+    looks_like_vdbench_flatfile,
+    looks_like_vdbench_report,
+    read_vdbench_console,
+    read_vdbench_flatfile,
+)
+from benchlib.sources.vdbench_folder import read_vdbench_output, read_vdbench_parmfile
+from benchlib.sources.vdbench_parm import looks_like_parmfile
 
 Reader = Callable[[Path], Tables]
 
@@ -32,6 +40,9 @@ READERS: dict[str, Reader] = {
     "fio-log": read_fio_log,
     "esxtop": read_esxtop,
     "vdbench-flatfile": read_vdbench_flatfile,
+    "vdbench-output": read_vdbench_output,
+    "vdbench-console": read_vdbench_console,
+    "vdbench-parmfile": read_vdbench_parmfile,
     "published-table": read_published,
 }
 
@@ -42,6 +53,9 @@ _SNIFFERS: dict[str, Callable[[str], bool]] = {
     "fio-log": looks_like_fio_log,
     "esxtop": looks_like_esxtop,
     "vdbench-flatfile": looks_like_vdbench_flatfile,
+    "vdbench-output": looks_like_vdbench_report,
+    "vdbench-console": looks_like_vdbench_console,
+    "vdbench-parmfile": looks_like_parmfile,
     "published-table": looks_like_published,
 }
 
@@ -77,7 +91,8 @@ def detect(path: str | Path) -> str:
         raise FormatError(
             path,
             "first 64 KiB",
-            "output of a supported tool (fio JSON/json+, normal, terse, a fio log, esxtop batch CSV, or vdbench flatfile.html); "
+            "output of a supported tool (fio JSON/json+, normal, terse, a fio log, esxtop batch CSV, a vdbench output "
+            "folder's files or vdbench console text, HCIBench's -res.txt); "
             f"supported formats: {', '.join(READERS)}",
         )
     return found
