@@ -22,6 +22,7 @@ from benchlib.errors import BenchlibError
 from benchlib.ingest import IngestReport, ingest_study, scan_table
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
+from benchlib.sources.hcibench import check_summary
 from benchlib.stats import summarise_runs
 
 _MIB = 1024 * 1024
@@ -68,6 +69,21 @@ def _summary_table(report: IngestReport) -> Table:
     return table
 
 
+def _print_hcibench_check(console: Console, report: IngestReport) -> None:
+    """HCIBench's own summary against benchlib's aggregation of its worker VMs, where the study has one."""
+    runs = scan_table(report.processed, "runs").collect()
+    if not (runs["format"] == "hcibench-summary").any():
+        return
+    check = check_summary(runs, scan_table(report.processed, "results").collect())
+    table = Table(title=f"{report.study}: HCIBench's summary vs benchlib's aggregation of its VMs", title_justify="left")
+    for column in ("run", "metric", "HCIBench", "benchlib", "diff %", "why"):
+        table.add_column(column, justify="right" if column in ("HCIBench", "benchlib", "diff %") else "left")
+    for row in check.iter_rows(named=True):
+        table.add_row(row["run"], row["metric"], _fmt(row["hcibench"], 3), _fmt(row["benchlib"], 3),
+                      _fmt(row["difference_pct"], 1), row["note"])
+    console.print(table)
+
+
 def _study_dirs(paths: Sequence[str]) -> list[Path]:
     if paths:
         return [Path(p) for p in paths]
@@ -86,6 +102,7 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
         _print_report(console, report)
         if not args.quiet:
             console.print(_summary_table(report))
+            _print_hcibench_check(console, report)
         if not report.ok:
             console.print(f"  see {report.processed / 'quarantine.csv'}; fix or remove those files and ingest again")
             status = 1

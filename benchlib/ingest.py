@@ -211,9 +211,22 @@ def _run_manifest(folder: Path, study_folder: Path) -> tuple[Path, dict] | None:
         folder = folder.parent
 
 
+@functools.lru_cache(maxsize=4096)
+def _hcibench_case(folder: Path) -> bool:
+    """Whether ``folder`` is an HCIBench test case folder: ``<case>-res.txt`` beside it, or its ``hcibench.cfg``."""
+    return (folder.parent / f"{folder.name}-res.txt").is_file() or (folder / "hcibench.cfg").is_file()
+
+
 def _run_levels(study: Study, rel: str) -> dict:
-    """Factor levels, repetition and host that ``benchlib run`` recorded for a raw file (empty if none)."""
-    found = _run_manifest((study.folder / rel).parent, study.folder)
+    """Factor levels, repetition and host that ``benchlib run`` recorded for a raw file (empty if none).
+
+    A worker VM's file in an HCIBench test case folder is named after the VM:
+    that name is its runs' host.
+    """
+    path = study.folder / rel
+    if _hcibench_case(path.parent) and path.suffix in (".txt", ".json"):
+        return {"run_host": path.stem}
+    found = _run_manifest(path.parent, study.folder)
     if found is None:
         return {}
     folder, manifest = found
@@ -473,6 +486,7 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     """
     study = load_study(raw_dir)
     _run_manifest.cache_clear()
+    _hcibench_case.cache_clear()
     processed = processed_dir_for(study.folder, Path(processed_root))
     key = _study_key(study)
     previous = _load_manifest(processed, key)

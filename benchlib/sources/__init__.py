@@ -18,6 +18,7 @@ from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
 from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
+from benchlib.sources.hcibench import looks_like_hcibench_summary, read_hcibench_summary
 from benchlib.sources.published import looks_like_published, read_published
 from benchlib.sources.vdbench import (
     looks_like_vdbench_console,
@@ -43,6 +44,7 @@ READERS: dict[str, Reader] = {
     "vdbench-output": read_vdbench_output,
     "vdbench-console": read_vdbench_console,
     "vdbench-parmfile": read_vdbench_parmfile,
+    "hcibench-summary": read_hcibench_summary,
     "published-table": read_published,
 }
 
@@ -56,6 +58,7 @@ _SNIFFERS: dict[str, Callable[[str], bool]] = {
     "vdbench-output": looks_like_vdbench_report,
     "vdbench-console": looks_like_vdbench_console,
     "vdbench-parmfile": looks_like_parmfile,
+    "hcibench-summary": looks_like_hcibench_summary,
     "published-table": looks_like_published,
 }
 

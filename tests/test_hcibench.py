@@ -1,0 +1,130 @@
+"""HCIBench result folders (fixtures shaped as HCIBench writes them; see tests/data/hcibench/README.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchlib.errors import FormatError
+from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.sources import detect, read
+from benchlib.sources.hcibench import check_summary
+
+DATA = Path(__file__).parent / "data" / "hcibench"
+VDB_CASE = "vdb-test/vdb-2vmdk-100ws-4k-70rdpct-100randompct-4threads-1700000000"
+FIO_CASE = "fio-test/fio-1vmdk-100ws-4k-70rdpct-100randompct-1700000500"
+MIB = 1024 * 1024
+
+
+def _labels(run: dict) -> dict[str, str]:
+    return {item["name"]: item["value"] for item in run["labels"]}
+
+
+def test_vdbench_engine_summary_is_read_as_written() -> None:
+    path = DATA / f"{VDB_CASE}-res.txt"
+    assert detect(path) == "hcibench-summary"
+    tables = read(path)
+    assert tables.runs.height == 4 and tables.runs["is_aggregate"].all() and set(tables.runs["tool"]) == {"hcibench"}
+    first = tables.runs.row(0, named=True)
+    labels = _labels(first)
+    assert first["tool_version"] == "vdbench50407"
+    assert labels["datastore"] == "vsanDatastore" and labels["engine"] == "vdbench" and labels["vms"] == "2"
+    assert labels["run_definition"].endswith("For loops: xfersize=4k threads=4")
+    assert labels["usage_cpu_usage"] == "31.27%" and labels["usage_vsan_pcpu_usage"] == "6.12%"
+    assert "not a measured percentile" in labels["p95"]
+    total = tables.results.filter((pl.col("run_id") == first["run_id"]) & (pl.col("direction") == "total")).row(0, named=True)
+    assert total["job_name"] == "run1" and total["iops"] == pytest.approx(16669.9)
+    assert total["bandwidth_bytes_per_s"] == pytest.approx(65.12 * MIB) and total["lat_mean_ns"] == pytest.approx(0.48e6)
+    assert total["lat_percentiles"] == [{"percentile": 95.0, "value_ns": pytest.approx(1.28e6)}]
+    read_row = tables.results.filter((pl.col("run_id") == first["run_id"]) & (pl.col("direction") == "read"))
+    assert read_row["lat_mean_ns"][0] == pytest.approx(0.37e6)
+
+
+def test_fio_engine_summary_is_read_as_written() -> None:
+    tables = read(DATA / f"{FIO_CASE}-res.txt")
+    run = tables.runs.row(0, named=True)
+    assert _labels(run)["engine"] == "fio" and run["tool_version"] is None
+    rows = {r["direction"]: r for r in tables.results.iter_rows(named=True)}
+    assert rows["total"]["job_name"] == "job0" and rows["total"]["iops"] == pytest.approx(91223.07)
+    assert rows["total"]["bandwidth_bytes_per_s"] == pytest.approx(356.33 * MIB)
+    assert rows["read"]["lat_mean_ns"] == pytest.approx(0.13e6) and rows["write"]["lat_mean_ns"] == pytest.approx(0.16e6)
+    assert rows["read"]["lat_percentiles"][0]["value_ns"] == pytest.approx(0.20e6)
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory):
+    processed = tmp_path_factory.mktemp("processed")
+    report = ingest_study(DATA, processed)
+    return report, load_study_tables(report.processed)
+
+
+def test_worker_vms_become_hosts(ingested) -> None:
+    report, tables = ingested
+    assert not report.quarantined
+    assert sorted(report.ingested) == sorted(
+        [f"{VDB_CASE}-res.txt", f"{FIO_CASE}-res.txt", f"{VDB_CASE}/hci-vdb-datastore-11-1-1.txt",
+         f"{VDB_CASE}/hci-vdb-datastore-11-1-2.txt", f"{FIO_CASE}/hci-fio-datastore-11-1-1.json",
+         f"{FIO_CASE}/hci-fio-datastore-11-1-2.json"])  # the .cfg parameter files and README are not results
+    vms = tables.runs.filter(~pl.col("is_aggregate"))
+    assert sorted(vms["host"].unique()) == ["hci-fio-datastore-11-1-1", "hci-fio-datastore-11-1-2",
+                                            "hci-vdb-datastore-11-1-1", "hci-vdb-datastore-11-1-2"]
+    assert vms.filter(pl.col("host") == "hci-vdb-datastore-11-1-2").height == 4  # one run per for-loop run
+
+
+def test_check_reports_where_hcibench_disagrees(ingested) -> None:
+    _, tables = ingested
+    check = check_summary(tables.runs, tables.results)
+    vdb = check.filter(pl.col("source").str.contains("vdb-test") & pl.col("run").str.ends_with("(xfersize=4k threads=4)"))
+    by_metric = {r["metric"]: r for r in vdb.iter_rows(named=True)}
+    # the avg_2-4 lines of the two consoles: rate, resp (VM 1: 10418.7 at 0.383 ms; VM 2: 6251.2 at 0.5745 ms)
+    rates, resps = (10418.7, 6251.2), (0.383, 0.383 * 1.5)
+    assert by_metric["iops"]["benchlib"] == pytest.approx(sum(rates), abs=0.1)
+    assert by_metric["iops"]["hcibench"] == pytest.approx(16669.9)
+    weighted = sum(r * t for r, t in zip(rates, resps, strict=True)) / sum(rates)
+    assert by_metric["lat_mean_ms"]["benchlib"] == pytest.approx(weighted, rel=2e-3)
+    assert by_metric["lat_mean_ms"]["hcibench"] == pytest.approx(round(sum(resps) / 2, 2))  # HCIBench: plain mean
+    assert by_metric["lat_mean_ms"]["difference_pct"] > 4
+    assert "1.645" in by_metric["lat_p95_ms"]["note"] and by_metric["lat_p95_ms"]["benchlib"] is None
+    assert by_metric["vms"]["hcibench"] == by_metric["vms"]["benchlib"] == 2
+
+
+def test_check_finds_hcibench_reading_a_status_snapshot(ingested) -> None:
+    """HCIBench takes the first fio document with eta 0; in these real runs that is the last --status-interval snapshot."""
+    _, tables = ingested
+    check = check_summary(tables.runs, tables.results).filter(pl.col("source").str.contains("fio-test"))
+    by_metric = {r["metric"]: r for r in check.iter_rows(named=True)}
+    final, snapshot = 0.0, 0.0
+    for path in sorted((DATA / FIO_CASE).glob("*.json")):
+        text, decoder, documents, position = path.read_text(), json.JSONDecoder(), [], 0
+        while (start := text.find("{", position)) >= 0:
+            document, position = decoder.raw_decode(text, start)
+            documents.append(document)
+        final += sum(documents[-1]["jobs"][0][d]["iops"] for d in ("read", "write"))
+        first_done = next(d for d in documents if d["jobs"][0]["eta"] == 0)
+        snapshot += sum(first_done["jobs"][0][d]["iops"] for d in ("read", "write"))
+    assert by_metric["iops"]["benchlib"] == pytest.approx(final)
+    assert by_metric["iops"]["hcibench"] == pytest.approx(snapshot, abs=0.01)
+    assert "status-interval" in by_metric["iops"]["note"]
+    assert by_metric["read_lat_mean_ms"]["difference_pct"] < -10  # the busy VM's slower I/Os count for more
+    assert "json+" in by_metric["read_lat_p95_ms"]["note"]
+
+
+def test_a_broken_summary_figure_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "case-1-res.txt"
+    text = (DATA / f"{VDB_CASE}-res.txt").read_text().replace("IOPS\t\t= 24966.4 IO/S", "IOPS\t\t= n/a IO/S")
+    path.write_text(text)
+    with pytest.raises(FormatError, match=r"line 16: a number with its unit"):
+        read(path)
+
+
+def test_the_cli_prints_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchlib.cli import main
+
+    shutil.copytree(DATA / "vdb-test", tmp_path / "raw" / "hci")
+    assert main(["ingest", str(tmp_path / "raw" / "hci"), "--processed", str(tmp_path / "processed")]) == 0
+    out = capsys.readouterr().out
+    assert "HCIBench's summary vs benchlib" in out and "plain mean of the VMs' means" in out
