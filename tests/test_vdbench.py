@@ -255,3 +255,34 @@ def test_changing_one_file_rereads_its_folder_only(tmp_path: Path) -> None:
     assert after.height == before.height - 1 and "n8" not in after["host"].to_list()
     third = ingest_study(study, tmp_path / "processed")
     assert not third.ingested and load_study_tables(third.processed).runs.height == after.height
+
+
+def test_rates_over_runs_use_the_measured_intervals(corpus_ingest: tuple) -> None:
+    """io_count and io_bytes cover the avg_ span (warm-up excluded), so rate_over_runs gives back vdbench's rate."""
+    from benchlib.stats.aggregate import rate_over_runs
+
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True) & pl.col("host").is_null())
+    results = tables.results.filter(pl.col("run_id").is_in(runs["run_id"].implode())).with_columns(is_aggregate=pl.lit(False))
+    rates = rate_over_runs(results, ["job_name"])
+    assert rates["iops"].to_list() == pytest.approx([50.0169, 212.4237, 310.0508], rel=1e-3)  # flatfile avg_2-60 rates
+
+
+def test_response_time_histograms_become_latency_bins(corpus_ingest: tuple) -> None:
+    """histogram.html per run and direction (per host where vdbench50401 writes host histograms); counts cover the avg_ span."""
+    from benchlib.stats.aggregate import pooled_percentiles
+
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
+    bins = tables.latency_bins.join(runs.select("run_id", "host", "document_index"), on="run_id")
+    first = bins.filter(pl.col("document_index") == 0)
+    counts = {r["direction"]: r["count"] for r in first.group_by("direction").agg(pl.col("count").sum()).iter_rows(named=True)}
+    assert counts == {"read": 2240, "write": 711}  # histogram.html, rd1: "Reads" 2,240 and "Writes" 711 I/Os
+    assert sum(counts.values()) == round(50.0169 * 59)  # = rate x the 59 seconds of avg_2-60
+    per_host = bins.filter(pl.col("host").is_not_null()).group_by("direction").agg(pl.col("count").sum())
+    assert per_host.sort("direction")["count"].to_list() == [25377, 8400]  # hd1 + hd2 = the totals of the three runs
+    p95 = pooled_percentiles(first.filter(pl.col("direction") == "read"), [95.0])
+    assert p95["value_ns"][0] == 40e6  # the 20-40 ms bucket holds the 95th percentile of rd1's reads
+    fsd = tables.runs.filter(pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/summary", literal=True))
+    fsd_bins = tables.latency_bins.filter(pl.col("run_id") == fsd["run_id"][0])
+    assert set(fsd_bins["direction"]) == {"total"} and fsd_bins["count"][0] == 60_522_012

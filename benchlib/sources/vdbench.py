@@ -229,6 +229,53 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
     return blocks
 
 
+_BUCKET = re.compile(r"^\s*([\d.]+)\s+<\s+([\d.]+|max)\s+([\d,]+)\s+[\d.]+\s+[\d.]+")
+_SECTIONS = {"Reads:": "read", "Writes:": "write", "Only reads done for this workload:": "read",
+             "Only writes done for this workload:": "write", "Reads and writes:": "total",
+             "Total of all requested operations since warmup:": "total"}  # file-system runs: no split
+
+
+def parse_histogram(path: Path, text: str) -> list[tuple[Block, dict[str, list[tuple[float, float | None, int]]]]]:
+    """Response-time histograms of a vdbench ``histogram.html`` (or a host's): per run, per direction, buckets.
+
+    Each bucket is ``(low ms, high ms or None for the open last one, count)``.
+    """
+    out: list[tuple[Block, dict[str, list[tuple[float, float | None, int]]]]] = []
+    section = None
+    for raw in text.splitlines():
+        line = _TAG.sub("", raw).rstrip()
+        start = _START.match(line)
+        if start:
+            out.append((Block(name=start.group(2), tod=start.group(1)), {}))
+            section = None
+            continue
+        if line.strip() in _SECTIONS:
+            section = _SECTIONS[line.strip()]
+            continue
+        bucket = _BUCKET.match(line)
+        if bucket and out and section:
+            high = None if bucket.group(2) == "max" else float(bucket.group(2))
+            out[-1][1].setdefault(section, []).append((float(bucket.group(1)), high, int(bucket.group(3).replace(",", ""))))
+    return out
+
+
+def histogram_rows(run_ids: list[str], histograms: list, client: str | None) -> list[dict[str, Any]]:
+    """``latency_bins`` rows: one per bucket, its value the bucket's upper bound in ns (the open last one: its lower).
+
+    Read and write buckets are kept; the combined one only when a run has no
+    per-direction histogram (vdbench prints "Reads and writes" beside them).
+    """
+    rows = []
+    for rid, (block, sections) in zip(run_ids, histograms, strict=False):
+        kept = {d: b for d, b in sections.items() if d != "total"} or sections
+        for direction, buckets in kept.items():
+            for index, (low, high, count) in enumerate(buckets):
+                rows.append({"run_id": rid, "client": client, "job_name": block.name, "job_index": 1, "direction": direction,
+                             "latency_kind": "lat", "bin_index": index, "bin_value_ns": (high if high is not None else low) * 1e6,
+                             "count": count})
+    return rows
+
+
 # ---------------------------------------------------------------- flatfile
 
 
@@ -470,6 +517,8 @@ def blocks_to_rows(blocks: list[Block], *, key: str, first_index: int, sha256: s
                     "is_aggregate": is_aggregate, **_workload(block, average, context.parm), **row,
                     "runtime_ns": measured,
                     "io_count": None if measured is None or row["iops"] is None else int(round(row["iops"] * measured / 1e9)),
+                    "io_bytes": None if measured is None or row["bandwidth_bytes_per_s"] is None
+                    else int(round(row["bandwidth_bytes_per_s"] * measured / 1e9)),
                     "usr_cpu_pct": None if cpu is None else cpu - (average.get("cpu_sys") or 0.0),
                     "sys_cpu_pct": average.get("cpu_sys"),
                 })

@@ -31,7 +31,9 @@ from benchlib.sources.vdbench import (
     Block,
     Context,
     blocks_to_rows,
+    histogram_rows,
     parse_flatfile,
+    parse_histogram,
     parse_report_text,
     tables_from_rows,
     vdbench_kind,
@@ -120,7 +122,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         by_kind.setdefault(kind, []).append((path, sha, source.text))
     texts = {kind: (found[0][0], found[0][2]) for kind, found in by_kind.items() if len(found) == 1}
     context = _context(texts, result.problems)
-    rows: dict[str, list] = {"runs": [], "results": [], "intervals": []}
+    rows: dict[str, list] = {"runs": [], "results": [], "intervals": [], "latency_bins": []}
     hosts = sorted(by_kind.get("host", []), key=lambda item: item[0].name)
     multi = len(hosts) >= 2
     total = _total_blocks(by_kind, result)
@@ -129,6 +131,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         part = blocks_to_rows(blocks, key=key, first_index=0, sha256=sha, source=str(path), fmt="vdbench-output",
                               context=context, is_aggregate=multi)
         _extend(rows, part)
+        _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], None, "Total response time histogram")
     for path, sha, text in hosts if multi else []:
         name = _HOST.search(_TAG.sub("", text[:2000]))
         try:
@@ -138,8 +141,10 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
             continue
         host = name.group(1) if name else path.stem
         _inherit_workload(blocks, total[2] if total else [])
-        _extend(rows, blocks_to_rows(blocks, key=key, first_index=len(rows["runs"]), sha256=sha, source=str(path),
-                                     fmt="vdbench-output", context=context, host=host))
+        part = blocks_to_rows(blocks, key=key, first_index=len(rows["runs"]), sha256=sha, source=str(path),
+                              fmt="vdbench-output", context=context, host=host)
+        _extend(rows, part)
+        _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], host, f"{host}.histogram.html")
         result.used[path] = f"per-host runs of {host}"
     for kind, found in by_kind.items():
         for path, _, _ in found:
@@ -170,8 +175,29 @@ def _inherit_workload(blocks: list[Block], totals: list[Block]) -> None:
 
 
 def _extend(rows: dict[str, list], part: dict[str, list]) -> None:
-    for name in rows:
+    for name in part:
         rows[name].extend(part[name])
+
+
+def _add_histogram(rows: dict[str, list], by_kind: dict, result: FolderResult, run_ids: list[str], host: str | None,
+                   marker: str) -> None:
+    """The response-time histogram of the folder (``Total response time histogram.``) or of one host
+    (vdbench50401 writes ``<host>.histogram.html``, headed ``Host response time histogram.``), runs matched by order."""
+    for path, _, text in by_kind.get("histogram", []):
+        head = text[:600]
+        mine = (marker in head) if host is None else (f"{host}.histogram.html" in head or
+                                                      (path.name == f"{host}.histogram.html" and "Host response time" in head))
+        if not mine:
+            continue
+        try:
+            histograms = parse_histogram(path, text)
+        except FormatError as exc:
+            result.problems[path] = f"{exc.where}: {exc.expected}"
+            return
+        if len(histograms) == len(run_ids):
+            rows["latency_bins"].extend(histogram_rows(run_ids, histograms, host))
+            result.used[path] = "latency histogram"
+        return
 
 
 def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: FolderResult) -> tuple[Path, str, list[Block]] | None:
