@@ -329,13 +329,14 @@ def parse_flatfile(path: Path, text: str) -> list[Block]:
 
 
 def _seconds_of_day(tod: str | None) -> float | None:
-    if not tod:
+    """``18:12:38.020`` -> seconds since midnight (None when not a time of day)."""
+    if not tod or len(tod) < 8 or tod[-4] != "." or tod.count(":") != 2:
         return None
+    hours, minutes, seconds = tod.split(":")
     try:
-        parsed = datetime.strptime(tod, "%H:%M:%S.%f")
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
     except ValueError:
         return None
-    return parsed.hour * 3600 + parsed.minute * 60 + parsed.second + parsed.microsecond / 1e6
 
 
 def _read_share(row: dict[str, Any]) -> float | None:
