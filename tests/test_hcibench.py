@@ -128,3 +128,13 @@ def test_the_cli_prints_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["ingest", str(tmp_path / "raw" / "hci"), "--processed", str(tmp_path / "processed")]) == 0
     out = capsys.readouterr().out
     assert "HCIBench's summary vs benchlib" in out and "plain mean of the VMs' means" in out
+
+
+def test_parameter_files_fill_in_what_the_console_lacks(ingested) -> None:
+    """vdbench's console has no seek %: the test's vdbench.cfg gives it; hcibench.cfg's settings label the summary."""
+    _, tables = ingested
+    vm = tables.runs.filter(pl.col("host") == "hci-vdb-datastore-11-1-1")
+    results = tables.results.filter(pl.col("run_id").is_in(vm["run_id"].implode()))
+    assert set(results["rw"]) == {"randrw"} and set(results["rwmixread_pct"]) == {70.0}
+    summary = tables.runs.filter(pl.col("format") == "hcibench-summary").row(0, named=True)
+    assert _labels(summary)["hcibench_number_vm"] == "2" and "hcibench_vc" in _labels(summary)

@@ -286,3 +286,10 @@ def test_response_time_histograms_become_latency_bins(corpus_ingest: tuple) -> N
     fsd = tables.runs.filter(pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/summary", literal=True))
     fsd_bins = tables.latency_bins.filter(pl.col("run_id") == fsd["run_id"][0])
     assert set(fsd_bins["direction"]) == {"total"} and fsd_bins["count"][0] == 60_522_012
+
+
+def test_host_runs_say_where_the_host_is_and_its_slaves(corpus_ingest: tuple) -> None:
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__output/n8.html", literal=True))
+    labels = {item["name"]: item["value"] for item in runs["labels"][0]}
+    assert labels == {"system": "10.233.233.211", "slaves": "2"}  # parmfile hd=n8,system=...; n8-0 and n8-1

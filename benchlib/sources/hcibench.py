@@ -89,6 +89,18 @@ def parse_summary(path: Path, text: str) -> list[dict[str, Any]]:
     return records
 
 
+def _settings(path: Path) -> dict[str, str]:
+    """Top-level ``key: value`` settings of the test's ``hcibench.cfg`` (a YAML copy without user names and passwords)."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = re.match(r"^([A-Za-z_]\w*):\s*(.*?)\s*$", line)
+        if match and match.group(2) and "pass" not in match.group(1).lower() and "user" not in match.group(1).lower():
+            found[match.group(1)] = match.group(2).strip("'\"")
+    return found
+
+
 def _name(record: dict[str, Any]) -> str | None:
     if "JOB_NAME" in record:
         return record["JOB_NAME"]
@@ -120,6 +132,7 @@ def read_hcibench_summary(path: str | Path) -> Tables:
     """
     source = read_source(path)
     records = parse_summary(source.path, source.text)
+    settings = _settings(source.path.parent / source.path.name.removesuffix("-res.txt") / "hcibench.cfg")
     runs, results = [], []
     for index, record in enumerate(records):
         rid = run_id(source.sha256, index, None)
@@ -129,7 +142,8 @@ def read_hcibench_summary(path: str | Path) -> Tables:
         labels = {"datastore": record["datastore"], "engine": engine, "vms": record.get("VMS"),
                   "run_definition": record.get("RUN DEF"),
                   "p95": P95_ESTIMATE if engine == "vdbench" else "mean of the VMs' 95th percentiles (HCIBench)",
-                  **{f"usage_{k.lower().replace(' ', '_')}": v for k, v in record["usage"].items()}}
+                  **{f"usage_{k.lower().replace(' ', '_')}": v for k, v in record["usage"].items()},
+                  **{f"hcibench_{k}": v for k, v in settings.items()}}
         runs.append({"run_id": rid, "tool": "hcibench", "tool_version": record.get("VERSION"), "format": "hcibench-summary",
                      "is_aggregate": True, "source": str(source.path), "sha256": source.sha256, "document_index": index,
                      "labels": [{"name": k, "value": str(v)} for k, v in labels.items() if v is not None]})

@@ -557,8 +557,34 @@ def read_vdbench_flatfile(path: str | Path) -> Tables:
     return tables_from_rows(source.path, rows)
 
 
+def _parameter_file_beside(path: Path) -> ParmFile | None:
+    """The one vdbench parameter file (by content) in the console file's folder, e.g. HCIBench's ``vdbench.cfg``."""
+    from benchlib.sources.vdbench_parm import looks_like_parmfile, parse_parmfile
+
+    found = []
+    for other in sorted(path.parent.iterdir()):
+        if other == path or not other.is_file() or other.stat().st_size > 1_000_000:
+            continue
+        try:
+            text = other.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if looks_like_parmfile(text[:65536]):
+            found.append((other, text))
+    if len(found) != 1:
+        return None
+    try:
+        return parse_parmfile(*found[0])
+    except FormatError:
+        return None
+
+
 def read_vdbench_console(path: str | Path) -> Tables:
     """Read vdbench's console output saved to a file (also each HCIBench worker VM's ``<vm>.txt``).
+
+    The console does not print the workload's seek and read percentages; a
+    vdbench parameter file beside it (HCIBench keeps it as ``vdbench.cfg``),
+    when there is exactly one, supplies them.
 
     Raises
     ------
@@ -568,6 +594,7 @@ def read_vdbench_console(path: str | Path) -> Tables:
     source = read_source(path)
     version = _VERSION.search(source.text)
     blocks = parse_report_text(source.path, source.text)
+    context = Context(version=version.group(1) if version else None, parm=_parameter_file_beside(source.path))
     rows = blocks_to_rows(blocks, key=source.sha256, first_index=0, sha256=source.sha256, source=str(source.path),
-                          fmt="vdbench-console", context=Context(version=version.group(1) if version else None))
+                          fmt="vdbench-console", context=context)
     return tables_from_rows(source.path, rows)

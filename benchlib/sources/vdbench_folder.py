@@ -133,19 +133,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         _extend(rows, part)
         _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], None, "Total response time histogram")
     for path, sha, text in hosts if multi else []:
-        name = _HOST.search(_TAG.sub("", text[:2000]))
-        try:
-            blocks = parse_report_text(path, text)
-        except FormatError as exc:
-            result.problems[path] = f"{exc.where}: {exc.expected}"
-            continue
-        host = name.group(1) if name else path.stem
-        _inherit_workload(blocks, total[2] if total else [])
-        part = blocks_to_rows(blocks, key=key, first_index=len(rows["runs"]), sha256=sha, source=str(path),
-                              fmt="vdbench-output", context=context, host=host)
-        _extend(rows, part)
-        _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], host, f"{host}.histogram.html")
-        result.used[path] = f"per-host runs of {host}"
+        _add_host(rows, path, sha, text, key, context, by_kind, result, total[2] if total else [])
     for kind, found in by_kind.items():
         for path, _, _ in found:
             if path not in result.used and path not in result.problems:
@@ -156,6 +144,29 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
                                                  "holding at least one run; " + "; ".join(f"{p.name}: {r}" for p, r in result.problems.items()))
     result.tables = tables_from_rows(first.parent, rows)
     return result
+
+
+def _add_host(rows: dict[str, list], path: Path, sha: str, text: str, key: str, context: Context, by_kind: dict,
+              result: FolderResult, totals: list[Block]) -> None:
+    """The runs of one host report (``n1.html``), labelled with its address and slave count, and its histogram."""
+    name = _HOST.search(_TAG.sub("", text[:2000]))
+    try:
+        blocks = parse_report_text(path, text)
+    except FormatError as exc:
+        result.problems[path] = f"{exc.where}: {exc.expected}"
+        return
+    host = name.group(1) if name else path.stem
+    _inherit_workload(blocks, totals)
+    part = blocks_to_rows(blocks, key=key, first_index=len(rows["runs"]), sha256=sha, source=str(path),
+                          fmt="vdbench-output", context=context, host=host)
+    system = context.parm.hosts().get(host) if context.parm else None
+    slaves = sum(1 for _, _, t in by_kind.get("slave", []) if re.search(rf"for slave={re.escape(host)}-\d+", t[:400]))
+    for run in part["runs"]:  # where the host is, and how many slave JVMs vdbench ran on it
+        run["labels"] = [*run["labels"], *([{"name": "system", "value": system}] if system else []),
+                         *([{"name": "slaves", "value": str(slaves)}] if slaves else [])]
+    _extend(rows, part)
+    _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], host, f"{host}.histogram.html")
+    result.used[path] = f"per-host runs of {host}"
 
 
 _WORKLOAD_KEYS = ("xfersize", "threads", "rdpct", "seekpct")
