@@ -196,6 +196,36 @@ def fairness_over_time(intervals: pl.DataFrame, *, member: str = "host", value: 
     return _finish(chart.properties(title=title))
 
 
+def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration") -> alt.TopLevelMixin:
+    """Jain's index per group from ``stats.fairness_table``, the highest/lowest ratio written beside each bar."""
+    data = table.with_columns(
+        pl.concat_str([pl.col(c).cast(pl.String) for c in by], separator=" / ").alias("configuration"),
+        pl.format("{}x", pl.col("max_min_ratio").round(2)).alias("spread"),
+    ).select("configuration", "jain", "spread", "members").sort("configuration")
+    y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
+    bars = _chart(data).mark_bar(color=PALETTE[0]).encode(
+        x=alt.X("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index (1 = equal shares)"), y=y,
+        tooltip=["configuration:N", alt.Tooltip("jain:Q", format=".4f"), "spread:N", "members:Q"],
+    )
+    text = _chart(data).mark_text(align="left", dx=4).encode(x="jain:Q", y=y, text="spread:N")
+    return _finish(alt.layer(bars, text).properties(title=title))
+
+
+def latency_split(frame: pl.DataFrame, *, where: list[str], parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
+                  title: str = "Where the latency was spent (ms)") -> alt.TopLevelMixin:
+    """Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
+    layer's await and the time above it), so that the bar's length is the application's latency."""
+    data = frame.with_columns(pl.concat_str([pl.col(c).cast(pl.String) for c in where], separator=" / ").alias("configuration"))
+    long = data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms").sort("configuration", "part")
+    y = alt.Y("configuration:N", sort=sorted(data["configuration"].to_list()), title=None)
+    chart = _chart(long).mark_bar().encode(
+        x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"), y=y,
+        color=alt.Color("part:N", sort=list(parts), title=None), order=alt.Order("part:N", sort="ascending"),
+        tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
+    )
+    return _finish(chart.properties(title=title))
+
+
 VEGALITE_MIME = "application/vnd.vegalite.v6+json"
 
 

@@ -276,7 +276,8 @@ def _extract_batch(paths: list[Path]) -> tuple[Tables, list[tuple[Path, str | No
     Per file: ``(path, error or None, tool version, format)``; files of other
     formats are only detected here.
     """
-    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "latency_bins": new_raw_bins()}
+    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": [],
+                                                 "latency_bins": new_raw_bins()}
     outcomes: list[tuple[Path, str | None, str | None]] = []
     # Parsed JSON makes millions of small acyclic objects; the cycle collector's full passes over them
     # tripled the batch time without freeing anything, so it pauses while a batch is parsed.
@@ -308,7 +309,7 @@ def _extract_into(paths: list[Path], merged: dict, outcomes: list) -> None:
         except FormatError as exc:
             outcomes.append((path, f"{exc.where}: {exc.expected}", None, None))
             continue
-        for name in ("runs", "results", "intervals"):
+        for name in ("runs", "results", "intervals", "host_counters"):
             merged[name].extend(rows[name])  # type: ignore[union-attr]
         bins, mine = merged["latency_bins"], rows["latency_bins"]
         file_index = len(outcomes)

@@ -65,6 +65,9 @@ class Pipeline:
     cell_notebook: Path
     summary_notebooks: tuple[Path, ...]
     parameters: dict = field(default_factory=dict)
+    #: per summary notebook (by position): its own parameters and the name of its page
+    summary_parameters: tuple[dict, ...] = ()
+    summary_names: tuple[str, ...] = ()
     only: dict = field(default_factory=dict)
 
 
@@ -106,15 +109,33 @@ def load_pipeline(path: str | Path) -> Pipeline:
     if unknown:
         raise PipelineError(f"{path}: axes {unknown} are not factors of study {spec['study']!r} "
                             f"(its factors: {', '.join(study.factors) or 'none'})")
-    notebooks = [PROJECT_ROOT / spec["cell_notebook"], *[PROJECT_ROOT / n for n in spec.get("summary_notebooks", [])]]
+    summaries = [_summary_entry(path, i, entry) for i, entry in enumerate(spec.get("summary_notebooks", []))]
+    names = [name for name, _, _ in summaries]
+    if len(set(names)) != len(names):
+        raise PipelineError(f"{path}: two summary notebooks have the same page name; give one a name = \"...\"")
+    notebooks = [PROJECT_ROOT / spec["cell_notebook"], *[PROJECT_ROOT / n for _, n, _ in summaries]]
     for notebook in notebooks:
         if not notebook.is_file():
             raise PipelineError(f"{path}: notebook {notebook.relative_to(PROJECT_ROOT)} does not exist")
     return Pipeline(
         name=path.stem, study=str(spec["study"]), title=str(spec.get("title", spec["study"])), axes=tuple(spec["axes"]),
         cell_notebook=notebooks[0], summary_notebooks=tuple(notebooks[1:]), parameters=dict(data.get("parameters", {})),
+        summary_parameters=tuple(p for _, _, p in summaries), summary_names=tuple(names),
         only={k: [str(v) for v in vs] for k, vs in spec.get("only", {}).items()},
     )
+
+
+def _summary_entry(path: Path, index: int, entry: object) -> tuple[str, str, dict]:
+    """(page name, notebook, parameters) of a summary notebook: a path, or ``{notebook, name, parameters}``."""
+    if isinstance(entry, str):
+        return Path(entry).stem, entry, {}
+    if isinstance(entry, dict) and isinstance(entry.get("notebook"), str):
+        extra = set(entry) - {"notebook", "name", "parameters"}
+        if extra:
+            raise PipelineError(f"{path}: summary notebook {index + 1} has unknown keys {sorted(extra)} "
+                                "(allowed: notebook, name, parameters)")
+        return str(entry.get("name", Path(entry["notebook"]).stem)), entry["notebook"], dict(entry.get("parameters", {}))
+    raise PipelineError(f"{path}: summary notebook {index + 1} must be a path or {{ notebook = \"...\", parameters = {{...}} }}")
 
 
 def _slug(levels: dict) -> str:
@@ -203,7 +224,8 @@ def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processe
     executions = [
         Execution(_slug(levels), pipeline.cell_notebook, {**base, "levels": levels}, folder / "cells" / _slug(levels), levels)
         for levels in cells
-    ] + [Execution(nb.stem, nb, dict(base), folder / "summary" / nb.stem) for nb in pipeline.summary_notebooks]
+    ] + [Execution(name, nb, {**base, **own}, folder / "summary" / name)
+         for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True)]
     finished = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for execution in pool.map(lambda e: _execute(e, report.processed), executions):
@@ -212,6 +234,14 @@ def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processe
                 progress(finished, len(executions), execution.slug)
     _write_html(pipeline, folder, executions, missing)
     return ReportResult(folder, executions, missing)
+
+
+def _names(pipeline: Pipeline) -> tuple[str, ...]:
+    return pipeline.summary_names or tuple(nb.stem for nb in pipeline.summary_notebooks)
+
+
+def _own(pipeline: Pipeline) -> tuple[dict, ...]:
+    return pipeline.summary_parameters or tuple({} for _ in pipeline.summary_notebooks)
 
 
 # ------------------------------------------------------------------ HTML
@@ -355,3 +385,110 @@ def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame
     keys = ["run_id", member, "iodepth", "rwmixread_pct"]
     totals = frame.group_by(keys).agg(pl.col("iops").sum(), weighted_mean_expr("lat_mean_ns", "io_count").alias("lat_mean_ns"))
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
+
+
+def _study_rows(study: str, only: dict | None) -> pl.DataFrame:
+    """Per-host result rows of the whole study (no tool aggregates, no logs), restricted to ``only`` levels."""
+    from benchlib.claims import claims_frame
+
+    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    for factor, levels in (only or {}).items():
+        frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
+    return frame
+
+
+def _total(value: str) -> pl.Expr:
+    from benchlib.stats import weighted_mean_expr
+
+    if value in _ADDITIVE:  # a sum of nothing is not zero
+        return pl.when(pl.col(value).is_not_null().any()).then(pl.col(value).sum())
+    return weighted_mean_expr(value, "_weight")
+
+
+def run_totals(study: str, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
+    """One value per run with its factor levels: the experimental unit of a comparison.
+
+    A run is one tool invocation (a fio client/server run counts its hosts
+    together: rates add, latencies are I/O-weighted) or one row of a
+    published per-VM table.
+    """
+    frame = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    keys = ["sha256", "document_index", *factors]
+    return frame.group_by(keys).agg(_total(value).alias(value)).drop_nulls(value).sort(keys)
+
+
+def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+    """IOPS per CPU% per VM (host) and group: each run's IOPS (directions added) over its guest CPU%
+    (usr + sys), then the median over the VM's runs."""
+    frame = _study_rows(study, only)
+    per_run = frame.group_by("run_id", member, *by).agg(pl.col("iops_or_derived").sum().alias("iops"),
+                                                        pl.col("cpu_pct").max().alias("cpu_pct"))
+    per_run = per_run.with_columns((pl.col("iops") / pl.col("cpu_pct")).alias("iops_per_cpu_pct")).drop_nulls("iops_per_cpu_pct")
+    return per_run.group_by(*by, member).agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(),
+                                             pl.len().alias("runs")).sort(*by, member)
+
+
+def member_values(study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+    """One value per VM (host) per group of ``by``: each run's total, then the median over repetitions."""
+    frame = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    per_run = frame.group_by("run_id", member, *by).agg(_total(value).alias(value))
+    return per_run.group_by(*by, member).agg(pl.col(value).median(), pl.len().alias("runs")).drop_nulls(value).sort(*by, member)
+
+
+def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
+    """Per-interval values of one cell and repetition, per host (fio's logs; directions added per interval)."""
+    from benchlib.ingest import ingest_study, scan_table
+
+    report = ingest_study(RAW / study)
+    runs = scan_table(report.processed, "runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
+    for factor, level in levels.items():
+        runs = runs.filter(pl.col(factor) == str(level))
+    picked = runs.select("run_id", "host").collect()
+    series = (scan_table(report.processed, "intervals")
+              .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric).collect())
+    series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
+    return series.sort("host", "time_ns")
+
+
+def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
+    """Where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
+
+    Per run and host: fio's mean latency (what the application saw), the
+    block layer's time per I/O (``(read_ticks + write_ticks) / (read_ios +
+    write_ios)``, iostat's await), the mean number of I/Os in the device queue
+    (``in_queue`` over the run time, iostat's aqu-sz) and its utilisation;
+    then the median per group. Latency above await was spent above the block
+    layer (in the guest: file system, page cache, fio's own queue).
+    """
+    from benchlib.ingest import ingest_study, scan_table
+
+    report = ingest_study(RAW / study)
+    counters = (scan_table(report.processed, "host_counters").filter(pl.col("object") == "fio disk stats").collect()
+                .pivot(on="counter", index=["run_id", "host", "instance"], values="value", aggregate_function="first"))
+    rows = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    guest = rows.group_by("run_id", *by).agg(_total("lat_mean_ms").alias("app_latency_ms"), pl.col("iops").sum(),
+                                             pl.col("runtime_ns").max())
+    view = guest.join(counters, on="run_id", how="inner").with_columns(
+        ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / (pl.col("read_ios") + pl.col("write_ios"))).alias("device_await_ms"),
+        (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
+    )
+    view = view.with_columns(((pl.col("read_ios") + pl.col("write_ios")) / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s"))
+    medians = view.group_by(*by).agg(
+        pl.col("app_latency_ms").median(), pl.col("device_await_ms").median(), pl.col("device_ios_per_s").median(),
+        pl.col("device_queue").median(), pl.col("util_pct").median(), pl.col("instance").first().alias("device"),
+        pl.len().alias("host_runs"),
+    )
+    above = (pl.col("app_latency_ms") - pl.col("device_await_ms")).clip(lower_bound=0).alias("above_device_ms")
+    return medians.with_columns(above).sort(by)
+
+
+def esxtop_view(study: str) -> pl.DataFrame:
+    """The device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
+    (an empty frame when there is none)."""
+    from benchlib.ingest import ingest_study, scan_table
+    from benchlib.sources.esxtop import device_queue_view
+
+    report = ingest_study(RAW / study)
+    esxtop = scan_table(report.processed, "runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
+    counters = scan_table(report.processed, "host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
+    return device_queue_view(counters)

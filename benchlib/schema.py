@@ -30,7 +30,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 

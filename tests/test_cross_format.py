@@ -140,3 +140,19 @@ def test_fsync_latencies_become_sync_rows(fio_binary: str, tmp_path: Path) -> No
     write = results.filter(pl.col("direction") == "write").row(0, named=True)
     assert sync["io_count"] == pytest.approx(write["io_count"] / 8, abs=1)
     assert sync["lat_mean_ns"] > 0 and sync["iops"] is None
+
+
+def test_json_disk_util_matches_the_normal_reports_disk_stats(tmp_path: Path, fio_binary: str) -> None:
+    """fio's JSON ``disk_util`` and the normal report's "Disk stats" land in host_counters under the same names."""
+    output = run_fio(fio_binary, tmp_path, "disks", "--rw=randread", "--bs=4k", "--direct=1", formats="json,normal", logs=False)
+    counters = read_fio_json(output).host_counters
+    if counters.is_empty():
+        pytest.skip("fio reported no disk statistics for this file system")
+    normal = read_fio_normal(output).host_counters
+    names = {"read_ios", "write_ios", "read_merges", "write_merges", "read_ticks_ms", "write_ticks_ms", "in_queue_ms", "util_pct"}
+    assert set(counters["counter"]) == set(normal["counter"]) == names
+    for disk in counters["instance"].unique():
+        as_json = {r["counter"]: r["value"] for r in counters.filter(pl.col("instance") == disk).iter_rows(named=True)}
+        as_text = {r["counter"]: r["value"] for r in normal.filter(pl.col("instance") == disk).iter_rows(named=True)}
+        assert as_json["read_ios"] == as_text["read_ios"] > 0 and as_json["read_ticks_ms"] == as_text["read_ticks_ms"]
+        assert as_json["util_pct"] == pytest.approx(as_text["util_pct"], abs=0.01)

@@ -149,3 +149,25 @@ def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
     values = _values(spec)
     assert all(0.25 <= v["jain"] <= 1.0 for v in values) and all(v["members"] == 4 for v in values)
     assert [v["time_s"] for v in values] == sorted(v["time_s"] for v in values)
+
+
+def test_fairness_summary_writes_jain_and_spread(published: pl.DataFrame) -> None:
+    from benchlib.stats import fairness_table
+
+    seqread = published.filter((pl.col("test") == "seqread") & (pl.col("table") == "seqread_per_vm"))
+    table = fairness_table(seqread, "bandwidth_mib_s", member="vm", by=["controller", "sioc"])
+    spec = figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
+    bars, text = spec["layer"]
+    rows = {r["configuration"]: r for r in bars["data"]["values"]}
+    assert round(rows["LSI / off"]["jain"], 4) == 0.6245 and rows["LSI / off"]["spread"] == "5.66x"
+    assert text["encoding"]["text"]["field"] == "spread"
+    assert spec == figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
+
+
+def test_latency_split_stacks_to_the_applications_latency() -> None:
+    frame = pl.DataFrame({"cell": ["a", "b"], "device_await_ms": [0.9, 0.05], "above_device_ms": [0.3, 0.02]})
+    spec = figures.latency_split(frame, where=["cell"]).to_dict()
+    values = spec["data"]["values"]
+    total = {c: sum(v["ms"] for v in values if v["configuration"] == c) for c in ("a", "b")}
+    assert total == pytest.approx({"a": 1.2, "b": 0.07})
+    assert spec["encoding"]["x"]["stack"] == "zero"

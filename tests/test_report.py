@@ -32,7 +32,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert slugs == [
         "test=seqread__controller=LSI__sioc=off", "test=seqread__controller=LSI__sioc=on",
         "test=seqread__controller=PVSCSI__sioc=off", "test=seqread__controller=PVSCSI__sioc=on",
-        "study-overview", "claims",
+        "study-overview", "claims", "comparison", "fairness",
     ]
     assert result.missing_cells == []
     cell = result.folder / "cells" / slugs[0]
@@ -46,8 +46,30 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert "26 of 32 claims pass" in page and "http" not in page.replace("https://vega.github.io/schema", "")
     assert (PROJECT_ROOT / "notebooks" / "cell.ipynb").read_text() != (cell / "cell.ipynb").read_text()  # never overwritten
 
+    fairness = json.loads((result.folder / "summary" / "fairness" / "figure-1.json").read_text())
+    jain = {row["configuration"]: round(row["jain"], 4) for row in fairness["layer"][0]["data"]["values"]}
+    assert jain == {"LSI / off": 0.6245, "LSI / on": 0.9793, "PVSCSI / off": 0.8203, "PVSCSI / on": 0.9139}  # BRIEF.md
+    comparison = json.loads((result.folder / "summary" / "comparison" / "figure-1.json").read_text())
+    assert {row["verdict"] for row in comparison["layer"][1]["data"]["values"]} <= {"no significant change", "higher", "lower", "within noise"}
+
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
     assert all(e.skipped for e in again.executions)
+
+
+def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
+    pipeline = tmp_path / "p.toml"
+    text = PIPELINE.read_text()
+    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", name = "sioc", '
+                                     'parameters = { factor = "sioc", baseline = "off", by = ["controller"] } },'))
+    loaded = load_pipeline(pipeline)
+    assert "sioc" in loaded.summary_names
+    assert loaded.summary_parameters[loaded.summary_names.index("sioc")]["baseline"] == "off"
+    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", nmae = "x" },'))
+    with pytest.raises(PipelineError, match="unknown keys \\['nmae'\\]"):
+        load_pipeline(pipeline)
+    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '"notebooks/comparison.ipynb", "notebooks/comparison.ipynb",'))
+    with pytest.raises(PipelineError, match="same page name"):
+        load_pipeline(pipeline)
 
 
 def test_missing_cells_are_reported_not_errors(tmp_path: Path) -> None:

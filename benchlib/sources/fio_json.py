@@ -381,7 +381,31 @@ def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
         "results": rows["results"],
         "latency_bins": rows["latency_bins"],
         "intervals": _previous_snapshots(documents[:final_index], final, source, final_index, host),
+        "host_counters": _disk_util(final, final_index, source, host, {r["run_id"] for r in runs}),
     }
+
+
+#: fio's ``disk_util`` keys -> benchlib counters (the same names as the normal report's "Disk stats").
+_DISK_COUNTERS = (("read_ios", "read_ios"), ("write_ios", "write_ios"), ("read_merges", "read_merges"),
+                  ("write_merges", "write_merges"), ("read_ticks", "read_ticks_ms"), ("write_ticks", "write_ticks_ms"),
+                  ("in_queue", "in_queue_ms"), ("util", "util_pct"))
+
+
+def _disk_util(doc: JsonDocument, index: int, source: SourceText, host: str | None, run_ids: set[str]) -> list[dict]:
+    """The kernel's statistics of each disk under the run (fio's ``disk_util``; per client in client/server mode)."""
+    out = []
+    for disk in doc.data.get("disk_util") or []:
+        if not isinstance(disk, dict) or "name" not in disk:
+            continue
+        client = disk.get("hostname") or host
+        rid = run_id(source.sha256, index, client)
+        if rid not in run_ids:
+            rid = run_id(source.sha256, index, host)
+        for key, counter in _DISK_COUNTERS:
+            if isinstance(disk.get(key), (int, float)):
+                out.append({"run_id": rid, "host": client, "object": "fio disk stats", "instance": disk["name"],
+                            "counter": counter, "value": float(disk[key])})
+    return out
 
 
 def read_fio_json(path: str | Path) -> Tables:

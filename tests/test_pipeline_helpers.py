@@ -1,0 +1,63 @@
+"""The helpers the summary notebooks call, on the bundled studies: one value per run, per-VM values,
+CPU efficiency, per-host series and the disk-statistics view of where latency was spent."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from benchlib.ingest import load_study_tables
+from benchlib.paths import PROCESSED
+from benchlib.pipeline import disk_view, host_series, member_efficiency, member_values, run_totals
+
+CELL = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
+AXES = ["profile", "block_size", "ioengine", "rate_cap"]
+
+
+def test_a_run_is_one_invocation_across_its_hosts() -> None:
+    units = run_totals("loopback-fio", "iops", AXES, only={"profile": ["randread"]})
+    cell = units.filter(*[pl.col(k) == v for k, v in CELL.items()])
+    assert cell.height == 3  # three repetitions, each one fio client/server run of four hosts
+    tables = load_study_tables(PROCESSED / "loopback-fio", only=("runs", "results"))
+    aggregate = tables.results.join(tables.runs.select("run_id", "sha256", "is_aggregate", *AXES), on="run_id")
+    aggregate = aggregate.filter(pl.col("is_aggregate_right") if "is_aggregate_right" in aggregate.columns else pl.col("is_aggregate"))
+    expected = aggregate.filter(*[pl.col(k) == v for k, v in CELL.items()]).group_by("sha256").agg(pl.col("iops").sum())
+    joined = cell.join(expected, on="sha256", suffix="_fio")
+    assert joined.height == 3
+    # fio's "All clients" divides all I/Os by the longest host's runtime, so it is a little below the sum of rates
+    assert joined["iops"].to_list() == pytest.approx(joined["iops_fio"].to_list(), rel=0.01)
+    assert (joined["iops"] >= joined["iops_fio"]).all()
+
+
+def test_published_rows_are_their_own_units() -> None:
+    units = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
+    assert units.group_by("controller", "sioc").len()["len"].to_list() == [5, 5, 5, 5]
+    members = member_values("pvscsi-vs-lsi", "bandwidth_mib_s", by=["controller", "sioc"], only={"test": ["seqread"]})
+    lsi_off = members.filter((pl.col("controller") == "LSI") & (pl.col("sioc") == "off"))
+    assert lsi_off["bandwidth_mib_s"].max() / lsi_off["bandwidth_mib_s"].min() == pytest.approx(5.655, abs=1e-3)  # BRIEF: 5.6x
+
+
+def test_efficiency_is_iops_over_guest_cpu() -> None:
+    per_vm = member_efficiency("loopback-fio", by=AXES, only={"profile": ["randread"]})
+    row = per_vm.filter(*[pl.col(k) == v for k, v in CELL.items()]).row(0, named=True)
+    assert row["runs"] == 3 and row["iops_per_cpu_pct"] > 0 and 0 < row["cpu_pct"] <= 100
+
+
+def test_host_series_has_every_host_per_second() -> None:
+    series = host_series("loopback-fio", CELL, repetition=1)
+    assert sorted(series["host"].unique()) == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+    per_host = series.group_by("host").agg(pl.len(), pl.col("value").mean())
+    assert per_host["len"].min() >= 2 and per_host["value"].min() > 0
+
+
+def test_disk_view_obeys_littles_law() -> None:
+    """The kernel's stats: mean device queue = completions per second x await (in_queue and ticks count the same time)."""
+    view = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
+    assert view.height == 16 and set(view["device"]) == {"vda"}
+    busy = view.filter(*[pl.col(k) == v for k, v in CELL.items()]).row(0, named=True)
+    assert busy["device_queue"] > 64  # four hosts x iodepth 32 waiting in the device
+    assert busy["app_latency_ms"] == pytest.approx(busy["device_await_ms"] + busy["above_device_ms"], rel=1e-9)
+    for row in view.filter(pl.col("device_queue") > 1).iter_rows(named=True):  # Little's law on the device
+        assert row["device_queue"] == pytest.approx(row["device_ios_per_s"] * row["device_await_ms"] / 1e3, rel=0.1)
+    quiet = view.filter((pl.col("ioengine") == "psync") & (pl.col("rate_cap") == "on"))
+    assert (quiet["device_queue"] < 1).all()  # rate-capped synchronous I/O never queues
