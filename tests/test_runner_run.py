@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -242,6 +243,11 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     assert Path(str(target) + ".benchlib-target").stat().st_size == 4096
     summary = run_plan(plan, remote=lambda h: True)
     assert summary.missing == [] and summary.done == 2
+    manifest = json.loads(next(plan.output.rglob(RUN_MANIFEST)).read_text())
+    facts = manifest["host_facts"][host]  # what the remote fio server's probe reply said about its machine
+    assert facts["hostname"] == socket.gethostname() and facts["os"] == "Linux" and facts["bits"] == 64
+    assert facts["fio_version"] == manifest["fio_version"] and facts["target"] == str(target)
+    assert "no kernel" in facts["note"] and isinstance(facts["target_disks"], list)
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.Popen:

@@ -24,10 +24,12 @@ import fcntl
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan
 from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
 from benchlib.sources import read
-from benchlib.sources._common import sha256_of
+from benchlib.sources._common import find_json_documents, read_source, sha256_of
 from benchlib.study import RUN_MANIFEST
 
 PLAN_RECORD = "benchlib-plan.json"
@@ -140,6 +142,43 @@ def host_facts(target: str) -> dict:
         "target": target,
         "target_device": _block_device_of(Path(target)),
     }
+
+
+_PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)-bit, os=(?P<os>[^,]+), "
+                    r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
+
+
+def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
+    """What a remote fio server says about its machine when a client connects (its probe reply).
+
+    fio sends its host name, operating system, architecture, word size and
+    fio version, nothing more: the kernel release, CPU model and memory of a
+    remote host are not known to benchlib (record them yourself, e.g. in the
+    study's README, or run the plan locally on that host).
+    """
+    job = workdir / "facts.fio"
+    job.write_text("[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", encoding="utf-8")
+    done = subprocess.run([fio, f"--client={host},{port}", "--debug=net", str(job)], cwd=workdir,
+                          capture_output=True, text=True, timeout=60, check=False)
+    found = _PROBE.search(done.stdout + done.stderr)
+    if found is None:
+        return {"note": f"remote host: its fio server did not answer the probe ({(done.stderr or done.stdout).strip()[-200:]})"}
+    return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
+            "big_endian": found["be"] == "1", "fio_version": found["fio"],
+            "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
+
+
+def _run_disks(output: Path) -> dict[str, list[str]]:
+    """Per host, the disks under its target as fio reported them (``disk_util``)."""
+    try:
+        documents = find_json_documents(read_source(output))
+    except FormatError:
+        return {}
+    disks: dict[str, list[str]] = {}
+    for entry in (documents[-1].data.get("disk_util") or []) if documents else []:
+        if isinstance(entry, dict) and "name" in entry:
+            disks.setdefault(str(entry.get("hostname")), []).append(entry["name"])
+    return disks
 
 
 def is_local(host: str) -> bool:
@@ -395,8 +434,13 @@ def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, s
 
 
 def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, hosts: list[str],
-             targets: dict[str, str], order_index: int, tick: Callable[[float], None]) -> tuple[set[str], dict[str, str]]:
-    """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason)."""
+             targets: dict[str, str], order_index: int, tick: Callable[[float], None],
+             remote_facts: dict[str, dict] | None = None) -> tuple[set[str], dict[str, str]]:
+    """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
+
+    ``remote_facts``: what each remote host's fio server said about its machine (:func:`server_facts`).
+    """
+    remote_facts = remote_facts or {}
     folder = cell_dir(plan, repetition, cell)
     attempt = len(list(folder.glob("attempt-*"))) + 1
     partial = folder / f".partial-attempt-{attempt}"
@@ -425,7 +469,10 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
     _sort_logs(partial, hosts, local, failed)
     if stderr.strip():
         (partial / "fio.stderr.txt").write_text(stderr, encoding="utf-8")
-    facts = {h: host_facts(targets[h]) if (local or is_local(h)) else {"note": "remote host: only what fio reports"}
+    disks = _run_disks(output)
+    facts = {h: host_facts(targets[h]) if h not in remote_facts and (local or is_local(h))
+             else {**remote_facts.get(h, {"note": "remote host: only what fio reports"}), "target": targets[h],
+                   "target_disks": disks.get(h, [])}
              for h in hosts}
     local_name = facts[hosts[0]]["hostname"] if local else None
     files = {
@@ -480,6 +527,16 @@ def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:
     return todo
 
 
+def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str], bool] | None) -> dict[str, dict]:
+    """Ask each remote fio server about its machine once per run."""
+    remote = remote or (lambda h: bool(plan.servers) and not is_local(h))
+    hosts = [h for h in live if plan.servers and remote(h)]
+    if not hosts:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="benchlib-facts-") as scratch:
+        return {h: server_facts(fio, h, plan.port, Path(scratch)) for h in hosts}
+
+
 def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[[float, float, str], None] | None = None,
              remote: Callable[[str], bool] | None = None) -> RunSummary:
     """Run every cell of a plan that is not done yet.
@@ -513,6 +570,7 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
         summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
         live = [h for h in plan.hosts if h not in summary.down]
         targets = prepare_targets(plan, live, fio, destroy_data, remote) if live else {}
+        remote_facts = _remote_facts(plan, live, fio, remote)
         total = len(todo) * cell_seconds(plan)
         spent = 0.0
         for count, (index, repetition, cell, missing) in enumerate(todo, 1):
@@ -525,7 +583,8 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
                 continue
             try:
                 ok, failed = run_cell(plan, fio, version, repetition, cell, hosts, targets, index,
-                                      lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab))
+                                      lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab),
+                                      remote_facts)
             except KeyboardInterrupt:
                 raise RunInterrupted(
                     f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
