@@ -127,6 +127,10 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path) -> None:
         (("[matrix.controller]", "[matrix.host]"), "'host' is a column benchlib already has"),
         (("[study]", "[stduy]"), "unknown section(s) stduy"),
         (("[run]", "[run\n"), "not valid TOML"),
+        (("[study]", "[hosts]\nservers = [\"127.0.0.2\"]\nfacts_comand = \"ssh {host} sh -s\"\n\n[study]"),
+         "[hosts] has unknown keys ['facts_comand']"),
+        (("[study]", "[hosts]\nservers = [\"127.0.0.2\"]\nfacts_command = \"ssh vm1 sh -s\"\n\n[study]"),
+         "facts_command must be a command with {host} in it"),
     ],
 )
 def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], message: str) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from benchlib.ingest import ingest_study, scan_table
 from benchlib.runner import UnsafeTargetError, load_plan, run_plan
-from benchlib.runner.execute import RunError, hosts_done, pending, prepare_targets
+from benchlib.runner.execute import RunError, host_facts, hosts_done, pending, prepare_targets
 from benchlib.study import RUN_MANIFEST, load_study
 
 pytestmark = pytest.mark.fio
@@ -229,7 +229,9 @@ def test_a_host_down_from_the_start_is_reported(fio_binary: str, tmp_path: Path,
 
 def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path, servers: dict) -> None:
     plan_path = tmp_path / "plan.toml"
-    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS[:1]), port=PORT))
+    text = SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS[:1]), port=PORT)
+    # the facts command a user would write as "ssh {host} sh -s -- {target}", here a local shell
+    plan_path.write_text(text.replace(f"port = {PORT}\n", f'port = {PORT}\nfacts_command = "sh -s -- {{target}} # {{host}}"\n'))
     plan = load_plan(plan_path)
     host = SERVERS[0]
     target = Path(plan.target.path_for(host))
@@ -247,7 +249,10 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     facts = manifest["host_facts"][host]  # what the remote fio server's probe reply said about its machine
     assert facts["hostname"] == socket.gethostname() and facts["os"] == "Linux" and facts["bits"] == 64
     assert facts["fio_version"] == manifest["fio_version"] and facts["target"] == str(target)
-    assert "no kernel" in facts["note"] and isinstance(facts["target_disks"], list)
+    assert isinstance(facts["target_disks"], list)
+    local = host_facts(str(target))  # the facts command ran the facts script: the same facts as for this machine
+    assert facts["kernel"] == local["kernel"] and facts["cpus"] == local["cpus"] and facts["memory_bytes"] == local["memory_bytes"]
+    assert facts["target_device"] == local["target_device"]["device"]
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.Popen:

@@ -25,6 +25,7 @@ import ipaddress
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -166,6 +167,46 @@ def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
     return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
             "big_endian": found["be"] == "1", "fio_version": found["fio"],
             "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
+
+
+#: Run on a remote host through the plan's ``facts_command`` (on its stdin; ``$1`` is the target):
+#: prints ``key=value`` lines with what :func:`host_facts` collects locally. POSIX sh, Linux /proc and /sys.
+FACTS_SCRIPT = r"""
+echo "hostname=$(uname -n)"
+echo "kernel=$(uname -r)"
+echo "cpu_model=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
+echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)"
+echo "memory_kib=$(awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null)"
+t="$1"; [ -e "$t" ] || t=$(dirname "$t")
+dev=$(df -P "$t" 2>/dev/null | awk 'NR==2 {print $1}')
+[ -b "$1" ] && dev="$1"
+name=$(basename "$(readlink -f "$dev" 2>/dev/null)")
+disk=$(lsblk -no PKNAME "/dev/$name" 2>/dev/null | head -n1); [ -n "$disk" ] || disk="$name"
+echo "target_device=$disk"
+[ -r "/sys/block/$disk/device/model" ] && echo "target_model=$(sed 's/ *$//' /sys/block/$disk/device/model)"
+[ -r "/sys/block/$disk/queue/scheduler" ] && echo "target_scheduler=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$disk/queue/scheduler)"
+[ -r "/sys/block/$disk/queue/rotational" ] && echo "target_rotational=$(cat /sys/block/$disk/queue/rotational)"
+"""
+
+
+def command_facts(command: str, host: str, target: str) -> dict:
+    """A remote host's facts through the plan's ``facts_command`` (e.g. ``ssh {host} sh -s -- {target}``),
+    which gets :data:`FACTS_SCRIPT` on its stdin."""
+    line = command.format(host=shlex.quote(host), target=shlex.quote(target))
+    try:
+        done = subprocess.run(line, shell=True, input=FACTS_SCRIPT, capture_output=True, text=True, timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return {"facts_error": f"facts_command did not finish in 60 s: {line}"}
+    if done.returncode != 0:
+        return {"facts_error": f"facts_command exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"}
+    facts: dict = {}
+    for row in done.stdout.splitlines():
+        key, sep, value = row.partition("=")
+        if sep and key.strip() and value.strip():
+            facts[key.strip()] = int(value) if key in ("cpus",) and value.strip().isdigit() else value.strip()
+    if "memory_kib" in facts and str(facts["memory_kib"]).isdigit():
+        facts["memory_bytes"] = int(facts.pop("memory_kib")) * 1024
+    return facts
 
 
 def _run_disks(output: Path) -> dict[str, list[str]]:
@@ -534,7 +575,13 @@ def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str],
     if not hosts:
         return {}
     with tempfile.TemporaryDirectory(prefix="benchlib-facts-") as scratch:
-        return {h: server_facts(fio, h, plan.port, Path(scratch)) for h in hosts}
+        facts = {h: server_facts(fio, h, plan.port, Path(scratch)) for h in hosts}
+    if plan.facts_command:
+        for host in hosts:
+            own = command_facts(plan.facts_command, host, plan.target.path_for(host))
+            facts[host] = {**facts[host], **own, "note": "remote host: its fio server's probe and the plan's facts_command"
+                           if "facts_error" not in own else facts[host].get("note")}
+    return facts
 
 
 def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[[float, float, str], None] | None = None,

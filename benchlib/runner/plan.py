@@ -21,6 +21,8 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     [hosts]                  # omit to run fio on this machine
     servers = ["127.0.0.2", "127.0.0.3"]
     port = 8765
+    # facts_command = "ssh -o BatchMode=yes {host} sh -s -- {target}"   # kernel, CPU, memory of each
+                                                                       # server: benchlib's facts script on stdin
 
     [matrix.block_size]      # a factor fio sees: each level sets one option
     option = "bs"
@@ -183,6 +185,7 @@ class Plan:
     factors: tuple[Factor, ...]
     profiles: tuple[Profile, ...]
     base_options: dict[str, str]
+    facts_command: str | None = None
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -331,6 +334,19 @@ def _target(path: Path, table: dict) -> Target:
     return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
 
 
+def _facts_command(path: Path, hosts: dict) -> str | None:
+    unknown = sorted(set(hosts) - {"servers", "port", "facts_command"})
+    if unknown:
+        raise PlanError(f"{path}: [hosts] has unknown keys {unknown} (allowed: servers, port, facts_command)")
+    command = hosts.get("facts_command")
+    if command is None:
+        return None
+    if not isinstance(command, str) or "{host}" not in command:
+        raise PlanError(f"{path}: [hosts] facts_command must be a command with {{host}} in it, "
+                        "e.g. \"ssh -o BatchMode=yes {host} sh -s -- {target}\"")
+    return command
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read and check a plan file.
 
@@ -375,6 +391,7 @@ def load_plan(path: str | Path) -> Plan:
         target=_target(path, data["target"]),
         servers=servers,
         port=_positive_int(path, hosts, "port", 8765, section="hosts"),
+        facts_command=_facts_command(path, hosts),
         factors=tuple(factors.values()),
         profiles=profiles,
         base_options={k: _text(v) for k, v in BASE_OPTIONS.items()} | _options(path, "[options]", data.get("options", {})),
