@@ -79,6 +79,11 @@ def align(y: np.ndarray, a: np.ndarray, b: np.ndarray, effect: str) -> np.ndarra
 def art_anova(frame: pl.DataFrame, value: str, a: str, b: str) -> pl.DataFrame:
     """Aligned rank transform ANOVA of ``value`` on factors ``a`` and ``b`` (full factorial).
 
+    A between-subjects design (one observation per subject): it reproduces
+    ARTool's published result on Higgins et al. (1990) Table 1 to four decimals
+    (a test checks it). Split-plot and repeated-measures designs (ARTool's
+    ``Error(...)`` strata or mixed models) are not covered.
+
     Returns one row per effect (``a``, ``b``, ``a:b``) with ``F``, ``df``,
     ``df_residual``, ``p``, and two checks ARTool reports: the sum of the
     aligned responses (should be ~0) and the largest F of the *other* effects
