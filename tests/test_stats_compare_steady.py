@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from benchlib.paths import RAW
 from benchlib.sources import read
@@ -203,3 +204,32 @@ def test_comparison_matrix_rows_by_one_factor_columns_by_another() -> None:
     assert matrix.columns == ["bs", "off", "on"]
     assert matrix.rows() == [("4k", "~", "~"), ("64k", "~", matrix["on"][1])]
     assert matrix["on"][1].startswith(("+10.", "+9."))
+
+
+def test_cr_1_criterion_verdicts() -> None:
+    """METHODS.md CR-1: change CI [-0.030, -0.012], p = 0.001, noise 0.01 -> improved; [-0.015, 0.020] -> within
+    noise; dtime = -0.20 -> dthroughput = +25%."""
+    from benchlib.stats.compare import change_verdict, throughput_change
+
+    assert change_verdict(-0.030, -0.012, 0.001, noise=0.01) == "improved"
+    assert change_verdict(-0.015, 0.020, 0.001, noise=0.01) == "within noise"
+    assert change_verdict(-0.030, -0.012, 0.2, noise=0.01) == "no change"
+    assert change_verdict(0.012, 0.030, 0.001, noise=0.01) == "regressed"
+    assert change_verdict(0.012, 0.030, 0.001, noise=0.01, lower_is_better=False) == "improved"  # IOPS up
+    assert throughput_change(-0.20) == pytest.approx(0.25)
+
+
+def test_mixed_bootstrap_t_is_criterions_test() -> None:
+    from benchlib.stats.compare import mixed_bootstrap_t, relative_change_ci
+
+    rng = np.random.default_rng(7)
+    base = rng.normal(100.0, 2.0, 20)
+    slower = base * 1.05 + rng.normal(0, 0.5, 20)
+    t, p = mixed_bootstrap_t(base, slower, rng=np.random.default_rng(1), n_resamples=20_000)
+    assert t == pytest.approx(stats.ttest_ind(slower, base, equal_var=False).statistic)  # Welch's t, as Criterion
+    assert p < 0.001
+    _, p_same = mixed_bootstrap_t(base, rng.normal(100.0, 2.0, 20), rng=np.random.default_rng(1), n_resamples=20_000)
+    assert p_same > 0.05
+    assert mixed_bootstrap_t(base, slower, rng=np.random.default_rng(1), n_resamples=20_000) == (t, p)  # seeded
+    change, low, high = relative_change_ci(base, slower, rng=np.random.default_rng(2), n_resamples=20_000)
+    assert low < change < high and low > 0.03 and high < 0.07

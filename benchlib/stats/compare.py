@@ -130,6 +130,79 @@ def ratio_of_medians_ci(
     return float(np.median(new) / np.median(old)), float(low), float(high)
 
 
+# ---------------------------------------------------------------- Criterion.rs's comparison (METHODS.md A4)
+
+
+def _welch_t(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Welch's t of y against x along the last axis (the statistic Criterion bootstraps)."""
+    mean_x, mean_y = x.mean(axis=-1), y.mean(axis=-1)
+    var_x, var_y = x.var(axis=-1, ddof=1), y.var(axis=-1, ddof=1)
+    return (mean_y - mean_x) / np.sqrt(var_x / x.shape[-1] + var_y / y.shape[-1])
+
+
+def mixed_bootstrap_t(
+    base: np.ndarray | list[float], new: np.ndarray | list[float], *, rng: np.random.Generator, n_resamples: int = 100_000
+) -> tuple[float, float]:
+    """Criterion's test: Welch's t of ``new`` against ``base`` and its p from a mixed bootstrap.
+
+    Both samples are pooled, resampled with replacement and split back into
+    groups of the original sizes, which draws t under "no difference";
+    ``p = 2 * min(#{t* < t}, #{t* >= t}) / N``. All resamples at once.
+    """
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    if len(base) < 2 or len(new) < 2:
+        raise ValueError("the mixed bootstrap needs at least 2 runs on each side")
+    t = float(_welch_t(base, new))
+    pooled = np.concatenate([base, new])
+    draws = pooled[rng.integers(0, len(pooled), size=(n_resamples, len(pooled)))]
+    t_star = _welch_t(draws[:, : len(base)], draws[:, len(base):])
+    t_star = t_star[np.isfinite(t_star)]
+    below = int((t_star < t).sum())
+    return t, 2 * min(below, len(t_star) - below) / len(t_star)
+
+
+def relative_change_ci(
+    base: np.ndarray | list[float],
+    new: np.ndarray | list[float],
+    *,
+    rng: np.random.Generator,
+    statistic: str = "mean",
+    n_resamples: int = 100_000,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """``new / base - 1`` of the mean (or median) with a percentile bootstrap interval, each group resampled on its own."""
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    reduce = np.mean if statistic == "mean" else np.median
+    base_star = reduce(base[rng.integers(0, len(base), size=(n_resamples, len(base)))], axis=1)
+    new_star = reduce(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(new_star / base_star - 1, [tail, 1 - tail])
+    return float(reduce(new) / reduce(base) - 1), float(low), float(high)
+
+
+def change_verdict(low: float, high: float, p: float, *, noise: float = 0.01, alpha: float = 0.05,
+                   lower_is_better: bool = True) -> str:
+    """Criterion's verdict on a relative change with interval ``[low, high]`` and test p.
+
+    ``p >= alpha``: "no change"; an interval wholly beyond the noise band on the
+    good side: "improved", on the bad side: "regressed"; anything else "within
+    noise". Criterion measures time (lower is better); for IOPS or bandwidth
+    pass ``lower_is_better=False``.
+    """
+    if p >= alpha:
+        return "no change"
+    if high < -noise:
+        return "improved" if lower_is_better else "regressed"
+    if low > noise:
+        return "regressed" if lower_is_better else "improved"
+    return "within noise"
+
+
+def throughput_change(time_change: float) -> float:
+    """A relative change of time per operation as the relative change of throughput: ``1 / (1 + dt) - 1``."""
+    return 1 / (1 + time_change) - 1
+
+
 def holm(p_values: np.ndarray | list[float]) -> np.ndarray:
     """Holm step-down adjusted p-values (family-wise error), in the input order."""
     p = np.asarray(p_values, dtype=float)
