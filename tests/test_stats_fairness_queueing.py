@@ -205,3 +205,17 @@ def test_fairness_over_time_on_recorded_logs() -> None:
     table = fairness_table(reads, "value", member="job_index", by=["second"])
     assert table.height >= 2 and (table["members"] == 2).all()
     assert ((table["jain"] >= 0.5) & (table["jain"] <= 1.0)).all()
+
+
+def test_sioc_1_parda_1_rr_1() -> None:
+    """METHODS.md SIOC-1, PARDA-1 and RR-1."""
+    from benchlib.stats.vsphere import parda_fixed_point, parda_step, rr_path_burst_bytes, sioc_limit_iops
+
+    assert sioc_limit_iops(10, 64) == 160
+    assert parda_fixed_point(2, 30, 25) == pytest.approx(12) and parda_fixed_point(4, 30, 25) == pytest.approx(24)
+    assert parda_step(32, 50, 25, 2, 0.5) == pytest.approx(25.0)
+    assert parda_step(32, 50, 25, 2, 0.5, w_max=20) == 20  # bounded
+    with pytest.raises(ValueError, match="must exceed the threshold"):
+        parda_fixed_point(2, 20, 25)
+    assert rr_path_burst_bytes(4096) / 2**20 == pytest.approx(3.90625)
+    assert rr_path_burst_bytes(65536) / 2**20 == pytest.approx(62.5)
