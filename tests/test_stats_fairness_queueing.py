@@ -219,3 +219,15 @@ def test_sioc_1_parda_1_rr_1() -> None:
         parda_fixed_point(2, 20, 25)
     assert rr_path_burst_bytes(4096) / 2**20 == pytest.approx(3.90625)
     assert rr_path_burst_bytes(65536) / 2**20 == pytest.approx(62.5)
+
+
+@given(st.lists(st.floats(min_value=-1e9, max_value=1e9, allow_nan=False), min_size=6, max_size=60), st.randoms())
+@settings(max_examples=200)
+def test_median_interval_contains_the_median_whatever_the_order(values: list[float], random: object) -> None:
+    from benchlib.stats.compare import median_ci
+
+    ci = median_ci(values)
+    assert ci.low is not None and ci.high is not None and ci.low <= ci.median <= ci.high
+    shuffled = list(values)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert median_ci(shuffled) == ci
