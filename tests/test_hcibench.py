@@ -138,3 +138,18 @@ def test_parameter_files_fill_in_what_the_console_lacks(ingested) -> None:
     assert set(results["rw"]) == {"randrw"} and set(results["rwmixread_pct"]) == {70.0}
     summary = tables.runs.filter(pl.col("format") == "hcibench-summary").row(0, named=True)
     assert _labels(summary)["hcibench_number_vm"] == "2" and "hcibench_vc" in _labels(summary)
+
+
+def test_several_datastores_are_said_not_guessed(tmp_path: Path) -> None:
+    """A summary of two datastores cannot be matched to VM files named by datastore id: the check says so."""
+    study = tmp_path / "raw" / "hci"
+    shutil.copytree(DATA / "vdb-test", study)
+    summary = study / f"{Path(VDB_CASE).name}-res.txt"
+    text = summary.read_text()
+    first_block = text.split("Resource Usage:")[0]
+    summary.write_text(first_block + first_block.replace("vsanDatastore", "vsanDatastore-2") + "Resource Usage:" + text.split("Resource Usage:")[1])
+    report = ingest_study(study, tmp_path / "processed")
+    tables = load_study_tables(report.processed)
+    check = check_summary(tables.runs, tables.results)
+    assert set(check["metric"]) == {"datastores"} and check.height == 8
+    assert "cannot be split per datastore" in check["note"][0]
