@@ -29,8 +29,8 @@ import polars as pl
 from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, empty, label_expr
-from benchlib.sources import detect, read
-from benchlib.sources._common import run_id, sha256_of
+from benchlib.sources import detect, detect_text, read
+from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, run_id, sha256_of
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
 from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
@@ -115,6 +115,14 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["benchlib.ingest"])
     return context
+
+
+def _warm_pool() -> None:
+    """Start the worker server now, so that its imports overlap with hashing the files."""
+    from multiprocessing import forkserver
+
+    _pool_context()
+    forkserver.ensure_running()
 
 
 class _LogUnits:
@@ -298,14 +306,28 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _detect_once(path: Path) -> tuple[str, SourceText | None]:
+    """A file's format, and for fio JSON its text: small files are read once for both."""
+    if path.stat().st_size > STREAM_BYTES:
+        return detect(path), None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
+    fmt = detect_text(path, decode(path, data[:SNIFF_BYTES], partial=len(data) > SNIFF_BYTES) if data.strip() else "")
+    if fmt != "fio-json":
+        return fmt, None
+    return fmt, SourceText(path=path, text=decode(path, data), sha256=hashlib.sha256(data).hexdigest())
+
+
 def _extract_into(paths: list[Path], merged: dict, outcomes: list) -> None:
     for path in paths:
         try:
-            fmt = detect(path)
+            fmt, source = _detect_once(path)
             if fmt != "fio-json":
                 outcomes.append((path, None, None, fmt))  # read later, one by one, by its own reader
                 continue
-            rows = extract_fio_json(path)
+            rows = extract_fio_json(path, source=source)
         except FormatError as exc:
             outcomes.append((path, f"{exc.where}: {exc.expected}", None, None))
             continue
@@ -428,7 +450,10 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> 
     """
     seen: dict[str, list[str]] = {}
     todo, copies = [], []
-    for path, rel, size in _raw_files(study):
+    files = _raw_files(study)
+    if len(files) > JSON_BATCH:
+        _warm_pool()
+    for path, rel, size in files:
         sha = sha256_of(path)
         if size == 0 and _FIO_LOG_NAME.search(path.name):
             report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))

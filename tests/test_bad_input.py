@@ -112,3 +112,18 @@ def test_pdsh_prefixed_json_is_read_with_its_host(tmp_path: Path, good_json: Pat
     assert tables.results["client"].unique().to_list() == ["vm-07"]
     assert tables.runs["host"].to_list() == ["vm-07"]
     assert tables.results["iops"].to_list() == plain.results["iops"].to_list()
+
+
+def test_a_character_cut_by_the_detection_window_is_not_an_encoding_error(tmp_path: Path, good_json: Path) -> None:
+    """Detection reads the first 64 KiB; a two-byte character across that boundary is still UTF-8."""
+    from benchlib.sources._common import SNIFF_BYTES
+
+    text = good_json.read_text() + "\n"
+    padding = "x" * (SNIFF_BYTES - 1 - len(text.encode())) + "é\n"  # 'é' takes bytes 65535 and 65536
+    path = tmp_path / "study" / "warned.json"
+    path.parent.mkdir()
+    path.write_text(text + padding, encoding="utf-8")
+    assert path.read_bytes()[SNIFF_BYTES - 1 : SNIFF_BYTES + 1] == "é".encode()
+    assert detect(path) == "fio-json"
+    report = ingest_study(path.parent, tmp_path / "processed")
+    assert report.ingested == ["warned.json"] and not report.quarantined

@@ -71,7 +71,7 @@ def _head(path: Path) -> str:
         raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
     if not data.strip():
         raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
-    return decode(path, data)
+    return decode(path, data, partial=len(data) == SNIFF_BYTES)
 
 
 def detect_all(path: str | Path) -> list[str]:
@@ -88,7 +88,13 @@ def detect(path: str | Path) -> str:
     FormatError
         When no known format's signature is found.
     """
-    head = _head(Path(path))
+    return detect_text(path, _head(Path(path)))
+
+
+def detect_text(path: str | Path, head: str) -> str:
+    """The format of a file whose first 64 KiB (decoded) are ``head`` (see :func:`detect`)."""
+    if not head.strip():
+        raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
     found = next((name for name, sniff in _SNIFFERS.items() if sniff(head)), None)
     if found is None:
         raise FormatError(
@@ -110,4 +116,4 @@ def read(path: str | Path, format: str | None = None) -> Tables:
     return READERS[name](path)
 
 
-__all__ = ["READERS", "detect", "detect_all", "read"]
+__all__ = ["READERS", "detect", "detect_all", "detect_text", "read"]

@@ -26,12 +26,13 @@ class SourceText:
     sha256: str
 
 
-def decode(path: Path, data: bytes) -> str:
+def decode(path: Path, data: bytes, *, partial: bool = False) -> str:
     """Decode fio/vdbench output bytes to text.
 
     UTF-8 (with or without BOM) is the norm; UTF-16 with a BOM is what a
     Windows PowerShell redirect writes. Anything else is refused with the
-    byte offset of the first undecodable byte.
+    byte offset of the first undecodable byte. ``partial``: ``data`` is the
+    start of a file, so a character cut at its end is dropped.
     """
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16")
@@ -41,6 +42,8 @@ def decode(path: Path, data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        if partial and exc.start >= len(data) - 3:  # the first bytes of a file: a character cut at the end
+            return data[: exc.start].decode("utf-8-sig")
         line = data[: exc.start].count(b"\n") + 1
         raise FormatError(
             path,

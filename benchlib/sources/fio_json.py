@@ -332,13 +332,13 @@ def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host:
     return out
 
 
-def extract_fio_json(path: str | Path) -> dict[str, list | dict[str, list]]:
+def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> dict[str, list | dict[str, list]]:
     """The rows of a fio JSON file as plain Python data (see :func:`read_fio_json`).
 
     Ingest uses this to build one frame for many files; ``Tables.from_rows``
-    turns the result into validated tables.
+    turns the result into validated tables. ``source``: the file already read.
     """
-    source = read_source(path)
+    source = source or read_source(path)
     host = None
     documents = [d for d in find_json_documents(source) if "fio version" in d.data]
     if not documents:
