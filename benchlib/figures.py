@@ -34,6 +34,11 @@ def theme() -> dict:
     }
 
 
+def _joined(columns: list[str]) -> pl.Expr:
+    """One label from several factor columns: ``LSI / off``."""
+    return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
+
+
 def _chart(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
 
@@ -131,7 +136,7 @@ def comparison(table: pl.DataFrame, *, label: list[str], title: str = "Change ag
     """A setting comparison from ``stats.compare.comparison_table``: the change of the median in percent,
     its bootstrap interval, and the verdict (``~`` where not significant after Holm)."""
     data = table.with_columns(
-        pl.concat_str([pl.col(c).cast(pl.String) for c in label], separator=" / ").alias("comparison"),
+        _joined(label).alias("comparison"),
         ((pl.col("ratio_low") - 1) * 100).alias("low_pct"),
         ((pl.col("ratio_high") - 1) * 100).alias("high_pct"),
     ).select("comparison", "change_pct", "low_pct", "high_pct", "delta", "verdict").sort("comparison")
@@ -199,7 +204,7 @@ def fairness_over_time(intervals: pl.DataFrame, *, member: str = "host", value: 
 def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration") -> alt.TopLevelMixin:
     """Jain's index per group from ``stats.fairness_table``, the highest/lowest ratio written beside each bar."""
     data = table.with_columns(
-        pl.concat_str([pl.col(c).cast(pl.String) for c in by], separator=" / ").alias("configuration"),
+        _joined(by).alias("configuration"),
         pl.format("{}x", pl.col("max_min_ratio").round(2)).alias("spread"),
     ).select("configuration", "jain", "spread", "members").sort("configuration")
     y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
@@ -215,7 +220,7 @@ def latency_split(frame: pl.DataFrame, *, where: list[str], parts: tuple[str, ..
                   title: str = "Where the latency was spent (ms)") -> alt.TopLevelMixin:
     """Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
     layer's await and the time above it), so that the bar's length is the application's latency."""
-    data = frame.with_columns(pl.concat_str([pl.col(c).cast(pl.String) for c in where], separator=" / ").alias("configuration"))
+    data = frame.with_columns(_joined(where).alias("configuration"))
     long = data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms").sort("configuration", "part")
     y = alt.Y("configuration:N", sort=sorted(data["configuration"].to_list()), title=None)
     chart = _chart(long).mark_bar().encode(

@@ -388,6 +388,12 @@ def _read_one(path: Path, fmt: str, unit: str) -> Tables:
     return read_fio_log(path, latency_unit=unit) if fmt == "fio-log" else read(path, fmt)
 
 
+def _tool_version(tables: Tables) -> str | None:
+    """The tool version a file's runs report (the first, when several)."""
+    versions = tables.runs["tool_version"].drop_nulls().unique(maintain_order=True).to_list()
+    return versions[0] if versions else None
+
+
 def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, processed: Path, unit: str) -> dict:
     part = sha[:16]
     if fmt == "fio-log" and path.stat().st_size > STREAM_BYTES and "_hist" not in path.name:
@@ -404,8 +410,7 @@ def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, process
     else:
         tables = _read_one(path, fmt, unit)
     _write_part(processed, part, tables, study, [(rel, sha)])
-    versions = tables.runs["tool_version"].drop_nulls().unique().to_list()
-    return {"sha256": sha, "format": fmt, "part": part, "tool_version": versions[0] if versions else None}
+    return {"sha256": sha, "format": fmt, "part": part, "tool_version": _tool_version(tables)}
 
 
 def _ingest_copy(path: Path, rel: str, sha: str, study: Study, processed: Path, unit: str) -> dict:
@@ -417,8 +422,7 @@ def _ingest_copy(path: Path, rel: str, sha: str, study: Study, processed: Path, 
     tables = Tables(**{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame
                        for name, frame in tables.items()})
     _write_part(processed, key[:16], tables, study, [(rel, sha)])
-    versions = tables.runs["tool_version"].drop_nulls().unique().to_list()
-    return {"sha256": sha, "key": key, "format": fmt, "part": key[:16], "tool_version": versions[0] if versions else None}
+    return {"sha256": sha, "key": key, "format": fmt, "part": key[:16], "tool_version": _tool_version(tables)}
 
 
 def _load_manifest(processed: Path, key: str) -> dict:
@@ -600,9 +604,9 @@ def _ingest_vdbench_folder(files: list[tuple[str, str]], study: Study, processed
         report.quarantined.extend((rel, f"{exc.where}: {exc.expected}") for rel, _ in files)
         return
     _write_part(processed, key[:16], result.tables, study, files)
-    version = next(iter(result.tables.runs["tool_version"].drop_nulls()), None)
+    version = _tool_version(result.tables)
     for path, (rel, sha) in paths.items():
-        current[rel] = {"sha256": sha, "format": "vdbench-output", "kind": member_kind(path), "part": key[:16],
+        current[rel] = {"sha256": sha, "format": "vdbench-output", "kind": result.kinds.get(path), "part": key[:16],
                         "unit": key, "tool_version": version}
         if path in result.problems:
             report.quarantined.append((rel, result.problems[path]))

@@ -309,37 +309,56 @@ def _write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], m
 
 # ------------------------------------------------------------------ for notebooks
 
-def study_tables(study: str) -> Tables:
-    """Ingest ``data/raw/<study>`` (incremental, quiet) and load its runs and results (what the
-    notebooks use; a study's intervals can be millions of rows)."""
-    from benchlib.ingest import ingest_study, load_study_tables
+def _processed(study: str) -> Path:
+    """Ingest ``data/raw/<study>`` (incremental, quiet) and return its processed folder."""
+    from benchlib.ingest import ingest_study
 
-    report = ingest_study(RAW / study)
-    return load_study_tables(report.processed, only=("runs", "results"))
+    return ingest_study(RAW / study).processed
+
+
+def study_tables(study: str, processed: Path | None = None) -> Tables:
+    """Ingest ``data/raw/<study>`` and load its runs and results (what the notebooks use; a study's
+    intervals can be millions of rows). ``processed``: already ingested there."""
+    from benchlib.ingest import load_study_tables
+
+    return load_study_tables(processed or _processed(study), only=("runs", "results"))
+
+
+def _study_rows(study: str, only: dict | None, processed: Path | None = None) -> pl.DataFrame:
+    """Per-host result rows of the study (no tool aggregates, no logs), restricted to ``only`` levels,
+    with labels and derived metrics."""
+    from benchlib.claims import claims_frame
+
+    frame = claims_frame(study_tables(study, processed)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    for factor, levels in (only or {}).items():
+        frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
+    return frame
 
 
 def cell_frame(study: str, levels: dict) -> pl.DataFrame:
     """Per-host result rows (no tool aggregates, no logs) of one matrix cell, with labels and derived metrics."""
-    from benchlib.claims import claims_frame
-
-    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
-    for factor, level in levels.items():
-        frame = frame.filter(pl.col(factor) == str(level))
-    return frame
+    return _study_rows(study, {factor: [level] for factor, level in levels.items()})
 
 
 _ADDITIVE = ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s", "io_count", "io_bytes")
+#: Each row's weight in a latency mean: its I/O count (1 where a table gives none).
+_WEIGHT = pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight")
 
 
-def per_member(frame: pl.DataFrame, value: str, member: str = "vm") -> pl.DataFrame:
-    """One value per VM/host: each run's total (directions and jobs added for rates, I/O-weighted
-    for latencies), then the median over repetitions."""
+def _total(value: str) -> pl.Expr:
+    """A run's total of ``value``: rates add (a sum of nothing is not zero), latencies are I/O-weighted."""
     from benchlib.stats import weighted_mean_expr
 
-    weighted = frame.with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
-    total = pl.col(value).sum() if value in _ADDITIVE else weighted_mean_expr(value, "_weight")
-    per_run = weighted.group_by("run_id", member).agg(total.alias(value))
-    return per_run.group_by(member).agg(pl.col(value).median(), pl.len().alias("runs")).sort(member)
+    if value in _ADDITIVE:
+        return pl.when(pl.col(value).is_not_null().any()).then(pl.col(value).sum())
+    return weighted_mean_expr(value, "_weight")
+
+
+def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """One value per VM/host (per group of ``by``): each run's total (directions and jobs added for
+    rates, I/O-weighted for latencies), then the median over repetitions."""
+    per_run = frame.with_columns(_WEIGHT).group_by("run_id", member, *by).agg(_total(value).alias(value))
+    return per_run.group_by(*by, member).agg(pl.col(value).median(), pl.len().alias("runs")).sort(*by, member)
 
 
 def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
@@ -387,24 +406,6 @@ def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
 
 
-def _study_rows(study: str, only: dict | None) -> pl.DataFrame:
-    """Per-host result rows of the whole study (no tool aggregates, no logs), restricted to ``only`` levels."""
-    from benchlib.claims import claims_frame
-
-    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
-    for factor, levels in (only or {}).items():
-        frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
-    return frame
-
-
-def _total(value: str) -> pl.Expr:
-    from benchlib.stats import weighted_mean_expr
-
-    if value in _ADDITIVE:  # a sum of nothing is not zero
-        return pl.when(pl.col(value).is_not_null().any()).then(pl.col(value).sum())
-    return weighted_mean_expr(value, "_weight")
-
-
 def run_totals(study: str, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
     """One value per run with its factor levels: the experimental unit of a comparison.
 
@@ -412,7 +413,7 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
     together: rates add, latencies are I/O-weighted) or one row of a
     published per-VM table.
     """
-    frame = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    frame = _study_rows(study, only).with_columns(_WEIGHT)
     keys = ["sha256", "document_index", *factors]
     return frame.group_by(keys).agg(_total(value).alias(value)).drop_nulls(value).sort(keys)
 
@@ -428,23 +429,30 @@ def member_efficiency(study: str, *, by: list[str], only: dict | None = None, me
                                              pl.len().alias("runs")).sort(*by, member)
 
 
+def efficiency_table(study: str, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
+    """Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
+    :func:`member_efficiency`, with the number of VMs."""
+    per_vm = member_efficiency(study, by=[*test, setting], only=only)
+    table = per_vm.group_by(*test, setting).agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(),
+                                                pl.len().alias("vms")).sort(*test, setting)
+    return table.with_columns(pl.concat_str([pl.col(c) for c in test], separator=" ").alias("test"))
+
+
 def member_values(study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
     """One value per VM (host) per group of ``by``: each run's total, then the median over repetitions."""
-    frame = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
-    per_run = frame.group_by("run_id", member, *by).agg(_total(value).alias(value))
-    return per_run.group_by(*by, member).agg(pl.col(value).median(), pl.len().alias("runs")).drop_nulls(value).sort(*by, member)
+    return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
 
 
 def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
     """Per-interval values of one cell and repetition, per host (fio's logs; directions added per interval)."""
-    from benchlib.ingest import ingest_study, scan_table
+    from benchlib.ingest import scan_table
 
-    report = ingest_study(RAW / study)
-    runs = scan_table(report.processed, "runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
+    processed = _processed(study)
+    runs = scan_table(processed, "runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
     for factor, level in levels.items():
         runs = runs.filter(pl.col(factor) == str(level))
     picked = runs.select("run_id", "host").collect()
-    series = (scan_table(report.processed, "intervals")
+    series = (scan_table(processed, "intervals")
               .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric).collect())
     series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
     return series.sort("host", "time_ns")
@@ -460,12 +468,12 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
     then the median per group. Latency above await was spent above the block
     layer (in the guest: file system, page cache, fio's own queue).
     """
-    from benchlib.ingest import ingest_study, scan_table
+    from benchlib.ingest import scan_table
 
-    report = ingest_study(RAW / study)
-    counters = (scan_table(report.processed, "host_counters").filter(pl.col("object") == "fio disk stats").collect()
+    processed = _processed(study)
+    counters = (scan_table(processed, "host_counters").filter(pl.col("object") == "fio disk stats").collect()
                 .pivot(on="counter", index=["run_id", "host", "instance"], values="value", aggregate_function="first"))
-    rows = _study_rows(study, only).with_columns(pl.coalesce(pl.col("io_count"), pl.lit(1)).alias("_weight"))
+    rows = _study_rows(study, only, processed).with_columns(_WEIGHT)
     guest = rows.group_by("run_id", *by).agg(_total("lat_mean_ms").alias("app_latency_ms"), pl.col("iops").sum(),
                                              pl.col("runtime_ns").max())
     view = guest.join(counters, on="run_id", how="inner").with_columns(
@@ -485,10 +493,10 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
 def esxtop_view(study: str) -> pl.DataFrame:
     """The device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
     (an empty frame when there is none)."""
-    from benchlib.ingest import ingest_study, scan_table
+    from benchlib.ingest import scan_table
     from benchlib.sources.esxtop import device_queue_view
 
-    report = ingest_study(RAW / study)
-    esxtop = scan_table(report.processed, "runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
-    counters = scan_table(report.processed, "host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
+    processed = _processed(study)
+    esxtop = scan_table(processed, "runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
+    counters = scan_table(processed, "host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
     return device_queue_view(counters)

@@ -287,7 +287,7 @@ def prepare_targets(plan: Plan, hosts: list[str], fio: str, destroy_data: str | 
     ``remote(host)`` says whether a host must be checked through fio rather than
     on this machine (default: every host that is not this machine).
     """
-    remote = remote or (lambda h: bool(plan.servers) and not is_local(h))
+    remote = remote or _default_remote(plan)
     writes = any(cell.writes for cell in plan.cells())
     targets = {}
     scratch = plan.output / ".benchlib-probe"
@@ -568,9 +568,14 @@ def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:
     return todo
 
 
+def _default_remote(plan: Plan) -> Callable[[str], bool]:
+    """Which hosts are checked and described through fio: every fio server that is not this machine."""
+    return lambda host: bool(plan.servers) and not is_local(host)
+
+
 def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str], bool] | None) -> dict[str, dict]:
     """Ask each remote fio server about its machine once per run."""
-    remote = remote or (lambda h: bool(plan.servers) and not is_local(h))
+    remote = remote or _default_remote(plan)
     hosts = [h for h in live if plan.servers and remote(h)]
     if not hosts:
         return {}

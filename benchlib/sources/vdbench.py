@@ -41,7 +41,7 @@ from typing import Any
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import read_source, run_id
-from benchlib.sources.vdbench_parm import ParmFile, expand_run, size_bytes
+from benchlib.sources.vdbench_parm import ParmFile, expand_run, looks_like_parmfile, parse_parmfile, size_bytes
 
 MIB = 1024 * 1024
 _AVG = re.compile(r"^avg_(\d+)-(\d+)$")
@@ -398,7 +398,7 @@ def _workload(block: Block, average: dict[str, Any], parm: ParmFile | None) -> d
     # a format run (``format_for_<rd>``) creates the files: its own rows say what it did, not the RD's workload
     rd = parm.named("rd", block.name) if parm and not block.name.startswith("format_for_") else None
     wds = _workloads_of(rd, parm) if rd else []
-    loops = block.for_loops or _loop_values(rd, block)
+    loops = block.for_loops or _loop_values(rd)
 
     def pick(key: str) -> str | None:
         if key in loops:
@@ -445,7 +445,7 @@ def _workloads_of(rd: dict[str, str] | None, parm: ParmFile | None) -> list[dict
     return found or parm.definitions[key]
 
 
-def _loop_values(rd: dict[str, str] | None, block: Block) -> dict[str, str]:
+def _loop_values(rd: dict[str, str] | None) -> dict[str, str]:
     """For-loop values when the output does not print them: only when the run definition has a single run."""
     if not rd:
         return {}
@@ -512,10 +512,11 @@ def blocks_to_rows(blocks: list[Block], *, key: str, first_index: int, sha256: s
             first, last = (int(x) for x in _AVG.match(average["interval"]).groups())
             measured = None if seconds is None or last < first else int(round((last - first + 1) * seconds * 1e9))
             cpu = average.get("cpu_total")
+            workload = _workload(block, average, context.parm)
             for row in direction_rows(average):
                 out["results"].append({
                     "run_id": rid, "client": host, "job_name": block.name, "job_index": 1, "jobs": 1,
-                    "is_aggregate": is_aggregate, **_workload(block, average, context.parm), **row,
+                    "is_aggregate": is_aggregate, **workload, **row,
                     "runtime_ns": measured,
                     "io_count": None if measured is None or row["iops"] is None else int(round(row["iops"] * measured / 1e9)),
                     "io_bytes": None if measured is None or row["bandwidth_bytes_per_s"] is None
@@ -559,8 +560,6 @@ def read_vdbench_flatfile(path: str | Path) -> Tables:
 
 def _parameter_file_beside(path: Path) -> ParmFile | None:
     """The one vdbench parameter file (by content) in the console file's folder, e.g. HCIBench's ``vdbench.cfg``."""
-    from benchlib.sources.vdbench_parm import looks_like_parmfile, parse_parmfile
-
     found = []
     for other in sorted(path.parent.iterdir()):
         if other == path or not other.is_file() or other.stat().st_size > 1_000_000:

@@ -42,16 +42,16 @@ from benchlib.sources.vdbench_parm import ParmFile, expand_run, parse_parmfile
 
 _CREATED = re.compile(r"created (\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) \S+(?: \((\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) UTC\))?")
 _HOST = re.compile(r"Host summary report\(s\) for host=(\S+)")
-#: What each kind of file is used for (the others are listed as not needed).
-ROLES = {"summary": "runs", "totals": "runs", "flatfile": "runs", "host": "per-host runs",
-         "logfile": "version", "parmfile": "definitions"}
+#: What the folder's context files are used for (the run files say so where they are read).
+_CONTEXT_ROLES = {"logfile": "version", "parmfile": "definitions"}
 
 
 @dataclass
 class FolderResult:
-    """The tables of a folder, and per file what it gave or why it could not be read."""
+    """The tables of a folder, and per file its kind, what it gave or why it could not be read."""
 
-    tables: Tables
+    tables: Tables | None = None
+    kinds: dict[Path, str] = field(default_factory=dict)
     used: dict[Path, str] = field(default_factory=dict)
     problems: dict[Path, str] = field(default_factory=dict)
 
@@ -111,7 +111,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         When no file of the folder holds any run.
     """
     by_kind: dict[str, list[tuple[Path, str, str]]] = {}
-    result = FolderResult(tables=Tables.from_rows({"runs": []}))
+    result = FolderResult()
     for path, sha in files:
         try:
             source = read_source(path)
@@ -119,6 +119,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
             result.problems[path] = f"{exc.where}: {exc.expected}"
             continue
         kind = vdbench_kind(source.text[:65536]) or "other"
+        result.kinds[path] = kind
         by_kind.setdefault(kind, []).append((path, sha, source.text))
     texts = {kind: (found[0][0], found[0][2]) for kind, found in by_kind.items() if len(found) == 1}
     context = _context(texts, result.problems)
@@ -134,10 +135,9 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], None, "Total response time histogram")
     for path, sha, text in hosts if multi else []:
         _add_host(rows, path, sha, text, key, context, by_kind, result, total[2] if total else [])
-    for kind, found in by_kind.items():
-        for path, _, _ in found:
-            if path not in result.used and path not in result.problems:
-                result.used[path] = ROLES.get(kind, "not needed") if kind in ("logfile", "parmfile") else "not needed"
+    for path, kind in result.kinds.items():
+        if path not in result.used and path not in result.problems:
+            result.used[path] = _CONTEXT_ROLES.get(kind, "not needed")
     first = files[0][0] if files else Path(".")
     if not rows["runs"]:
         raise FormatError(first.parent, "folder", "a vdbench output folder with summary.html, totals.html or flatfile.html "
@@ -243,11 +243,12 @@ def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: Folde
 
 
 def member_kind(path: Path) -> str | None:
-    """The vdbench kind of a file of an HTML output folder (None for anything else); reads 4 KiB."""
+    """The vdbench kind of a file of an HTML output folder (None for anything else); reads at most 4 KiB."""
     with open(path, "rb") as handle:
+        if not handle.read(16).lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date ")):
+            return None
+        handle.seek(0)
         head = handle.read(4096)
-    if not head.lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date ")):
-        return None
     kind = vdbench_kind(head.decode("utf-8", "replace"))
     return None if kind == "console" else kind
 

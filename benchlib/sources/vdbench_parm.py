@@ -25,7 +25,7 @@ from benchlib.units import parse_job_size
 KINDS = ("hd", "sd", "wd", "rd", "fsd", "fwd")
 #: vdbench's abbreviations of keywords (the user's guide accepts these forms).
 ALIASES = {"xf": "xfersize", "el": "elapsed", "in": "interval", "io": "iorate", "th": "threads", "seek": "seekpct",
-           "rdpct": "rdpct", "forxf": "forxfersize", "forth": "forthreads", "forseek": "forseekpct", "wu": "warmup"}
+           "forxf": "forxfersize", "forth": "forthreads", "forseek": "forseekpct", "wu": "warmup"}
 #: Run-definition keywords that make one run per value (``for<name>=`` or a list given to ``<name>=``).
 FOR_KEYWORDS = ("xfersize", "threads", "rdpct", "seekpct", "rhpct", "whpct", "hitarea", "compratio", "hpct")
 _TAG = re.compile(r"<[^>]+>")

@@ -7,6 +7,7 @@ Randomness only through an explicit ``numpy.random.Generator``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,12 +123,18 @@ def ratio_of_medians_ci(
     loop over resamples). Returns ``(ratio, low, high)``.
     """
     old, new = np.asarray(old, dtype=float), np.asarray(new, dtype=float)
-    old_medians = np.median(old[rng.integers(0, len(old), size=(n_resamples, len(old)))], axis=1)
-    new_medians = np.median(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
-    ratios = new_medians / old_medians
+    low, high = _bootstrap_ratio(old, new, np.median, rng=rng, n_resamples=n_resamples, confidence=confidence)
+    return float(np.median(new) / np.median(old)), low, high
+
+
+def _bootstrap_ratio(base: np.ndarray, new: np.ndarray, reduce: Callable[..., np.ndarray], *, rng: np.random.Generator,
+                     n_resamples: int, confidence: float) -> tuple[float, float]:
+    """Percentile interval of ``reduce(new*) / reduce(base*)``, each group resampled on its own, all resamples at once."""
+    base_star = reduce(base[rng.integers(0, len(base), size=(n_resamples, len(base)))], axis=1)
+    new_star = reduce(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
     tail = (1 - confidence) / 2
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(np.median(new) / np.median(old)), float(low), float(high)
+    low, high = np.quantile(new_star / base_star, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 # ---------------------------------------------------------------- Criterion.rs's comparison (METHODS.md A4)
@@ -173,11 +180,8 @@ def relative_change_ci(
     """``new / base - 1`` of the mean (or median) with a percentile bootstrap interval, each group resampled on its own."""
     base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     reduce = np.mean if statistic == "mean" else np.median
-    base_star = reduce(base[rng.integers(0, len(base), size=(n_resamples, len(base)))], axis=1)
-    new_star = reduce(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(new_star / base_star - 1, [tail, 1 - tail])
-    return float(reduce(new) / reduce(base) - 1), float(low), float(high)
+    low, high = _bootstrap_ratio(base, new, reduce, rng=rng, n_resamples=n_resamples, confidence=confidence)
+    return float(reduce(new) / reduce(base) - 1), low - 1, high - 1
 
 
 def change_verdict(low: float, high: float, p: float, *, noise: float = 0.01, alpha: float = 0.05,
