@@ -42,7 +42,7 @@ from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan
 from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
 from benchlib.sources import read
-from benchlib.sources._common import find_json_documents, read_source, sha256_of
+from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
 
 PLAN_RECORD = "benchlib-plan.json"
@@ -149,18 +149,23 @@ _PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)
                     r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
 
 
+def _on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options: str) -> subprocess.CompletedProcess:
+    """Run one small job file (text ``job``, its first section naming the file) on a fio server."""
+    path = workdir / f"{job[1:job.index(']')]}.fio"
+    path.write_text(job, encoding="utf-8")
+    return subprocess.run([fio, f"--client={host},{port}", *options, str(path)], cwd=workdir,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
 def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
     """What a remote fio server says about its machine when a client connects (its probe reply).
 
     fio sends its host name, operating system, architecture, word size and
-    fio version, nothing more: the kernel release, CPU model and memory of a
-    remote host are not known to benchlib (record them yourself, e.g. in the
-    study's README, or run the plan locally on that host).
+    fio version, nothing more; the kernel release, CPU model and memory come
+    from the plan's ``facts_command`` (:func:`command_facts`) when it has one.
     """
-    job = workdir / "facts.fio"
-    job.write_text("[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", encoding="utf-8")
-    done = subprocess.run([fio, f"--client={host},{port}", "--debug=net", str(job)], cwd=workdir,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = _on_server(fio, host, port, workdir,
+                      "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", "--debug=net")
     found = _PROBE.search(done.stdout + done.stderr)
     if found is None:
         return {"note": f"remote host: its fio server did not answer the probe ({(done.stderr or done.stdout).strip()[-200:]})"}
@@ -209,19 +214,6 @@ def command_facts(command: str, host: str, target: str) -> dict:
     return facts
 
 
-def _run_disks(output: Path) -> dict[str, list[str]]:
-    """Per host, the disks under its target as fio reported them (``disk_util``)."""
-    try:
-        documents = find_json_documents(read_source(output))
-    except FormatError:
-        return {}
-    disks: dict[str, list[str]] = {}
-    for entry in (documents[-1].data.get("disk_util") or []) if documents else []:
-        if isinstance(entry, dict) and "name" in entry:
-            disks.setdefault(str(entry.get("hostname")), []).append(entry["name"])
-    return disks
-
-
 def is_local(host: str) -> bool:
     """Whether a fio server address is this machine (loopback or one of its own addresses)."""
     try:
@@ -256,10 +248,8 @@ def _probe_exists(fio: str, host: str, port: int, path: str, workdir: Path) -> b
     a file with data. (A probe with a size would let fio extend, or even
     re-create, a small existing file.)
     """
-    job = workdir / "probe.fio"
-    job.write_text(f"[probe]\nfilename={path}\nioengine=filestat\nallow_file_create=0\n", encoding="utf-8")
-    done = subprocess.run([fio, f"--client={host},{port}", str(job), "--output-format=json"], cwd=workdir,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = _on_server(fio, host, port, workdir, f"[probe]\nfilename={path}\nioengine=filestat\nallow_file_create=0\n",
+                      "--output-format=json")
     if "failed to connect" in done.stdout + done.stderr:
         raise UnsafeTargetError(f"cannot check the target on {host}: no fio server answers on port {port}")
     if "not loadable" in done.stdout + done.stderr:
@@ -275,9 +265,7 @@ def _claim_remote(fio: str, host: str, port: int, path: str, workdir: Path) -> N
     if _probe_exists(fio, host, port, path, workdir):
         raise UnsafeTargetError(f"{path} on {host} exists, holds data and benchlib did not create it "
                                 f"(no {Path(marker).name} beside it); choose a new path in [target]")
-    job = workdir / "marker.fio"
-    job.write_text(f"[marker]\nfilename={marker}\nrw=write\nbs=4k\nsize=4k\nioengine=psync\n", encoding="utf-8")
-    subprocess.run([fio, f"--client={host},{port}", str(job)], cwd=workdir, capture_output=True, timeout=60, check=False)
+    _on_server(fio, host, port, workdir, f"[marker]\nfilename={marker}\nrw=write\nbs=4k\nsize=4k\nioengine=psync\n")
 
 
 def prepare_targets(plan: Plan, hosts: list[str], fio: str, destroy_data: str | None,
@@ -409,12 +397,16 @@ def _die_with_parent() -> None:  # runs in the fio child before exec
 
 # ---------------------------------------------------------------- one cell
 
-def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], dict[str, str]]:
-    """Hosts with error-free results in a fio output file, and reasons for the others."""
+def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], dict[str, str], dict[str, list[str]]]:
+    """Hosts with error-free results in a fio output file, reasons for the others, and per host
+    the disks under its target as fio reported them (``disk_util``)."""
     try:
         tables = read(path, "fio-json")
     except FormatError as exc:
-        return set(), dict.fromkeys(hosts, f"fio wrote no usable result ({exc.expected})")
+        return set(), dict.fromkeys(hosts, f"fio wrote no usable result ({exc.expected})"), {}
+    counters = tables.host_counters.drop_nulls("host")
+    disks = {host: group["instance"].unique(maintain_order=True).to_list()
+             for (host,), group in counters.group_by("host", maintain_order=True)}
     results = tables.results.join(tables.runs.select("run_id", "host"), on="run_id")
     ok, failed = set(), {}
     for host in hosts:
@@ -424,7 +416,7 @@ def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], 
             ok.add(host)
         else:
             failed[host] = f"fio error {errors[0]}" if errors else "no result from this host (it dropped out or never started)"
-    return ok, failed
+    return ok, failed, disks
 
 
 def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
@@ -502,7 +494,7 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
         shutil.rmtree(partial)
         reason = (stderr.strip().splitlines() or [f"fio exited with {returncode} and wrote nothing"])[-1]
         return set(), dict.fromkeys(hosts, reason)
-    ok, failed = _host_results(output, hosts, local)
+    ok, failed, disks = _host_results(output, hosts, local)
     _reasons_from_stderr(stderr, failed)
     if not ok:
         shutil.rmtree(partial)
@@ -510,7 +502,6 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
     _sort_logs(partial, hosts, local, failed)
     if stderr.strip():
         (partial / "fio.stderr.txt").write_text(stderr, encoding="utf-8")
-    disks = _run_disks(output)
     facts = {h: host_facts(targets[h]) if h not in remote_facts and (local or is_local(h))
              else {**remote_facts.get(h, {"note": "remote host: only what fio reports"}), "target": targets[h],
                    "target_disks": disks.get(h, [])}
