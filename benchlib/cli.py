@@ -2,8 +2,8 @@
 
 Verbs: ``ingest`` (raw -> processed Parquet, with a summary per study),
 ``inspect`` (what a single file is and holds), ``run`` (a fio plan) and
-``verify`` (a write-up's claims against its data) and ``bundle`` (the
-same, packed for a peer).
+``verify`` (a write-up's claims against its data), ``bundle`` (the
+same, packed for a peer) and ``report`` (papermill over a pipeline's matrix).
 """
 
 from __future__ import annotations
