@@ -278,8 +278,8 @@ def _write_part(processed: Path, part: str, tables: Tables, study: Study, member
             _atomic_write_parquet(frame, processed / name / f"{part}.parquet")
 
 
-def _extract_batch(paths: list[Path]) -> tuple[Tables, list[tuple[Path, str | None, str | None, str | None]]]:
-    """Detect many files and extract the fio JSON ones into one set of tables.
+def _extract_batch(files: list[tuple[Path, str]]) -> tuple[Tables, list[tuple[Path, str | None, str | None, str | None]]]:
+    """Detect many files ``(path, sha256)`` and extract the fio JSON ones into one set of tables.
 
     Per file: ``(path, error or None, tool version, format)``; files of other
     formats are only detected here.
@@ -290,7 +290,7 @@ def _extract_batch(paths: list[Path]) -> tuple[Tables, list[tuple[Path, str | No
     # Parsed JSON makes millions of small acyclic objects; the cycle collector's full passes over them
     # tripled the batch time without freeing anything, so it pauses while a batch is parsed.
     with _gc_paused():
-        _extract_into(paths, merged, outcomes)
+        _extract_into(files, merged, outcomes)
     merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
     return Tables.from_rows(merged), outcomes
 
@@ -306,24 +306,29 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _detect_once(path: Path) -> tuple[str, SourceText | None]:
-    """A file's format, and for fio JSON its text: small files are read once for both."""
+def _detect_once(path: Path, sha256: str) -> tuple[str, SourceText | None]:
+    """A file's format, and for fio JSON its text: small files are read and decoded once for both."""
     if path.stat().st_size > STREAM_BYTES:
         return detect(path), None
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
-    fmt = detect_text(path, decode(path, data[:SNIFF_BYTES], partial=len(data) > SNIFF_BYTES) if data.strip() else "")
-    if fmt != "fio-json":
-        return fmt, None
-    return fmt, SourceText(path=path, text=decode(path, data), sha256=hashlib.sha256(data).hexdigest())
+    if not data.strip():
+        return detect_text(path, ""), None  # raises: the file is empty
+    if len(data) <= SNIFF_BYTES:
+        text = decode(path, data)
+        fmt = detect_text(path, text)
+    else:
+        fmt = detect_text(path, decode(path, data[:SNIFF_BYTES], partial=True))
+        text = decode(path, data) if fmt == "fio-json" else ""
+    return fmt, SourceText(path=path, text=text, sha256=sha256) if fmt == "fio-json" else None
 
 
-def _extract_into(paths: list[Path], merged: dict, outcomes: list) -> None:
-    for path in paths:
+def _extract_into(files: list[tuple[Path, str]], merged: dict, outcomes: list) -> None:
+    for path, sha in files:
         try:
-            fmt, source = _detect_once(path)
+            fmt, source = _detect_once(path, sha)
             if fmt != "fio-json":
                 outcomes.append((path, None, None, fmt))  # read later, one by one, by its own reader
                 continue
@@ -334,12 +339,7 @@ def _extract_into(paths: list[Path], merged: dict, outcomes: list) -> None:
         for name in ("runs", "results", "intervals", "host_counters"):
             merged[name].extend(rows[name])  # type: ignore[union-attr]
         bins, mine = merged["latency_bins"], rows["latency_bins"]
-        file_index = len(outcomes)
-        for block in mine["blocks"]:  # type: ignore[call-overload]
-            block["file_index"] = file_index
         bins["blocks"].extend(mine["blocks"])  # type: ignore[call-overload]
-        bins.setdefault("file_index", []).extend([file_index] * len(mine["key"]))  # type: ignore[union-attr]
-        bins["block_id"].extend(mine["block_id"])  # type: ignore[call-overload]
         bins["key"].extend(mine["key"])  # type: ignore[call-overload]
         bins["count"].extend(mine["count"])  # type: ignore[call-overload]
         outcomes.append((path, None, rows["runs"][0]["tool_version"], fmt))
@@ -352,7 +352,7 @@ def _ingest_batch(
 
     Returns the part name and, per file, ``(rel, sha256, error or None, tool version, format)``.
     """
-    tables, outcomes = _extract_batch([path for path, _, _ in batch])
+    tables, outcomes = _extract_batch([(path, sha) for path, _, sha in batch])
     by_path = {path: (rel, sha) for path, rel, sha in batch}
     members = [by_path[path] for path, error, _, fmt in outcomes if error is None and fmt == "fio-json"]
     part = "b" + hashlib.sha256("".join(sha for _, sha in members).encode()).hexdigest()[:16]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -49,12 +50,32 @@ def test_tables_build_and_percentile_expr() -> None:
     assert picked.row(0) == (99.0, 10.0) and picked.columns == ["clat_p99_9_ns", "clat_p50_ns"]
 
 
-def test_polars_bucket_index_matches_fio_layout() -> None:
-    """The vectorised bucket index used for json+ bins is fio's plat_val_to_idx for every bucket value."""
-    from benchlib.sources.fio_json import _bucket_index, _bucket_value
+def test_vectorised_bucket_index_matches_fio_layout() -> None:
+    """The vectorised bucket index used for json+ bins is fio's plat_val_to_idx for every value, not only midpoints."""
+    from benchlib.sources.fio_json import bucket_index, bucket_value
 
     values = [int(plat_idx_to_val(i)) for i in range(1856)]
-    frame = pl.DataFrame({"v": values}).select(_bucket_index(pl.col("v")).alias("i"))
-    assert frame["i"].to_list() == [plat_val_to_idx(v) for v in values] == list(range(1856))
-    back = pl.DataFrame({"i": list(range(1856))}).select(_bucket_value(pl.col("i")).alias("v"))
-    assert back["v"].to_list() == [plat_idx_to_val(i) for i in range(1856)]
+    assert bucket_index(np.array(values)).tolist() == [plat_val_to_idx(v) for v in values] == list(range(1856))
+    edges = sorted({(1 << bit) + step for bit in range(36) for step in (-1, 0, 1)})  # where the msb changes
+    assert bucket_index(np.array(edges)).tolist() == [plat_val_to_idx(v) for v in edges]
+    assert bucket_value(np.arange(1856)).tolist() == [plat_idx_to_val(i) for i in range(1856)]
+
+
+def test_fio2_index_keyed_bins_next_to_value_keyed_bins() -> None:
+    """fio 2.x json+ keys its bins by bucket index (usec), 3.x by bucket value (ns): one batch may hold both."""
+    from benchlib.sources.fio_json import finish_bins
+
+    identity = {"client": None, "job_name": "j", "job_index": 1, "direction": "read", "latency_kind": "clat"}
+    raw = {
+        "blocks": [
+            {**identity, "run_id": "fio2", "factor": 1000.0, "key_is_index": True, "bins": 3},
+            {**identity, "run_id": "fio3", "factor": 1.0, "key_is_index": False, "bins": 2},
+        ],
+        "key": ["5", "700", "1855", "2500", "3000"],
+        "count": [1, 0, 4, 2, 9],
+    }
+    frame = finish_bins(raw)
+    assert frame["run_id"].to_list() == ["fio2", "fio2", "fio3", "fio3"]  # the zero count is dropped
+    assert frame["bin_index"].to_list() == [5, 1855, plat_val_to_idx(2500), plat_val_to_idx(3000)]
+    assert frame["bin_value_ns"].to_list() == [5000.0, plat_idx_to_val(1855) * 1000, 2500.0, 3000.0]
+    assert frame["count"].to_list() == [1, 4, 2, 9]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
+import numpy as np
 import polars as pl
 
 from benchlib.errors import FormatError
@@ -95,45 +96,52 @@ def _raw_bins(block: dict | None, factor: float) -> tuple[list[str], list[int], 
     return list(bins), list(bins.values()), factor, False
 
 
-def _bucket_index(value: pl.Expr) -> pl.Expr:
-    """fio's ``plat_val_to_idx`` as a polars expression (see ``fio_common``)."""
-    msb = value.cast(pl.Float64).log(2).floor().cast(pl.Int64)
-    error_bits = (msb - PLAT_BITS).clip(lower_bound=0)
-    shifted = value // (pl.lit(2, pl.Int64) ** error_bits)
-    index = (error_bits + 1) * PLAT_VAL + shifted % PLAT_VAL
-    return pl.when(value < 2 * PLAT_VAL).then(value).otherwise(index)
+def bucket_index(values: np.ndarray) -> np.ndarray:
+    """fio's ``plat_val_to_idx`` for many bucket values at once (see ``fio_common``).
+
+    The most significant bit comes from the float exponent, exact for any
+    value below 2**53 ns (fio's largest bucket is about 2**34).
+    """
+    values = values.astype(np.int64, copy=False)
+    error_bits = np.maximum(np.frexp(values.astype(np.float64))[1] - 1 - PLAT_BITS, 0)
+    index = (error_bits + 1) * PLAT_VAL + ((values >> error_bits) & (PLAT_VAL - 1))
+    return np.where(values < 2 * PLAT_VAL, values, index)
 
 
-def _bucket_value(index: pl.Expr) -> pl.Expr:
-    """fio's ``plat_idx_to_val`` (the bucket's midpoint) as a polars expression."""
-    error_bits = index // PLAT_VAL - 1
-    base = pl.lit(2.0) ** (error_bits + PLAT_BITS)
-    return pl.when(index < 2 * PLAT_VAL).then(index.cast(pl.Float64)).otherwise(
-        base + (index % PLAT_VAL + 0.5) * pl.lit(2.0) ** error_bits
-    )
+def bucket_value(index: np.ndarray) -> np.ndarray:
+    """fio's ``plat_idx_to_val`` (the bucket's midpoint) for many bucket indices at once."""
+    index = index.astype(np.int64, copy=False)
+    error_bits = np.maximum(index // PLAT_VAL - 1, 0)
+    value = np.exp2(error_bits + PLAT_BITS) + (index % PLAT_VAL + 0.5) * np.exp2(error_bits)
+    return np.where(index < 2 * PLAT_VAL, index.astype(np.float64), value)
 
 
 def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
     """Turn raw json+ bins (from one or many files) into ``latency_bins`` rows, zero counts dropped.
 
-    ``raw`` holds the bins as ``block_id``/``key``/``count`` columns and the
-    blocks (one per job, direction and latency kind) under ``"blocks"``: the
-    identity columns are joined on once, not repeated per bin in Python.
+    ``raw["key"]``/``raw["count"]`` hold every bin, block after block;
+    ``raw["blocks"]`` one row per block (job, direction and latency kind) with
+    its number of bins: the identity columns are gathered once per bin by
+    polars, not repeated per bin in Python.
     """
     blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
-    if "file_index" not in raw:
-        raw = {**raw, "file_index": [0] * len(raw["key"])}
+    block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
     frame = pl.DataFrame(
-        {"file_index": raw["file_index"], "block_id": raw["block_id"], "key": raw["key"], "count": raw["count"]},
-        schema={"file_index": pl.Int32, "block_id": pl.Int32, "key": pl.String, "count": pl.Int64},
-    ).filter(pl.col("count") > 0).with_columns(pl.col("key").cast(pl.Float64).cast(pl.Int64))
-    key = pl.col("key")
-    index = pl.when(pl.col("key_is_index")).then(key).otherwise(_bucket_index(key))
-    value = pl.when(pl.col("key_is_index")).then(_bucket_value(index)).otherwise(key.cast(pl.Float64))
-    return (
-        frame.join(blocks, on=["file_index", "block_id"], how="left")
-        .with_columns(index.cast(pl.Int32).alias("bin_index"), (value * pl.col("factor")).alias("bin_value_ns"))
-        .drop("file_index", "block_id", "key", "factor", "key_is_index")
+        {"block": block, "key": raw["key"], "count": raw["count"]},
+        schema={"block": pl.Int32, "key": pl.String, "count": pl.Int64},
+    ).filter(pl.col("count") > 0)
+    keys = frame["key"].cast(pl.Int64).to_numpy()
+    index, value = bucket_index(keys), keys.astype(np.float64)
+    if blocks["key_is_index"].any():  # fio 2.x: the keys are bucket indices
+        is_index = blocks["key_is_index"].to_numpy()[frame["block"].to_numpy()]
+        index = np.where(is_index, keys, index)
+        value = np.where(is_index, bucket_value(keys), value)
+    identity = blocks.drop("bins", "key_is_index")[frame["block"]]
+    return identity.select(
+        *_IDENTITY,
+        pl.Series("bin_index", index, dtype=pl.Int32),
+        (pl.Series(value) * pl.col("factor")).alias("bin_value_ns"),
+        frame["count"],
     )
 
 
@@ -209,18 +217,18 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
 
 
 #: One row per json+ bins map: the latency_bins identity columns, plus how to read the keys.
+_IDENTITY = ("run_id", "client", "job_name", "job_index", "direction", "latency_kind")
 _BLOCK_SCHEMA = {
-    "file_index": pl.Int32,
-    "block_id": pl.Int32,
-    **{name: LATENCY_BINS[name] for name in ("run_id", "client", "job_name", "job_index", "direction", "latency_kind")},
+    **{name: LATENCY_BINS[name] for name in _IDENTITY},
     "factor": pl.Float64,
     "key_is_index": pl.Boolean,
+    "bins": pl.Int64,
 }
 
 
 def new_raw_bins() -> dict[str, list]:
     """An empty accumulator for :func:`finish_bins`."""
-    return {"blocks": [], "block_id": [], "key": [], "count": []}
+    return {"blocks": [], "key": [], "count": []}
 
 
 def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str | None = None) -> dict[str, list]:
@@ -267,15 +275,13 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str 
                 keys, counts, to_ns, is_index = _raw_bins(block, factor)
                 if not keys:
                     continue
-                block_id = len(bins["blocks"])
                 bins["blocks"].append(
                     {
-                        "file_index": 0, "block_id": block_id, "run_id": identity["run_id"], "client": client,
-                        "job_name": identity["job_name"], "job_index": job_index, "direction": direction,
-                        "latency_kind": kind, "factor": to_ns, "key_is_index": is_index,
+                        "run_id": identity["run_id"], "client": client, "job_name": identity["job_name"],
+                        "job_index": job_index, "direction": direction, "latency_kind": kind, "factor": to_ns,
+                        "key_is_index": is_index, "bins": len(keys),
                     }
                 )
-                bins["block_id"].extend([block_id] * len(keys))
                 bins["key"].extend(keys)
                 bins["count"].extend(counts)
         sync = _sync_row(entry)
