@@ -18,6 +18,7 @@ import json
 import multiprocessing
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -30,11 +31,11 @@ from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, empty, label_expr
 from benchlib.sources import detect, detect_text, read
-from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, run_id
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
-from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins
+from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins, results_frame
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
-from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, member_kind, read_vdbench_folder
+from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
 
 MANIFEST = "manifest.json"
@@ -117,12 +118,34 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start worker processes without the caller's script.
+
+    multiprocessing runs the ``__main__`` script again in every new process;
+    the workers need only benchlib, and a user's script that calls
+    :func:`ingest_study` without an ``if __name__ == "__main__":`` guard would
+    otherwise run again in each worker and fail there.
+    """
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    if main is not None:
+        main.__dict__.pop("__file__", None)
+        main.__spec__ = None
+    try:
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+
+
 def _warm_pool() -> None:
     """Start the worker server now, so that its imports overlap with hashing the files."""
     from multiprocessing import forkserver
 
     _pool_context()
-    forkserver.ensure_running()
+    with _main_hidden():
+        forkserver.ensure_running()
 
 
 class _LogUnits:
@@ -174,8 +197,51 @@ def _in_batches(worker: Callable, items: list, study: Study, processed: Path) ->
     workers = min(len(batches), os.cpu_count() or 1)
     if workers <= 1:
         return [worker(b, study, processed) for b in batches]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool, _main_hidden():
         return list(pool.map(worker, batches, [study] * len(batches), [processed] * len(batches)))
+
+
+class _JsonBatches:
+    """Files to detect, and to extract when they are fio JSON, in batches of ``JSON_BATCH``.
+
+    A full batch goes to a worker process at once, so workers extract while
+    this process is still hashing the rest of the study; fewer files than a
+    batch are read here, without starting workers. Each batch
+    writes its own part, named with this ingest's ``salt`` so that it never
+    meets a part of an earlier ingest that is being cleaned up meanwhile.
+    """
+
+    def __init__(self, study: Study, processed: Path) -> None:
+        self.study, self.processed = study, processed
+        self.workers = os.cpu_count() or 1
+        self.salt = os.urandom(8).hex()
+        self.pending: list[tuple[Path, str, str]] = []
+        self.futures: list = []
+        self.pool: ProcessPoolExecutor | None = None
+
+    def add(self, item: tuple[Path, str, str]) -> None:
+        self.pending.append(item)
+        if len(self.pending) == JSON_BATCH and self.workers > 1:
+            self._submit()
+
+    def _submit(self) -> None:
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
+        with _main_hidden():
+            self.futures.append(self.pool.submit(_ingest_batch, self.pending, self.study, self.processed, self.salt))
+        self.pending = []
+
+    def results(self) -> list[tuple[str, list]]:
+        """Every batch's ``(part, outcomes)``, in order (the last batch runs here when no worker was needed)."""
+        outputs = [future.result() for future in self.futures]
+        for i in range(0, len(self.pending), JSON_BATCH):
+            outputs.append(_ingest_batch(self.pending[i : i + JSON_BATCH], self.study, self.processed, self.salt))
+        self.pending = []
+        return outputs
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
 
 
 def _ingest_log_batches(logs: list, study: Study, processed: Path, report: IngestReport, current: dict) -> None:
@@ -291,6 +357,7 @@ def _extract_batch(files: list[tuple[Path, str]]) -> tuple[Tables, list[tuple[Pa
     # tripled the batch time without freeing anything, so it pauses while a batch is parsed.
     with _gc_paused():
         _extract_into(files, merged, outcomes)
+    merged["results"] = results_frame(merged["results"])  # type: ignore[arg-type]
     merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
     return Tables.from_rows(merged), outcomes
 
@@ -346,37 +413,30 @@ def _extract_into(files: list[tuple[Path, str]], merged: dict, outcomes: list) -
 
 
 def _ingest_batch(
-    batch: list[tuple[Path, str, str]], study: Study, processed: Path
+    batch: list[tuple[Path, str, str]], study: Study, processed: Path, salt: str
 ) -> tuple[str, list[tuple[str, str, str | None, str | None, str | None]]]:
     """Detect a batch of files; extract and write its fio JSON files as one part (in a worker process).
 
-    Returns the part name and, per file, ``(rel, sha256, error or None, tool version, format)``.
+    Returns the part name and, per file, ``(path, rel, sha256, error or None, tool version, format)``.
     """
     tables, outcomes = _extract_batch([(path, sha) for path, _, sha in batch])
     by_path = {path: (rel, sha) for path, rel, sha in batch}
     members = [by_path[path] for path, error, _, fmt in outcomes if error is None and fmt == "fio-json"]
-    part = "b" + hashlib.sha256("".join(sha for _, sha in members).encode()).hexdigest()[:16]
+    part = "b" + hashlib.sha256((salt + "".join(sha for _, sha in members)).encode()).hexdigest()[:16]
     if members:
         _write_part(processed, part, tables, study, members)
-    return part, [(*by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
+    return part, [(path, *by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
 
 
-def _ingest_batches(
-    todo: list[tuple[Path, str, str]], study: Study, processed: Path, report: IngestReport, current: dict
-) -> list[tuple[Path, str, str, str]]:
-    """Ingest fio JSON files in batches (one part each); workers on every core detect and write their own parts.
-
-    Returns the files of other formats as ``(path, rel, sha256, format)``.
-    """
-    outputs = _in_batches(_ingest_batch, todo, study, processed)
+def _batch_outcomes(batches: _JsonBatches, report: IngestReport, current: dict) -> list[tuple[Path, str, str, str]]:
+    """Record what the fio JSON batches did; return the files of other formats as ``(path, rel, sha256, format)``."""
     others = []
-    paths = {rel: path for path, rel, _ in todo}
-    for part, outcomes in outputs:
-        for rel, sha, error, version, fmt in outcomes:
+    for part, outcomes in batches.results():
+        for path, rel, sha, error, version, fmt in outcomes:
             if error is not None:
                 report.quarantined.append((rel, error))
             elif fmt != "fio-json":
-                others.append((paths[rel], rel, sha, fmt))
+                others.append((path, rel, sha, fmt))
             else:
                 current[rel] = {"sha256": sha, "format": fmt, "part": part, "tool_version": version}
                 report.ingested.append(rel)
@@ -444,21 +504,37 @@ def _copy_key(sha: str, rel: str) -> str:
     return hashlib.sha256(f"{sha}\n{rel}".encode()).hexdigest()
 
 
-def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> tuple[list, list]:
+_HEAD_BYTES = 16
+
+
+def _fingerprint(path: Path) -> tuple[str, bytes]:
+    """A file's SHA-256 and its first bytes (enough to tell a vdbench output folder's files), in one read."""
+    with open(path, "rb") as handle:
+        head = handle.read(_HEAD_BYTES)
+        digest = hashlib.sha256(head)
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest(), head
+
+
+def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _JsonBatches) -> tuple[list, list, list]:
     """Hash every raw file; keep unchanged ones, skip duplicates and empty logs.
 
-    Returns the files to read, and the files whose bytes equal an earlier
-    file but which ``benchlib run`` recorded as outputs of their own (a
-    rate-capped IOPS log can repeat exactly across hosts and cells): those are
-    read on their own, under a key salted with their path.
+    Files to read go to ``batches`` as they are found, except those that may
+    belong to a vdbench output folder, which are read folder by folder.
+    Returns every file to read, the possible vdbench folder members, and the
+    files whose bytes equal an earlier file but which ``benchlib run``
+    recorded as outputs of their own (a rate-capped IOPS log can repeat
+    exactly across hosts and cells): those are read on their own, under a key
+    salted with their path.
     """
     seen: dict[str, list[str]] = {}
-    todo, copies = [], []
+    todo, held, copies = [], [], []
     files = _raw_files(study)
     if len(files) > JSON_BATCH:
         _warm_pool()
     for path, rel, size in files:
-        sha = sha256_of(path)
+        sha, head = _fingerprint(path)
         if size == 0 and _FIO_LOG_NAME.search(path.name):
             report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
             continue
@@ -474,7 +550,11 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict) -> 
             copies.append((path, rel, sha))
         else:
             todo.append((path, rel, sha))
-    return todo, copies
+            if may_be_member(head):
+                held.append((path, rel, sha))
+            else:
+                batches.add((path, rel, sha))
+    return todo, held, copies
 
 
 def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, report: IngestReport) -> None:
@@ -525,13 +605,19 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
             part.unlink()
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
-    todo, copies = _plan(study, previous, report, current)
-    folders, todo = _vdbench_folders(study, todo, current, report)
-    members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
-    _forget_stale(processed, previous, current, todo + copies + members, report)
-    for folder in folders:
-        _ingest_vdbench_folder(folder, study, processed, report, current)
-    others = _ingest_batches(todo, study, processed, report, current)
+    batches = _JsonBatches(study, processed)
+    try:
+        todo, held, copies = _plan(study, previous, report, current, batches)
+        folders, rest = _vdbench_folders(study, held, current, report)
+        for item in rest:
+            batches.add(item)
+        members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
+        _forget_stale(processed, previous, current, todo + copies + members, report)
+        for folder in folders:
+            _ingest_vdbench_folder(folder, study, processed, report, current)
+        others = _batch_outcomes(batches, report, current)
+    finally:
+        batches.close()
     logs = [o for o in others if o[3] == "fio-log"]
     for path, rel, sha, fmt in sorted(o for o in others if o[3] != "fio-log"):
         if fmt in _NO_RESULTS:
@@ -552,7 +638,16 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     manifest = {"schema_version": SCHEMA_VERSION, "study": study.name, "study_key": key, "files": dict(sorted(current.items()))}
     _atomic_write_text(json.dumps(manifest, indent=1), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)
+    _remove_unlisted_parts(processed, {entry["part"] for entry in current.values()})
     return report
+
+
+def _remove_unlisted_parts(processed: Path, parts: set[str]) -> None:
+    """Delete parts the manifest does not list: left by an ingest that was interrupted, they would be read twice."""
+    for table in TABLES:
+        for path in (processed / table).glob("*.parquet*"):
+            if path.name.split(".")[0] not in parts:
+                path.unlink()
 
 
 def _why_no_results(path: Path) -> str:

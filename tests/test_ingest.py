@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -153,3 +155,58 @@ def test_identical_logs_of_different_recorded_runs_are_both_kept(tmp_path: Path)
     assert third.removed == ["b/r1/attempt-1/vm1/cell_iops.1.log"]
     tables = load_study_tables(tmp_path / "processed" / "capped")
     assert tables.runs["profile"].to_list() == ["a"] and tables.intervals["run_id"].n_unique() == 1
+
+
+def _many_runs(folder: Path, count: int) -> None:
+    """``count`` distinct fio json+ files: one real run of the bundled study, each copy with its own time stamp."""
+    text = (SAMPLE / "bs-4k" / "randread-rep1.json").read_text()
+    stamp = json.loads(text)["timestamp"]
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"run-{i:04d}.json").write_text(text.replace(f'"timestamp" : {stamp}', f'"timestamp" : {stamp + i}', 1))
+
+
+def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp_path: Path) -> None:
+    """More files than a batch go to worker processes while the rest is hashed; the tables equal a one-process ingest.
+
+    The caller's script has no ``if __name__ == "__main__"`` guard: workers must not run it again.
+    """
+    from benchlib.ingest import JSON_BATCH
+
+    study = tmp_path / "raw" / "many"
+    _many_runs(study, 2 * JSON_BATCH + 7)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\nfrom benchlib.ingest import ingest_study\n"
+        "print('script ran', flush=True)\n"
+        f"report = ingest_study({str(study)!r}, {str(tmp_path / 'pool')!r})\n"
+        "print('ingested', len(report.ingested), 'quarantined', len(report.quarantined))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["script ran", f"ingested {2 * JSON_BATCH + 7} quarantined 0"]
+    parts = {p.stem for p in (tmp_path / "pool" / "many" / "results").glob("*.parquet")}
+    assert len(parts) == 3  # two full batches in workers, the rest in the calling process
+
+    serial = tmp_path / "serial"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("os.cpu_count", lambda: 1)
+        ingest_study(study, serial)
+    pooled, alone = load_study_tables(tmp_path / "pool" / "many"), load_study_tables(serial / "many")
+    for name, frame in pooled.items():
+        assert frame.equals(getattr(alone, name)), name
+    assert pooled.runs.height == 2 * JSON_BATCH + 7 and pooled.latency_bins.height > 0
+
+
+def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: Path) -> None:
+    """A part the manifest does not list (an ingest stopped after writing it) would double rows: the next ingest deletes it."""
+    processed = tmp_path / "processed"
+    report = ingest_study(study, processed)
+    results = sorted((report.processed / "results").glob("*.parquet"))
+    rows = load_study_tables(report.processed).results.height
+    stray = results[0].with_name("b0123456789abcdef.parquet")
+    shutil.copy(results[0], stray)
+    assert load_study_tables(report.processed).results.height > rows  # read twice while it is there
+    again = ingest_study(study, processed)
+    assert not stray.exists() and not again.ingested
+    assert load_study_tables(report.processed).results.height == rows

@@ -9,6 +9,7 @@ the earlier ones become cumulative interval snapshots.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from benchlib.errors import FormatError
-from benchlib.schema import LATENCY_BINS, Tables
+from benchlib.schema import LATENCY_BINS, RESULTS, Tables
 from benchlib.sources._common import (
     JsonDocument,
     SourceText,
@@ -29,7 +30,6 @@ from benchlib.sources._common import (
 from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
 
 _DIRECTIONS = ("read", "write", "trim")
-_PCT_KEYS = ("percentile",)
 
 
 def looks_like_fio_json(head: str) -> bool:
@@ -46,23 +46,63 @@ def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
     return None, 1.0
 
 
-_PCT_CACHE: dict[str, float] = {}
+#: Percentile key sets seen (fio prints the same ones in every block): their values, in order, and the order.
+_PCT_LAYOUTS: dict[tuple[str, ...], tuple[tuple[float, ...], list[int] | None]] = {}
 
 
-def _percentiles(block: dict | None, factor: float) -> list[dict[str, float]] | None:
+def _pct_layout(keys: tuple[str, ...]) -> tuple[tuple[float, ...], list[int] | None]:
+    """The percentiles a key set names, ascending, and which values to take (None: all, as they are)."""
+    layout = _PCT_LAYOUTS.get(keys)
+    if layout is None:
+        if len(_PCT_LAYOUTS) > 1024:
+            _PCT_LAYOUTS.clear()
+        named = [(float(key), i) for i, key in enumerate(keys)]
+        kept = sorted((pct, i) for pct, i in named if pct > 0.0)  # fio 2.17 pads the map with "0.00" : 0 entries
+        order = [i for _, i in kept]
+        layout = _PCT_LAYOUTS[keys] = (tuple(pct for pct, _ in kept), None if order == list(range(len(keys))) else order)
+    return layout
+
+
+def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], list] | None:
+    """A block's percentiles as ``(percentiles, values in ns)``: see :func:`results_frame`."""
     if not block or "percentile" not in block:
         return None
-    cache = _PCT_CACHE
-    out = []
-    for key, value in block["percentile"].items():
-        pct = cache.get(key)
-        if pct is None:
-            pct = cache[key] = float(key)
-        if pct > 0.0:  # fio 2.17 pads the map with "0.00" : 0 entries
-            out.append({"percentile": pct, "value_ns": value * factor})
-    if any(a["percentile"] > b["percentile"] for a, b in zip(out, out[1:], strict=False)):
-        out.sort(key=lambda p: p["percentile"])
-    return out or None
+    table = block["percentile"]
+    pcts, order = _pct_layout(tuple(table))
+    if not pcts:
+        return None
+    values = list(table.values())
+    if order is not None:
+        values = [values[i] for i in order]
+    if factor != 1.0:
+        values = [v * factor for v in values]
+    return pcts, values
+
+
+def _percentile_column(name: str, packed: list[tuple[tuple[float, ...], list] | None]) -> pl.Series:
+    """``List(Struct(percentile, value_ns))`` from per-row ``(percentiles, values)`` pairs, built column-wise."""
+    lengths = [0 if p is None else len(p[0]) for p in packed]
+    flat = pl.DataFrame(
+        {
+            "row": np.repeat(np.arange(len(packed), dtype=np.int64), lengths),
+            "percentile": list(chain.from_iterable(p[0] for p in packed if p)),
+            "value_ns": list(chain.from_iterable(p[1] for p in packed if p)),
+        },
+        schema={"row": pl.Int64, "percentile": pl.Float64, "value_ns": pl.Float64},
+    )
+    lists = flat.group_by("row", maintain_order=True).agg(pl.struct("percentile", "value_ns").alias(name))
+    rows = pl.DataFrame({"row": np.arange(len(packed), dtype=np.int64)})
+    return rows.join(lists, on="row", how="left", maintain_order="left")[name].cast(RESULTS[name])
+
+
+def results_frame(rows: list[dict]) -> pl.DataFrame:
+    """The ``results`` rows of fio JSON as a frame (percentiles come packed, see :func:`_percentiles`)."""
+    scalar = {name: dtype for name, dtype in RESULTS.items() if name not in _PCT_COLUMNS}
+    frame = pl.from_dicts(rows, schema=scalar) if rows else pl.DataFrame(schema=scalar)
+    return frame.with_columns(_percentile_column(name, [row.get(name) for row in rows]) for name in _PCT_COLUMNS)
+
+
+_PCT_COLUMNS = ("clat_percentiles", "lat_percentiles")
 
 
 def _latency_columns(section: dict) -> dict[str, Any]:
@@ -438,6 +478,7 @@ def read_fio_json(path: str | Path) -> Tables:
         When the file holds no fio JSON document, is truncated, or no job did I/O.
     """
     rows = extract_fio_json(path)
+    rows["results"] = results_frame(rows["results"])  # type: ignore[arg-type]
     rows["latency_bins"] = finish_bins(rows["latency_bins"])  # type: ignore[arg-type]
     return Tables.from_rows(rows)
 

@@ -242,10 +242,15 @@ def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: Folde
     return None
 
 
+def may_be_member(head: bytes) -> bool:
+    """Whether a file whose first 16 bytes are ``head`` may belong to a vdbench HTML output folder."""
+    return head.lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date "))
+
+
 def member_kind(path: Path) -> str | None:
     """The vdbench kind of a file of an HTML output folder (None for anything else); reads at most 4 KiB."""
     with open(path, "rb") as handle:
-        if not handle.read(16).lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date ")):
+        if not may_be_member(handle.read(16)):
             return None
         handle.seek(0)
         head = handle.read(4096)
