@@ -71,10 +71,13 @@ class IngestReport:
 def _atomic_write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".parquet.tmp")
+    # Column statistics (min/max of every string) took a third of the time to write a part of json+ bins,
+    # which are always read whole; other tables keep them for filtered scans.
+    statistics = target.parent.name != "latency_bins"
     if isinstance(frame, pl.LazyFrame):
-        frame.sink_parquet(tmp)
+        frame.sink_parquet(tmp, statistics=statistics)
     else:
-        frame.write_parquet(tmp)
+        frame.write_parquet(tmp, statistics=statistics)
     os.replace(tmp, target)
 
 
@@ -353,13 +356,15 @@ def _extract_batch(files: list[tuple[Path, str]]) -> tuple[Tables, list[tuple[Pa
     merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": [],
                                                  "latency_bins": new_raw_bins()}
     outcomes: list[tuple[Path, str | None, str | None]] = []
-    # Parsed JSON makes millions of small acyclic objects; the cycle collector's full passes over them
-    # tripled the batch time without freeing anything, so it pauses while a batch is parsed.
+    # Parsed JSON makes millions of small acyclic objects; the cycle collector's passes over them
+    # tripled the batch time without freeing anything, so it pauses until they are turned into frames and freed.
     with _gc_paused():
         _extract_into(files, merged, outcomes)
-    merged["results"] = results_frame(merged["results"])  # type: ignore[arg-type]
-    merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
-    return Tables.from_rows(merged), outcomes
+        merged["results"] = results_frame(merged["results"])  # type: ignore[arg-type]
+        merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
+        tables = Tables.from_rows(merged)
+        del merged
+    return tables, outcomes
 
 
 @contextmanager

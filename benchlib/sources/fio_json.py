@@ -242,6 +242,27 @@ def _global_options(doc: dict) -> dict[str | None, dict[str, str]]:
     return {None: normalise_options(raw)}
 
 
+#: Job parameters by options seen (a study repeats the same job file in every result file).
+_PARAMS: dict[tuple, tuple[dict[str, Any], bool]] = {}
+
+
+def _job_params(base: dict[str, str], host: dict[str, str], own: dict | None, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
+    """The job-parameter columns and ``group_reporting`` of a job: global, then per-host, then its own options."""
+    try:
+        key = (tuple(base.items()), tuple(host.items()), tuple(own.items()) if own else (), apply_defaults)
+        known = _PARAMS.get(key)
+    except TypeError:  # an option value that is not a string or number
+        key, known = None, None
+    if known is None:
+        options = {**base, **host, **normalise_options(own or {})}
+        known = (job_columns(options, apply_defaults=apply_defaults), group_reporting(options))
+        if key is not None:
+            if len(_PARAMS) > 4096:
+                _PARAMS.clear()
+            _PARAMS[key] = known
+    return known
+
+
 def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[dict], bool]:
     if "client_stats" in doc:
         entries = doc["client_stats"]
@@ -284,12 +305,10 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str 
         client = None if is_aggregate else (entry.get("hostname") if server_mode else host)
         position[client] = position.get(client, 0) + 1
         job_index = position[client]
-        has_job_options = "job options" in entry
-        options = dict(globals_by_host.get(None, {}))
-        options.update(globals_by_host.get(client, {}))
-        options.update(normalise_options(entry.get("job options", {})))
-        params = job_columns(options, apply_defaults=has_job_options or "global options" in data)
-        grouped = group_reporting(options)
+        params, grouped = _job_params(
+            globals_by_host.get(None, {}), globals_by_host.get(client, {}), entry.get("job options"),
+            "job options" in entry or "global options" in data,
+        )
         identity = {
             "run_id": run_id(source.sha256, index, client),
             "client": client,
