@@ -11,6 +11,7 @@ declaration and the schema version are unchanged is not read again.
 from __future__ import annotations
 
 import csv
+import fcntl
 import functools
 import gc
 import hashlib
@@ -603,9 +604,16 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     _run_manifest.cache_clear()
     _hcibench_case.cache_clear()
     processed = processed_dir_for(study.folder, Path(processed_root))
+    processed.mkdir(parents=True, exist_ok=True)
+    with open(processed / ".ingest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another ingest of this study (a notebook's, say) finishes first
+        return _ingest_locked(study, processed)
+
+
+def _ingest_locked(study: Study, processed: Path) -> IngestReport:
     key = _study_key(study)
     previous = _load_manifest(processed, key)
-    if not previous and processed.exists():  # study.toml or schema changed: rebuild every part
+    if not previous:  # first ingest, or study.toml or the schema changed: rebuild every part
         for part in processed.glob("*/*.parquet"):
             part.unlink()
     report = IngestReport(study=study.name, processed=processed)

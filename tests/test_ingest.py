@@ -210,3 +210,19 @@ def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: 
     again = ingest_study(study, processed)
     assert not stray.exists() and not again.ingested
     assert load_study_tables(report.processed).results.height == rows
+
+
+def test_two_ingests_of_one_study_at_once_leave_every_row_once(tmp_path: Path) -> None:
+    """Notebooks of a report ingest their study at the same time: the second waits for the first, nothing is lost or doubled."""
+    from benchlib.ingest import JSON_BATCH
+
+    study = tmp_path / "raw" / "many"
+    _many_runs(study, JSON_BATCH + 50)
+    code = f"from benchlib.ingest import ingest_study\nprint(len(ingest_study({str(study)!r}, {str(tmp_path / 'processed')!r}).ingested))\n"
+    both = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = sorted(int(p.communicate(timeout=300)[0]) for p in both)
+    assert [p.returncode for p in both] == [0, 0]
+    assert outputs == [0, JSON_BATCH + 50]  # the one that waited found nothing to do
+    tables = load_study_tables(tmp_path / "processed" / "many")
+    assert tables.runs.height == JSON_BATCH + 50 and tables.runs["sha256"].n_unique() == JSON_BATCH + 50
+    assert tables.results.height == JSON_BATCH + 50
