@@ -89,8 +89,8 @@ def _atomic_write_text(text: str, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _raw_files(study: Study) -> list[tuple[Path, str, int]]:
-    """``(path, path relative to the study, size)`` of every raw output file, sorted."""
+def _raw_files(study: Study) -> list[tuple[Path, str]]:
+    """``(path, path relative to the study)`` of every raw output file, sorted."""
     found = []
     for folder, subfolders, names in os.walk(study.folder, followlinks=True):
         subfolders[:] = [d for d in subfolders if not d.startswith(".")]
@@ -98,8 +98,7 @@ def _raw_files(study: Study) -> list[tuple[Path, str, int]]:
         for name in names:
             rel = name if rel_folder == "." else f"{rel_folder}/{name}"
             if name != STUDY_FILE and not _NOT_OUTPUT.search(rel):
-                path = Path(folder, name)
-                found.append((path, rel, path.stat().st_size))
+                found.append((Path(folder, name), rel))
     return sorted(found, key=lambda item: item[1])
 
 
@@ -513,14 +512,15 @@ def _copy_key(sha: str, rel: str) -> str:
 _HEAD_BYTES = 16
 
 
-def _fingerprint(path: Path) -> tuple[str, bytes]:
-    """A file's SHA-256 and its first bytes (enough to tell a vdbench output folder's files), in one read."""
+def _fingerprint(path: Path) -> tuple[str, bytes, int]:
+    """A file's SHA-256, its first bytes (enough to tell a vdbench output folder's files) and its size, in one read."""
     with open(path, "rb") as handle:
         head = handle.read(_HEAD_BYTES)
-        digest = hashlib.sha256(head)
+        digest, size = hashlib.sha256(head), len(head)
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
-    return digest.hexdigest(), head
+            size += len(chunk)
+    return digest.hexdigest(), head, size
 
 
 def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _JsonBatches) -> tuple[list, list, list]:
@@ -539,8 +539,8 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
     files = _raw_files(study)
     if len(files) > JSON_BATCH:
         _warm_pool()
-    for path, rel, size in files:
-        sha, head = _fingerprint(path)
+    for path, rel in files:
+        sha, head, size = _fingerprint(path)
         if size == 0 and _FIO_LOG_NAME.search(path.name):
             report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
             continue
