@@ -171,10 +171,11 @@ def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp
 
     The caller's script has no ``if __name__ == "__main__"`` guard: workers must not run it again.
     """
-    from benchlib.ingest import JSON_BATCH
+    from benchlib.ingest import JSON_BATCH, PARALLEL_FROM
 
+    files = PARALLEL_FROM + 7
     study = tmp_path / "raw" / "many"
-    _many_runs(study, 2 * JSON_BATCH + 7)
+    _many_runs(study, files)
     script = tmp_path / "unguarded.py"
     script.write_text(
         "import sys\nfrom benchlib.ingest import ingest_study\n"
@@ -184,9 +185,9 @@ def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["script ran", f"ingested {2 * JSON_BATCH + 7} quarantined 0"]
+    assert done.stdout.splitlines() == ["script ran", f"ingested {files} quarantined 0"]
     parts = {p.stem for p in (tmp_path / "pool" / "many" / "results").glob("*.parquet")}
-    assert len(parts) == 3  # two full batches in workers, the rest in the calling process
+    assert len(parts) == files // JSON_BATCH + 1  # full batches in workers, the rest in the calling process
 
     serial = tmp_path / "serial"
     with pytest.MonkeyPatch.context() as patch:
@@ -195,7 +196,7 @@ def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp
     pooled, alone = load_study_tables(tmp_path / "pool" / "many"), load_study_tables(serial / "many")
     for name, frame in pooled.items():
         assert frame.equals(getattr(alone, name)), name
-    assert pooled.runs.height == 2 * JSON_BATCH + 7 and pooled.latency_bins.height > 0
+    assert pooled.runs.height == files and pooled.latency_bins.height > 0
 
 
 def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: Path) -> None:
