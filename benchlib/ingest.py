@@ -133,16 +133,14 @@ def _main_hidden() -> Iterator[None]:
     :func:`ingest_study` without an ``if __name__ == "__main__":`` guard would
     otherwise run again in each worker and fail there.
     """
-    main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
-    if main is not None:
-        main.__dict__.pop("__file__", None)
-        main.__spec__ = None
+    names = vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}
+    saved = {k: names.pop(k) for k in ("__file__", "__spec__") if k in names}
+    names["__spec__"] = None  # multiprocessing reads it; None and no __file__: nothing to run again
     try:
         yield
     finally:
-        if main is not None:
-            main.__dict__.update(saved)
+        del names["__spec__"]
+        names.update(saved)
 
 
 def _warm_pool() -> None:
