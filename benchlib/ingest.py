@@ -211,9 +211,9 @@ class _JsonBatches:
     In a study of more than ``PARALLEL_FROM`` files, a full batch goes to a
     worker process at once, so workers extract while this process is still
     hashing the rest; the last, partial batch is read here, as is everything
-    in a smaller study. Each batch
-    writes its own part, named with this ingest's ``salt`` so that it never
-    meets a part of an earlier ingest that is being cleaned up meanwhile.
+    in a smaller study. Each batch writes its own part, named with this
+    ingest's ``salt`` so that it never meets a part of an earlier ingest that
+    is being cleaned up meanwhile.
     """
 
     def __init__(self, study: Study, processed: Path) -> None:

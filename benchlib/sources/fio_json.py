@@ -79,6 +79,9 @@ def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], 
     return pcts, values
 
 
+_PCT_COLUMNS = ("clat_percentiles", "lat_percentiles")
+
+
 def _percentile_column(name: str, packed: list[tuple[tuple[float, ...], list] | None]) -> pl.Series:
     """``List(Struct(percentile, value_ns))`` from per-row ``(percentiles, values)`` pairs, built column-wise."""
     lengths = [0 if p is None else len(p[0]) for p in packed]
@@ -100,9 +103,6 @@ def results_frame(rows: list[dict]) -> pl.DataFrame:
     scalar = {name: dtype for name, dtype in RESULTS.items() if name not in _PCT_COLUMNS}
     frame = pl.from_dicts(rows, schema=scalar) if rows else pl.DataFrame(schema=scalar)
     return frame.with_columns(_percentile_column(name, [row.get(name) for row in rows]) for name in _PCT_COLUMNS)
-
-
-_PCT_COLUMNS = ("clat_percentiles", "lat_percentiles")
 
 
 def _latency_columns(section: dict) -> dict[str, Any]:
