@@ -71,8 +71,8 @@ def test_fio2_index_keyed_bins_next_to_value_keyed_bins() -> None:
             {**identity, "run_id": "fio2", "factor": 1000.0, "key_is_index": True, "bins": 3},
             {**identity, "run_id": "fio3", "factor": 1.0, "key_is_index": False, "bins": 2},
         ],
-        "key": ["5", "700", "1855", "2500", "3000"],
-        "count": [1, 0, 4, 2, 9],
+        "key": [["5", "700", "1855"], ["2500", "3000"]],
+        "count": [[1, 0, 4], [2, 9]],
     }
     frame = finish_bins(raw)
     assert frame["run_id"].to_list() == ["fio2", "fio2", "fio3", "fio3"]  # the zero count is dropped

@@ -159,7 +159,7 @@ def bucket_value(index: np.ndarray) -> np.ndarray:
 def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
     """Turn raw json+ bins (from one or many files) into ``latency_bins`` rows, zero counts dropped.
 
-    ``raw["key"]``/``raw["count"]`` hold every bin, block after block;
+    ``raw["key"]``/``raw["count"]`` hold each block's bins, one list per block;
     ``raw["blocks"]`` one row per block (job, direction and latency kind) with
     its number of bins: the identity columns are gathered once per bin by
     polars, not repeated per bin in Python.
@@ -167,7 +167,7 @@ def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
     blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
     block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
     frame = pl.DataFrame(
-        {"block": block, "key": raw["key"], "count": raw["count"]},
+        {"block": block, "key": list(chain.from_iterable(raw["key"])), "count": list(chain.from_iterable(raw["count"]))},
         schema={"block": pl.Int32, "key": pl.String, "count": pl.Int64},
     ).filter(pl.col("count") > 0)
     keys = frame["key"].cast(pl.Int64).to_numpy()
@@ -341,8 +341,8 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str 
                         "key_is_index": is_index, "bins": len(keys),
                     }
                 )
-                bins["key"].extend(keys)
-                bins["count"].extend(counts)
+                bins["key"].append(keys)
+                bins["count"].append(counts)
         sync = _sync_row(entry)
         if sync is not None:
             results.append({**identity, **sync})
