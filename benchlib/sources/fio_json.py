@@ -166,22 +166,22 @@ def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
     """
     blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
     block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
-    frame = pl.DataFrame(
-        {"block": block, "key": list(chain.from_iterable(raw["key"])), "count": list(chain.from_iterable(raw["count"]))},
-        schema={"block": pl.Int32, "key": pl.String, "count": pl.Int64},
-    ).filter(pl.col("count") > 0)
-    keys = frame["key"].cast(pl.Int64).to_numpy()
+    keys = pl.Series(list(chain.from_iterable(raw["key"])), dtype=pl.String).cast(pl.Int64).to_numpy()
+    counts = pl.Series(list(chain.from_iterable(raw["count"])), dtype=pl.Int64).to_numpy()
+    if not counts.all():  # fio 2.x lists every bucket, the empty ones too
+        kept = counts > 0
+        block, keys, counts = block[kept], keys[kept], counts[kept]
     index, value = bucket_index(keys), keys.astype(np.float64)
     if blocks["key_is_index"].any():  # fio 2.x: the keys are bucket indices
-        is_index = blocks["key_is_index"].to_numpy()[frame["block"].to_numpy()]
+        is_index = blocks["key_is_index"].to_numpy()[block]
         index = np.where(is_index, keys, index)
         value = np.where(is_index, bucket_value(keys), value)
-    identity = blocks.drop("bins", "key_is_index")[frame["block"]]
+    identity = blocks.drop("bins", "key_is_index")[block]
     return identity.select(
         *_IDENTITY,
         pl.Series("bin_index", index, dtype=pl.Int32),
         (pl.Series(value) * pl.col("factor")).alias("bin_value_ns"),
-        frame["count"],
+        pl.Series("count", counts, dtype=pl.Int64),
     )
 
 
