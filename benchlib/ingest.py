@@ -208,56 +208,36 @@ def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, pro
     return part, outcomes
 
 
-def _in_batches(worker: Callable, items: list, study: Study, processed: Path) -> list:
-    """``worker(batch, study, processed)`` over batches of ``JSON_BATCH`` items, on every core."""
-    batches = [items[i : i + JSON_BATCH] for i in range(0, len(items), JSON_BATCH)]
-    workers = min(len(batches), os.cpu_count() or 1)
-    if workers <= 1:
-        return [worker(b, study, processed) for b in batches]
-    _warm_pool()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool, _main_hidden():
-        return list(pool.map(worker, batches, [study] * len(batches), [processed] * len(batches)))
+class _Batches:
+    """Items in batches of ``JSON_BATCH``, each one run as ``worker(batch, *args)``.
 
-
-class _JsonBatches:
-    """Files to detect, and to extract when they are fio JSON, in batches of ``JSON_BATCH``.
-
-    In a study of more than ``PARALLEL_FROM`` files, a full batch goes to a
-    worker process at once, so workers extract while this process is still
-    hashing the rest; the last, partial batch is read here, as is everything
-    in a smaller study. Each batch writes its own part, named with this
-    ingest's ``salt`` so that it never meets a part of an earlier ingest that
-    is being cleaned up meanwhile.
+    With ``workers`` above one (set when the work warrants starting them), a
+    full batch goes to a worker process at once: for fio JSON, workers
+    extract while this process is still hashing the rest of the study. The
+    last, partial batch runs in this process while the workers finish.
     """
 
-    def __init__(self, study: Study, processed: Path) -> None:
-        self.study, self.processed = study, processed
-        self.workers = 1  # until the plan has counted the files
-        self.salt = os.urandom(8).hex()
-        self.pending: list[tuple[Path, str, str]] = []
+    def __init__(self, worker: Callable, *args: object, workers: int = 1) -> None:
+        self.worker, self.args, self.workers = worker, args, workers
+        self.pending: list = []
         self.futures: list = []
         self.pool: ProcessPoolExecutor | None = None
 
-    def add(self, item: tuple[Path, str, str]) -> None:
+    def add(self, item: object) -> None:
         self.pending.append(item)
         if len(self.pending) == JSON_BATCH and self.workers > 1:
-            self._submit()
+            if self.pool is None:
+                _warm_pool()
+                self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
+            with _main_hidden():
+                self.futures.append(self.pool.submit(self.worker, self.pending, *self.args))
+            self.pending = []
 
-    def _submit(self) -> None:
-        if self.pool is None:
-            _warm_pool()
-            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
-        with _main_hidden():
-            self.futures.append(self.pool.submit(_ingest_batch, self.pending, self.study, self.processed, self.salt))
+    def results(self) -> list:
+        """Every batch's result, in order."""
+        last = [self.worker(self.pending[i : i + JSON_BATCH], *self.args) for i in range(0, len(self.pending), JSON_BATCH)]
         self.pending = []
-
-    def results(self) -> list[tuple[str, list]]:
-        """Every batch's ``(part, outcomes)``, in order (the last batch runs here when no worker was needed)."""
-        outputs = [future.result() for future in self.futures]
-        for i in range(0, len(self.pending), JSON_BATCH):
-            outputs.append(_ingest_batch(self.pending[i : i + JSON_BATCH], self.study, self.processed, self.salt))
-        self.pending = []
-        return outputs
+        return [future.result() for future in self.futures] + last
 
     def close(self) -> None:
         if self.pool is not None:
@@ -266,7 +246,13 @@ class _JsonBatches:
 
 def _ingest_log_batches(logs: list, study: Study, processed: Path, report: IngestReport, current: dict) -> None:
     """Small fio logs in batches of ``JSON_BATCH``, one part each, on every core."""
-    outputs = _in_batches(_ingest_log_batch, logs, study, processed)
+    batches = _Batches(_ingest_log_batch, study, processed, workers=(os.cpu_count() or 1) if len(logs) > JSON_BATCH else 1)
+    try:
+        for log in logs:
+            batches.add(log)
+        outputs = batches.results()
+    finally:
+        batches.close()
     for part, outcomes in outputs:
         for rel, sha, error in outcomes:
             if error is None:
@@ -372,7 +358,7 @@ def _extract_batch(files: list[tuple[Path, str]]) -> tuple[Tables, list[tuple[Pa
     """
     merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": [],
                                                  "latency_bins": new_raw_bins()}
-    outcomes: list[tuple[Path, str | None, str | None]] = []
+    outcomes: list[tuple[Path, str | None, str | None, str | None]] = []
     # Parsed JSON makes millions of small acyclic objects; the cycle collector's passes over them
     # tripled the batch time without freeing anything, so it pauses until they are turned into frames and freed.
     with _gc_paused():
@@ -450,7 +436,7 @@ def _ingest_batch(
     return part, [(path, *by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
 
 
-def _batch_outcomes(batches: _JsonBatches, report: IngestReport, current: dict) -> list[tuple[Path, str, str, str]]:
+def _batch_outcomes(batches: _Batches, report: IngestReport, current: dict) -> list[tuple[Path, str, str, str]]:
     """Record what the fio JSON batches did; return the files of other formats as ``(path, rel, sha256, format)``."""
     others = []
     for part, outcomes in batches.results():
@@ -540,7 +526,7 @@ def _fingerprint(path: Path) -> tuple[str, bytes, int]:
     return digest.hexdigest(), head, size
 
 
-def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _JsonBatches) -> tuple[list, list, list]:
+def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _Batches) -> tuple[list, list, list]:
     """Hash every raw file; keep unchanged ones, skip duplicates and empty logs.
 
     Files to read go to ``batches`` as they are found, except those that may
@@ -554,9 +540,10 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
     seen: dict[str, list[str]] = {}
     todo, held, copies = [], [], []
     files = _raw_files(study)
-    if len(files) > PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+    if len(files) > PARALLEL_FROM:
         batches.workers = os.cpu_count() or 1
-        _warm_pool()
+        if batches.workers > 1:
+            _warm_pool()  # its imports overlap with hashing
     for path, rel in files:
         sha, head, size = _fingerprint(path)
         if size == 0 and _FIO_LOG_NAME.search(path.name):
@@ -636,7 +623,8 @@ def _ingest_locked(study: Study, processed: Path) -> IngestReport:
             part.unlink()
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
-    batches = _JsonBatches(study, processed)
+    # batch parts are salted per ingest: a new part never meets an old one that is being cleaned up
+    batches = _Batches(_ingest_batch, study, processed, os.urandom(8).hex())
     try:
         todo, held, copies = _plan(study, previous, report, current, batches)
         folders, rest = _vdbench_folders(study, held, current, report)
