@@ -8,6 +8,7 @@ the earlier ones become cumulative interval snapshots.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
@@ -46,21 +47,16 @@ def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
     return None, 1.0
 
 
-#: Percentile key sets seen (fio prints the same ones in every block): their values, in order, and the order.
-_PCT_LAYOUTS: dict[tuple[str, ...], tuple[tuple[float, ...], list[int] | None]] = {}
-
-
+@functools.lru_cache(maxsize=1024)
 def _pct_layout(keys: tuple[str, ...]) -> tuple[tuple[float, ...], list[int] | None]:
-    """The percentiles a key set names, ascending, and which values to take (None: all, as they are)."""
-    layout = _PCT_LAYOUTS.get(keys)
-    if layout is None:
-        if len(_PCT_LAYOUTS) > 1024:
-            _PCT_LAYOUTS.clear()
-        named = [(float(key), i) for i, key in enumerate(keys)]
-        kept = sorted((pct, i) for pct, i in named if pct > 0.0)  # fio 2.17 pads the map with "0.00" : 0 entries
-        order = [i for _, i in kept]
-        layout = _PCT_LAYOUTS[keys] = (tuple(pct for pct, _ in kept), None if order == list(range(len(keys))) else order)
-    return layout
+    """The percentiles a key set names, ascending, and which values to take (None: all, as they are).
+
+    Cached: fio prints the same key set in every block.
+    """
+    named = [(float(key), i) for i, key in enumerate(keys)]
+    kept = sorted((pct, i) for pct, i in named if pct > 0.0)  # fio 2.17 pads the map with "0.00" : 0 entries
+    order = [i for _, i in kept]
+    return tuple(pct for pct, _ in kept), None if order == list(range(len(keys))) else order
 
 
 def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], list] | None:
@@ -242,25 +238,20 @@ def _global_options(doc: dict) -> dict[str | None, dict[str, str]]:
     return {None: normalise_options(raw)}
 
 
-#: Job parameters by options seen (a study repeats the same job file in every result file).
-_PARAMS: dict[tuple, tuple[dict[str, Any], bool]] = {}
-
-
 def _job_params(base: dict[str, str], host: dict[str, str], own: dict | None, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
     """The job-parameter columns and ``group_reporting`` of a job: global, then per-host, then its own options."""
+    items = (tuple(base.items()), tuple(host.items()), tuple(own.items()) if own else (), apply_defaults)
     try:
-        key = (tuple(base.items()), tuple(host.items()), tuple(own.items()) if own else (), apply_defaults)
-        known = _PARAMS.get(key)
-    except TypeError:  # an option value that is not a string or number
-        key, known = None, None
-    if known is None:
-        options = {**base, **host, **normalise_options(own or {})}
-        known = (job_columns(options, apply_defaults=apply_defaults), group_reporting(options))
-        if key is not None:
-            if len(_PARAMS) > 4096:
-                _PARAMS.clear()
-            _PARAMS[key] = known
-    return known
+        return _params_of(*items)
+    except TypeError:  # an option value that is not a string or number cannot be a cache key
+        return _params_of.__wrapped__(*items)
+
+
+@functools.lru_cache(maxsize=4096)
+def _params_of(base: tuple, host: tuple, own: tuple, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
+    """Cached: a study repeats the same job file in every result file (the dict is shared, never changed)."""
+    options = {**dict(base), **dict(host), **normalise_options(dict(own))}
+    return job_columns(options, apply_defaults=apply_defaults), group_reporting(options)
 
 
 def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[dict], bool]:
