@@ -38,6 +38,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
@@ -330,7 +331,15 @@ def _study_rows(study: str, only: dict | None, processed: Path | None = None) ->
     from benchlib.claims import claims_frame
 
     frame = claims_frame(study_tables(study, processed)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
-    for factor, levels in (only or {}).items():
+    return _at_levels(frame, only or {})
+
+
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+
+
+def _at_levels(frame: FrameT, only: dict) -> FrameT:
+    """The rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels."""
+    for factor, levels in only.items():
         frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
     return frame
 
@@ -449,9 +458,7 @@ def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: i
 
     processed = _processed(study)
     runs = scan_table(processed, "runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
-    for factor, level in levels.items():
-        runs = runs.filter(pl.col(factor) == str(level))
-    picked = runs.select("run_id", "host").collect()
+    picked = _at_levels(runs, {factor: [level] for factor, level in levels.items()}).select("run_id", "host").collect()
     series = (scan_table(processed, "intervals")
               .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric).collect())
     series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
