@@ -30,11 +30,20 @@ import polars as pl
 
 from benchlib.errors import BenchlibError, FormatError, StudyError
 from benchlib.paths import PROCESSED, processed_dir_for
-from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, empty, label_expr
+from benchlib.schema import (
+    SCHEMA_VERSION,
+    TABLES,
+    Tables,
+    empty,
+    label_expr,
+    nest_bins,
+    unnest_bins,
+    validate_stored_bins,
+)
 from benchlib.sources import detect, detect_text, read
 from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, run_id
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
-from benchlib.sources.fio_json import extract_fio_json, finish_bins, new_raw_bins, results_frame
+from benchlib.sources.fio_json import extract_fio_json, new_raw_bins, results_frame, stored_bins
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
@@ -75,13 +84,10 @@ class IngestReport:
 def _atomic_write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".parquet.tmp")
-    # Column statistics (min/max of every string) took a third of the time to write a part of json+ bins,
-    # which are always read whole; other tables keep them for filtered scans.
-    statistics = target.parent.name != "latency_bins"
     if isinstance(frame, pl.LazyFrame):
-        frame.sink_parquet(tmp, statistics=statistics)
+        frame.sink_parquet(tmp)
     else:
-        frame.write_parquet(tmp, statistics=statistics)
+        frame.write_parquet(tmp)
     os.replace(tmp, target)
 
 
@@ -338,36 +344,44 @@ def _check_levels(study: Study, runs: pl.DataFrame) -> None:
                              f"not one of the declared levels {levels}; add it to [factors]")
 
 
-def _write_part(processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]]) -> None:
+def _write_part(
+    processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]], bins: pl.DataFrame | None = None
+) -> None:
+    """Write one part of every table; ``bins``: latency_bins already in their stored form (else from ``tables``)."""
     runs = tables.runs.drop("source", "repetition").join(_study_frame(study, members), on="sha256", how="left")
     runs = runs.with_columns(pl.lit(study.name).alias("study"), pl.coalesce("host", "run_host").alias("host"))
     if runs["labels"].list.len().sum():  # a row's own label (published tables) wins over its file's mapping
         runs = runs.with_columns(pl.coalesce(label_expr(f), pl.col(f)).alias(f) for f in study.factors)
     _check_levels(study, runs)
     runs = runs.select(list(tables.runs.columns) + list(study.factors))
-    for name, frame in [("runs", runs), *[(n, f) for n, f in tables.items() if n != "runs"]]:
+    stored = {"runs": runs, "latency_bins": validate_stored_bins(nest_bins(tables.latency_bins) if bins is None else bins)}
+    for name, frame in tables.items():
+        frame = stored.get(name, frame)
         if frame.height:
             _atomic_write_parquet(frame, processed / name / f"{part}.parquet")
 
 
-def _extract_batch(files: list[tuple[Path, str]]) -> tuple[Tables, list[tuple[Path, str | None, str | None, str | None]]]:
+def _extract_batch(
+    files: list[tuple[Path, str]],
+) -> tuple[Tables, pl.DataFrame, list[tuple[Path, str | None, str | None, str | None]]]:
     """Detect many files ``(path, sha256)`` and extract the fio JSON ones into one set of tables.
 
-    Per file: ``(path, error or None, tool version, format)``; files of other
-    formats are only detected here.
+    Returns the tables (``latency_bins`` left empty), the latency bins in their
+    stored form, and per file ``(path, error or None, tool version, format)``;
+    files of other formats are only detected here.
     """
-    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": [],
-                                                 "latency_bins": new_raw_bins()}
+    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": []}
+    bins = new_raw_bins()
     outcomes: list[tuple[Path, str | None, str | None, str | None]] = []
     # Parsed JSON makes millions of small acyclic objects; the cycle collector's passes over them
     # tripled the batch time without freeing anything, so it pauses until they are turned into frames and freed.
     with _gc_paused():
-        _extract_into(files, merged, outcomes)
+        _extract_into(files, merged, bins, outcomes)
         merged["results"] = results_frame(merged["results"])  # type: ignore[arg-type]
-        merged["latency_bins"] = finish_bins(merged["latency_bins"])  # type: ignore[arg-type]
+        stored = stored_bins(bins)
         tables = Tables.from_rows(merged)
-        del merged
-    return tables, outcomes
+        del merged, bins
+    return tables, stored, outcomes
 
 
 @contextmanager
@@ -400,7 +414,7 @@ def _detect_once(path: Path, sha256: str) -> tuple[str, SourceText | None]:
     return fmt, SourceText(path=path, text=text, sha256=sha256) if fmt == "fio-json" else None
 
 
-def _extract_into(files: list[tuple[Path, str]], merged: dict, outcomes: list) -> None:
+def _extract_into(files: list[tuple[Path, str]], merged: dict, bins: dict, outcomes: list) -> None:
     for path, sha in files:
         try:
             fmt, source = _detect_once(path, sha)
@@ -413,7 +427,7 @@ def _extract_into(files: list[tuple[Path, str]], merged: dict, outcomes: list) -
             continue
         for name in ("runs", "results", "intervals", "host_counters"):
             merged[name].extend(rows[name])  # type: ignore[union-attr]
-        bins, mine = merged["latency_bins"], rows["latency_bins"]
+        mine = rows["latency_bins"]
         bins["blocks"].extend(mine["blocks"])  # type: ignore[call-overload]
         bins["key"].extend(mine["key"])  # type: ignore[call-overload]
         bins["count"].extend(mine["count"])  # type: ignore[call-overload]
@@ -427,12 +441,12 @@ def _ingest_batch(
 
     Returns the part name and, per file, ``(path, rel, sha256, error or None, tool version, format)``.
     """
-    tables, outcomes = _extract_batch([(path, sha) for path, _, sha in batch])
+    tables, bins, outcomes = _extract_batch([(path, sha) for path, _, sha in batch])
     by_path = {path: (rel, sha) for path, rel, sha in batch}
     members = [by_path[path] for path, error, _, fmt in outcomes if error is None and fmt == "fio-json"]
     part = "b" + hashlib.sha256((salt + "".join(sha for _, sha in members)).encode()).hexdigest()[:16]
     if members:
-        _write_part(processed, part, tables, study, members)
+        _write_part(processed, part, tables, study, members, bins)
     return part, [(path, *by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
 
 
@@ -748,7 +762,8 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     parts = sorted((Path(processed) / table).glob("*.parquet"))
     if not parts:
         return pl.LazyFrame(schema=TABLES[table])
-    return pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+    frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+    return unnest_bins(frame) if table == "latency_bins" else frame
 
 
 def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:

@@ -14,7 +14,9 @@ results
     One row per run x client x job (or reported group) x direction.
 latency_bins
     Latency histogram counts (fio json+ ``bins`` or histogram logs) in fio's
-    bucket layout, so percentiles can be pooled correctly.
+    bucket layout, so percentiles can be pooled correctly. Stored one row per
+    histogram with its bins as lists (``STORED_LATENCY_BINS``); read back one
+    row per bin.
 intervals
     Per-interval series in long form: one row per run x job x direction x
     time x metric.
@@ -30,7 +32,9 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 
-SCHEMA_VERSION = 4  # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
+# 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
+# 5: latency_bins stored one row per histogram, its bins as lists
+SCHEMA_VERSION = 5
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
@@ -112,6 +116,16 @@ LATENCY_BINS = pl.Schema(
         "bin_value_ns": pl.Float64,
         "count": pl.Int64,
     }
+)
+
+#: The per-bin columns of ``latency_bins``; the others say which histogram a bin belongs to.
+BIN_COLUMNS = ("bin_index", "bin_value_ns", "count")
+
+#: ``latency_bins`` as ingest stores it: one row per histogram, its bins as lists in bin order.
+#: Writing the identity columns once per histogram instead of once per bin makes a part of
+#: json+ bins about 18 times cheaper to write (bench/results.md); readers explode it back.
+STORED_LATENCY_BINS = pl.Schema(
+    {name: pl.List(dtype) if name in BIN_COLUMNS else dtype for name, dtype in LATENCY_BINS.items()}
 )
 
 INTERVALS = pl.Schema(
@@ -223,20 +237,61 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     _check_columns(frame.schema, schema, table)
     if frame.height == 0:
         return frame
+    checks = _row_checks(table)
+    for col in _NON_NEGATIVE[table]:
+        checks[f"column {col!r} has negative values"] = (pl.col(col) < 0).any()
+    _raise_found(frame, checks, table)
+    return frame
+
+
+def validate_stored_bins(frame: pl.DataFrame) -> pl.DataFrame:
+    """Check a frame of ``latency_bins`` in its stored form (``STORED_LATENCY_BINS``); return it unchanged.
+
+    The checks of :func:`validate`, per bin, and that every histogram has
+    bins, the same number in each of its lists.
+    """
+    table = "latency_bins (stored)"
+    _check_columns(frame.schema, STORED_LATENCY_BINS, table)
+    if frame.height == 0:
+        return frame
+    checks = _row_checks("latency_bins")
+    for col in _NON_NEGATIVE["latency_bins"]:
+        values = pl.col(col).list.min() if col in BIN_COLUMNS else pl.col(col)
+        checks[f"column {col!r} has negative values"] = (values < 0).any()
+    lengths = [pl.col(col).list.len() for col in BIN_COLUMNS]
+    checks["a histogram without bins"] = (pl.min_horizontal(lengths) == 0).any()
+    checks["bin lists of unequal length"] = ((lengths[0] != lengths[1]) | (lengths[0] != lengths[2])).any()
+    _raise_found(frame, checks, table)
+    return frame
+
+
+def _row_checks(table: str) -> dict[str, pl.Expr]:
     checks = {}
     if table != "host_counters":
         checks["run_id is null"] = pl.col("run_id").is_null().any()
-    if "direction" in schema:
+    if "direction" in TABLES[table]:
         checks["unknown direction"] = (pl.col("direction").is_not_null() & ~pl.col("direction").is_in(DIRECTIONS)).any()
-    for col in _NON_NEGATIVE[table]:
-        checks[f"column {col!r} has negative values"] = (pl.col(col) < 0).any()
+    return checks
+
+
+def _raise_found(frame: pl.DataFrame, checks: dict[str, pl.Expr], table: str) -> None:
     if not checks:
-        return frame
+        return
     found = frame.select(**{f"c{i}": expr for i, expr in enumerate(checks.values())}).row(0)
     for problem, bad in zip(checks, found, strict=True):
         if bad:
             raise SchemaError(f"table {table}: {problem}")
-    return frame
+
+
+def nest_bins(frame: pl.DataFrame) -> pl.DataFrame:
+    """``latency_bins`` rows in their stored form: one row per histogram, in order of first appearance."""
+    identity = [name for name in LATENCY_BINS if name not in BIN_COLUMNS]
+    return frame.group_by(identity, maintain_order=True).agg(BIN_COLUMNS)
+
+
+def unnest_bins(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Stored ``latency_bins`` back to one row per bin."""
+    return frame.explode(BIN_COLUMNS)
 
 
 @dataclass

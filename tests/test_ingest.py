@@ -18,6 +18,7 @@ from benchlib.errors import StudyError
 from benchlib.ingest import ingest_study, load_study_tables
 from benchlib.paths import RAW
 from benchlib.schema import TABLES, validate
+from benchlib.sources import read
 
 SAMPLE = RAW / "fio-sample"
 
@@ -50,6 +51,18 @@ def test_ingest_writes_valid_tables_with_factors(study: Path, tmp_path: Path) ->
     by_level = results.filter(pl.col("rw") == "randread").group_by("block_size").agg(pl.col("block_size_bytes").unique())
     assert sorted(by_level.rows()) == [("4k", [4096]), ("64k", [65536])]
     assert tables.latency_bins.height > 0 and tables.intervals.height > 0
+
+
+def test_latency_bins_read_back_equal_each_files_reader(study: Path, tmp_path: Path) -> None:
+    """Stored one row per histogram, the bins read back one per bin, equal to what each file's reader returns."""
+    report = ingest_study(study, tmp_path / "processed")
+    ingested = load_study_tables(report.processed).latency_bins
+    expected = pl.concat([read(study / rel).latency_bins for rel in report.ingested]).filter(pl.col("count") > 0)
+    assert ingested.height == expected.height > 0
+    assert ingested.sort(ingested.columns).equals(expected.sort(expected.columns))
+    stored = pl.concat([pl.read_parquet(p) for p in (report.processed / "latency_bins").glob("*.parquet")])
+    histograms = expected.select(pl.exclude("bin_index", "bin_value_ns", "count")).unique().height
+    assert stored.height == histograms and stored["count"].list.len().sum() == expected.height
 
 
 def test_ingest_is_incremental(study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from benchlib.schema import SchemaError, Tables, conform, percentile_expr, validate
+from benchlib.schema import (
+    SchemaError,
+    Tables,
+    conform,
+    nest_bins,
+    percentile_expr,
+    unnest_bins,
+    validate,
+    validate_stored_bins,
+)
 from benchlib.sources.fio_common import plat_idx_to_val, plat_val_to_idx
 from benchlib.units import parse_binary_size, parse_decimal_count, parse_duration_ns, parse_job_size
 
@@ -79,3 +88,35 @@ def test_fio2_index_keyed_bins_next_to_value_keyed_bins() -> None:
     assert frame["bin_index"].to_list() == [5, 1855, plat_val_to_idx(2500), plat_val_to_idx(3000)]
     assert frame["bin_value_ns"].to_list() == [5000.0, plat_idx_to_val(1855) * 1000, 2500.0, 3000.0]
     assert frame["count"].to_list() == [1, 4, 2, 9]
+
+
+def test_latency_bins_stored_per_histogram_round_trip_and_are_checked() -> None:
+    """Ingest stores one row per histogram (bins as lists); reading explodes it back to the same rows."""
+    flat = conform(
+        pl.DataFrame(
+            {
+                "run_id": ["a", "a", "a", "b", "a"],
+                "direction": ["read", "read", "write", "read", "read"],
+                "time_ns": [None, None, None, 1000, None],
+                "bin_index": [3, 7, 3, 1, 9],
+                "bin_value_ns": [3.0, 7.0, 3.0, 1.0, 9.0],
+                "count": [1, 2, 3, 4, 5],
+            }
+        ),
+        "latency_bins",
+    )
+    stored = validate_stored_bins(nest_bins(flat))
+    assert stored.height == 3 and stored["count"].to_list() == [[1, 2, 5], [3], [4]]
+    back = unnest_bins(stored.lazy()).collect()
+    assert back.schema == flat.schema
+    assert back.sort("run_id", "direction", "bin_index").equals(flat.sort("run_id", "direction", "bin_index"))
+    for broken, problem in (
+        (stored.with_columns(pl.col("count").list.head(pl.lit(0))), "a histogram without bins"),
+        (stored.with_columns(pl.col("bin_index").list.head(1)), "bin lists of unequal length"),
+        (stored.with_columns(pl.col("count").list.eval(-pl.element())), "column 'count' has negative values"),
+        (stored.with_columns(pl.lit(None, pl.String).alias("run_id")), "run_id is null"),
+    ):
+        with pytest.raises(SchemaError, match=problem):
+            validate_stored_bins(broken)
+    with pytest.raises(SchemaError, match="column 'bin_index' is Int32, expected List"):
+        validate_stored_bins(flat)

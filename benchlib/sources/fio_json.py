@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from benchlib.errors import FormatError
-from benchlib.schema import LATENCY_BINS, RESULTS, Tables
+from benchlib.schema import BIN_COLUMNS, LATENCY_BINS, RESULTS, STORED_LATENCY_BINS, Tables, unnest_bins
 from benchlib.sources._common import (
     JsonDocument,
     SourceText,
@@ -152,14 +152,17 @@ def bucket_value(index: np.ndarray) -> np.ndarray:
     return np.where(index < 2 * PLAT_VAL, index.astype(np.float64), value)
 
 
-def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
-    """Turn raw json+ bins (from one or many files) into ``latency_bins`` rows, zero counts dropped.
+def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
+    """Turn raw json+ bins (from one or many files) into stored ``latency_bins``, zero counts dropped.
 
     ``raw["key"]``/``raw["count"]`` hold each block's bins, one list per block;
     ``raw["blocks"]`` one row per block (job, direction and latency kind) with
-    its number of bins: the identity columns are gathered once per bin by
-    polars, not repeated per bin in Python.
+    its number of bins. The result has one row per block that has bins, its
+    bins as lists (``schema.STORED_LATENCY_BINS``): the identity columns are
+    never repeated per bin.
     """
+    if not raw["blocks"]:
+        return pl.DataFrame(schema=STORED_LATENCY_BINS)
     blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
     block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
     keys = pl.Series(list(chain.from_iterable(raw["key"])), dtype=pl.String).cast(pl.Int64).to_numpy()
@@ -172,13 +175,23 @@ def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
         is_index = blocks["key_is_index"].to_numpy()[block]
         index = np.where(is_index, keys, index)
         value = np.where(is_index, bucket_value(keys), value)
-    identity = blocks.drop("bins", "key_is_index")[block]
+    bins = pl.DataFrame(
+        {
+            "block": block,
+            "bin_index": pl.Series(index, dtype=pl.Int32),
+            "bin_value_ns": value * blocks["factor"].to_numpy()[block],
+            "count": pl.Series(counts, dtype=pl.Int64),
+        }
+    ).group_by("block", maintain_order=True).agg(BIN_COLUMNS)
+    identity = blocks[bins["block"]]
     return identity.select(
-        *_IDENTITY,
-        pl.Series("bin_index", index, dtype=pl.Int32),
-        (pl.Series(value) * pl.col("factor")).alias("bin_value_ns"),
-        pl.Series("count", counts, dtype=pl.Int64),
+        *_IDENTITY, pl.lit(None, pl.Int64).alias("time_ns"), *(bins[name] for name in BIN_COLUMNS)
     )
+
+
+def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
+    """Raw json+ bins as ``latency_bins`` rows, one per bin (see :func:`stored_bins`)."""
+    return unnest_bins(stored_bins(raw).lazy()).collect()
 
 
 def _io_bytes(section: dict) -> int:
