@@ -18,14 +18,17 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import polars as pl
 
 from benchlib.errors import BenchlibError, FormatError, StudyError
@@ -91,10 +94,10 @@ def _atomic_write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path) -> N
     os.replace(tmp, target)
 
 
-def _atomic_write_text(text: str, target: Path) -> None:
+def _atomic_write_bytes(data: bytes, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, target)
 
 
@@ -217,35 +220,73 @@ def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, pro
 class _Batches:
     """Items in batches of ``JSON_BATCH``, each one run as ``worker(batch, *args)``.
 
-    With ``workers`` above one (set when the work warrants starting them), a
-    full batch goes to a worker process at once: for fio JSON, workers
-    extract while this process is still hashing the rest of the study. The
-    last, partial batch runs in this process while the workers finish.
+    With ``workers`` above one (set when the work warrants starting them),
+    full batches are queued as they fill and a feeder thread hands them to
+    worker processes; starting those waits for the worker server's imports,
+    and the feeder waits, not this process, which goes on hashing the study.
+    When asked for the results, this process runs the last, partial batch and
+    every batch no worker has started yet, then collects the rest.
     """
 
     def __init__(self, worker: Callable, *args: object, workers: int = 1) -> None:
         self.worker, self.args, self.workers = worker, args, workers
         self.pending: list = []
-        self.futures: list = []
+        self.batches: list[list] = []
+        self.queued: queue.SimpleQueue = queue.SimpleQueue()
+        self.futures: dict[int, Future] = {}
+        self.feeder: threading.Thread | None = None
+        self.feed_error: BaseException | None = None
         self.pool: ProcessPoolExecutor | None = None
 
     def add(self, item: object) -> None:
         self.pending.append(item)
         if len(self.pending) == JSON_BATCH and self.workers > 1:
-            if self.pool is None:
+            if self.feeder is None:
                 _warm_pool()
                 self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
-            with _main_hidden():
-                self.futures.append(self.pool.submit(self.worker, self.pending, *self.args))
+                self.feeder = threading.Thread(target=self._feed, name="benchlib-batches", daemon=True)
+                self.feeder.start()
+            self.queued.put(len(self.batches))
+            self.batches.append(self.pending)
             self.pending = []
+
+    def _feed(self) -> None:
+        assert self.pool is not None
+        try:
+            while (index := self.queued.get()) is not None:
+                with _main_hidden():
+                    self.futures[index] = self.pool.submit(self.worker, self.batches[index], *self.args)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller of results()
+            self.feed_error = exc
+
+    def _stop_feeder(self) -> None:
+        if self.feeder is not None and self.feeder.is_alive():
+            self.queued.put(None)
+            self.feeder.join()
 
     def results(self) -> list:
         """Every batch's result, in order."""
-        last = [self.worker(self.pending[i : i + JSON_BATCH], *self.args) for i in range(0, len(self.pending), JSON_BATCH)]
+        done: dict[int, object] = {}
+        for i in range(0, len(self.pending), JSON_BATCH):
+            self.batches.append(self.pending[i : i + JSON_BATCH])
+            done[len(self.batches) - 1] = self.worker(self.batches[-1], *self.args)
         self.pending = []
-        return [future.result() for future in self.futures] + last
+        while True:  # batches the feeder has not handed on yet: nobody has started them
+            try:
+                index = self.queued.get_nowait()
+            except queue.Empty:
+                break
+            done[index] = self.worker(self.batches[index], *self.args)
+        self._stop_feeder()
+        if self.feed_error is not None:
+            raise self.feed_error
+        for index in sorted(self.futures, reverse=True):  # handed on but not started: the last ones first
+            if self.futures[index].cancel():
+                done[index] = self.worker(self.batches[index], *self.args)
+        return [done[i] if i in done else self.futures[i].result() for i in range(len(self.batches))]
 
     def close(self) -> None:
+        self._stop_feeder()
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
@@ -511,7 +552,7 @@ def _load_manifest(processed: Path, key: str) -> dict:
     path = processed / MANIFEST
     if not path.exists():
         return {}
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = orjson.loads(path.read_bytes())
     return manifest.get("files", {}) if manifest.get("study_key") == key else {}
 
 
@@ -527,16 +568,17 @@ def _copy_key(sha: str, rel: str) -> str:
 
 
 _HEAD_BYTES = 16
+_CHUNK = 1 << 20
 
 
 def _fingerprint(path: Path) -> tuple[str, bytes, int]:
-    """A file's SHA-256, its first bytes (enough to tell a vdbench output folder's files) and its size, in one read."""
-    with open(path, "rb") as handle:
-        head = handle.read(_HEAD_BYTES)
-        digest, size = hashlib.sha256(head), len(head)
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
+    """A file's SHA-256, its first bytes (enough to tell a vdbench output folder's files) and its size, in one pass."""
+    with open(path, "rb", buffering=0) as handle:
+        data = handle.read(_CHUNK)  # a small file in one read (and one more that finds the end)
+        head, digest, size = data[:_HEAD_BYTES], hashlib.sha256(data), len(data)
+        while data := handle.read(_CHUNK):
+            digest.update(data)
+            size += len(data)
     return digest.hexdigest(), head, size
 
 
@@ -669,7 +711,7 @@ def _ingest_locked(study: Study, processed: Path) -> IngestReport:
     report.ingested.sort()
     report.quarantined.sort()
     manifest = {"schema_version": SCHEMA_VERSION, "study": study.name, "study_key": key, "files": dict(sorted(current.items()))}
-    _atomic_write_text(json.dumps(manifest, indent=1), processed / MANIFEST)
+    _atomic_write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)
     _remove_unlisted_parts(processed, {entry["part"] for entry in current.values()})
     return report
