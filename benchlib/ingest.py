@@ -470,8 +470,8 @@ def _extract_into(files: list[tuple[Path, str]], merged: dict, bins: dict, outco
             merged[name].extend(rows[name])  # type: ignore[union-attr]
         mine = rows["latency_bins"]
         bins["blocks"].extend(mine["blocks"])  # type: ignore[call-overload]
-        bins["key"].extend(mine["key"])  # type: ignore[call-overload]
-        bins["count"].extend(mine["count"])  # type: ignore[call-overload]
+        bins["keys"].extend(mine["keys"])  # type: ignore[call-overload]
+        bins["counts"].extend(mine["counts"])  # type: ignore[call-overload]
         outcomes.append((path, None, rows["runs"][0]["tool_version"], fmt))
 
 

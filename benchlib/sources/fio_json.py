@@ -16,6 +16,7 @@ from typing import Any
 
 
 import numpy as np
+import orjson
 import polars as pl
 
 from benchlib.errors import FormatError
@@ -29,6 +30,11 @@ from benchlib.sources._common import (
     strip_host_prefix,
 )
 from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
+
+try:
+    from benchlib._bins import cut_bins as _cut_bins
+except ImportError:  # built without a C compiler: json+ bins take the ordinary (slower) path
+    _cut_bins = None
 
 _DIRECTIONS = ("read", "write", "trim")
 
@@ -115,21 +121,60 @@ def _latency_columns(section: dict) -> dict[str, Any]:
     return cols
 
 
-def _raw_bins(block: dict | None, factor: float) -> tuple[list[str], list[int], float, bool]:
-    """A json+ ``bins`` map as raw keys and counts (converted later, for many files at once).
+def _raw_bins(block: dict | None, factor: float, cut: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, float, bool] | None:
+    """A json+ ``bins`` map as arrays of keys and counts, or None.
 
     Returns ``(keys, counts, factor to ns, keys are bucket indices)``: fio 3.x
-    keys are bucket values in the block's unit; fio 2.x keys are bucket indices
-    (with ``FIO_IO_U_PLAT_*`` entries beside them) and values are usec.
+    keys are bucket values in the block's unit; fio 2.x keys are bucket
+    indices (with ``FIO_IO_U_PLAT_*`` entries beside them) and values are
+    usec. A map cut out of the text before parsing (:func:`_cut_document`) is
+    its index in ``cut``.
     """
     if not block or "bins" not in block:
-        return [], [], factor, False
+        return None
     bins = block["bins"]
-    if "FIO_IO_U_PLAT_BITS" in bins:
-        keys = [k for k in bins if k.isdigit()]
-        return keys, [bins[k] for k in keys], 1000.0, True
-    # keys stay strings here: one vectorised cast per batch beats int() per bin
-    return list(bins), list(bins.values()), factor, False
+    if type(bins) is int and 0 <= bins < len(cut):
+        keys, counts = cut[bins]
+        return keys, counts, factor, False
+    if not isinstance(bins, dict) or not bins:
+        return None
+    is_index = "FIO_IO_U_PLAT_BITS" in bins
+    names = [k for k in bins if k.isdigit()] if is_index else list(bins)
+    keys = np.fromiter(map(int, names), np.int64, len(names))
+    counts = np.fromiter((bins[k] for k in names), np.int64, len(names))
+    return keys, counts, 1000.0 if is_index else factor, is_index
+
+
+def _cut_document(source: SourceText) -> tuple[JsonDocument, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """A file that is one fio json+ document, parsed with its bins maps cut out of the text first.
+
+    A heavy json+ file is mostly bins; parsed into Python dicts and converted
+    back they cost more than the rest of ingest. ``benchlib._bins`` (C) cuts
+    every map in fio's own layout out of the text as arrays and leaves its
+    index in its place, so orjson parses only the rest. Returns None (the
+    ordinary path) for anything else: no bins, several documents, fio 2.x
+    bins, a damaged file, or benchlib built without its C part.
+    """
+    if _cut_bins is None:
+        return None
+    text = source.text
+    start = 0 if text.startswith("{") else text.find("\n{") + 1
+    if start < 0:
+        return None
+    found = _cut_bins(text)
+    if found is None:
+        return None
+    stripped, key_bytes, count_bytes, sizes = found
+    try:
+        data = orjson.loads(stripped[start:])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or "fio version" not in data:
+        return None
+    keys, counts = np.frombuffer(key_bytes, np.int64), np.frombuffer(count_bytes, np.int64)
+    ends = np.cumsum(sizes).tolist()
+    cut = [(keys[e - n : e], counts[e - n : e]) for e, n in zip(ends, sizes, strict=True)]
+    return JsonDocument(data=data, start_line=text.count("\n", 0, start) + 1, preamble=text[:start]), cut
 
 
 def bucket_index(values: np.ndarray) -> np.ndarray:
@@ -155,7 +200,7 @@ def bucket_value(index: np.ndarray) -> np.ndarray:
 def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
     """Turn raw json+ bins (from one or many files) into stored ``latency_bins``, zero counts dropped.
 
-    ``raw["key"]``/``raw["count"]`` hold each block's bins, one list per block;
+    ``raw["keys"]``/``raw["counts"]`` hold each block's bins, one array per block;
     ``raw["blocks"]`` one row per block (job, direction and latency kind) with
     its number of bins. The result has one row per block that has bins, its
     bins as lists (``schema.STORED_LATENCY_BINS``): the identity columns are
@@ -165,8 +210,7 @@ def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
         return pl.DataFrame(schema=STORED_LATENCY_BINS)
     blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
     block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
-    keys = pl.Series(list(chain.from_iterable(raw["key"])), dtype=pl.String).cast(pl.Int64).to_numpy()
-    counts = pl.Series(list(chain.from_iterable(raw["count"])), dtype=pl.Int64).to_numpy()
+    keys, counts = np.concatenate(raw["keys"]), np.concatenate(raw["counts"])
     if not counts.all():  # fio 2.x lists every bucket, the empty ones too
         kept = counts > 0
         block, keys, counts = block[kept], keys[kept], counts[kept]
@@ -292,11 +336,13 @@ _BLOCK_SCHEMA = {
 
 
 def new_raw_bins() -> dict[str, list]:
-    """An empty accumulator for :func:`finish_bins`."""
-    return {"blocks": [], "key": [], "count": []}
+    """An empty accumulator for :func:`stored_bins`."""
+    return {"blocks": [], "keys": [], "counts": []}
 
 
-def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str | None = None) -> dict[str, list]:
+def _document_rows(
+    doc: JsonDocument, index: int, source: SourceText, host: str | None = None, cut: list[tuple[bytes, int]] | None = None
+) -> dict[str, list]:
     data = doc.data
     entries, server_mode = _job_entries(data, source, doc.start_line)
     globals_by_host = _global_options(data)
@@ -335,18 +381,19 @@ def _document_rows(doc: JsonDocument, index: int, source: SourceText, host: str 
             results.append({**identity, **row})
             for kind in ("clat", "lat"):
                 block, factor = _latency_block(section, kind)
-                keys, counts, to_ns, is_index = _raw_bins(block, factor)
-                if not keys:
+                found = _raw_bins(block, factor, cut or [])
+                if found is None or not found[0].size:
                     continue
+                keys, counts, to_ns, is_index = found
                 bins["blocks"].append(
                     {
                         "run_id": identity["run_id"], "client": client, "job_name": identity["job_name"],
                         "job_index": job_index, "direction": direction, "latency_kind": kind, "factor": to_ns,
-                        "key_is_index": is_index, "bins": len(keys),
+                        "key_is_index": is_index, "bins": keys.size,
                     }
                 )
-                bins["key"].append(keys)
-                bins["count"].append(counts)
+                bins["keys"].append(keys)
+                bins["counts"].append(counts)
         sync = _sync_row(entry)
         if sync is not None:
             results.append({**identity, **sync})
@@ -409,7 +456,9 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
     """
     source = source or read_source(path)
     host = None
-    documents = [d for d in find_json_documents(source) if "fio version" in d.data]
+    fast = _cut_document(source)
+    cut = fast[1] if fast else []
+    documents = [fast[0]] if fast else [d for d in find_json_documents(source) if "fio version" in d.data]
     if not documents:
         host, source = strip_host_prefix(source)
         documents = [d for d in find_json_documents(source) if "fio version" in d.data] if host else []
@@ -417,7 +466,7 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
         raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
     final_index = len(documents) - 1
     final = documents[final_index]
-    rows = _document_rows(final, final_index, source, host)
+    rows = _document_rows(final, final_index, source, host, cut)
     if not rows["results"]:
         entries, _ = _job_entries(final.data, source, final.start_line)
         raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
