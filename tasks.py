@@ -38,7 +38,8 @@ def ensure_venv(extras: str) -> None:
         say(f"creating {VENV}")
         run(sys.executable, "-m", "venv", VENV)
     stamp = VENV / f".installed-{extras or 'base'}"
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    # the C part is compiled at install: a change to it needs a reinstall too
+    wanted = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "benchlib/_bins.c"))).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return
     say(f"installing benchlib{f'[{extras}]' if extras else ''} with pinned dependencies")

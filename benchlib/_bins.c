@@ -10,6 +10,7 @@
  * arrays of int64, so orjson parses only the rest.
  *
  * cut_bins(text: str) -> (stripped: str, keys: bytes, counts: bytes, sizes: list[int]) | None
+ * bucket_index(values: int64 buffer) -> bytes of int32, fio's plat_val_to_idx for each value
  *
  * keys and counts hold native int64 values, map after map; sizes says how
  * many entries each map has. None means "not for this fast path": no bins
@@ -186,9 +187,40 @@ done:
     return result;
 }
 
+/* fio's plat_val_to_idx (FIO_IO_U_PLAT_BITS = 6) for int64 values, as benchlib.sources.fio_json.bucket_index. */
+static PyObject *bucket_index(PyObject *module, PyObject *values) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(values, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (view.itemsize != 8 || view.format == NULL || (strcmp(view.format, "l") != 0 && strcmp(view.format, "q") != 0)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "bucket_index() takes a contiguous buffer of int64");
+        return NULL;
+    }
+    Py_ssize_t n = view.len / 8;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (out != NULL) {
+        const int64_t *in = (const int64_t *)view.buf;
+        int32_t *index = (int32_t *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t value = in[i];
+            if (value < 128) {
+                index[i] = (int32_t)value;
+                continue;
+            }
+            int error_bits = 63 - __builtin_clzll((unsigned long long)value) - 6;
+            index[i] = (int32_t)(((int64_t)(error_bits + 1) << 6) + ((value >> error_bits) & 63));
+        }
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"cut_bins", cut_bins, METH_O,
      "cut_bins(text) -> (stripped, keys, counts, sizes) or None: fio json+ bins maps cut out of a document."},
+    {"bucket_index", bucket_index, METH_O, "bucket_index(int64 buffer) -> bytes of int32: fio's plat_val_to_idx."},
     {NULL, NULL, 0, NULL},
 };
 

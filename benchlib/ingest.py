@@ -438,13 +438,15 @@ def _gc_paused() -> Iterator[None]:
 
 def _detect_once(path: Path, sha256: str) -> tuple[str, SourceText | None]:
     """A file's format, and for fio JSON its text: small files are read and decoded once for both."""
-    if path.stat().st_size > STREAM_BYTES:
-        return detect(path), None
     try:
-        data = path.read_bytes()
+        with open(path, "rb", buffering=0) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(size + 1) if size <= STREAM_BYTES else None
     except OSError as exc:
         raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
-    if not data.strip():
+    if data is None:
+        return detect(path), None
+    if not data or data.isspace():
         return detect_text(path, ""), None  # raises: the file is empty
     if len(data) <= SNIFF_BYTES:
         text = decode(path, data)

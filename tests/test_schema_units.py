@@ -68,6 +68,12 @@ def test_vectorised_bucket_index_matches_fio_layout() -> None:
     edges = sorted({(1 << bit) + step for bit in range(36) for step in (-1, 0, 1)})  # where the msb changes
     assert bucket_index(np.array(edges)).tolist() == [plat_val_to_idx(v) for v in edges]
     assert bucket_value(np.arange(1856)).tolist() == [plat_idx_to_val(i) for i in range(1856)]
+    from benchlib._bins import bucket_index as c_bucket_index  # the C part's, used when it is built
+
+    every = np.array(values + edges + list(range(128)) + [2**62 + 12345], dtype=np.int64)
+    assert np.frombuffer(c_bucket_index(every), np.int32).tolist() == [plat_val_to_idx(int(v)) for v in every]
+    with pytest.raises(TypeError):
+        c_bucket_index(np.arange(3, dtype=np.int32))
 
 
 def test_fio2_index_keyed_bins_next_to_value_keyed_bins() -> None:

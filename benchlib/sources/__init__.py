@@ -93,7 +93,7 @@ def detect(path: str | Path) -> str:
 
 def detect_text(path: str | Path, head: str) -> str:
     """The format of a file whose first 64 KiB (decoded) are ``head`` (see :func:`detect`)."""
-    if not head.strip():
+    if not head or head.isspace():
         raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
     found = next((name for name, sniff in _SNIFFERS.items() if sniff(head)), None)
     if found is None:

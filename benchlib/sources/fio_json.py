@@ -32,9 +32,10 @@ from benchlib.sources._common import (
 from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
 
 try:
+    from benchlib._bins import bucket_index as _bucket_index_c
     from benchlib._bins import cut_bins as _cut_bins
 except ImportError:  # built without a C compiler: json+ bins take the ordinary (slower) path
-    _cut_bins = None
+    _cut_bins = _bucket_index_c = None
 
 _DIRECTIONS = ("read", "write", "trim")
 
@@ -214,7 +215,8 @@ def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
     if not counts.all():  # fio 2.x lists every bucket, the empty ones too
         kept = counts > 0
         block, keys, counts = block[kept], keys[kept], counts[kept]
-    index, value = bucket_index(keys), keys.astype(np.float64)
+    index = bucket_index(keys) if _bucket_index_c is None else np.frombuffer(_bucket_index_c(keys), np.int32)
+    value = keys.astype(np.float64)
     if blocks["key_is_index"].any():  # fio 2.x: the keys are bucket indices
         is_index = blocks["key_is_index"].to_numpy()[block]
         index = np.where(is_index, keys, index)
