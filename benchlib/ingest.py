@@ -350,10 +350,10 @@ def _run_levels(study: Study, rel: str) -> dict:
     A worker VM's file in an HCIBench test case folder is named after the VM:
     that name is its runs' host.
     """
-    path = study.folder / rel
-    if _hcibench_case(path.parent) and path.suffix in (".txt", ".json"):
-        return {"run_host": path.stem}
-    found = _run_manifest(path.parent, study.folder)
+    folder_rel, _, name = rel.rpartition("/")
+    hcibench, found, prefix = _folder_facts(study.folder, folder_rel)
+    if hcibench and name.endswith((".txt", ".json")):
+        return {"run_host": name.rsplit(".", 1)[0]}
     if found is None:
         return {}
     folder, manifest = found
@@ -362,8 +362,17 @@ def _run_levels(study: Study, rel: str) -> dict:
         if factor not in study.factors or level not in study.factors[factor]:
             raise StudyError(f"{folder / RUN_MANIFEST}: level {factor} = {level!r} is not declared in "
                              f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml")
-    entry = manifest.get("files", {}).get((study.folder / rel).relative_to(folder).as_posix(), {})
+    entry = manifest.get("files", {}).get(rel[len(prefix):], {})
     return {**levels, "repetition": manifest.get("repetition"), "run_host": entry.get("host")}
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_facts(study_folder: Path, folder_rel: str) -> tuple[bool, tuple[Path, dict] | None, str]:
+    """Per folder of a study: is it an HCIBench test case, its run manifest, and that manifest's folder as a prefix of paths."""
+    folder = study_folder / folder_rel if folder_rel else study_folder
+    found = _run_manifest(folder, study_folder)
+    prefix = "" if found is None or found[0] == study_folder else found[0].relative_to(study_folder).as_posix() + "/"
+    return _hcibench_case(folder), found, prefix
 
 
 def _study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
@@ -666,6 +675,7 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     study = load_study(raw_dir)
     _run_manifest.cache_clear()
     _hcibench_case.cache_clear()
+    _folder_facts.cache_clear()
     processed = processed_dir_for(study.folder, Path(processed_root))
     processed.mkdir(parents=True, exist_ok=True)
     with open(processed / ".ingest.lock", "w") as lock:

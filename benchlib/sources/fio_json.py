@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from itertools import chain
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any
 
@@ -173,8 +173,7 @@ def _cut_document(source: SourceText) -> tuple[JsonDocument, list[tuple[np.ndarr
     if not isinstance(data, dict) or "fio version" not in data:
         return None
     keys, counts = np.frombuffer(key_bytes, np.int64), np.frombuffer(count_bytes, np.int64)
-    ends = np.cumsum(sizes).tolist()
-    cut = [(keys[e - n : e], counts[e - n : e]) for e, n in zip(ends, sizes, strict=True)]
+    cut = [(keys[end - n : end], counts[end - n : end]) for end, n in zip(accumulate(sizes), sizes, strict=True)]
     return JsonDocument(data=data, start_line=text.count("\n", 0, start) + 1, preamble=text[:start]), cut
 
 
