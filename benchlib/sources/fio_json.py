@@ -108,17 +108,32 @@ def results_frame(rows: list[dict]) -> pl.DataFrame:
     return frame.with_columns(_percentile_column(name, [row.get(name) for row in rows]) for name in _PCT_COLUMNS)
 
 
+#: Per latency kind: its 3.x (ns) key, its 2.x (usec) key, the stat -> column names, its percentile column.
+_LATENCY_COLUMNS = tuple(
+    (f"{name}_ns", name, tuple((stat, f"{name}_{stat}_ns") for stat in ("mean", "stddev", "min", "max")),
+     None if name == "slat" else f"{name}_percentiles")
+    for name in ("lat", "clat", "slat")
+)
+
+
 def _latency_columns(section: dict) -> dict[str, Any]:
+    """The latency columns a direction reports (columns it does not report are left out: nulls)."""
     cols: dict[str, Any] = {}
-    for name in ("lat", "clat", "slat"):
-        block, factor = _latency_block(section, name)
-        count = block.get("N") if block else None
-        has_data = bool(block) and (count is None or count > 0) and (block.get("max", 0) or block.get("mean", 0))
-        for stat, key in (("mean", "mean"), ("stddev", "stddev"), ("min", "min"), ("max", "max")):
-            value = block.get(key) if has_data else None
-            cols[f"{name}_{stat}_ns"] = None if value is None else float(value) * factor
-        if name != "slat":
-            cols[f"{name}_percentiles"] = _percentiles(block, factor) if has_data else None
+    for key_ns, key_us, stats, percentiles in _LATENCY_COLUMNS:
+        block, factor = section.get(key_ns), 1.0
+        if block is None:
+            block, factor = section.get(key_us), 1000.0
+        if not block:
+            continue
+        count = block.get("N")
+        if (count is not None and count <= 0) or not (block.get("max", 0) or block.get("mean", 0)):
+            continue
+        for stat, column in stats:
+            value = block.get(stat)
+            if value is not None:
+                cols[column] = float(value) * factor
+        if percentiles is not None:
+            cols[percentiles] = _percentiles(block, factor)
     return cols
 
 
