@@ -29,7 +29,8 @@ def test_bundled_json_plus_files_take_the_cut_and_equal_the_ordinary_path(monkey
     assert len(JSONPLUS) >= 20  # fio-sample and the loopback study (client/server, several hosts per file)
     fast = [read_fio_json(p) for p in JSONPLUS]
     assert all(fio_json._cut_document(read_source(p)) is not None for p in JSONPLUS)
-    monkeypatch.setattr(fio_json, "_cut_bins", None)
+    monkeypatch.setattr(fio_json, "_cut_bins", None)  # as when benchlib is built without a C compiler
+    monkeypatch.setattr(fio_json, "_bucket_index_c", None)
     for path, cut in zip(JSONPLUS, fast, strict=True):
         ordinary = read_fio_json(path)
         for name, frame in cut.items():
@@ -144,3 +145,17 @@ def test_damaged_file_is_quarantined_like_before(tmp_path: Path) -> None:
     line = _SAMPLE[:inside].count("\n") + 2  # the map's first entry
     with pytest.raises(FormatError, match=f"line {line}"):
         read_fio_json(broken)
+
+
+@pytest.mark.parametrize("bins", ['{"772" : 1.5}', '{"77x" : 2}', '{"772" : -2}', '{"772" : true}', '{"-5" : 2}'])
+def test_bins_that_are_not_whole_numbers_quarantine_their_file(bins: str, tmp_path: Path) -> None:
+    """Valid JSON the cut declines: the ordinary path refuses it with the file, document, job and map."""
+    from benchlib.errors import FormatError
+
+    start = _SAMPLE.find("{", _BINS_AT)
+    end = _SAMPLE.find("}", start) + 1
+    odd = tmp_path / "odd.json"
+    odd.write_text(_SAMPLE[:start] + bins + _SAMPLE[end:], encoding="utf-8")
+    with pytest.raises(FormatError, match="bins") as caught:
+        read_fio_json(odd)
+    assert "odd.json" in str(caught.value) and "whole numbers" in str(caught.value)

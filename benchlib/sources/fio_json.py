@@ -156,8 +156,16 @@ def _raw_bins(block: dict | None, factor: float, cut: list[tuple[np.ndarray, np.
         return None
     is_index = "FIO_IO_U_PLAT_BITS" in bins
     names = [k for k in bins if k.isdigit()] if is_index else list(bins)
-    keys = np.fromiter(map(int, names), np.int64, len(names))
-    counts = np.fromiter((bins[k] for k in names), np.int64, len(names))
+    try:  # numpy parses the digit strings; a key or count that is not an integer is a ValueError
+        keys = np.array(names, dtype=np.int64)
+        values = [bins[k] for k in names]
+        counts = np.array(values, dtype=np.int64)
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError("bins") from None
+    if not all(type(v) is int for v in values):  # numpy would truncate 1.5 and take True as 1
+        raise ValueError("bins")
+    if keys.size and (keys.min() < 0 or counts.min() < 0):
+        raise ValueError("bins")
     return keys, counts, 1000.0 if is_index else factor, is_index
 
 
@@ -397,7 +405,11 @@ def _document_rows(
             results.append({**identity, **row})
             for kind in ("clat", "lat"):
                 block, factor = _latency_block(section, kind)
-                found = _raw_bins(block, factor, cut or [])
+                try:
+                    found = _raw_bins(block, factor, cut or [])
+                except ValueError:
+                    where = f"JSON document at line {doc.start_line}, job {entry.get('jobname')!r}, {direction} {kind} bins"
+                    raise FormatError(source.path, where, "a map of bucket -> count, both whole numbers") from None
                 if found is None or not found[0].size:
                     continue
                 keys, counts, to_ns, is_index = found
