@@ -246,8 +246,8 @@ class _Batches:
                 self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
                 self.feeder = threading.Thread(target=self._feed, name="benchlib-batches", daemon=True)
                 self.feeder.start()
-            self.queued.put(len(self.batches))
-            self.batches.append(self.pending)
+            self.batches.append(self.pending)  # before its index is queued: the feeder reads it at once
+            self.queued.put(len(self.batches) - 1)
             self.pending = []
 
     def _feed(self) -> None:

@@ -254,3 +254,30 @@ def test_workers_run_polars_on_one_thread_and_this_process_is_untouched(monkeypa
     assert "POLARS_MAX_THREADS" not in os.environ
     with ProcessPoolExecutor(1, mp_context=_pool_context()) as pool:
         assert pool.submit(pl.thread_pool_size).result() == 1
+
+
+def test_batches_run_everywhere_and_come_back_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches queued while the workers start, run by workers and by this process, return whole and in order."""
+    from benchlib.ingest import _Batches
+
+    monkeypatch.setattr("benchlib.ingest.JSON_BATCH", 3)  # many small batches: many hand-overs between threads
+    for _ in range(3):
+        _queue_and_collect(_Batches(sum, workers=2), 3)
+
+
+def _queue_and_collect(batches: object, size: int) -> None:
+    import time
+
+    items = 400 * size + 2
+    try:
+        for item in range(size):
+            batches.add(item)
+        deadline = time.monotonic() + 60
+        while not batches.futures and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
+            time.sleep(0.01)
+        for item in range(size, items):
+            batches.add(item)
+        results = batches.results()
+    finally:
+        batches.close()
+    assert results == [sum(range(start, min(start + size, items))) for start in range(0, items, size)]
