@@ -368,7 +368,7 @@ def _run_levels(study: Study, rel: str) -> dict:
 
 @functools.lru_cache(maxsize=4096)
 def _folder_facts(study_folder: Path, folder_rel: str) -> tuple[bool, tuple[Path, dict] | None, str]:
-    """Per folder of a study: is it an HCIBench test case, its run manifest, and that manifest's folder as a prefix of paths."""
+    """Per folder of a study: HCIBench test case or not, its run manifest, and that manifest's folder as a prefix."""
     folder = study_folder / folder_rel if folder_rel else study_folder
     found = _run_manifest(folder, study_folder)
     prefix = "" if found is None or found[0] == study_folder else found[0].relative_to(study_folder).as_posix() + "/"
@@ -395,7 +395,12 @@ def _check_levels(study: Study, runs: pl.DataFrame) -> None:
 
 
 def _write_part(
-    processed: Path, part: str, tables: Tables, study: Study, members: list[tuple[str, str]], bins: pl.DataFrame | None = None
+    processed: Path,
+    part: str,
+    tables: Tables,
+    study: Study,
+    members: list[tuple[str, str]],
+    bins: pl.DataFrame | None = None,
 ) -> None:
     """Write one part of every table; ``bins``: latency_bins already in their stored form (else from ``tables``)."""
     runs = tables.runs.drop("source", "repetition").join(_study_frame(study, members), on="sha256", how="left")
@@ -404,7 +409,8 @@ def _write_part(
         runs = runs.with_columns(pl.coalesce(label_expr(f), pl.col(f)).alias(f) for f in study.factors)
     _check_levels(study, runs)
     runs = runs.select(list(tables.runs.columns) + list(study.factors))
-    stored = {"runs": runs, "latency_bins": validate_stored_bins(nest_bins(tables.latency_bins) if bins is None else bins)}
+    bins = nest_bins(tables.latency_bins) if bins is None else bins
+    stored = {"runs": runs, "latency_bins": validate_stored_bins(bins)}
     for name, frame in tables.items():
         frame = stored.get(name, frame)
         if frame.height:

@@ -75,7 +75,9 @@ def _check_against_orjson(text: str) -> None:
 
 def _replace_maps(data: object, index: object) -> object:
     if isinstance(data, dict):
-        return {k: next(index) if k == "bins" and isinstance(v, dict) else _replace_maps(v, index) for k, v in data.items()}
+        return {
+            k: next(index) if k == "bins" and isinstance(v, dict) else _replace_maps(v, index) for k, v in data.items()
+        }
     if isinstance(data, list):
         return [_replace_maps(v, index) for v in data]
     return data

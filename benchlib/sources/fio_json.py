@@ -137,7 +137,11 @@ def _latency_columns(section: dict) -> dict[str, Any]:
     return cols
 
 
-def _raw_bins(block: dict | None, factor: float, cut: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, float, bool] | None:
+#: Bins maps cut out of a document's text (:func:`_cut_document`): keys and counts per map, in document order.
+CutBins = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _raw_bins(block: dict | None, factor: float, cut: CutBins) -> tuple[np.ndarray, np.ndarray, float, bool] | None:
     """A json+ ``bins`` map as arrays of keys and counts, or None.
 
     Returns ``(keys, counts, factor to ns, keys are bucket indices)``: fio 3.x
@@ -169,7 +173,7 @@ def _raw_bins(block: dict | None, factor: float, cut: list[tuple[np.ndarray, np.
     return keys, counts, 1000.0 if is_index else factor, is_index
 
 
-def _cut_document(source: SourceText) -> tuple[JsonDocument, list[tuple[np.ndarray, np.ndarray]]] | None:
+def _cut_document(source: SourceText) -> tuple[JsonDocument, CutBins] | None:
     """A file that is one fio json+ document, parsed with its bins maps cut out of the text first.
 
     A heavy json+ file is mostly bins; parsed into Python dicts and converted
@@ -365,7 +369,7 @@ def new_raw_bins() -> dict[str, list]:
 
 
 def _document_rows(
-    doc: JsonDocument, index: int, source: SourceText, host: str | None = None, cut: list[tuple[bytes, int]] | None = None
+    doc: JsonDocument, index: int, source: SourceText, host: str | None = None, cut: CutBins | None = None
 ) -> dict[str, list]:
     data = doc.data
     entries, server_mode = _job_entries(data, source, doc.start_line)
@@ -408,7 +412,8 @@ def _document_rows(
                 try:
                     found = _raw_bins(block, factor, cut or [])
                 except ValueError:
-                    where = f"JSON document at line {doc.start_line}, job {entry.get('jobname')!r}, {direction} {kind} bins"
+                    job = entry.get("jobname")
+                    where = f"JSON document at line {doc.start_line}, job {job!r}, {direction} {kind} bins"
                     raise FormatError(source.path, where, "a map of bucket -> count, both whole numbers") from None
                 if found is None or not found[0].size:
                     continue
