@@ -123,6 +123,10 @@ static PyObject *cut_bins(PyObject *module, PyObject *text) {
         PyErr_SetString(PyExc_TypeError, "cut_bins() takes a str");
         return NULL;
     }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) /* a no-op from Python 3.12 on */
+        return NULL;
+#endif
     if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND)
         Py_RETURN_NONE;
     const char *s = (const char *)PyUnicode_1BYTE_DATA(text);

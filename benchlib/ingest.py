@@ -819,11 +819,27 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
     if table not in TABLES:
         raise BenchlibError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    _check_schema_version(Path(processed))
     parts = sorted((Path(processed) / table).glob("*.parquet"))
     if not parts:
         return pl.LazyFrame(schema=TABLES[table])
     frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
     return unnest_bins(frame) if table == "latency_bins" else frame
+
+
+def _check_schema_version(processed: Path) -> None:
+    """Refuse a processed study an older benchlib wrote: its layout may differ (schema 5 stores bins as lists)."""
+    try:
+        with open(processed / MANIFEST, "rb") as handle:
+            head = handle.read(200)
+    except FileNotFoundError:
+        return
+    found = re.search(rb'"schema_version":\s*(\d+)', head)
+    if found and int(found.group(1)) != SCHEMA_VERSION:
+        raise BenchlibError(
+            f"{processed}: written with schema version {int(found.group(1))}, this benchlib reads version "
+            f"{SCHEMA_VERSION}; run `benchlib ingest` on its raw folder again (the raw files are unchanged)"
+        )
 
 
 def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:

@@ -281,3 +281,18 @@ def _queue_and_collect(batches: object, size: int) -> None:
     finally:
         batches.close()
     assert results == [sum(range(start, min(start + size, items))) for start in range(0, items, size)]
+
+
+def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(study: Path, tmp_path: Path) -> None:
+    from benchlib.errors import BenchlibError
+    from benchlib.ingest import MANIFEST
+    from benchlib.schema import SCHEMA_VERSION
+
+    report = ingest_study(study, tmp_path / "processed")
+    manifest = report.processed / MANIFEST
+    old = {**json.loads(manifest.read_text()), "schema_version": SCHEMA_VERSION - 1, "study_key": "written by an older benchlib"}
+    manifest.write_text(json.dumps(old, indent=2))
+    with pytest.raises(BenchlibError, match=f"schema version {SCHEMA_VERSION - 1}.*run `benchlib ingest`"):
+        load_study_tables(report.processed)
+    assert ingest_study(study, tmp_path / "processed").ingested  # a new ingest rebuilds every part
+    assert load_study_tables(report.processed).latency_bins.height > 0
