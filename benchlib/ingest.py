@@ -23,7 +23,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.pool import AsyncResult, Pool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,11 +221,12 @@ class _Batches:
     """Items in batches of ``JSON_BATCH``, each one run as ``worker(batch, *args)``.
 
     With ``workers`` above one (set when the work warrants starting them),
-    full batches are queued as they fill and a feeder thread hands them to
-    worker processes; starting those waits for the worker server's imports,
-    and the feeder waits, not this process, which goes on hashing the study.
-    When asked for the results, this process runs the last, partial batch and
-    every batch no worker has started yet, then collects the rest.
+    full batches are queued as they fill; a feeder thread hands the next one
+    to a worker process whenever one is free (starting them waits for the
+    worker server's imports: the feeder waits, not this process, which goes
+    on hashing the study). When asked for the results, this process runs the
+    last, partial batch, then takes queued batches itself alongside the
+    workers until none is left: whoever is free starts the next one.
     """
 
     def __init__(self, worker: Callable, *args: object, workers: int = 1) -> None:
@@ -233,17 +234,18 @@ class _Batches:
         self.pending: list = []
         self.batches: list[list] = []
         self.queued: queue.SimpleQueue = queue.SimpleQueue()
-        self.futures: dict[int, Future] = {}
+        self.free = threading.Semaphore(0)  # one per free worker, set when they start
+        self.futures: dict[int, AsyncResult] = {}
         self.feeder: threading.Thread | None = None
         self.feed_error: BaseException | None = None
-        self.pool: ProcessPoolExecutor | None = None
+        self.pool: Pool | None = None
 
     def add(self, item: object) -> None:
         self.pending.append(item)
         if len(self.pending) == JSON_BATCH and self.workers > 1:
             if self.feeder is None:
                 _warm_pool()
-                self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_pool_context())
+                self.free = threading.Semaphore(self.workers)
                 self.feeder = threading.Thread(target=self._feed, name="benchlib-batches", daemon=True)
                 self.feeder.start()
             self.batches.append(self.pending)  # before its index is queued: the feeder reads it at once
@@ -251,13 +253,18 @@ class _Batches:
             self.pending = []
 
     def _feed(self) -> None:
-        assert self.pool is not None
         try:
-            while (index := self.queued.get()) is not None:
-                with _main_hidden():
-                    self.futures[index] = self.pool.submit(self.worker, self.batches[index], *self.args)
+            with _main_hidden():
+                self.pool = _pool_context().Pool(self.workers)  # every worker starts now
+            while self.free.acquire() and (index := self.queued.get()) is not None:
+                self.futures[index] = self.pool.apply_async(
+                    self.worker, (self.batches[index], *self.args), callback=self._freed, error_callback=self._freed
+                )
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller of results()
             self.feed_error = exc
+
+    def _freed(self, _: object) -> None:
+        self.free.release()
 
     def _stop_feeder(self) -> None:
         if self.feeder is not None and self.feeder.is_alive():
@@ -271,7 +278,7 @@ class _Batches:
             self.batches.append(self.pending[i : i + JSON_BATCH])
             done[len(self.batches) - 1] = self.worker(self.batches[-1], *self.args)
         self.pending = []
-        while True:  # batches the feeder has not handed on yet: nobody has started them
+        while True:  # batches no worker has taken yet
             try:
                 index = self.queued.get_nowait()
             except queue.Empty:
@@ -280,15 +287,13 @@ class _Batches:
         self._stop_feeder()
         if self.feed_error is not None:
             raise self.feed_error
-        for index in sorted(self.futures, reverse=True):  # handed on but not started: the last ones first
-            if self.futures[index].cancel():
-                done[index] = self.worker(self.batches[index], *self.args)
-        return [done[i] if i in done else self.futures[i].result() for i in range(len(self.batches))]
+        return [done[i] if i in done else self.futures[i].get() for i in range(len(self.batches))]
 
     def close(self) -> None:
         self._stop_feeder()
         if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+            self.pool.terminate()  # every batch is back, or the ingest failed: either way nothing is left to wait for
+            self.pool.join()
 
 
 def _ingest_log_batches(logs: list, study: Study, processed: Path, report: IngestReport, current: dict) -> None:
