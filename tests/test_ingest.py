@@ -262,7 +262,7 @@ def test_batches_run_everywhere_and_come_back_in_order(monkeypatch: pytest.Monke
 
     monkeypatch.setattr("benchlib.ingest.JSON_BATCH", 3)  # many small batches: many hand-overs between threads
     for _ in range(3):
-        _queue_and_collect(_Batches(sum, workers=2), 3)
+        _queue_and_collect(_Batches(sum, workers=2), 3)  # two workers and this process
 
 
 def _queue_and_collect(batches: object, size: int) -> None:
