@@ -79,7 +79,7 @@ RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested)}
 
 
 #: fio-plot and benchlib run alternately this many times; this VM's speed drifts by up to 30% within minutes.
-ROUNDS = 3
+ROUNDS = 5
 
 
 def bench_json(tmp: Path) -> dict:

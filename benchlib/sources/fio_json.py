@@ -90,14 +90,14 @@ def _percentile_column(name: str, packed: list[tuple[tuple[float, ...], list] | 
     lengths = [0 if p is None else len(p[0]) for p in packed]
     flat = pl.DataFrame(
         {
-            "row": np.repeat(np.arange(len(packed), dtype=np.int64), lengths),
+            "row": pl.Series(np.repeat(np.arange(len(packed), dtype=np.int64), lengths)).set_sorted(),
             "percentile": list(chain.from_iterable(p[0] for p in packed if p)),
             "value_ns": list(chain.from_iterable(p[1] for p in packed if p)),
         },
         schema={"row": pl.Int64, "percentile": pl.Float64, "value_ns": pl.Float64},
     )
     lists = flat.group_by("row", maintain_order=True).agg(pl.struct("percentile", "value_ns").alias(name))
-    rows = pl.DataFrame({"row": np.arange(len(packed), dtype=np.int64)})
+    rows = pl.DataFrame({"row": pl.Series(np.arange(len(packed), dtype=np.int64)).set_sorted()})
     return rows.join(lists, on="row", how="left", maintain_order="left")[name].cast(RESULTS[name])
 
 
@@ -249,7 +249,7 @@ def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
         value = np.where(is_index, bucket_value(keys), value)
     bins = pl.DataFrame(
         {
-            "block": block,
+            "block": pl.Series(block).set_sorted(),  # blocks come in order: polars groups them without hashing
             "bin_index": pl.Series(index, dtype=pl.Int32),
             "bin_value_ns": value * blocks["factor"].to_numpy()[block],
             "count": pl.Series(counts, dtype=pl.Int64),
