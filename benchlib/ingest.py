@@ -247,6 +247,7 @@ class _Batches:
         self.futures: dict[int, AsyncResult] = {}
         self.feeder: threading.Thread | None = None
         self.feed_error: BaseException | None = None
+        self.stopping = False
         self.pool: Pool | None = None
 
     def add(self, item: object) -> None:
@@ -265,7 +266,10 @@ class _Batches:
         try:
             with _main_hidden():
                 self.pool = _pool_context().Pool(self.workers)  # every worker starts now
-            while self.free.acquire() and (index := self.queued.get()) is not None:
+            while self.free.acquire() and not self.stopping:
+                index = self.queued.get()
+                if index is None or self.stopping:
+                    return
                 self.futures[index] = self.pool.apply_async(
                     self.worker, (self.batches[index], *self.args), callback=self._freed, error_callback=self._freed
                 )
@@ -276,8 +280,11 @@ class _Batches:
         self.free.release()
 
     def _stop_feeder(self) -> None:
+        """Stop handing batches on (at once, also when interrupted with batches still queued)."""
         if self.feeder is not None and self.feeder.is_alive():
-            self.queued.put(None)
+            self.stopping = True
+            self.free.release()  # if it waits for a free worker
+            self.queued.put(None)  # if it waits for a batch
             self.feeder.join()
 
     def results(self) -> list:
@@ -294,8 +301,8 @@ class _Batches:
                 break
             done[index] = self.worker(self.batches[index], *self.args)
         self._stop_feeder()
-        if self.feed_error is not None:
-            raise self.feed_error
+        if self.feed_error is not None and len(done) + len(self.futures) < len(self.batches):
+            raise self.feed_error  # a batch was lost with it (if the workers could not start, this process ran them all)
         return [done[i] if i in done else self.futures[i].get() for i in range(len(self.batches))]
 
     def close(self) -> None:

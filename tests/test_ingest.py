@@ -273,7 +273,7 @@ def _queue_and_collect(batches: object, size: int) -> None:
         for item in range(size):
             batches.add(item)
         deadline = time.monotonic() + 60
-        while not batches.futures and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
+        while not batches.futures and batches.feed_error is None and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
             time.sleep(0.01)
         for item in range(size, items):
             batches.add(item)
@@ -296,3 +296,17 @@ def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(stu
         load_study_tables(report.processed)
     assert ingest_study(study, tmp_path / "processed").ingested  # a new ingest rebuilds every part
     assert load_study_tables(report.processed).latency_bins.height > 0
+
+
+def test_batches_all_run_here_when_worker_processes_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchlib import ingest
+    from benchlib.ingest import _Batches
+
+    class NoProcesses:
+        def Pool(self, processes: int) -> None:  # noqa: N802 -- multiprocessing's name
+            raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(ingest, "_pool_context", NoProcesses)
+    monkeypatch.setattr(ingest, "_warm_pool", lambda: None)
+    monkeypatch.setattr(ingest, "JSON_BATCH", 3)
+    _queue_and_collect(_Batches(sum, workers=2), 3)
