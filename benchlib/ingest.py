@@ -101,8 +101,11 @@ def _atomic_write_bytes(data: bytes, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _raw_files(study: Study) -> list[tuple[Path, str]]:
-    """``(path, path relative to the study)`` of every raw output file, sorted."""
+def _raw_files(study: Study, on_many: Callable[[], None] = lambda: None) -> list[tuple[Path, str]]:
+    """``(path, path relative to the study)`` of every raw output file, sorted.
+
+    ``on_many`` runs once, as soon as more than ``PARALLEL_FROM`` files are found.
+    """
     found = []
     for folder, subfolders, names in os.walk(study.folder, followlinks=True):
         subfolders[:] = [d for d in subfolders if not d.startswith(".")]
@@ -111,6 +114,8 @@ def _raw_files(study: Study) -> list[tuple[Path, str]]:
             rel = name if rel_folder == "." else f"{rel_folder}/{name}"
             if name != STUDY_FILE and not _NOT_OUTPUT.search(rel):
                 found.append((Path(folder, name), rel))
+                if len(found) == PARALLEL_FROM + 1:
+                    on_many()
     return sorted(found, key=lambda item: item[1])
 
 
@@ -633,11 +638,12 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
     """
     seen: dict[str, list[str]] = {}
     todo, held, copies = [], [], []
-    files = _raw_files(study)
-    if len(files) > PARALLEL_FROM:
+    def many() -> None:
         batches.workers = _worker_count()
         if batches.workers:
-            _warm_pool()  # its imports overlap with hashing
+            _warm_pool()  # its imports overlap with listing and hashing the files
+
+    files = _raw_files(study, many)
     for path, rel in files:
         sha, head, size = _fingerprint(path)
         if size == 0 and _FIO_LOG_NAME.search(path.name):
