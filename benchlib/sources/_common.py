@@ -88,7 +88,7 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
     truncated fio JSON file is the usual cause.
     """
     text = source.text
-    whole = _single_document(source)
+    whole = single_document(source)
     if whole is not None:
         return [whole]
     decoder = json.JSONDecoder()
@@ -114,15 +114,16 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
     return documents
 
 
-def _single_document(source: SourceText) -> JsonDocument | None:
+def single_document(source: SourceText, text: str | None = None) -> JsonDocument | None:
     """Fast path: a file that is one JSON object (optionally after text) parses with orjson at once.
 
     Like Python's json, orjson keeps the last of duplicate keys (fio 2.17
     percentiles, fio 3.7 client/server global options). Anything else (several
     documents, text after the JSON, a truncated file) returns None and takes
-    the careful path.
+    the careful path. ``text``: the file's text as rewritten by a caller
+    (json+ bins cut out), parsed in place of ``source.text``.
     """
-    text = source.text
+    text = source.text if text is None else text
     start = 0 if text.startswith("{") else _next_object(text, 0)
     if start < 0:
         return None

@@ -16,7 +16,6 @@ from typing import Any
 
 
 import numpy as np
-import orjson
 import polars as pl
 
 from benchlib.errors import FormatError
@@ -26,6 +25,7 @@ from benchlib.sources._common import (
     SourceText,
     find_json_documents,
     read_source,
+    single_document,
     run_id,
     strip_host_prefix,
 )
@@ -183,25 +183,16 @@ def _cut_document(source: SourceText) -> tuple[JsonDocument, CutBins] | None:
     ordinary path) for anything else: no bins, several documents, fio 2.x
     bins, a damaged file, or benchlib built without its C part.
     """
-    if _cut_bins is None:
-        return None
-    text = source.text
-    start = 0 if text.startswith("{") else text.find("\n{") + 1
-    if start < 0:
-        return None
-    found = _cut_bins(text)
+    found = None if _cut_bins is None else _cut_bins(source.text)
     if found is None:
         return None
     stripped, key_bytes, count_bytes, sizes = found
-    try:
-        data = orjson.loads(stripped[start:])
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(data, dict) or "fio version" not in data:
+    document = single_document(source, stripped)
+    if document is None or "fio version" not in document.data:
         return None
     keys, counts = np.frombuffer(key_bytes, np.int64), np.frombuffer(count_bytes, np.int64)
     cut = [(keys[end - n : end], counts[end - n : end]) for end, n in zip(accumulate(sizes), sizes, strict=True)]
-    return JsonDocument(data=data, start_line=text.count("\n", 0, start) + 1, preamble=text[:start]), cut
+    return document, cut
 
 
 def bucket_index(values: np.ndarray) -> np.ndarray:
