@@ -13,17 +13,17 @@ from __future__ import annotations
 import csv
 import fcntl
 import functools
-import gc
 import hashlib
 import json
 import multiprocessing
 import os
 import queue
 import re
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from multiprocessing.pool import AsyncResult, Pool
+from multiprocessing.pool import Pool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +43,11 @@ from benchlib.schema import (
     unnest_bins,
     validate_stored_bins,
 )
+from benchlib.ingest_worker import extract_json_batch, read_spooled
 from benchlib.sources import detect, detect_text, read
-from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, run_id
+from benchlib.sources._common import SNIFF_BYTES, decode, run_id
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
-from benchlib.sources.fio_json import extract_fio_json, new_raw_bins, results_frame, stored_bins
+from benchlib.sources.fio_json import frames_of
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
@@ -134,7 +135,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     lock at the moment of the fork, and the child waits on it for ever.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["benchlib.ingest"])
+    context.set_forkserver_preload(["benchlib.ingest_worker"])  # no polars: fio logs' workers import it when they need it
     return context
 
 
@@ -225,31 +226,41 @@ def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, pro
 def _worker_count() -> int:
     """Worker processes beside this one, which runs batches too: one per further core.
 
-    On two cores, one worker and this process took 1.26 s (median of four) for
-    the 5,000-file bench where two workers and this process took 1.29 s.
+    On two cores, one worker and this process took 0.64-0.71 s for the
+    5,000-file bench where two workers and this process took 0.74-0.82 s.
     """
     return (os.cpu_count() or 1) - 1
+
+
+@dataclass
+class _Failed:
+    """A batch whose worker raised."""
+
+    error: BaseException
 
 
 class _Batches:
     """Items in batches of ``JSON_BATCH``, each one run as ``worker(batch, *args)``.
 
     With ``workers`` (worker processes, set when the work warrants starting
-    them; this process is one more), full batches are queued as they fill; a feeder thread hands the next one
-    to a worker process whenever one is free (starting them waits for the
-    worker server's imports: the feeder waits, not this process, which goes
-    on hashing the study). When asked for the results, this process runs the
-    last, partial batch, then takes queued batches itself alongside the
-    workers until none is left: whoever is free starts the next one.
+    them; this process is one more), full batches are queued as they fill; a
+    feeder thread hands the next one to a worker process whenever one is free
+    (starting them waits for the worker server's imports: the feeder waits,
+    not this process, which goes on listing the study). When asked for the
+    results, this process hands them back in batch order and, whenever no
+    worker's result is waiting, runs a queued batch itself with ``here``
+    (the last, partial one among them): whoever is free starts the next one.
     """
 
-    def __init__(self, worker: Callable, *args: object, workers: int = 0) -> None:
+    def __init__(self, worker: Callable, *args: object, workers: int = 0, here: Callable | None = None) -> None:
         self.worker, self.args, self.workers = worker, args, workers
+        self.here = here or (lambda batch: worker(batch, *args))  # how this process runs a batch
         self.pending: list = []
         self.batches: list[list] = []
         self.queued: queue.SimpleQueue = queue.SimpleQueue()
+        self.done: queue.SimpleQueue = queue.SimpleQueue()  # (index, result or _Failed) from the workers
         self.free = threading.Semaphore(0)  # one per free worker, set when they start
-        self.futures: dict[int, AsyncResult] = {}
+        self.submitted = self.received = 0  # batches handed to workers, results back from them
         self.feeder: threading.Thread | None = None
         self.feed_error: BaseException | None = None
         self.stopping = False
@@ -260,12 +271,16 @@ class _Batches:
         if len(self.pending) == JSON_BATCH and self.workers:
             if self.feeder is None:
                 _warm_pool()
-                self.free = threading.Semaphore(self.workers)
+                # two batches per worker: it starts the next while this process (busy) takes the last one's result
+                self.free = threading.Semaphore(self.workers * 2)
                 self.feeder = threading.Thread(target=self._feed, name="benchlib-batches", daemon=True)
                 self.feeder.start()
-            self.batches.append(self.pending)  # before its index is queued: the feeder reads it at once
-            self.queued.put(len(self.batches) - 1)
+            self._queue(self.pending)
             self.pending = []
+
+    def _queue(self, batch: list) -> None:
+        self.batches.append(batch)  # before its index is queued: the feeder reads it at once
+        self.queued.put(len(self.batches) - 1)
 
     def _feed(self) -> None:
         try:
@@ -275,13 +290,15 @@ class _Batches:
                 index = self.queued.get()
                 if index is None or self.stopping:
                     return
-                self.futures[index] = self.pool.apply_async(
-                    self.worker, (self.batches[index], *self.args), callback=self._freed, error_callback=self._freed
-                )
-        except BaseException as exc:  # noqa: BLE001 -- handed to the caller of results()
+                self.pool.apply_async(self.worker, (self.batches[index], *self.args),
+                                      callback=functools.partial(self._returned, index),
+                                      error_callback=lambda exc, index=index: self._returned(index, _Failed(exc)))
+                self.submitted += 1
+        except BaseException as exc:  # noqa: BLE001 -- handed to the caller of in_order()
             self.feed_error = exc
 
-    def _freed(self, _: object) -> None:
+    def _returned(self, index: int, result: object) -> None:
+        self.done.put((index, result))
         self.free.release()
 
     def _stop_feeder(self) -> None:
@@ -292,23 +309,48 @@ class _Batches:
             self.queued.put(None)  # if it waits for a batch
             self.feeder.join()
 
-    def results(self) -> list:
-        """Every batch's result, in order."""
-        done: dict[int, object] = {}
+    def in_order(self) -> Iterator[tuple[int, object]]:
+        """Every batch's result as ``(index, result)``, in batch order."""
         for i in range(0, len(self.pending), JSON_BATCH):
-            self.batches.append(self.pending[i : i + JSON_BATCH])
-            done[len(self.batches) - 1] = self.worker(self.batches[-1], *self.args)
+            self._queue(self.pending[i : i + JSON_BATCH])
         self.pending = []
-        while True:  # batches no worker has taken yet
+        waiting: dict[int, object] = {}
+        for index in range(len(self.batches)):
+            while index not in waiting:
+                got, result = self._next()
+                if isinstance(result, _Failed):
+                    raise result.error
+                waiting[got] = result
+            yield index, waiting.pop(index)
+        self._stop_feeder()
+
+    def _next(self) -> tuple[int, object]:
+        """The next result: a worker's, else one this process makes from a queued batch, else the next to come."""
+        while True:
+            try:
+                index, result = self.done.get_nowait()
+            except queue.Empty:
+                pass
+            else:
+                self.received += 1
+                return index, result
             try:
                 index = self.queued.get_nowait()
             except queue.Empty:
-                break
-            done[index] = self.worker(self.batches[index], *self.args)
-        self._stop_feeder()
-        if self.feed_error is not None and len(done) + len(self.futures) < len(self.batches):
-            raise self.feed_error  # a batch was lost with it (if the workers could not start, this process ran them all)
-        return [done[i] if i in done else self.futures[i].get() for i in range(len(self.batches))]
+                try:
+                    index, result = self.done.get(timeout=0.05)
+                except queue.Empty:
+                    lost = self.feeder is not None and not self.feeder.is_alive() and self.submitted == self.received
+                    if self.feed_error is not None and lost and self.queued.empty():
+                        raise self.feed_error from None  # the feeder died holding a batch
+                    continue
+                self.received += 1
+                return index, result
+            return index, self.here(self.batches[index])
+
+    def results(self) -> list:
+        """Every batch's result, in order."""
+        return [result for _, result in self.in_order()]
 
     def close(self) -> None:
         self._stop_feeder()
@@ -443,110 +485,46 @@ def _write_part(
             _atomic_write_parquet(frame, processed / name / f"{part}.parquet")
 
 
-def _extract_batch(
-    files: list[tuple[Path, str]],
-) -> tuple[Tables, pl.DataFrame, list[tuple[Path, str | None, str | None, str | None]]]:
-    """Detect many files ``(path, sha256)`` and extract the fio JSON ones into one set of tables.
+def _detect_head(path: Path, head: bytes, size: int) -> str:
+    """A file's format from its first ``SNIFF_BYTES`` (read while hashing it)."""
+    if b'"fio version"' in head and b"{" in head:
+        return "fio-json"  # the first format detection tries, and what it would find (no need to decode)
+    if not head or head.isspace():
+        return detect_text(path, "")  # raises: the file is empty
+    return detect_text(path, decode(path, head, partial=size > len(head)))
 
-    Returns the tables (``latency_bins`` left empty), the latency bins in their
-    stored form, and per file ``(path, error or None, tool version, format)``;
-    files of other formats are only detected here.
+
+def _finish_batch(
+    batch: list[tuple[Path, str, str | None]], result: tuple[dict[str, bytes], list] | str, study: Study, processed: Path,
+    salt: str, report: IngestReport, current: dict, plan: _Plan,
+) -> None:
+    """Sort out the files a worker hashed, quarantine the broken ones and write the fio JSON ones as one part.
+
+    A file a worker extracted may turn out to repeat an earlier batch's file
+    (the first one found is read, as when this process hashes): the batch's
+    other files are then extracted again here, without it.
     """
-    merged: dict[str, list | dict[str, list]] = {"runs": [], "results": [], "intervals": [], "host_counters": []}
-    bins = new_raw_bins()
-    outcomes: list[tuple[Path, str | None, str | None, str | None]] = []
-    # Parsed JSON makes millions of small acyclic objects; the cycle collector's passes over them
-    # tripled the batch time without freeing anything, so it pauses until they are turned into frames and freed.
-    with _gc_paused():
-        _extract_into(files, merged, bins, outcomes)
-        merged["results"] = results_frame(merged["results"])  # type: ignore[arg-type]
-        stored = stored_bins(bins)
-        tables = Tables.from_rows(merged)
-        del merged, bins
-    return tables, stored, outcomes
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _detect_once(path: Path, sha256: str) -> tuple[str, SourceText | None]:
-    """A file's format, and for fio JSON its text: small files are read and decoded once for both."""
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            data = handle.read(size + 1) if size <= STREAM_BYTES else None
-    except OSError as exc:
-        raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
-    if data is None:
-        return detect(path), None
-    if not data or data.isspace():
-        return detect_text(path, ""), None  # raises: the file is empty
-    if len(data) <= SNIFF_BYTES:
-        text = decode(path, data)
-        fmt = detect_text(path, text)
-    else:
-        fmt = detect_text(path, decode(path, data[:SNIFF_BYTES], partial=True))
-        text = decode(path, data) if fmt == "fio-json" else ""
-    return fmt, SourceText(path=path, text=text, sha256=sha256) if fmt == "fio-json" else None
-
-
-def _extract_into(files: list[tuple[Path, str]], merged: dict, bins: dict, outcomes: list) -> None:
-    for path, sha in files:
-        try:
-            fmt, source = _detect_once(path, sha)
-            if fmt != "fio-json":
-                outcomes.append((path, None, None, fmt))  # read later, one by one, by its own reader
-                continue
-            rows = extract_fio_json(path, source=source)
-        except FormatError as exc:
-            outcomes.append((path, f"{exc.where}: {exc.expected}", None, None))
+    packed, outcomes = read_spooled(result) if isinstance(result, str) else result
+    members = []
+    for (path, rel, known), (sha, kind, error, version) in zip(batch, outcomes, strict=True):
+        if known is None and sha and not plan.sort_out(study, report, current, path, rel, sha, kind == "empty"):
             continue
-        for name in ("runs", "results", "intervals", "host_counters"):
-            merged[name].extend(rows[name])  # type: ignore[union-attr]
-        mine = rows["latency_bins"]
-        bins["blocks"].extend(mine["blocks"])  # type: ignore[call-overload]
-        bins["keys"].extend(mine["keys"])  # type: ignore[call-overload]
-        bins["counts"].extend(mine["counts"])  # type: ignore[call-overload]
-        outcomes.append((path, None, rows["runs"][0]["tool_version"], fmt))
-
-
-def _ingest_batch(
-    batch: list[tuple[Path, str, str]], study: Study, processed: Path, salt: str
-) -> tuple[str, list[tuple[str, str, str | None, str | None, str | None]]]:
-    """Detect a batch of files; extract and write its fio JSON files as one part (in a worker process).
-
-    Returns the part name and, per file, ``(path, rel, sha256, error or None, tool version, format)``.
-    """
-    tables, bins, outcomes = _extract_batch([(path, sha) for path, _, sha in batch])
-    by_path = {path: (rel, sha) for path, rel, sha in batch}
-    members = [by_path[path] for path, error, _, fmt in outcomes if error is None and fmt == "fio-json"]
-    part = "b" + hashlib.sha256((salt + "".join(sha for _, sha in members)).encode()).hexdigest()[:16]
-    if members:
-        _write_part(processed, part, tables, study, members, bins)
-    return part, [(path, *by_path[path], error, version, fmt) for path, error, version, fmt in outcomes]
-
-
-def _batch_outcomes(batches: _Batches, report: IngestReport, current: dict) -> list[tuple[Path, str, str, str]]:
-    """Record what the fio JSON batches did; return the files of other formats as ``(path, rel, sha256, format)``."""
-    others = []
-    for part, outcomes in batches.results():
-        for path, rel, sha, error, version, fmt in outcomes:
-            if error is not None:
-                report.quarantined.append((rel, error))
-            elif fmt != "fio-json":
-                others.append((path, rel, sha, fmt))
-            else:
-                current[rel] = {"sha256": sha, "format": fmt, "part": part, "tool_version": version}
-                report.ingested.append(rel)
-    return others
+        if kind == "json":
+            members.append((path, rel, sha, version))
+        elif kind == "error":
+            report.quarantined.append((rel, error))
+        else:  # another format, or empty: detection says which, or why none
+            plan.detect_later(path, rel, sha, report)
+    if not members:
+        return
+    if len(members) < sum(kind == "json" for _, kind, _, _ in outcomes):
+        packed, _ = extract_json_batch([(path, rel, sha) for path, rel, sha, _ in members])
+    part = "b" + hashlib.sha256((salt + "".join(sha for _, _, sha, _ in members)).encode()).hexdigest()[:16]
+    frames, bins = frames_of(packed)
+    _write_part(processed, part, Tables.from_rows(frames), study, [(rel, sha) for _, rel, sha, _ in members], bins)
+    for _, rel, sha, version in members:
+        current[rel] = {"sha256": sha, "format": "fio-json", "part": part, "tool_version": version}
+        report.ingested.append(rel)
 
 
 def _read_one(path: Path, fmt: str, unit: str) -> Tables:
@@ -610,62 +588,126 @@ def _copy_key(sha: str, rel: str) -> str:
     return hashlib.sha256(f"{sha}\n{rel}".encode()).hexdigest()
 
 
-_HEAD_BYTES = 16
 _CHUNK = 1 << 20
 
 
 def _fingerprint(path: Path) -> tuple[str, bytes, int]:
-    """A file's SHA-256, its first bytes (enough to tell a vdbench output folder's files) and its size, in one pass."""
+    """A file's SHA-256, its first ``SNIFF_BYTES`` (to detect its format) and its size, in one pass."""
     with open(path, "rb", buffering=0) as handle:
         data = handle.read(_CHUNK)  # a small file in one read (and one more that finds the end)
-        head, digest, size = data[:_HEAD_BYTES], hashlib.sha256(data), len(data)
+        head, digest, size = data[:SNIFF_BYTES], hashlib.sha256(data), len(data)
         while data := handle.read(_CHUNK):
             digest.update(data)
             size += len(data)
     return digest.hexdigest(), head, size
 
 
-def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _Batches) -> tuple[list, list, list]:
-    """Hash every raw file; keep unchanged ones, skip duplicates and empty logs.
+@dataclass
+class _Plan:
+    """What to read (see :func:`_plan`)."""
 
-    Files to read go to ``batches`` as they are found, except those that may
-    belong to a vdbench output folder, which are read folder by folder.
-    Returns every file to read, the possible vdbench folder members, and the
-    files whose bytes equal an earlier file but which ``benchlib run``
-    recorded as outputs of their own (a rate-capped IOPS log can repeat
-    exactly across hosts and cells): those are read on their own, under a key
-    salted with their path.
+    previous: dict
+    #: sha256 -> the files that have it, in the order they were met.
+    seen: dict[str, list[str]] = field(default_factory=dict)
+    todo: list[tuple[Path, str, str]] = field(default_factory=list)
+    #: Files that may belong to a vdbench output folder, and their formats (or why none) as files of their own.
+    held: list[tuple[Path, str, str]] = field(default_factory=list)
+    held_formats: dict[str, str | FormatError] = field(default_factory=dict)
+    copies: list[tuple[Path, str, str]] = field(default_factory=list)
+    #: Files read one by one, by their own readers: ``(path, rel, sha256, format)``.
+    others: list[tuple[Path, str, str, str]] = field(default_factory=list)
+    #: fio JSON that a worker could not tell from its first bytes (UTF-16, say): this process extracts it.
+    late_json: list[tuple[Path, str, str]] = field(default_factory=list)
+
+    def sort_out(self, study: Study, report: IngestReport, current: dict, path: Path, rel: str, sha: str, empty: bool) -> bool:
+        """Whether to read a file; if not, it is an empty fio log or a duplicate (skipped), unchanged, or a copy."""
+        if empty and _FIO_LOG_NAME.search(path.name):
+            report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
+            return False
+        same = self.seen.setdefault(sha, [])
+        copy = bool(same) and _recorded_by_run(study, rel)
+        same.append(rel)
+        if same[0] != rel and not copy:
+            report.skipped.append((rel, f"same content as {same[0]}"))
+        elif self.previous.get(rel, {}).get("sha256") == sha and ("key" in self.previous[rel]) == copy:
+            current[rel] = self.previous[rel]
+            report.unchanged.append(rel)
+        elif copy:
+            self.copies.append((path, rel, sha))
+        else:
+            self.todo.append((path, rel, sha))
+            return True
+        return False
+
+    def route(self, item: tuple[Path, str, str], found: str | FormatError, batches: _Batches, report: IngestReport) -> None:
+        """fio JSON to the batches, other formats to ``others``, a file with no format to quarantine."""
+        if isinstance(found, FormatError):
+            report.quarantined.append((item[1], f"{found.where}: {found.expected}"))
+        elif found == "fio-json":
+            batches.add(item)
+        else:
+            self.others.append((*item, found))
+
+    def detect_later(self, path: Path, rel: str, sha: str, report: IngestReport) -> None:
+        """Route a file a worker hashed but did not take for fio JSON."""
+        try:
+            found = detect(path)
+        except FormatError as exc:
+            report.quarantined.append((rel, f"{exc.where}: {exc.expected}"))
+            return
+        if found == "fio-json":
+            self.late_json.append((path, rel, sha))
+        else:
+            self.others.append((path, rel, sha, found))
+
+
+def _head(path: Path) -> bytes:
+    """A file's first bytes, enough to tell a vdbench output folder's files (b"" if it cannot be read: a worker says why)."""
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            return handle.read(16)
+    except OSError:
+        return b""
+
+
+def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _Batches) -> _Plan:
+    """List every raw file; sort out those this process hashes; queue the rest.
+
+    On a first ingest (nothing earlier to compare with), files are only
+    listed here and go to ``batches`` unhashed: the workers hash them while
+    they extract them, and :func:`_finish_batch` sorts them out in the same
+    order. Otherwise every file is hashed here: unchanged ones are kept,
+    duplicates and empty logs skipped, and fio JSON goes to ``batches``.
+    Files that may belong to a vdbench output folder are always hashed here
+    and held to be read folder by folder. Files whose bytes equal an earlier
+    file but which ``benchlib run`` recorded as outputs of their own (a
+    rate-capped IOPS log can repeat exactly across hosts and cells) are read
+    on their own, under a key salted with their path.
     """
-    seen: dict[str, list[str]] = {}
-    todo, held, copies = [], [], []
+    plan = _Plan(previous)
+
     def many() -> None:
         batches.workers = _worker_count()
         if batches.workers:
             _warm_pool()  # its imports overlap with listing and hashing the files
 
-    files = _raw_files(study, many)
-    for path, rel in files:
-        sha, head, size = _fingerprint(path)
-        if size == 0 and _FIO_LOG_NAME.search(path.name):
-            report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
+    for path, rel in _raw_files(study, many):
+        if not previous and not may_be_member(_head(path)):
+            batches.add((path, rel, None))
             continue
-        same = seen.setdefault(sha, [])
-        copy = bool(same) and _recorded_by_run(study, rel)
-        same.append(rel)
-        if same[0] != rel and not copy:
-            report.skipped.append((rel, f"same content as {same[0]}"))
-        elif previous.get(rel, {}).get("sha256") == sha and ("key" in previous[rel]) == copy:
-            current[rel] = previous[rel]
-            report.unchanged.append(rel)
-        elif copy:
-            copies.append((path, rel, sha))
+        sha, head, size = _fingerprint(path)
+        if not plan.sort_out(study, report, current, path, rel, sha, size == 0):
+            continue
+        try:
+            found: str | FormatError = _detect_head(path, head, size)
+        except FormatError as exc:
+            found = exc
+        if may_be_member(head[:16]):
+            plan.held.append((path, rel, sha))
+            plan.held_formats[rel] = found
         else:
-            todo.append((path, rel, sha))
-            if may_be_member(head):
-                held.append((path, rel, sha))
-            else:
-                batches.add((path, rel, sha))
-    return todo, held, copies
+            plan.route((path, rel, sha), found, batches, report)
+    return plan
 
 
 def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, report: IngestReport) -> None:
@@ -716,6 +758,32 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
         return _ingest_locked(study, processed)
 
 
+def _read_batches_and_folders(study: Study, processed: Path, previous: dict, report: IngestReport, current: dict) -> _Plan:
+    """Plan the ingest; read the fio JSON files in batches and the vdbench output folders; return the plan for the rest."""
+    spool = processed / ".batches"  # where workers leave their results (see ingest_worker.extract_json_batch)
+    shutil.rmtree(spool, ignore_errors=True)  # an interrupted ingest's
+    spool.mkdir()
+    batches = _Batches(extract_json_batch, spool, here=extract_json_batch)
+    salt = os.urandom(8).hex()  # batch parts are salted per ingest: a new part never meets an old one being cleaned up
+    try:
+        plan = _plan(study, previous, report, current, batches)
+        folders, rest = _vdbench_folders(study, plan.held, current, report)
+        for item in rest:
+            plan.route(item, plan.held_formats[item[1]], batches, report)
+        members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
+        _forget_stale(processed, previous, current, plan.todo + plan.copies + members, report)
+        for folder in folders:
+            _ingest_vdbench_folder(folder, study, processed, report, current)
+        for index, result in batches.in_order():  # this process builds and writes the frames
+            _finish_batch(batches.batches[index], result, study, processed, salt, report, current, plan)
+        if plan.late_json:
+            _finish_batch(plan.late_json, extract_json_batch(plan.late_json), study, processed, salt, report, current, plan)
+    finally:
+        batches.close()
+        shutil.rmtree(spool, ignore_errors=True)
+    return plan
+
+
 def _ingest_locked(study: Study, processed: Path) -> IngestReport:
     key = _study_key(study)
     previous = _load_manifest(processed, key)
@@ -724,20 +792,8 @@ def _ingest_locked(study: Study, processed: Path) -> IngestReport:
             part.unlink()
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
-    # batch parts are salted per ingest: a new part never meets an old one that is being cleaned up
-    batches = _Batches(_ingest_batch, study, processed, os.urandom(8).hex())
-    try:
-        todo, held, copies = _plan(study, previous, report, current, batches)
-        folders, rest = _vdbench_folders(study, held, current, report)
-        for item in rest:
-            batches.add(item)
-        members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
-        _forget_stale(processed, previous, current, todo + copies + members, report)
-        for folder in folders:
-            _ingest_vdbench_folder(folder, study, processed, report, current)
-        others = _batch_outcomes(batches, report, current)
-    finally:
-        batches.close()
+    plan = _read_batches_and_folders(study, processed, previous, report, current)
+    others, copies = plan.others, plan.copies
     logs = [o for o in others if o[3] == "fio-log"]
     for path, rel, sha, fmt in sorted(o for o in others if o[3] != "fio-log"):
         if fmt in _NO_RESULTS:

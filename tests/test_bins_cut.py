@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchlib.paths import RAW
-from benchlib.sources import fio_json
+from benchlib.sources import fio_json, fio_json_rows
 from benchlib.sources._common import read_source
 from benchlib.sources.fio_json import read_fio_json
 
@@ -22,14 +22,14 @@ def test_the_c_part_is_built() -> None:
     """The build marks it optional (no compiler: slower ingest); here, with one, it must exist."""
     from benchlib import _bins
 
-    assert fio_json._cut_bins is _bins.cut_bins
+    assert fio_json_rows._cut_bins is _bins.cut_bins
 
 
 def test_bundled_json_plus_files_take_the_cut_and_equal_the_ordinary_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(JSONPLUS) >= 20  # fio-sample and the loopback study (client/server, several hosts per file)
     fast = [read_fio_json(p) for p in JSONPLUS]
-    assert all(fio_json._cut_document(read_source(p)) is not None for p in JSONPLUS)
-    monkeypatch.setattr(fio_json, "_cut_bins", None)  # as when benchlib is built without a C compiler
+    assert all(fio_json_rows._cut_document(read_source(p)) is not None for p in JSONPLUS)
+    monkeypatch.setattr(fio_json_rows, "_cut_bins", None)  # as when benchlib is built without a C compiler
     monkeypatch.setattr(fio_json, "_bucket_index_c", None)
     for path, cut in zip(JSONPLUS, fast, strict=True):
         ordinary = read_fio_json(path)
@@ -55,7 +55,7 @@ def _bins_maps(data: object) -> list[dict]:
 
 def _check_against_orjson(text: str) -> None:
     """Whatever the text, cut_bins never fails; what it cuts is exactly what a JSON parser reads."""
-    cut = fio_json._cut_bins(text)
+    cut = fio_json_rows._cut_bins(text)
     if cut is None:
         return
     stripped, keys, counts, sizes = cut
@@ -107,16 +107,16 @@ def test_maps_outside_fio_3_layout_are_left_to_the_json_parser(body: str) -> Non
     text = '{"fio version" : "fio-3.33", "jobs" : [{"read" : {"clat_ns" : {"bins" : {' + body
     if body != '"772" : 2':  # that one is cut off there
         text += " }}}]}"
-    assert fio_json._cut_bins(text) is None
+    assert fio_json_rows._cut_bins(text) is None
 
 
 def test_text_of_wider_characters_and_text_without_bins_are_left_alone() -> None:
-    assert fio_json._cut_bins('{"fio version" : "fio-3.33", "jobname" : "\u20ac", "bins" : { "1" : 2 }}') is None
-    assert fio_json._cut_bins('{"fio version" : "fio-3.33", "jobs" : []}') is None
-    cut = fio_json._cut_bins('{"a" : "caf\u00e9", "bins" : { "1" : 2 }, "b" : {"bins" : {}}}')
+    assert fio_json_rows._cut_bins('{"fio version" : "fio-3.33", "jobname" : "\u20ac", "bins" : { "1" : 2 }}') is None
+    assert fio_json_rows._cut_bins('{"fio version" : "fio-3.33", "jobs" : []}') is None
+    cut = fio_json_rows._cut_bins('{"a" : "caf\u00e9", "bins" : { "1" : 2 }, "b" : {"bins" : {}}}')
     assert cut is not None and cut[0] == '{"a" : "caf\u00e9", "bins" : 0, "b" : {"bins" : 1}}' and cut[3] == [1, 0]
     with pytest.raises(TypeError):
-        fio_json._cut_bins(b'{"bins" : {}}')
+        fio_json_rows._cut_bins(b'{"bins" : {}}')
 
 
 _SAMPLE = JSONPLUS[0].read_text(encoding="utf-8") if JSONPLUS else ""

@@ -181,7 +181,7 @@ def _many_runs(folder: Path, count: int) -> None:
 
 
 def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp_path: Path) -> None:
-    """More files than a batch go to worker processes while the rest is hashed; the tables equal a one-process ingest.
+    """More files than a batch go to worker processes while the rest is listed; the tables equal a one-process ingest.
 
     The caller's script has no ``if __name__ == "__main__"`` guard: workers must not run it again.
     """
@@ -211,6 +211,47 @@ def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp
     for name, frame in pooled.items():
         assert frame.equals(getattr(alone, name)), name
     assert pooled.runs.height == files and pooled.latency_bins.height > 0
+
+
+def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a first ingest the batches hash the files; duplicates, empty files and UTF-16 JSON still come out as before.
+
+    Batches of two: ``c.json`` repeats ``a.json`` of the batch before and was already extracted with ``d.json``
+    (which is then extracted again without it); ``f.json`` is fio JSON in UTF-16, which the batches do not take
+    from its first bytes; empty files: a log is skipped, another file quarantined, its copy skipped.
+    """
+    import codecs
+
+    monkeypatch.setattr("benchlib.ingest.JSON_BATCH", 2)
+    runs = tmp_path / "runs"
+    _many_runs(runs, 4)
+    text = [(runs / f"run-{i:04d}.json").read_text() for i in range(4)]
+    study = tmp_path / "raw" / "first"
+    study.mkdir(parents=True)
+    for name, content in {"a.json": text[0], "b.json": text[1], "c.json": text[0], "d.json": text[2], "e.json": text[2]}.items():
+        (study / name).write_text(content)
+    (study / "f.json").write_bytes(codecs.BOM_UTF16_LE + text[3].encode("utf-16-le"))
+    for name in ("g_bw.1.log", "h.json", "i.json"):
+        (study / name).write_bytes(b"")
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["a.json", "b.json", "d.json", "f.json"]
+    assert sorted(report.skipped) == [
+        ("c.json", "same content as a.json"),
+        ("e.json", "same content as d.json"),
+        ("g_bw.1.log", "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"),
+        ("i.json", "same content as h.json"),
+    ]
+    assert report.quarantined == [("h.json", "byte 0: output of a benchmark tool, but the file is empty")]
+    tables = load_study_tables(report.processed)
+    shas = {hashlib.sha256((study / name).read_bytes()).hexdigest() for name in ("a.json", "b.json", "d.json", "f.json")}
+    assert tables.runs.height == 4 and set(tables.runs["sha256"]) == shas  # every run once, none of the copies
+    assert tables.results.height == 4 and tables.latency_bins.height > 0
+    assert not (report.processed / ".batches").exists()  # where workers leave results: gone when done
+    again = ingest_study(study, tmp_path / "processed")  # this process hashes now: nothing to do
+    assert sorted(again.unchanged) == report.ingested and not again.ingested
+    assert again.quarantined == report.quarantined
 
 
 def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: Path) -> None:
@@ -273,7 +314,7 @@ def _queue_and_collect(batches: object, size: int) -> None:
         for item in range(size):
             batches.add(item)
         deadline = time.monotonic() + 60
-        while not batches.futures and batches.feed_error is None and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
+        while not batches.submitted and batches.feed_error is None and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
             time.sleep(0.01)
         for item in range(size, items):
             batches.add(item)

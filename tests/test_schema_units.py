@@ -78,23 +78,25 @@ def test_vectorised_bucket_index_matches_fio_layout() -> None:
 
 def test_fio2_index_keyed_bins_next_to_value_keyed_bins() -> None:
     """fio 2.x json+ keys its bins by bucket index (usec), 3.x by bucket value (ns): one batch may hold both."""
-    from benchlib.sources.fio_json import _raw_bins, finish_bins
+    from benchlib.sources.fio_json import _BLOCK_SCHEMA, finish_bins, stored_bins
+    from benchlib.sources.fio_json_rows import _raw_bins
 
     identity = {"client": None, "job_name": "j", "job_index": 1, "direction": "read", "latency_kind": "clat"}
     layout = {"FIO_IO_U_PLAT_BITS": 6, "FIO_IO_U_PLAT_VAL": 64, "FIO_IO_U_PLAT_NR": 1856}
     fio2 = _raw_bins({"bins": {**layout, "5": 1, "700": 0, "1855": 4}}, 1.0, [])
     fio3 = _raw_bins({"bins": {"2500": 2, "3000": 9}}, 1.0, [])
     assert fio2 is not None and fio3 is not None
-    raw = {
-        "blocks": [
-            {**identity, "run_id": run, "factor": found[2], "key_is_index": found[3], "bins": found[0].size}
+    blocks = pl.DataFrame(
+        [
+            {**identity, "run_id": run, "factor": found[2], "key_is_index": found[3], "bins": len(found[0])}
             for run, found in (("fio2", fio2), ("fio3", fio3))
         ],
-        "keys": [fio2[0], fio3[0]],
-        "counts": [fio2[1], fio3[1]],
-    }
+        schema=_BLOCK_SCHEMA,
+    )
+    keys = np.frombuffer(b"".join([fio2[0], fio3[0]]), np.int64)
+    counts = np.frombuffer(b"".join([fio2[1], fio3[1]]), np.int64)
     assert fio2[2] == 1000.0 and fio2[3] and not fio3[3]  # fio 2.x: usec, keyed by index
-    frame = finish_bins(raw)
+    frame = finish_bins(stored_bins(blocks, keys, counts))
     assert frame["run_id"].to_list() == ["fio2", "fio2", "fio3", "fio3"]  # the zero count is dropped
     assert frame["bin_index"].to_list() == [5, 1855, plat_val_to_idx(2500), plat_val_to_idx(3000)]
     assert frame["bin_value_ns"].to_list() == [5000.0, plat_idx_to_val(1855) * 1000, 2500.0, 3000.0]

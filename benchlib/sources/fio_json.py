@@ -4,40 +4,27 @@ Handles per-job and ``group_reporting`` output, client/server output
 (``client_stats``), text before or between documents, and files holding
 several documents (``--status-interval``): the last document is the result,
 the earlier ones become cumulative interval snapshots.
+
+The rows come from ``fio_json_rows`` (plain Python, no polars); this module
+turns them into tables.
 """
 
 from __future__ import annotations
 
-import functools
-from datetime import UTC, datetime
-from itertools import accumulate, chain
+import io
 from pathlib import Path
-from typing import Any
-
 
 import numpy as np
 import polars as pl
 
-from benchlib.errors import FormatError
-from benchlib.schema import BIN_COLUMNS, LATENCY_BINS, RESULTS, STORED_LATENCY_BINS, Tables, unnest_bins
-from benchlib.sources._common import (
-    JsonDocument,
-    SourceText,
-    find_json_documents,
-    read_source,
-    single_document,
-    run_id,
-    strip_host_prefix,
-)
-from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL, group_reporting, job_columns, normalise_options
+from benchlib.schema import BIN_COLUMNS, LATENCY_BINS, RESULTS, STORED_LATENCY_BINS, TABLES, Tables, unnest_bins
+from benchlib.sources.fio_common import PLAT_BITS, PLAT_VAL
+from benchlib.sources.fio_json_rows import _IDENTITY, ROW_TABLES, RowPacker, extract_fio_json
 
 try:
     from benchlib._bins import bucket_index as _bucket_index_c
-    from benchlib._bins import cut_bins as _cut_bins
-except ImportError:  # built without a C compiler: json+ bins take the ordinary (slower) path
-    _cut_bins = _bucket_index_c = None
-
-_DIRECTIONS = ("read", "write", "trim")
+except ImportError:  # built without a C compiler: numpy computes the bucket indices
+    _bucket_index_c = None
 
 
 def looks_like_fio_json(head: str) -> bool:
@@ -45,154 +32,46 @@ def looks_like_fio_json(head: str) -> bool:
     return '"fio version"' in head and ('"jobs"' in head or '"client_stats"' in head or "{" in head)
 
 
-def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
-    """The ``clat``/``lat``/``slat`` block of a direction and its unit in ns (3.x: ns, 2.x: usec)."""
-    if f"{name}_ns" in section:
-        return section[f"{name}_ns"], 1.0
-    if name in section:
-        return section[name], 1000.0
-    return None, 1.0
-
-
-@functools.lru_cache(maxsize=1024)
-def _pct_layout(keys: tuple[str, ...]) -> tuple[tuple[float, ...], list[int] | None]:
-    """The percentiles a key set names, ascending, and which values to take (None: all, as they are).
-
-    Cached: fio prints the same key set in every block.
-    """
-    named = [(float(key), i) for i, key in enumerate(keys)]
-    kept = sorted((pct, i) for pct, i in named if pct > 0.0)  # fio 2.17 pads the map with "0.00" : 0 entries
-    order = [i for _, i in kept]
-    return tuple(pct for pct, _ in kept), None if order == list(range(len(keys))) else order
-
-
-def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], list] | None:
-    """A block's percentiles as ``(percentiles, values in ns)``: see :func:`results_frame`."""
-    if not block or "percentile" not in block:
-        return None
-    table = block["percentile"]
-    pcts, order = _pct_layout(tuple(table))
-    if not pcts:
-        return None
-    values = list(table.values())
-    if order is not None:
-        values = [values[i] for i in order]
-    if factor != 1.0:
-        values = [v * factor for v in values]
-    return pcts, values
-
-
 _PCT_COLUMNS = ("clat_percentiles", "lat_percentiles")
 
+#: How packed rows are read: the tables' own schemas, the percentiles as ``[[percentiles], [values]]`` pairs.
+_PACKED = {
+    **{name: TABLES[name] for name in ROW_TABLES},
+    "results": {**RESULTS, **{name: pl.List(pl.List(pl.Float64)) for name in _PCT_COLUMNS}},
+}
 
-def _percentile_column(name: str, packed: list[tuple[tuple[float, ...], list] | None]) -> pl.Series:
-    """``List(Struct(percentile, value_ns))`` from per-row ``(percentiles, values)`` pairs, built column-wise."""
-    lengths = [0 if p is None else len(p[0]) for p in packed]
-    flat = pl.DataFrame(
-        {
-            "row": pl.Series(np.repeat(np.arange(len(packed), dtype=np.int64), lengths)).set_sorted(),
-            "percentile": list(chain.from_iterable(p[0] for p in packed if p)),
-            "value_ns": list(chain.from_iterable(p[1] for p in packed if p)),
-        },
-        schema={"row": pl.Int64, "percentile": pl.Float64, "value_ns": pl.Float64},
+
+def _zip_percentiles(frame: pl.DataFrame) -> pl.DataFrame:
+    """``[[percentiles], [values]]`` pairs -> ``List(Struct(percentile, value_ns))`` (null stays null)."""
+    pairs = frame.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
+        *(pl.col(name).list.get(i, null_on_oob=True).alias(f"{name}{i}") for name in _PCT_COLUMNS for i in (0, 1)),
     )
-    lists = flat.group_by("row", maintain_order=True).agg(pl.struct("percentile", "value_ns").alias(name))
-    rows = pl.DataFrame({"row": pl.Series(np.arange(len(packed), dtype=np.int64)).set_sorted()})
-    return rows.join(lists, on="row", how="left", maintain_order="left")[name].cast(RESULTS[name])
+    rows = pairs.select("row")
+    zipped = []
+    for name in _PCT_COLUMNS:
+        flat = pairs.select("row", pl.col(f"{name}0").alias("percentile"), pl.col(f"{name}1").alias("value_ns"))
+        lists = (
+            flat.drop_nulls("percentile")
+            .explode("percentile", "value_ns")
+            .group_by("row", maintain_order=True)
+            .agg(pl.struct("percentile", "value_ns").alias(name))
+        )
+        zipped.append(rows.join(lists, on="row", how="left", maintain_order="left")[name].cast(RESULTS[name]))
+    return frame.with_columns(zipped)
 
 
-def results_frame(rows: list[dict]) -> pl.DataFrame:
-    """The ``results`` rows of fio JSON as a frame (percentiles come packed, see :func:`_percentiles`)."""
-    scalar = {name: dtype for name, dtype in RESULTS.items() if name not in _PCT_COLUMNS}
-    frame = pl.from_dicts(rows, schema=scalar) if rows else pl.DataFrame(schema=scalar)
-    return frame.with_columns(_percentile_column(name, [row.get(name) for row in rows]) for name in _PCT_COLUMNS)
+def frames_of(packed: dict[str, bytes]) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """Tables from packed rows (``fio_json_rows.RowPacker``): every table but latency_bins, and those stored.
 
-
-#: Per latency kind: its 3.x (ns) key, its 2.x (usec) key, the stat -> column names, its percentile column.
-_LATENCY_COLUMNS = tuple(
-    (f"{name}_ns", name, tuple((stat, f"{name}_{stat}_ns") for stat in ("mean", "stddev", "min", "max")),
-     None if name == "slat" else f"{name}_percentiles")
-    for name in ("lat", "clat", "slat")
-)
-
-
-def _latency_columns(section: dict) -> dict[str, Any]:
-    """The latency columns a direction reports (columns it does not report are left out: nulls)."""
-    cols: dict[str, Any] = {}
-    for key_ns, key_us, stats, percentiles in _LATENCY_COLUMNS:
-        block, factor = section.get(key_ns), 1.0
-        if block is None:
-            block, factor = section.get(key_us), 1000.0
-        if not block:
-            continue
-        count = block.get("N")
-        if (count is not None and count <= 0) or not (block.get("max", 0) or block.get("mean", 0)):
-            continue
-        for stat, column in stats:
-            value = block.get(stat)
-            if value is not None:
-                cols[column] = float(value) * factor
-        if percentiles is not None:
-            cols[percentiles] = _percentiles(block, factor)
-    return cols
-
-
-#: Bins maps cut out of a document's text (:func:`_cut_document`): keys and counts per map, in document order.
-CutBins = list[tuple[np.ndarray, np.ndarray]]
-
-
-def _raw_bins(block: dict | None, factor: float, cut: CutBins) -> tuple[np.ndarray, np.ndarray, float, bool] | None:
-    """A json+ ``bins`` map as arrays of keys and counts, or None.
-
-    Returns ``(keys, counts, factor to ns, keys are bucket indices)``: fio 3.x
-    keys are bucket values in the block's unit; fio 2.x keys are bucket
-    indices (with ``FIO_IO_U_PLAT_*`` entries beside them) and values are
-    usec. A map cut out of the text before parsing (:func:`_cut_document`) is
-    its index in ``cut``.
+    polars reads each table's JSON text in one pass; the bins come in as numpy
+    views of the int64 bytes.
     """
-    if not block or "bins" not in block:
-        return None
-    bins = block["bins"]
-    if type(bins) is int and 0 <= bins < len(cut):
-        keys, counts = cut[bins]
-        return keys, counts, factor, False
-    if not isinstance(bins, dict) or not bins:
-        return None
-    is_index = "FIO_IO_U_PLAT_BITS" in bins
-    names = [k for k in bins if k.isdigit()] if is_index else list(bins)
-    try:  # numpy parses the digit strings; a key or count that is not an integer is a ValueError
-        keys = np.array(names, dtype=np.int64)
-        values = [bins[k] for k in names]
-        counts = np.array(values, dtype=np.int64)
-    except (ValueError, TypeError, OverflowError):
-        raise ValueError("bins") from None
-    if not all(type(v) is int for v in values):  # numpy would truncate 1.5 and take True as 1
-        raise ValueError("bins")
-    if keys.size and (keys.min() < 0 or counts.min() < 0):
-        raise ValueError("bins")
-    return keys, counts, 1000.0 if is_index else factor, is_index
-
-
-def _cut_document(source: SourceText) -> tuple[JsonDocument, CutBins] | None:
-    """A file that is one fio json+ document, parsed with its bins maps cut out of the text first.
-
-    A heavy json+ file is mostly bins; parsed into Python dicts and converted
-    back they cost more than the rest of ingest. ``benchlib._bins`` (C) cuts
-    every map in fio's own layout out of the text as arrays and leaves its
-    index in its place, so orjson parses only the rest. Returns None (the
-    ordinary path) for anything else: no bins, several documents, fio 2.x
-    bins, a damaged file, or benchlib built without its C part.
-    """
-    found = None if _cut_bins is None else _cut_bins(source.text)
-    if found is None:
-        return None
-    stripped, key_bytes, count_bytes, sizes = found
-    document = single_document(source, stripped)
-    if document is None or "fio version" not in document.data:
-        return None
-    keys, counts = np.frombuffer(key_bytes, np.int64), np.frombuffer(count_bytes, np.int64)
-    cut = [(keys[end - n : end], counts[end - n : end]) for end, n in zip(accumulate(sizes), sizes, strict=True)]
-    return document, cut
+    frames = {name: pl.read_json(io.BytesIO(packed[name]), schema=_PACKED[name]) for name in ROW_TABLES}
+    frames["results"] = _zip_percentiles(frames["results"])
+    blocks = pl.read_json(io.BytesIO(packed["bin_blocks"]), schema=_BLOCK_SCHEMA)
+    keys, counts = np.frombuffer(packed["bin_keys"], np.int64), np.frombuffer(packed["bin_counts"], np.int64)
+    return frames, stored_bins(blocks, keys, counts)
 
 
 def bucket_index(values: np.ndarray) -> np.ndarray:
@@ -215,20 +94,18 @@ def bucket_value(index: np.ndarray) -> np.ndarray:
     return np.where(index < 2 * PLAT_VAL, index.astype(np.float64), value)
 
 
-def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
+def stored_bins(blocks: pl.DataFrame, keys: np.ndarray, counts: np.ndarray) -> pl.DataFrame:
     """Turn raw json+ bins (from one or many files) into stored ``latency_bins``, zero counts dropped.
 
-    ``raw["keys"]``/``raw["counts"]`` hold each block's bins, one array per block;
-    ``raw["blocks"]`` one row per block (job, direction and latency kind) with
-    its number of bins. The result has one row per block that has bins, its
-    bins as lists (``schema.STORED_LATENCY_BINS``): the identity columns are
-    never repeated per bin.
+    ``blocks`` has one row per bins map (job, direction and latency kind) with
+    its number of bins, ``keys``/``counts`` every map's bins one after the
+    other. The result has one row per block that has bins, its bins as lists
+    (``schema.STORED_LATENCY_BINS``): the identity columns are never repeated
+    per bin.
     """
-    if not raw["blocks"]:
+    if not blocks.height:
         return pl.DataFrame(schema=STORED_LATENCY_BINS)
-    blocks = pl.from_dicts(raw["blocks"], schema=_BLOCK_SCHEMA)
     block = np.repeat(np.arange(blocks.height, dtype=np.int32), blocks["bins"].to_numpy())
-    keys, counts = np.concatenate(raw["keys"]), np.concatenate(raw["counts"])
     if not counts.all():  # fio 2.x lists every bucket, the empty ones too
         kept = counts > 0
         block, keys, counts = block[kept], keys[kept], counts[kept]
@@ -252,302 +129,17 @@ def stored_bins(raw: dict[str, list]) -> pl.DataFrame:
     )
 
 
-def finish_bins(raw: dict[str, list]) -> pl.DataFrame:
-    """Raw json+ bins as ``latency_bins`` rows, one per bin (see :func:`stored_bins`)."""
-    return unnest_bins(stored_bins(raw).lazy()).collect()
+def finish_bins(stored: pl.DataFrame) -> pl.DataFrame:
+    """Stored ``latency_bins`` (:func:`stored_bins`) as rows, one per bin."""
+    return unnest_bins(stored.lazy()).collect()
 
 
-def _io_bytes(section: dict) -> int:
-    # fio before 2.21 wrote io_bytes in KiB and had no io_kbytes (FORMATS.md, commit c12d597a)
-    raw = int(section.get("io_bytes", 0))
-    return raw if "io_kbytes" in section else raw * 1024
-
-
-def _direction_row(section: dict, direction: str) -> dict[str, Any] | None:
-    count = section.get("total_ios")
-    if count is None:
-        block, _ = _latency_block(section, "clat")
-        count = block.get("N") if block else None
-    io_bytes = _io_bytes(section) if "io_bytes" in section else None
-    if not (count or io_bytes):
-        return None
-    runtime_ms = section.get("runtime")
-    bandwidth = section.get("bw_bytes")
-    if bandwidth is None and "bw" in section:
-        bandwidth = float(section["bw"]) * 1024
-    row = {
-        "direction": direction,
-        "io_count": None if count is None else int(count),
-        "io_bytes": io_bytes,
-        "runtime_ns": None if runtime_ms is None else int(runtime_ms) * 1_000_000,
-        "iops": float(section.get("iops", 0.0)),
-        "bandwidth_bytes_per_s": None if bandwidth is None else float(bandwidth),
-    }
-    row.update(_latency_columns(section))
-    return row
-
-
-def _sync_row(job: dict) -> dict[str, Any] | None:
-    sync = job.get("sync")
-    if not sync or not sync.get("total_ios"):
-        return None
-    block, factor = _latency_block(sync, "lat")
-    row: dict[str, Any] = {"direction": "sync", "io_count": int(sync["total_ios"])}
-    if block:
-        for stat in ("mean", "stddev", "min", "max"):
-            row[f"lat_{stat}_ns"] = float(block.get(stat, 0.0)) * factor
-        row["lat_percentiles"] = _percentiles(block, factor)
-    return row
-
-
-def _global_options(doc: dict) -> dict[str | None, dict[str, str]]:
-    """Global options by hostname (``None`` for a single run or fio < 3.39's merged object)."""
-    raw = doc.get("global options")
-    if raw is None:
-        return {None: {}}
-    if isinstance(raw, list):  # fio 3.39+: one object per server
-        out: dict[str | None, dict[str, str]] = {None: {}}
-        for entry in raw:
-            options = normalise_options({k: v for k, v in entry.items() if k not in ("hostname", "port")})
-            out[entry.get("hostname")] = options
-        return out
-    return {None: normalise_options(raw)}
-
-
-def _job_params(base: dict[str, str], host: dict[str, str], own: dict | None, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
-    """The job-parameter columns and ``group_reporting`` of a job: global, then per-host, then its own options."""
-    items = (tuple(base.items()), tuple(host.items()), tuple(own.items()) if own else (), apply_defaults)
-    try:
-        return _params_of(*items)
-    except TypeError:  # an option value that is not a string or number cannot be a cache key
-        return _params_of.__wrapped__(*items)
-
-
-@functools.lru_cache(maxsize=4096)
-def _params_of(base: tuple, host: tuple, own: tuple, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
-    """Cached: a study repeats the same job file in every result file (the dict is shared, never changed)."""
-    options = {**dict(base), **dict(host), **normalise_options(dict(own))}
-    return job_columns(options, apply_defaults=apply_defaults), group_reporting(options)
-
-
-def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[dict], bool]:
-    if "client_stats" in doc:
-        entries = doc["client_stats"]
-        server_mode = True
-    elif "jobs" in doc:
-        entries = doc["jobs"]
-        server_mode = False
-    else:
-        raise FormatError(source.path, f"JSON document at line {start_line}", 'a "jobs" or "client_stats" list')
-    if not isinstance(entries, list):
-        raise FormatError(source.path, f"JSON document at line {start_line}", '"jobs" to be a list')
-    return entries, server_mode
-
-
-#: One row per json+ bins map: the latency_bins identity columns, plus how to read the keys.
-_IDENTITY = ("run_id", "client", "job_name", "job_index", "direction", "latency_kind")
 _BLOCK_SCHEMA = {
     **{name: LATENCY_BINS[name] for name in _IDENTITY},
     "factor": pl.Float64,
     "key_is_index": pl.Boolean,
     "bins": pl.Int64,
 }
-
-
-def new_raw_bins() -> dict[str, list]:
-    """An empty accumulator for :func:`stored_bins`."""
-    return {"blocks": [], "keys": [], "counts": []}
-
-
-def _document_rows(
-    doc: JsonDocument, index: int, source: SourceText, host: str | None = None, cut: CutBins | None = None
-) -> dict[str, list]:
-    data = doc.data
-    entries, server_mode = _job_entries(data, source, doc.start_line)
-    globals_by_host = _global_options(data)
-    version = str(data.get("fio version", "")) or None
-    results: list[dict] = []
-    bins = new_raw_bins()
-    position: dict[str | None, int] = {}
-    for entry in entries:
-        is_aggregate = server_mode and entry.get("jobname") == "All clients"
-        client = None if is_aggregate else (entry.get("hostname") if server_mode else host)
-        position[client] = position.get(client, 0) + 1
-        job_index = position[client]
-        params, grouped = _job_params(
-            globals_by_host.get(None, {}), globals_by_host.get(client, {}), entry.get("job options"),
-            "job options" in entry or "global options" in data,
-        )
-        identity = {
-            "run_id": run_id(source.sha256, index, client),
-            "client": client,
-            "job_name": entry.get("jobname"),
-            "group_id": entry.get("groupid"),
-            "job_index": job_index,
-            "jobs": (params["numjobs"] or 1) if grouped and not is_aggregate else (None if is_aggregate else 1),
-            "is_aggregate": is_aggregate,
-            "error": entry.get("error"),
-            **params,
-            "usr_cpu_pct": entry.get("usr_cpu"),
-            "sys_cpu_pct": entry.get("sys_cpu"),
-            "context_switches": entry.get("ctx"),
-        }
-        for direction in _DIRECTIONS:
-            section = entry.get(direction)
-            row = _direction_row(section, direction) if isinstance(section, dict) else None
-            if row is None:
-                continue
-            results.append({**identity, **row})
-            for kind in ("clat", "lat"):
-                block, factor = _latency_block(section, kind)
-                try:
-                    found = _raw_bins(block, factor, cut or [])
-                except ValueError:
-                    job = entry.get("jobname")
-                    where = f"JSON document at line {doc.start_line}, job {job!r}, {direction} {kind} bins"
-                    raise FormatError(source.path, where, "a map of bucket -> count, both whole numbers") from None
-                if found is None or not found[0].size:
-                    continue
-                keys, counts, to_ns, is_index = found
-                bins["blocks"].append(
-                    {
-                        "run_id": identity["run_id"], "client": client, "job_name": identity["job_name"],
-                        "job_index": job_index, "direction": direction, "latency_kind": kind, "factor": to_ns,
-                        "key_is_index": is_index, "bins": keys.size,
-                    }
-                )
-                bins["keys"].append(keys)
-                bins["counts"].append(counts)
-        sync = _sync_row(entry)
-        if sync is not None:
-            results.append({**identity, **sync})
-    return {"results": results, "latency_bins": bins, "version": [version]}
-
-
-def _start_time(doc: dict) -> datetime | None:
-    jobs = doc.get("jobs") or doc.get("client_stats") or []
-    starts = [j["job_start"] for j in jobs if isinstance(j, dict) and j.get("job_start")]
-    if starts:
-        return datetime.fromtimestamp(min(starts) / 1000, tz=UTC)
-    stamp = doc.get("timestamp_ms") or (doc.get("timestamp") and doc["timestamp"] * 1000)
-    if not stamp:
-        return None
-    elapsed = max((int(j.get("elapsed", 0)) for j in jobs if isinstance(j, dict)), default=0)
-    return datetime.fromtimestamp(stamp / 1000 - elapsed, tz=UTC)
-
-
-def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]) -> str:
-    errors = sorted({e.get("error") for e in entries if isinstance(e, dict) and e.get("error")})
-    messages = [line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line]
-    detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
-    said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
-    return f"at least one job that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
-
-
-def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host: str | None) -> list[dict]:
-    """Cumulative totals of a ``--status-interval`` snapshot, per job and direction."""
-    rows = _document_rows(doc, index, source, host)["results"]
-    out = []
-    for row in rows:
-        time_ns = row.get("runtime_ns")
-        for metric, unit, value in (
-            ("io_bytes", "bytes", row.get("io_bytes")),
-            ("io_count", "count", row.get("io_count")),
-        ):
-            if value is None:
-                continue
-            out.append(
-                {
-                    "client": row["client"],
-                    "job_name": row["job_name"],
-                    "job_index": row["job_index"],
-                    "direction": row["direction"],
-                    "time_ns": time_ns,
-                    "metric": metric,
-                    "unit": unit,
-                    "value": float(value),
-                    "is_cumulative": True,
-                }
-            )
-    return out
-
-
-def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> dict[str, list | dict[str, list]]:
-    """The rows of a fio JSON file as plain Python data (see :func:`read_fio_json`).
-
-    Ingest uses this to build one frame for many files; ``Tables.from_rows``
-    turns the result into validated tables. ``source``: the file already read.
-    """
-    source = source or read_source(path)
-    host = None
-    fast = _cut_document(source)
-    cut = fast[1] if fast else []
-    documents = [fast[0]] if fast else [d for d in find_json_documents(source) if "fio version" in d.data]
-    if not documents:
-        host, source = strip_host_prefix(source)
-        documents = [d for d in find_json_documents(source) if "fio version" in d.data] if host else []
-    if not documents:
-        raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
-    final_index = len(documents) - 1
-    final = documents[final_index]
-    rows = _document_rows(final, final_index, source, host, cut)
-    if not rows["results"]:
-        entries, _ = _job_entries(final.data, source, final.start_line)
-        raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
-    start = _start_time(final.data)
-    durations: dict[tuple[str, str | None, bool], int | None] = {}
-    for row in rows["results"]:
-        key = (row["run_id"], row["client"], row["is_aggregate"])
-        runtime = row.get("runtime_ns")
-        previous = durations.get(key)
-        durations[key] = runtime if previous is None else max(previous, runtime or 0)
-    fmt = "fio-json+" if rows["latency_bins"]["blocks"] else "fio-json"
-    runs = [
-        {
-            "run_id": rid,
-            "host": client,
-            "is_aggregate": aggregate,
-            "duration_ns": duration,
-            "tool": "fio",
-            "tool_version": rows["version"][0],
-            "format": fmt,
-            "start_time": start,
-            "source": str(source.path),
-            "sha256": source.sha256,
-            "document_index": final_index,
-        }
-        for (rid, client, aggregate), duration in durations.items()
-    ]
-    return {
-        "runs": runs,
-        "results": rows["results"],
-        "latency_bins": rows["latency_bins"],
-        "intervals": _previous_snapshots(documents[:final_index], final, source, final_index, host),
-        "host_counters": _disk_util(final, final_index, source, host, {r["run_id"] for r in runs}),
-    }
-
-
-#: fio's ``disk_util`` keys -> benchlib counters (the same names as the normal report's "Disk stats").
-_DISK_COUNTERS = (("read_ios", "read_ios"), ("write_ios", "write_ios"), ("read_merges", "read_merges"),
-                  ("write_merges", "write_merges"), ("read_ticks", "read_ticks_ms"), ("write_ticks", "write_ticks_ms"),
-                  ("in_queue", "in_queue_ms"), ("util", "util_pct"))
-
-
-def _disk_util(doc: JsonDocument, index: int, source: SourceText, host: str | None, run_ids: set[str]) -> list[dict]:
-    """The kernel's statistics of each disk under the run (fio's ``disk_util``; per client in client/server mode)."""
-    out = []
-    for disk in doc.data.get("disk_util") or []:
-        if not isinstance(disk, dict) or "name" not in disk:
-            continue
-        client = disk.get("hostname") or host
-        rid = run_id(source.sha256, index, client)
-        if rid not in run_ids:
-            rid = run_id(source.sha256, index, host)
-        for key, counter in _DISK_COUNTERS:
-            if isinstance(disk.get(key), (int, float)):
-                out.append({"run_id": rid, "host": client, "object": "fio disk stats", "instance": disk["name"],
-                            "counter": counter, "value": float(disk[key])})
-    return out
 
 
 def read_fio_json(path: str | Path) -> Tables:
@@ -573,21 +165,8 @@ def read_fio_json(path: str | Path) -> Tables:
     FormatError
         When the file holds no fio JSON document, is truncated, or no job did I/O.
     """
-    rows = extract_fio_json(path)
-    rows["results"] = results_frame(rows["results"])  # type: ignore[arg-type]
-    rows["latency_bins"] = finish_bins(rows["latency_bins"])  # type: ignore[arg-type]
-    return Tables.from_rows(rows)
+    packer = RowPacker()
+    packer.add(Path(path), extract_fio_json(path))
+    frames, stored = frames_of(packer.packed())
+    return Tables.from_rows({**frames, "latency_bins": finish_bins(stored)})
 
-
-def _previous_snapshots(
-    earlier: list[JsonDocument], final: JsonDocument, source: SourceText, final_index: int, host: str | None
-) -> list[dict]:
-    rows: list[dict] = []
-    for doc in earlier:
-        if doc.data == final.data:  # the same report pasted twice is not a snapshot
-            continue
-        snapshot = _snapshot_intervals(doc, final_index, source, host)
-        rows.extend(snapshot)
-    for row in rows:
-        row["run_id"] = run_id(source.sha256, final_index, row["client"])
-    return rows
