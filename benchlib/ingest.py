@@ -22,6 +22,7 @@ import re
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from multiprocessing.pool import Pool
 from contextlib import contextmanager
@@ -184,15 +185,17 @@ class _LogUnits:
     """The latency unit of fio logs per folder: ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says."""
 
     def __init__(self, study: Study, current: dict) -> None:
-        self.fixed = study.log_latency_unit
-        self.by_folder: dict[str, list[str]] = {}
-        for rel, entry in current.items():
-            if entry.get("tool_version"):
-                self.by_folder.setdefault(str(Path(rel).parent), []).append(entry["tool_version"])
+        self.fixed, self.current = study.log_latency_unit, current
+        self.by_folder: dict[str, list[str]] | None = None  # made when first asked: most studies have no logs
 
     def __call__(self, rel: str) -> str:
         if self.fixed:
             return self.fixed
+        if self.by_folder is None:
+            self.by_folder = {}
+            for done, entry in self.current.items():
+                if entry.get("tool_version"):
+                    self.by_folder.setdefault(str(Path(done).parent), []).append(entry["tool_version"])
         near = self.by_folder.get(str(Path(rel).parent), [])
         return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
 
@@ -261,6 +264,8 @@ class _Batches:
         self.done: queue.SimpleQueue = queue.SimpleQueue()  # (index, result or _Failed) from the workers
         self.free = threading.Semaphore(0)  # one per free worker, set when they start
         self.submitted = self.received = 0  # batches handed to workers, results back from them
+        self.yielded = self.ran = 0  # results used, batches run here
+        self.run_time = self.use_time = 0.0  # this process's mean seconds per batch: running one, using a result
         self.feeder: threading.Thread | None = None
         self.feed_error: BaseException | None = None
         self.stopping = False
@@ -321,8 +326,25 @@ class _Batches:
                 if isinstance(result, _Failed):
                     raise result.error
                 waiting[got] = result
+            start = time.perf_counter()
             yield index, waiting.pop(index)
+            self.yielded += 1
+            self.use_time += (time.perf_counter() - start - self.use_time) / self.yielded
         self._stop_feeder()
+
+    def _worth_running_here(self) -> bool:
+        """Whether this process should run a queued batch rather than wait for a worker.
+
+        Not while what it still has to do with the results (at the pace it
+        has used them so far) would keep it busy after the workers are done:
+        otherwise it runs batches early and writes results late while the
+        workers sit idle.
+        """
+        if self.feeder is None or not self.feeder.is_alive() or not self.run_time:
+            return True  # no workers (or they are gone), or no pace measured yet
+        owed = (len(self.batches) - self.yielded) * self.use_time
+        left = (self.queued.qsize() + self.submitted - self.received) * self.run_time / self.workers
+        return owed + self.run_time <= left
 
     def _next(self) -> tuple[int, object]:
         """The next result: a worker's, else one this process makes from a queued batch, else the next to come."""
@@ -335,6 +357,8 @@ class _Batches:
                 self.received += 1
                 return index, result
             try:
+                if not self._worth_running_here():
+                    raise queue.Empty
                 index = self.queued.get_nowait()
             except queue.Empty:
                 try:
@@ -346,7 +370,11 @@ class _Batches:
                     continue
                 self.received += 1
                 return index, result
-            return index, self.here(self.batches[index])
+            start = time.perf_counter()
+            result = self.here(self.batches[index])
+            self.ran += 1
+            self.run_time += (time.perf_counter() - start - self.run_time) / self.ran
+            return index, result
 
     def results(self) -> list:
         """Every batch's result, in order."""
@@ -513,8 +541,8 @@ def _finish_batch(
             members.append((path, rel, sha, version))
         elif kind == "error":
             report.quarantined.append((rel, error))
-        else:  # another format, or empty: detection says which, or why none
-            plan.detect_later(path, rel, sha, report)
+        else:  # another format, empty, or perhaps a vdbench folder's: detection says which, or why none
+            plan.detect_later(path, rel, sha, report, hold=kind == "held")
     if not members:
         return
     if len(members) < sum(kind == "json" for _, kind, _, _ in outcomes):
@@ -639,35 +667,30 @@ class _Plan:
             return True
         return False
 
-    def route(self, item: tuple[Path, str, str], found: str | FormatError, batches: _Batches, report: IngestReport) -> None:
-        """fio JSON to the batches, other formats to ``others``, a file with no format to quarantine."""
+    def route(self, item: tuple[Path, str, str], found: str | FormatError, json: Callable, report: IngestReport) -> None:
+        """fio JSON to ``json``, other formats to ``others``, a file with no format to quarantine."""
         if isinstance(found, FormatError):
             report.quarantined.append((item[1], f"{found.where}: {found.expected}"))
         elif found == "fio-json":
-            batches.add(item)
+            json(item)
         else:
             self.others.append((*item, found))
 
-    def detect_later(self, path: Path, rel: str, sha: str, report: IngestReport) -> None:
-        """Route a file a worker hashed but did not take for fio JSON."""
+    def hold(self, item: tuple[Path, str, str], found: str | FormatError) -> None:
+        """Keep a file that may belong to a vdbench output folder, with its format (or why none) as a file of its own."""
+        self.held.append(item)
+        self.held_formats[item[1]] = found
+
+    def detect_later(self, path: Path, rel: str, sha: str, report: IngestReport, hold: bool) -> None:
+        """Route (or ``hold``) a file a worker hashed but did not take for fio JSON."""
         try:
-            found = detect(path)
+            found: str | FormatError = detect(path)
         except FormatError as exc:
-            report.quarantined.append((rel, f"{exc.where}: {exc.expected}"))
-            return
-        if found == "fio-json":
-            self.late_json.append((path, rel, sha))
+            found = exc
+        if hold:
+            self.hold((path, rel, sha), found)
         else:
-            self.others.append((path, rel, sha, found))
-
-
-def _head(path: Path) -> bytes:
-    """A file's first bytes, enough to tell a vdbench output folder's files (b"" if it cannot be read: a worker says why)."""
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            return handle.read(16)
-    except OSError:
-        return b""
+            self.route((path, rel, sha), found, self.late_json.append, report)
 
 
 def _plan(study: Study, previous: dict, report: IngestReport, current: dict, batches: _Batches) -> _Plan:
@@ -678,8 +701,8 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
     they extract them, and :func:`_finish_batch` sorts them out in the same
     order. Otherwise every file is hashed here: unchanged ones are kept,
     duplicates and empty logs skipped, and fio JSON goes to ``batches``.
-    Files that may belong to a vdbench output folder are always hashed here
-    and held to be read folder by folder. Files whose bytes equal an earlier
+    Files that may belong to a vdbench output folder are held to be read
+    folder by folder. Files whose bytes equal an earlier
     file but which ``benchlib run`` recorded as outputs of their own (a
     rate-capped IOPS log can repeat exactly across hosts and cells) are read
     on their own, under a key salted with their path.
@@ -692,7 +715,7 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
             _warm_pool()  # its imports overlap with listing and hashing the files
 
     for path, rel in _raw_files(study, many):
-        if not previous and not may_be_member(_head(path)):
+        if not previous:
             batches.add((path, rel, None))
             continue
         sha, head, size = _fingerprint(path)
@@ -703,17 +726,17 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
         except FormatError as exc:
             found = exc
         if may_be_member(head[:16]):
-            plan.held.append((path, rel, sha))
-            plan.held_formats[rel] = found
+            plan.hold((path, rel, sha), found)
         else:
-            plan.route((path, rel, sha), found, batches, report)
+            plan.route((path, rel, sha), found, batches.add, report)
     return plan
 
 
 def _forget_stale(processed: Path, previous: dict, current: dict, todo: list, report: IngestReport) -> None:
     """Drop the rows of files that changed or disappeared since the last ingest."""
     changing = {rel for _, rel, _ in todo}
-    kept_hashes = {e["sha256"] for e in current.values() if "key" not in e}
+    # the batches are written already: of the files in ``current``, only the unchanged ones keep their old rows
+    kept_hashes = {current[rel]["sha256"] for rel in report.unchanged if "key" not in current[rel]}
     for rel, entry in previous.items():
         if rel in current and rel not in changing:
             continue
@@ -767,15 +790,15 @@ def _read_batches_and_folders(study: Study, processed: Path, previous: dict, rep
     salt = os.urandom(8).hex()  # batch parts are salted per ingest: a new part never meets an old one being cleaned up
     try:
         plan = _plan(study, previous, report, current, batches)
+        for index, result in batches.in_order():  # this process builds and writes the frames
+            _finish_batch(batches.batches[index], result, study, processed, salt, report, current, plan)
         folders, rest = _vdbench_folders(study, plan.held, current, report)
         for item in rest:
-            plan.route(item, plan.held_formats[item[1]], batches, report)
+            plan.route(item, plan.held_formats[item[1]], plan.late_json.append, report)
         members = [(study.folder / rel, rel, sha) for folder in folders for rel, sha in folder]
         _forget_stale(processed, previous, current, plan.todo + plan.copies + members, report)
         for folder in folders:
             _ingest_vdbench_folder(folder, study, processed, report, current)
-        for index, result in batches.in_order():  # this process builds and writes the frames
-            _finish_batch(batches.batches[index], result, study, processed, salt, report, current, plan)
         if plan.late_json:
             _finish_batch(plan.late_json, extract_json_batch(plan.late_json), study, processed, salt, report, current, plan)
     finally:

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from benchlib.errors import FormatError
-from benchlib.sources._common import SNIFF_BYTES, SourceText, decode
+from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, may_be_member
 from benchlib.sources.fio_json_rows import RowPacker, extract_fio_json
 
 #: Per file: ``(sha256, kind, error or None, tool version or None)``; see :func:`extract_json_batch`.
@@ -58,8 +58,9 @@ def extract_json_batch(
     is hashed here, and only what is plainly fio JSON (by its first bytes, as
     detection would find it) is extracted. Kinds: ``"json"`` (extracted),
     ``"error"`` (unreadable or broken: the message), ``"empty"`` (no bytes),
-    ``"other"`` (another format: the main process detects it), ``"same"``
-    (the same bytes as an earlier file of the batch: not extracted).
+    ``"other"`` (another format: the main process detects it), ``"held"``
+    (perhaps a file of a vdbench output folder, read folder by folder),
+    ``"same"`` (the same bytes as an earlier file of the batch: not extracted).
 
     With ``spool`` (a folder), the result is written to a file there and its
     name returned (:func:`read_spooled` reads it): a worker that handed
@@ -103,6 +104,8 @@ def _extract_one(packer: RowPacker, seen: set[str], path: Path, known: str | Non
         if sha in seen:
             return sha, "same", None, None
         seen.add(sha)
+        if may_be_member(data[:16]):
+            return sha, "held", None, None
         head = data[:SNIFF_BYTES]
         if not (b'"fio version"' in head and b"{" in head):
             return sha, "other", None, None

@@ -306,6 +306,33 @@ def test_batches_run_everywhere_and_come_back_in_order(monkeypatch: pytest.Monke
         _queue_and_collect(_Batches(sum, workers=2), 3)  # two workers and this process
 
 
+def test_this_process_runs_a_batch_only_while_it_would_not_keep_the_workers_waiting() -> None:
+    """It must use every result (build and write the frames) itself: taking batches from an idle-to-be worker only delays that."""
+    from benchlib.ingest import _Batches
+
+    class Feeding:
+        def is_alive(self) -> bool:
+            return True
+
+    batches = _Batches(sum, workers=1)
+    batches.batches = [[0]] * 10
+    for _ in range(4):
+        batches.queued.put(0)
+    assert batches._worth_running_here()  # no pace known yet: take one and measure
+    batches.feeder = Feeding()  # type: ignore[assignment]
+    batches.submitted, batches.received = 2, 0  # two with the worker, four queued: 6 x 50 ms left there
+    batches.run_time, batches.use_time = 0.05, 0.02
+    batches.yielded = 0  # ten results still to use: 200 ms, and 50 ms more to run one here
+    assert batches._worth_running_here()  # 250 ms <= 300 ms
+    batches.use_time = 0.03  # 300 + 50 ms: this process would finish after the worker
+    assert not batches._worth_running_here()
+    batches.yielded = 6  # four results left to use: 120 + 50 ms
+    assert batches._worth_running_here()
+    batches.feeder = None  # no workers: this process runs everything
+    batches.use_time = 1.0
+    assert batches._worth_running_here()
+
+
 def _queue_and_collect(batches: object, size: int) -> None:
     import time
 

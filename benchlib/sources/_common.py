@@ -64,6 +64,11 @@ def read_source(path: str | Path) -> SourceText:
     return SourceText(path=path, text=decode(path, data), sha256=hashlib.sha256(data).hexdigest())
 
 
+def may_be_member(head: bytes) -> bool:
+    """Whether a file whose first 16 bytes are ``head`` may belong to a vdbench HTML output folder."""
+    return head.lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date "))
+
+
 def sha256_of(path: str | Path) -> str:
     """SHA-256 of a file, streamed."""
     with open(path, "rb") as handle:

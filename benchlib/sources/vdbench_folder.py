@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
-from benchlib.sources._common import read_source, sha256_of
+from benchlib.sources._common import may_be_member, read_source, sha256_of
 from benchlib.sources.vdbench import (
     _TAG,
     _VERSION,
@@ -240,11 +240,6 @@ def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: Folde
         result.used[flat[0]] = "runs"
         return flat
     return None
-
-
-def may_be_member(head: bytes) -> bool:
-    """Whether a file whose first 16 bytes are ``head`` may belong to a vdbench HTML output folder."""
-    return head.lstrip().startswith((b"<title>Vdbench", b"<pre>", b":date "))
 
 
 def member_kind(path: Path) -> str | None:
