@@ -133,3 +133,23 @@ def test_latency_bins_stored_per_histogram_round_trip_and_are_checked() -> None:
             validate_stored_bins(broken)
     with pytest.raises(SchemaError, match="column 'bin_index' is Int32, expected List"):
         validate_stored_bins(flat)
+
+
+@pytest.mark.parametrize(
+    "bins",
+    [{"1,2": 5}, {"": 1}, {"1.5": 2}, {"-5": 1}, {"x": 1}, {"[3]": 1}, {"12": True}, {"12": 1.5}, {"12": -1},
+     {"99999999999999999999": 1}, {"12": 2**63}],
+)
+def test_bins_maps_that_are_not_whole_non_negative_numbers_are_refused(bins: dict) -> None:
+    """The ordinary path (fio 2.x, or no C part): a key or count that is not a whole number in int64 is an error."""
+    from benchlib.sources.fio_json_rows import _raw_bins
+
+    with pytest.raises(ValueError, match="bins"):
+        _raw_bins({"bins": bins}, 1.0, [])
+
+
+def test_bins_keys_read_as_numbers_in_order() -> None:
+    from benchlib.sources.fio_json_rows import _raw_bins
+
+    found = _raw_bins({"bins": {"2500": 2, " 3000": 9, "0": 4}}, 1.0, [])
+    assert found is not None and list(found[0]) == [2500, 3000, 0] and list(found[1]) == [2, 9, 4]

@@ -128,13 +128,13 @@ def _raw_bins(block: dict | None, factor: float, cut: CutBins) -> tuple[Int64s, 
         return None
     is_index = "FIO_IO_U_PLAT_BITS" in bins
     names = [k for k in bins if k.isdigit()] if is_index else list(bins)
-    try:  # a key or count that is not an integer (or beyond int64) is a ValueError
-        keys = array("q", map(int, names))
+    try:  # orjson reads the keys as one list (half the time of int() each); anything but integers fails
+        keys = array("q", orjson.loads("[" + ",".join(names) + "]"))
         values = [bins[k] for k in names]
         counts = array("q", values)
     except (ValueError, TypeError, OverflowError):
         raise ValueError("bins") from None
-    if not all(type(v) is int for v in values):  # array takes True as 1
+    if len(keys) != len(names) or not all(type(v) is int for v in values):  # a key "1,2"; array takes True as 1
         raise ValueError("bins")
     if keys and (min(keys) < 0 or min(counts) < 0):
         raise ValueError("bins")
