@@ -41,12 +41,30 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read(path: Path) -> bytes:
-    """A whole file (os calls: half the cost of ``open()`` for a small file)."""
+#: A file the main process did not hash is held whole up to this size; a larger one is hashed in chunks
+#: and read whole only if it is fio JSON (a 1 GB log must not sit in memory to be hashed).
+WHOLE_BYTES = 32 * 1024 * 1024
+
+
+def _read(path: Path, known: str | None) -> tuple[bytes, str, bool]:
+    """A file's bytes and SHA-256 (``known``, or taken here), and whether the bytes are only its first ``SNIFF_BYTES``.
+
+    os calls: half the cost of ``open()`` for a small file.
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            return os.read(fd, os.fstat(fd).st_size + 1)  # a file that grew meanwhile fails to parse, so it is quarantined
+            size = os.fstat(fd).st_size
+            if size <= WHOLE_BYTES:
+                data = os.read(fd, size + 1)  # a file that grew meanwhile fails to parse, so it is quarantined
+                return data, known or hashlib.sha256(data).hexdigest(), False
+            if known is not None:
+                return path.read_bytes(), known, False
+            digest, head = hashlib.sha256(), b""
+            while chunk := os.read(fd, 1 << 20):
+                head = head or chunk[:SNIFF_BYTES]
+                digest.update(chunk)
+            return head, digest.hexdigest(), True
         finally:
             os.close(fd)
     except OSError as exc:
@@ -97,24 +115,26 @@ def read_spooled(name: str) -> tuple[dict[str, bytes], list[Outcome]]:
 
 
 def _extract_one(packer: RowPacker, seen: set[str], path: Path, known: str | None) -> Outcome:
+    sha = known or ""  # "": not read, so not hashed
     try:
-        data = _read(path)
-    except FormatError as exc:
-        return known or "", "error", f"{exc.where}: {exc.expected}", None
-    sha = known or hashlib.sha256(data).hexdigest()
-    if known is None:
-        if not data:
-            return sha, "empty", None, None
-        if sha in seen:
-            return sha, "same", None, None
-        seen.add(sha)
-        if may_be_member(data[:16]):
-            return sha, "held", None, None
-        if data.find(b'"fio version"', 0, SNIFF_BYTES) < 0 or data.find(b"{", 0, SNIFF_BYTES) < 0:
-            return sha, "other", None, None
-    try:  # it holds '"fio version"' (as detection found, here or in the main process): not empty
+        data, sha, head_only = _read(path, known)
+        if known is None:
+            if not data:
+                return sha, "empty", None, None
+            if sha in seen:
+                return sha, "same", None, None
+            seen.add(sha)
+            if may_be_member(data[:16]):
+                return sha, "held", None, None
+            if data.find(b'"fio version"', 0, SNIFF_BYTES) < 0 or data.find(b"{", 0, SNIFF_BYTES) < 0:
+                return sha, "other", None, None
+            if head_only:
+                data = path.read_bytes()
+        # it holds '"fio version"' (as detection found, here or in the main process): not empty
         rows = extract_fio_json(path, source=SourceText(path=path, text=decode(path, data), sha256=sha))
         packer.add(path, rows)
     except FormatError as exc:
         return sha, "error", f"{exc.where}: {exc.expected}", None
+    except OSError as exc:  # reading a large fio JSON file whole
+        return sha, "error", f"file: a readable file ({exc.strerror})", None
     return sha, "json", None, rows["runs"][0]["tool_version"]  # type: ignore[index]

@@ -254,6 +254,19 @@ def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_h
     assert again.quarantined == report.quarantined
 
 
+def test_files_hashed_in_chunks_ingest_as_files_held_whole(study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first ingest hashes large files in chunks (a 1 GB log must not sit in memory): same manifest, same tables."""
+    whole = ingest_study(study, tmp_path / "whole")
+    monkeypatch.setattr("benchlib.ingest_worker.WHOLE_BYTES", 100)  # every file of the study is "large" now
+    monkeypatch.setattr("benchlib.ingest_worker.SNIFF_BYTES", 200)  # and its head shorter than the file
+    chunked = ingest_study(study, tmp_path / "chunked")
+    assert chunked.ingested == whole.ingested and chunked.skipped == whole.skipped and not chunked.quarantined
+    manifest = [json.loads((r.processed / "manifest.json").read_text())["files"] for r in (whole, chunked)]
+    assert {rel: e["sha256"] for rel, e in manifest[0].items()} == {rel: e["sha256"] for rel, e in manifest[1].items()}
+    for name, frame in load_study_tables(whole.processed).items():
+        assert frame.sort(frame.columns).equals(getattr(load_study_tables(chunked.processed), name).sort(frame.columns)), name
+
+
 def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: Path) -> None:
     """A part the manifest does not list (an ingest stopped after writing it) would double rows: the next ingest deletes it."""
     processed = tmp_path / "processed"
