@@ -1,11 +1,17 @@
 """Raw tool output -> tidy Parquet, incrementally, with a quarantine report.
 
 ``data/processed/<study>/`` holds one folder per table of Parquet parts (one
-part per raw file, or per batch of up to ``JSON_BATCH`` fio JSON files, which
-are extracted on every core), ``manifest.json`` (which raw file, by SHA-256,
-went into which part) and ``quarantine.csv`` (the files
-that could not be read, and why). A raw file whose content, the study
-declaration and the schema version are unchanged is not read again.
+part per raw file, or per batch of up to ``JSON_BATCH`` fio JSON files),
+``manifest.json`` (which raw file, by SHA-256, went into which part) and
+``quarantine.csv`` (the files that could not be read, and why). A raw file
+whose content, the study declaration and the schema version are unchanged is
+not read again.
+
+fio JSON files go in batches to worker processes (``ingest_worker``: no
+polars, so they start at once), which extract their rows, and hash them too
+on a first ingest; this process sorts the results out in batch order, builds
+the frames and writes them, and runs batches itself when that does not keep
+the workers waiting.
 """
 
 from __future__ import annotations
