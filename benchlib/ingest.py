@@ -51,10 +51,11 @@ from benchlib.schema import (
     validate_stored_bins,
 )
 from benchlib.ingest_worker import extract_json_batch, read_spooled
-from benchlib.sources import detect, detect_text, read
-from benchlib.sources._common import SNIFF_BYTES, decode, run_id
+from benchlib.sources import detect, detect_head, read
+from benchlib.sources._common import SNIFF_BYTES, run_id
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
 from benchlib.sources.fio_json import frames_of
+from benchlib.sources.fio_json_rows import looks_like_fio_json_bytes
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
@@ -521,11 +522,9 @@ def _write_part(
 
 def _detect_head(path: Path, head: bytes, size: int) -> str:
     """A file's format from its first ``SNIFF_BYTES`` (read while hashing it)."""
-    if b'"fio version"' in head and b"{" in head:
+    if looks_like_fio_json_bytes(head):
         return "fio-json"  # the first format detection tries, and what it would find (no need to decode)
-    if not head or head.isspace():
-        return detect_text(path, "")  # raises: the file is empty
-    return detect_text(path, decode(path, head, partial=size > len(head)))
+    return detect_head(path, head, partial=size > len(head))
 
 
 def _finish_batch(

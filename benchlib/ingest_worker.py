@@ -22,7 +22,7 @@ import orjson
 
 from benchlib.errors import FormatError
 from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, may_be_member
-from benchlib.sources.fio_json_rows import RowPacker, extract_fio_json
+from benchlib.sources.fio_json_rows import RowPacker, extract_fio_json, looks_like_fio_json_bytes
 
 #: Per file: ``(sha256, kind, error or None, tool version or None)``; see :func:`extract_json_batch`.
 Outcome = tuple[str, str, str | None, str | None]
@@ -58,8 +58,8 @@ def _read(path: Path, known: str | None) -> tuple[bytes, str, bool]:
             if size <= WHOLE_BYTES:
                 data = os.read(fd, size + 1)  # a file that grew meanwhile fails to parse, so it is quarantined
                 return data, known or hashlib.sha256(data).hexdigest(), False
-            if known is not None:
-                return path.read_bytes(), known, False
+            if known is not None:  # fio JSON, as the main process found: read it whole from here
+                return b"".join(iter(lambda: os.read(fd, 1 << 20), b"")), known, False
             digest, head = hashlib.sha256(), b""
             while chunk := os.read(fd, 1 << 20):
                 head = head or chunk[:SNIFF_BYTES]
@@ -126,7 +126,7 @@ def _extract_one(packer: RowPacker, seen: set[str], path: Path, known: str | Non
             seen.add(sha)
             if may_be_member(data[:16]):
                 return sha, "held", None, None
-            if data.find(b'"fio version"', 0, SNIFF_BYTES) < 0 or data.find(b"{", 0, SNIFF_BYTES) < 0:
+            if not looks_like_fio_json_bytes(data):
                 return sha, "other", None, None
             if head_only:
                 data = path.read_bytes()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["READERS", "detect", "detect_all", "detect_text", "read"]
+__all__ = ["READERS", "detect", "detect_all", "detect_head", "detect_text", "read"]
 
 
 def __getattr__(name: str) -> Any:

@@ -27,11 +27,6 @@ except ImportError:  # built without a C compiler: numpy computes the bucket ind
     _bucket_index_c = None
 
 
-def looks_like_fio_json(head: str) -> bool:
-    """Whether the first bytes of a file look like fio JSON output."""
-    return '"fio version"' in head and ('"jobs"' in head or '"client_stats"' in head or "{" in head)
-
-
 _PCT_COLUMNS = ("clat_percentiles", "lat_percentiles")
 
 #: How packed rows are read: the tables' own schemas, the percentiles as ``[[percentiles], [values]]`` pairs.

@@ -19,6 +19,7 @@ import orjson
 
 from benchlib.errors import FormatError
 from benchlib.sources._common import (
+    SNIFF_BYTES,
     JsonDocument,
     SourceText,
     find_json_documents,
@@ -35,6 +36,16 @@ except ImportError:  # built without a C compiler: json+ bins take the ordinary 
     _cut_bins = None
 
 _DIRECTIONS = ("read", "write", "trim")
+
+
+def looks_like_fio_json(head: str) -> bool:
+    """Whether the first bytes of a file look like fio JSON output."""
+    return '"fio version"' in head and ('"jobs"' in head or '"client_stats"' in head or "{" in head)
+
+
+def looks_like_fio_json_bytes(data: bytes) -> bool:
+    """:func:`looks_like_fio_json` on a file's bytes (its first ``SNIFF_BYTES``), for UTF-8 text: no decoding."""
+    return data.find(b'"fio version"', 0, SNIFF_BYTES) >= 0 and data.find(b"{", 0, SNIFF_BYTES) >= 0
 
 
 def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:

@@ -9,7 +9,8 @@ from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import SNIFF_BYTES, decode
 from benchlib.sources.esxtop import looks_like_esxtop, read_esxtop
-from benchlib.sources.fio_json import looks_like_fio_json, read_fio_json
+from benchlib.sources.fio_json import read_fio_json
+from benchlib.sources.fio_json_rows import looks_like_fio_json
 from benchlib.sources.fio_log import looks_like_fio_log, read_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
@@ -64,9 +65,18 @@ def _head(path: Path) -> str:
             data = handle.read(SNIFF_BYTES)
     except OSError as exc:
         raise FormatError(path, "file", f"a readable file ({exc.strerror})") from None
+    return _decoded_head(path, data, partial=len(data) == SNIFF_BYTES)
+
+
+def _decoded_head(path: Path, data: bytes, partial: bool) -> str:
     if not data.strip():
         raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
-    return decode(path, data, partial=len(data) == SNIFF_BYTES)
+    return decode(path, data, partial=partial)
+
+
+def detect_head(path: str | Path, head: bytes, partial: bool) -> str:
+    """The format of a file whose first ``SNIFF_BYTES`` are ``head``, read already (``partial``: the file goes on)."""
+    return detect_text(path, _decoded_head(Path(path), head, partial))
 
 
 def detect_all(path: str | Path) -> list[str]:
@@ -111,4 +121,4 @@ def read(path: str | Path, format: str | None = None) -> Tables:
     return READERS[name](path)
 
 
-__all__ = ["READERS", "detect", "detect_all", "detect_text", "read"]
+__all__ = ["READERS", "detect", "detect_all", "detect_head", "detect_text", "read"]
