@@ -137,10 +137,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Print the plan; unless --dry-run, run what is not done yet with a progress bar."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from benchlib.runner import RunInterrupted, describe_plan, load_plan, run_plan
+    from benchlib.runner import RunInterrupted, describe_plan, load_plan, read_plan, run_plan
+    from benchlib.runner.execute import fio_binary
 
-    plan = load_plan(args.plan)
-    for line in describe_plan(plan, cells=args.dry_run):
+    plan = load_plan(args.plan, allow_options=args.allow_option)
+    reading = read_plan(plan, fio_binary())
+    for line in describe_plan(plan, reading, cells=args.dry_run):
         console.print(line, highlight=False, markup=False)
     if args.dry_run:
         return 0
@@ -152,7 +154,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             bar.update(task, completed=done, total=total, description=label)
 
         try:
-            summary = run_plan(plan, destroy_data=args.destroy_data, progress=advance)
+            summary = run_plan(plan, destroy_data=args.destroy_data, progress=advance, reading=reading)
         except RunInterrupted as exc:
             bar.stop()
             Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {exc}", highlight=False)
@@ -242,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("plan", help="plan file, e.g. data/raw/loopback-fio/plan.toml")
     run.add_argument("--dry-run", action="store_true", help="print cells, time and bytes written; run nothing")
     run.add_argument("--destroy-data", metavar="DEVICE", help="the exact block device the plan may overwrite")
+    run.add_argument("--allow-option", metavar="NAME", action="append", default=[],
+                     help="let the plan use this fio option although it runs commands, writes files of its own "
+                          "choosing or changes the host (exec_prerun, write_iolog, ioengine=<other>...); repeatable")
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.runner import PROFILES, PlanError, describe_plan, load_plan
+from benchlib.runner import PROFILES, PlanError, describe_plan, load_plan, read_plan
 
 PLAN = """
 [study]
@@ -68,8 +68,6 @@ def test_options_layer_defaults_profile_then_matrix(tmp_path: Path) -> None:
     assert cell.options["rw"] == "randread" and cell.options["direct"] == "1"
     assert "controller" not in cell.options  # a label fio cannot see
     assert cell.levels == {"profile": "randread-4k", "block_size": "64k", "rate_cap": "on", "controller": "lsi"}
-    assert not cell.writes
-    assert cells["oltp/block_size=4k/rate_cap=off/controller=pvscsi"].writes
 
 
 def test_order_interleaves_repetitions_and_is_seeded(tmp_path: Path) -> None:
@@ -101,9 +99,13 @@ def test_builtin_profiles_are_the_write_up_set() -> None:
     assert PROFILES["iodepth-sweep"]["options"]["numjobs"] == 1
 
 
-def test_describe_states_cells_time_and_bytes(tmp_path: Path) -> None:
+@pytest.mark.fio
+def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -> None:
     plan = _plan(tmp_path)
-    text = "\n".join(describe_plan(plan))
+    reading = read_plan(plan, fio_binary)
+    assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi" not in reading.writing
+    assert "oltp/block_size=4k/rate_cap=off/controller=pvscsi" in reading.writing
+    text = "\n".join(describe_plan(plan, reading))
     runs = len(plan.cells()) * 3
     assert f"= {runs} runs; 0 done, {runs} to run" in text
     assert f"{runs} x (1 s ramp + 2 s run + ~1.5 s start) = about 6 min 18 s" in text
@@ -119,7 +121,7 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path) -> None:
          "holds 'blocksize', which [matrix] does not declare"),
         (("hold = { block_size = \"4k\", rate_cap = \"off\" }", "hold = { block_size = \"8k\" }"),
          "holds block_size = '8k', not one of ['4k', '64k']"),
-        (("options.on = { rate_iops = 500 }", "options.on = { filename = \"/dev/sda\" }"), "benchlib sets these itself"),
+        (("options.on = { rate_iops = 500 }", "options.on = { filename = \"/dev/sda\" }"), "benchlib sets filename itself"),
         (("options.on = { rate_iops = 500 }", "options.maybe = { rate_iops = 500 }"), "'maybe' is not one of the levels"),
         (("[target]\nfile = \"/tmp/benchlib-demo/{host}.dat\"", "[target]\nfile = \"relative.dat\""), "must be absolute"),
         (("size = \"64MiB\"", ""), "needs size ="),

@@ -20,7 +20,8 @@ import pytest
 
 from benchlib.ingest import ingest_study, scan_table
 from benchlib.runner import UnsafeTargetError, load_plan, run_plan
-from benchlib.runner.execute import RunError, host_facts, hosts_done, pending, prepare_targets
+from benchlib.runner.execute import RunError, host_facts, hosts_done, pending
+from benchlib.runner.targets import Targets
 from benchlib.study import RUN_MANIFEST, load_study
 
 pytestmark = pytest.mark.fio
@@ -238,11 +239,13 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     target.parent.mkdir(parents=True)
     target.write_bytes(b"precious" * 1000)
     with pytest.raises(UnsafeTargetError, match=f"on {host} exists, holds data and benchlib did not create it"):
-        prepare_targets(plan, [host], fio_binary, None, remote=lambda h: True)
+        Targets(plan, fio_binary, None, remote=lambda h: True).prepare([host], writes=True)
     assert target.read_bytes() == b"precious" * 1000
     target.unlink()
-    prepare_targets(plan, [host], fio_binary, None, remote=lambda h: True)  # missing: benchlib claims it
-    assert Path(str(target) + ".benchlib-target").stat().st_size == 4096
+    Targets(plan, fio_binary, None, remote=lambda h: True).prepare([host], writes=True)  # missing: benchlib claims it
+    marker = Path(str(target) + ".benchlib-target")
+    token = json.loads((plan.output / ".benchlib-targets.json").read_text())[f"{host} {target}"]
+    assert marker.read_bytes() == bytes.fromhex(token) * 256  # the study's own random token, nothing else
     summary = run_plan(plan, remote=lambda h: True)
     assert summary.missing == [] and summary.done == 2
     manifest = json.loads(next(plan.output.rglob(RUN_MANIFEST)).read_text())

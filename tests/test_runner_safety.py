@@ -182,7 +182,7 @@ def test_real_loop_device(tmp_path: Path) -> None:
         with pytest.raises(UnsafeTargetError, match=f"pass --destroy-data={device}"):
             check_device(device, writes=True, destroy_data=None)
         report = check_device(device, writes=True, destroy_data=device)
-        assert report.in_use == [] and report.contents == []
+        assert report.in_use == [] and report.contents == [f"the loop device's backing file {image}"]
         subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True, capture_output=True)
         with pytest.raises(UnsafeTargetError, match="ext2/3/4 file system"):
             check_device(device, writes=True, destroy_data=None)

@@ -40,7 +40,9 @@ from pathlib import Path
 from benchlib import __version__
 from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan
-from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
+from benchlib.runner.reading import files_of, writing_jobs
+from benchlib.runner.safety import UnsafeTargetError
+from benchlib.runner.targets import Targets, on_server
 from benchlib.sources import read
 from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
@@ -149,14 +151,6 @@ _PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)
                     r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
 
 
-def _on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options: str) -> subprocess.CompletedProcess:
-    """Run one small job file (text ``job``, its first section naming the file) on a fio server."""
-    path = workdir / f"{job[1:job.index(']')]}.fio"
-    path.write_text(job, encoding="utf-8")
-    return subprocess.run([fio, f"--client={host},{port}", *options, str(path)], cwd=workdir,
-                          capture_output=True, text=True, timeout=60, check=False)
-
-
 def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
     """What a remote fio server says about its machine when a client connects (its probe reply).
 
@@ -164,11 +158,11 @@ def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
     fio version, nothing more; the kernel release, CPU model and memory come
     from the plan's ``facts_command`` (:func:`command_facts`) when it has one.
     """
-    done = _on_server(fio, host, port, workdir,
-                      "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", "--debug=net")
-    found = _PROBE.search(done.stdout + done.stderr)
+    _, said = on_server(fio, host, port, workdir,
+                        "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", "--debug=net")
+    found = _PROBE.search(said)
     if found is None:
-        return {"note": f"remote host: its fio server did not answer the probe ({(done.stderr or done.stdout).strip()[-200:]})"}
+        return {"note": f"remote host: its fio server did not answer the probe ({said.strip()[-200:]})"}
     return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
             "big_endian": found["be"] == "1", "fio_version": found["fio"],
             "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
@@ -238,65 +232,38 @@ def reachable(host: str, port: int, timeout: float = 3.0) -> str | None:
         return f"no fio server on {host}:{port} ({exc.strerror or exc}); start one there with `fio --server`"
 
 
-# ---------------------------------------------------------------- safety
+# ---------------------------------------------------------------- what fio makes of the plan
 
-def _probe_exists(fio: str, host: str, port: int, path: str, workdir: Path) -> bool:
-    """Whether a non-empty file exists at ``path`` on a fio server, without writing.
+@dataclass(frozen=True)
+class PlanReading:
+    """fio's own reading of every cell: which cells write, and the files each host's job opens."""
 
-    fio's ``filestat`` engine only stat()s; with no size given and file
-    creation disallowed it fails on a missing or empty file and succeeds on
-    a file with data. (A probe with a size would let fio extend, or even
-    re-create, a small existing file.)
+    writing: frozenset[str]
+    files: dict[tuple[str, str], tuple[str, ...]]
+
+
+def read_plan(plan: Plan, fio: str, hosts: list[str] | None = None) -> PlanReading:
+    """Ask fio (``--parse-only``) about every cell's job file on every host: it must accept it, open nothing but
+    the host's target, and say whether it writes (see :mod:`benchlib.runner.reading`).
+
+    Raises
+    ------
+    UnsafeTargetError
+        When a job would open anything but the target.
+    benchlib.runner.reading.FioRefusedJob
+        When fio does not accept a job.
     """
-    done = _on_server(fio, host, port, workdir, f"[probe]\nfilename={path}\nioengine=filestat\nallow_file_create=0\n",
-                      "--output-format=json")
-    if "failed to connect" in done.stdout + done.stderr:
-        raise UnsafeTargetError(f"cannot check the target on {host}: no fio server answers on port {port}")
-    if "not loadable" in done.stdout + done.stderr:
-        raise UnsafeTargetError(f"cannot check the target on {host}: its fio has no filestat engine (fio >= 3.19 has)")
-    return done.returncode == 0
-
-
-def _claim_remote(fio: str, host: str, port: int, path: str, workdir: Path) -> None:
-    """On a remote fio server: use ``path`` only if benchlib created it, creating its marker when it does not exist."""
-    marker = str(marker_for(path))
-    if _probe_exists(fio, host, port, marker, workdir):
-        return
-    if _probe_exists(fio, host, port, path, workdir):
-        raise UnsafeTargetError(f"{path} on {host} exists, holds data and benchlib did not create it "
-                                f"(no {Path(marker).name} beside it); choose a new path in [target]")
-    _on_server(fio, host, port, workdir, f"[marker]\nfilename={marker}\nrw=write\nbs=4k\nsize=4k\nioengine=psync\n")
-
-
-def prepare_targets(plan: Plan, hosts: list[str], fio: str, destroy_data: str | None,
-                    remote: Callable[[str], bool] | None = None) -> dict[str, str]:
-    """Check (and create) the target of every host; ``{host: target path}``.
-
-    ``remote(host)`` says whether a host must be checked through fio rather than
-    on this machine (default: every host that is not this machine).
-    """
-    remote = remote or _default_remote(plan)
-    writes = any(cell.writes for cell in plan.cells())
-    targets = {}
-    scratch = plan.output / ".benchlib-probe"
-    for host in hosts:
-        path = plan.target.path_for(host)
-        targets[host] = path
-        if plan.target.device is not None:
-            if remote(host):
-                if writes and destroy_data != plan.target.device:
-                    raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot "
-                                            f"inspect a remote device; if it may be destroyed on every host, pass "
-                                            f"--destroy-data={plan.target.device}")
-            else:
-                check_device(path, writes=writes, destroy_data=destroy_data)
-        elif remote(host):
-            scratch.mkdir(parents=True, exist_ok=True)
-            _claim_remote(fio, host, plan.port, path, scratch)
-        elif not check_file(path):
-            create_file(path, plan.target.size_bytes)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return targets
+    hosts = hosts or list(plan.hosts)
+    cells = plan.cells()
+    jobs = {(cell.key, host): job_lines(plan, cell, plan.target.path_for(host)) for cell in cells for host in hosts}
+    files = files_of(fio, {f"{key} on {host}": lines for (key, host), lines in jobs.items()})
+    opened = {(key, host): files[f"{key} on {host}"] for key, host in jobs}
+    for (key, host), found in opened.items():
+        if found != (plan.target.path_for(host),):
+            raise UnsafeTargetError(f"cell {key} on {host}: fio would open {list(found)}, not only the target "
+                                    f"{plan.target.path_for(host)}; benchlib runs no such job")
+    writing = writing_jobs(fio, {cell.key: jobs[(cell.key, hosts[0])] for cell in cells})
+    return PlanReading(writing=frozenset(writing), files=opened)
 
 
 # ---------------------------------------------------------------- plan output
@@ -349,13 +316,18 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
     (plan.output / PLAN_RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
-def job_text(plan: Plan, cell: Cell, target: str) -> str:
-    """The fio job file of one cell on one host."""
-    lines = ["[global]", f"filename={target}", f"size={plan.target.size_bytes}", f"runtime={plan.runtime_s}"]
+def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
+    """The option lines of one cell's job on one host (``filename`` first); every word passed the plan's
+    vocabulary check (:mod:`benchlib.runner.vocabulary`)."""
+    lines = [f"filename={target}", f"size={plan.target.size_bytes}", f"runtime={plan.runtime_s}"]
     if plan.ramp_time_s:
         lines.append(f"ramp_time={plan.ramp_time_s}")
-    lines += [f"{k}={v}" for k, v in sorted(cell.options.items())]
-    return "\n".join(lines) + f"\n\n[{cell.profile}]\n"
+    return lines + [f"{k}={v}" for k, v in sorted(cell.options.items())]
+
+
+def job_text(plan: Plan, cell: Cell, target: str) -> str:
+    """The fio job file of one cell on one host: the lines fio was asked about, then the job's section."""
+    return "[global]\n" + "\n".join(job_lines(plan, cell, target)) + f"\n\n[{cell.profile}]\n"
 
 
 def _discard_partials(output: Path) -> int:
@@ -468,10 +440,12 @@ def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, s
 
 def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, hosts: list[str],
              targets: dict[str, str], order_index: int, tick: Callable[[float], None],
-             remote_facts: dict[str, dict] | None = None) -> tuple[set[str], dict[str, str]]:
+             remote_facts: dict[str, dict] | None = None, writes: bool = True) -> tuple[set[str], dict[str, str]]:
     """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
 
     ``remote_facts``: what each remote host's fio server said about its machine (:func:`server_facts`).
+    ``writes``: whether fio said the cell writes; a cell that does not runs with fio's ``--readonly``
+    on this machine, so fio itself refuses any write.
     """
     remote_facts = remote_facts or {}
     folder = cell_dir(plan, repetition, cell)
@@ -480,7 +454,7 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     local = not plan.servers
-    command = [fio, "--output-format=json+", "--output=fio.json"]
+    command = [fio, "--output-format=json+", "--output=fio.json", *([] if writes or not local else ["--readonly"])]
     for host in hosts:
         job = partial / f"job-{host}.fio"
         job.write_text(job_text(plan, cell, targets[host]), encoding="utf-8")
@@ -581,7 +555,7 @@ def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str],
 
 
 def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[[float, float, str], None] | None = None,
-             remote: Callable[[str], bool] | None = None) -> RunSummary:
+             remote: Callable[[str], bool] | None = None, reading: PlanReading | None = None) -> RunSummary:
     """Run every cell of a plan that is not done yet.
 
     Parameters
@@ -594,14 +568,19 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
         Called with (seconds done, seconds planned, label) as the run advances.
     remote
         Which hosts to check through fio instead of on this machine (tests).
+    reading
+        fio's reading of the plan (:func:`read_plan`), when the caller already has it.
 
     Raises
     ------
     RunInterrupted
         On Ctrl-C or SIGTERM: completed cells are kept, the current one is discarded.
+    UnsafeTargetError
+        Before anything is written, or before the cell whose target changed.
     """
     fio = fio_binary()
     version = fio_version(fio)
+    reading = reading or read_plan(plan, fio)
     summary = RunSummary()
     with _locked(plan.output), _sigterm_as_interrupt():
         _discard_partials(plan.output)
@@ -612,7 +591,8 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
         summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
         summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
         live = [h for h in plan.hosts if h not in summary.down]
-        targets = prepare_targets(plan, live, fio, destroy_data, remote) if live else {}
+        guard = Targets(plan, fio, destroy_data, remote or _default_remote(plan))
+        targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
         total = len(todo) * cell_seconds(plan)
         spent = 0.0
@@ -621,27 +601,33 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
             for host in sorted(set(missing) - set(hosts)):
                 summary.missing.append(Missing(cell.key, repetition, host, summary.down.get(host, "host down")))
             label = f"{count}/{len(todo)} {cell.key} r{repetition}"
-            if not hosts:
-                spent += cell_seconds(plan)
-                continue
-            try:
-                ok, failed = run_cell(plan, fio, version, repetition, cell, hosts, targets, index,
-                                      lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab),
-                                      remote_facts)
-            except KeyboardInterrupt:
-                raise RunInterrupted(
-                    f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
-                    f"{summary.already + summary.done} of {len(order) * len(plan.hosts)} host runs are done; "
-                    "run the same command again to continue"
-                ) from None
-            summary.done += len(ok)
-            for host, reason in failed.items():
-                summary.missing.append(Missing(cell.key, repetition, host, reason))
-                if plan.servers and reachable(host, plan.port, timeout=2.0):
-                    live.remove(host)
-                    summary.down[host] = f"dropped out during {cell.key} r{repetition}: {reason}"
+            if hosts:
+                writes = cell.key in reading.writing
+                guard.recheck(hosts, writes)
+                try:
+                    with guard.held(hosts):
+                        ok, failed = run_cell(
+                            plan, fio, version, repetition, cell, hosts, targets, index,
+                            lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab),
+                            remote_facts, writes)
+                except KeyboardInterrupt:
+                    raise RunInterrupted(
+                        f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
+                        f"{summary.already + summary.done} of {len(order) * len(plan.hosts)} host runs are done; "
+                        "run the same command again to continue"
+                    ) from None
+                _tally(summary, plan, cell, repetition, ok, failed, live)
             spent += cell_seconds(plan)
-            if progress:
+            if progress and hosts:
                 progress(spent, total, label)
     return summary
 
+
+def _tally(summary: RunSummary, plan: Plan, cell: Cell, repetition: int, ok: set[str], failed: dict[str, str],
+           live: list[str]) -> None:
+    summary.done += len(ok)
+    for host, reason in failed.items():
+        summary.missing.append(Missing(cell.key, repetition, host, reason))
+        if plan.servers and reachable(host, plan.port, timeout=2.0):
+            live.remove(host)
+            summary.down[host] = f"dropped out during {cell.key} r{repetition}: {reason}"

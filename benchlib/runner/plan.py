@@ -56,10 +56,13 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
+from benchlib.runner.vocabulary import name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
@@ -100,11 +103,8 @@ BASE_OPTIONS: dict[str, str | int] = {
     "write_lat_log": "cell",
 }
 
-# Options a plan may not set: benchlib owns where data goes and how long cells run.
-_RESERVED = {"filename", "directory", "size", "runtime", "ramp_time", "write_bw_log", "write_iops_log",
-             "write_lat_log", "output", "output-format", "filename_format", "opendir"}
-_WRITES = ("write", "randwrite", "trim", "randtrim", "trimwrite")
-_MIXED = ("rw", "readwrite", "randrw")
+_FACTOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 
 
 @dataclass(frozen=True)
@@ -141,14 +141,6 @@ class Cell:
         """The cell's folder below the study: ``<profile>/<factor>=<level>/...``."""
         parts = [self.profile] + [f"{k}={_safe(v)}" for k, v in self.levels.items() if k != "profile"]
         return "/".join(parts)
-
-    @property
-    def writes(self) -> bool:
-        """Whether fio writes to the target in this cell."""
-        rw = self.options.get("rw", "read")
-        if rw in _MIXED:
-            return self.options.get("rwmixwrite") != "0" and self.options.get("rwmixread") != "100"
-        return rw in _WRITES
 
 
 @dataclass(frozen=True)
@@ -240,43 +232,63 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-._" else "_" for c in str(text))
 
 
-def _text(value: object) -> str:
+def _text(value: object, path: Path | None = None, where: str = "") -> str:
+    """A plan value as text: a string, a whole or decimal number, or a boolean (1/0); nothing else."""
     if isinstance(value, bool):
         return "1" if value else "0"
+    if not isinstance(value, str | int | float):
+        raise PlanError(f"{path}: {where}: {value!r} is not a single value (a string, a number or true/false)")
     return str(value)
 
 
-def _options(path: Path, where: str, table: object) -> dict[str, str]:
+def _checked(path: Path, where: str, text: str, problem: str | None) -> str:
+    if problem:
+        raise PlanError(f"{path}: {where}: {text!r} is refused: {problem}")
+    return text
+
+
+def _option(path: Path, where: str, key: object, value: object, allowed: frozenset[str]) -> tuple[str, str]:
+    key, value = str(key), _text(value, path, f"{where} {key}")
+    problem = option_problem(key, value, allowed)
+    if problem:
+        raise PlanError(f"{path}: {where}: {key} = {value!r} is refused: {problem}")
+    return key, value
+
+
+def _options(path: Path, where: str, table: object, allowed: frozenset[str]) -> dict[str, str]:
     if not isinstance(table, dict):
         raise PlanError(f"{path}: {where} must be a table of fio options such as {{ rw = \"randread\", bs = \"4k\" }}")
-    reserved = sorted(set(table) & _RESERVED)
-    if reserved:
-        raise PlanError(f"{path}: {where} sets {', '.join(reserved)}; benchlib sets these itself "
-                        "(use [target] for where, [run] for how long)")
-    return {str(k): _text(v) for k, v in table.items()}
+    return dict(_option(path, where, k, v, allowed) for k, v in table.items())
 
 
-def _factor(path: Path, name: str, table: object) -> Factor:
+def _level(path: Path, where: str, value: object) -> str:
+    text = _text(value, path, where)
+    return _checked(path, where, text, text_problem(text) or ("it is empty" if not text else None))
+
+
+def _factor(path: Path, name: str, table: object, allowed: frozenset[str]) -> Factor:
+    if not _FACTOR_NAME.fullmatch(name):
+        raise PlanError(f"{path}: [matrix.{name!r}]: a factor name is a letter, then letters, digits or _ "
+                        "(it becomes a column and a folder name)")
     if name in RUNS or name in ("profile", "repetition"):
         raise PlanError(f"{path}: [matrix.{name}]: {name!r} is a column benchlib already has; rename the factor")
     if not isinstance(table, dict) or not table.get("levels"):
         raise PlanError(f"{path}: [matrix.{name}] needs levels = [...]")
-    levels = tuple(_text(v) for v in table["levels"])
+    levels = tuple(_level(path, f"[matrix.{name}] levels", v) for v in table["levels"])
     if len(set(levels)) != len(levels):
         raise PlanError(f"{path}: [matrix.{name}] lists a level twice: {list(levels)}")
     options: dict[str, dict[str, str]] = {}
     if "option" in table:
         option = str(table["option"])
-        _options(path, f"[matrix.{name}] option", {option: ""})
-        options = {level: {option: level} for level in levels}
+        options = dict((level, dict([_option(path, f"[matrix.{name}] option", option, level, allowed)])) for level in levels)
     for level, opts in table.get("options", {}).items():
         if str(level) not in levels:
             raise PlanError(f"{path}: [matrix.{name}] options.{level}: {level!r} is not one of the levels {list(levels)}")
-        options.setdefault(str(level), {}).update(_options(path, f"[matrix.{name}] options.{level}", opts))
+        options.setdefault(str(level), {}).update(_options(path, f"[matrix.{name}] options.{level}", opts, allowed))
     return Factor(name, levels, options)
 
 
-def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor]) -> Profile:
+def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor], allowed: frozenset[str]) -> Profile:
     where = f"[[profiles]] entry {index + 1}"
     if not isinstance(entry, dict):
         raise PlanError(f"{path}: {where} must be a table")
@@ -285,17 +297,23 @@ def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor]) 
         if base is None:
             raise PlanError(f"{path}: {where}: no built-in profile {entry['use']!r}; built-ins: {', '.join(PROFILES)}")
         name = str(entry.get("name", entry["use"]))
-        options = _options(path, where, base["options"] | entry.get("options", {}))
+        options = _options(path, where, base["options"] | entry.get("options", {}), allowed)
         sweep = dict(base.get("sweep", {})) | entry.get("sweep", {})
     elif "name" in entry and "options" in entry:
         name = str(entry["name"])
-        options = _options(path, f"{where} ({name}) options", entry["options"])
+        options = _options(path, f"{where} ({name!r}) options", entry["options"], allowed)
         sweep = entry.get("sweep", {})
     else:
         raise PlanError(f"{path}: {where} needs use = \"<built-in>\" or name = ... with options = {{...}}")
+    _checked(path, f"{where} name", name, name_problem(name))
     if sweep and not {"factor", "option", "levels"} <= set(sweep):
         raise PlanError(f"{path}: {where} ({name}) sweep needs factor, option and levels")
-    hold = {str(k): _text(v) for k, v in entry.get("hold", {}).items()}
+    if sweep and not _FACTOR_NAME.fullmatch(str(sweep["factor"])):
+        raise PlanError(f"{path}: {where} ({name}) sweep factor {sweep['factor']!r}: a factor name is a letter, "
+                        "then letters, digits or _")
+    levels = tuple(_option(path, f"{where} ({name}) sweep", sweep["option"], v, allowed)[1]
+                   for v in sweep.get("levels", ())) if sweep else ()
+    hold = {str(k): _text(v, path, f"{where} hold") for k, v in entry.get("hold", {}).items()}
     for factor, level in hold.items():
         if factor not in factors:
             raise PlanError(f"{path}: {where} ({name}) holds {factor!r}, which [matrix] does not declare "
@@ -309,7 +327,7 @@ def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor]) 
         options=options,
         sweep_factor=str(sweep["factor"]) if sweep else None,
         sweep_option=str(sweep["option"]) if sweep else None,
-        sweep_levels=tuple(_text(v) for v in sweep.get("levels", ())) if sweep else (),
+        sweep_levels=levels,
         hold=hold,
     )
 
@@ -328,9 +346,9 @@ def _target(path: Path, table: dict) -> Target:
     size = parse_job_size(str(table.get("size", ""))) if "size" in table else None
     if not size:
         raise PlanError(f"{path}: [target] needs size = \"256MiB\" (the region fio works in)")
-    for value in (file, device):
-        if value is not None and not str(value).startswith("/"):
-            raise PlanError(f"{path}: [target] path {value!r} must be absolute (it is a path on every host)")
+    for key, value in (("file", file), ("device", device)):
+        if value is not None:
+            _checked(path, f"[target] {key}", str(value), path_problem(str(value)))
     return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
 
 
@@ -347,8 +365,12 @@ def _facts_command(path: Path, hosts: dict) -> str | None:
     return command
 
 
-def load_plan(path: str | Path) -> Plan:
+def load_plan(path: str | Path, *, allow_options: Iterable[str] = ()) -> Plan:
     """Read and check a plan file.
+
+    ``allow_options``: fio options the user allows although they run commands, write files of
+    their own choosing or use another engine (``benchlib run --allow-option``; see
+    :mod:`benchlib.runner.vocabulary`).
 
     Raises
     ------
@@ -366,15 +388,18 @@ def load_plan(path: str | Path) -> Plan:
     study, run = data.get("study", {}), data.get("run", {})
     if "target" not in data:
         raise PlanError(f"{path}: no [target]; say where fio may do its I/O (file = ... or device = ...)")
-    factors = {name: _factor(path, name, table) for name, table in data.get("matrix", {}).items()}
+    allowed = frozenset(allow_options)
+    factors = {name: _factor(path, name, table, allowed) for name, table in data.get("matrix", {}).items()}
     if not data.get("profiles"):
         raise PlanError(f"{path}: no [[profiles]]; add at least one, e.g. [[profiles]] use = \"randread-4k\"")
-    profiles = tuple(_profile(path, i, e, factors) for i, e in enumerate(data["profiles"]))
+    profiles = tuple(_profile(path, i, e, factors, allowed) for i, e in enumerate(data["profiles"]))
     names = [p.name for p in profiles]
     if len(set(names)) != len(names):
         raise PlanError(f"{path}: two profiles share a name ({names}); give one of them name = \"...\"")
     hosts = data.get("hosts", {})
-    servers = tuple(str(s) for s in hosts.get("servers", ()))
+    servers = tuple(_checked(path, "[hosts] servers", str(s), None if _HOST.fullmatch(str(s)) else
+                             "a fio server is a host name or address (letters, digits, '.', ':', '-', '_')")
+                    for s in hosts.get("servers", ()))
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
     output = path.parent / str(run.get("output", "."))
@@ -394,5 +419,5 @@ def load_plan(path: str | Path) -> Plan:
         facts_command=_facts_command(path, hosts),
         factors=tuple(factors.values()),
         profiles=profiles,
-        base_options={k: _text(v) for k, v in BASE_OPTIONS.items()} | _options(path, "[options]", data.get("options", {})),
+        base_options={k: _text(v) for k, v in BASE_OPTIONS.items()} | _options(path, "[options]", data.get("options", {}), allowed),
     )

@@ -3,15 +3,22 @@
 Rules (DESIGN.md contract 9):
 
 * A **file** target is used only if benchlib created it. benchlib creates it
-  (never over an existing file) and leaves a marker beside it,
-  ``<file>.benchlib-target``; a file that exists without the marker, or that was
-  replaced since (other inode), is refused.
+  (never over an existing file, never larger than the free space) and leaves a
+  marker beside it, ``<file>.benchlib-target``, naming the file's device, inode
+  and a random token that it also sets as the file's ``user.benchlib.target``
+  extended attribute. A path that is a link, a file with a second hard link,
+  another inode, or a file without the token (a user's file re-created under a
+  reused inode number) is refused.
 * A **block device** is never written unless the user named that exact device
   with ``--destroy-data=<device>``. Even then a device that is in use (mounted,
-  active swap, or held by LVM, RAID, dm-crypt... in ``holders/``) is refused:
-  writing under a live file system corrupts it. What the device holds
-  (partitions, file-system, LVM, RAID or swap signatures, or any non-zero
-  bytes at its start) is named in the message, so the user knows what would go.
+  in this or any other mount namespace, active swap, held by LVM, RAID,
+  dm-crypt... in ``holders/``, opened exclusively by anyone, or the backing
+  device of a loop device) is refused: writing under a live file system
+  corrupts it. What the device holds (partitions, file-system, LVM, RAID or swap
+  signatures, any non-zero bytes at its start, the file behind a loop device)
+  is named in the message, so the user knows what would go.
+* Both are checked again immediately before every cell (:func:`recheck`), and
+  a local device is held open exclusively while fio runs, so nothing can mount it.
 
 Device facts come from sysfs and procfs, whose roots are parameters so the
 logic is tested on fixture trees.
@@ -19,16 +26,23 @@ logic is tested on fixture trees.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import secrets
+import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
 
 MARKER_SUFFIX = ".benchlib-target"
+XATTR = "user.benchlib.target"
 _HEAD_BYTES = 1 << 20
+_SPARE_BYTES = 64 << 20  # free space a file target must leave on its file system
 
 # (byte offset, magic, what it means): the signatures blkid/wipefs report most often.
 SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
@@ -64,17 +78,22 @@ class DeviceReport:
     mounts: list[str] = field(default_factory=list)
     swaps: list[str] = field(default_factory=list)
     signatures: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    loops: list[str] = field(default_factory=list)
+    backing: str | None = None
+    rdev: int | None = None
 
     @property
     def in_use(self) -> list[str]:
-        """Reasons the device is in use right now (mounted, swap, holders)."""
+        """Reasons the device is in use right now (mounted, swap, holders, exclusive users, loop devices on it)."""
         return ([f"mounted at {m}" for m in self.mounts] + [f"active swap {s}" for s in self.swaps]
-                + [f"held by {h}" for h in self.holders])
+                + [f"held by {h}" for h in self.holders] + self.busy + [f"backing device of {lo}" for lo in self.loops])
 
     @property
     def contents(self) -> list[str]:
         """What the device appears to hold."""
-        return [f"partition {p}" for p in self.partitions] + self.signatures
+        behind = [f"the loop device's backing file {self.backing}"] if self.backing else []
+        return [f"partition {p}" for p in self.partitions] + self.signatures + behind
 
 
 def scan_signatures(path: str | Path) -> list[str]:
@@ -121,6 +140,7 @@ def inspect_device(
     ``device`` is an image file (tests); otherwise ``device`` must be a block device.
     """
     device = Path(device)
+    fixture = dev_id is not None
     if dev_id is None:
         st = os.stat(device)
         if not stat.S_ISBLK(st.st_mode):
@@ -141,7 +161,43 @@ def inspect_device(
         if Path(swap).name in names or os.path.realpath(swap) == os.path.realpath(device):
             report.swaps.append(swap)
     report.signatures = scan_signatures(device)
+    if not fixture:
+        report.rdev = os.stat(device).st_rdev
+        report.busy = _exclusive_users(device)
+    report.loops, report.backing = _loop_relations(node, dev_id, sysfs)
     return report
+
+
+def _exclusive_users(device: Path) -> list[str]:
+    """Whether the kernel lets benchlib claim the device: it refuses when the device is mounted (in any mount
+    namespace), a swap area, or held by device mapper, RAID or another exclusive opener."""
+    try:
+        os.close(os.open(device, os.O_RDONLY | os.O_EXCL))
+    except OSError as exc:
+        if exc.errno == errno.EBUSY:
+            return ["opened exclusively by someone else (mounted, perhaps in another mount namespace or container, "
+                    "or claimed by swap, device mapper or RAID)"]
+        raise UnsafeTargetError(f"{device}: cannot open it to check whether it is in use ({exc.strerror})") from None
+    return []
+
+
+def _loop_relations(node: Path, dev_id: tuple[int, int], sysfs: Path) -> tuple[list[str], str | None]:
+    """Loop devices whose backing file is this device, and this loop device's own backing file."""
+    users = []
+    for loop in sorted((sysfs / "block").glob("loop*")):
+        backing = _read(loop / "loop" / "backing_file")
+        if backing and _same_device(backing, dev_id):
+            users.append(f"/dev/{loop.name}")
+    own = _read(node / "loop" / "backing_file") if node.is_dir() else ""
+    return users, own or None
+
+
+def _same_device(path: str, dev_id: tuple[int, int]) -> bool:
+    try:
+        st = os.stat(path.removesuffix(" (deleted)"))
+    except OSError:
+        return False
+    return stat.S_ISBLK(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == dev_id
 
 
 def check_device(
@@ -158,12 +214,17 @@ def check_device(
     Raises
     ------
     UnsafeTargetError
-        When the device is in use, or the plan writes to it and ``destroy_data`` is not exactly ``device``.
+        When the device is in use (or, for a loop device, the block device behind it is), or the
+        plan writes to it and ``destroy_data`` is not exactly ``device``.
     """
     report = inspect_device(device, sysfs=sysfs, procfs=procfs, dev_id=dev_id)
-    if report.in_use:
+    in_use = list(report.in_use)
+    if report.backing and dev_id is None and _is_block(report.backing):
+        behind = inspect_device(report.backing, sysfs=sysfs, procfs=procfs)
+        in_use += [f"its backing device {report.backing} is {reason}" for reason in behind.in_use]
+    if in_use:
         raise UnsafeTargetError(
-            f"{device} is in use ({'; '.join(report.in_use)}); benchlib never writes to a device in use. "
+            f"{device} is in use ({'; '.join(in_use)}); benchlib never writes to a device in use. "
             "Unmount it, swapoff it or remove what holds it first, or choose another device"
         )
     if writes and destroy_data != device:
@@ -175,10 +236,57 @@ def check_device(
     return report
 
 
+def _is_block(path: str) -> bool:
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def held_exclusively(device: str) -> Iterator[None]:
+    """Hold a local device open with ``O_EXCL`` while fio runs: the kernel then refuses to mount it,
+    swap on it or hand it to device mapper or RAID; fio's own opens (without ``O_EXCL``) still work."""
+    try:
+        fd = os.open(device, os.O_RDONLY | os.O_EXCL)
+    except OSError as exc:
+        raise UnsafeTargetError(f"{device} became busy ({exc.strerror}): something mounted or claimed it; "
+                                "nothing was written in this cell") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def marker_for(path: str | Path) -> Path:
     """The marker benchlib leaves beside a file target it created."""
     path = Path(path)
     return path.with_name(path.name + MARKER_SUFFIX)
+
+
+def _refuse_file(path: Path, why: str) -> UnsafeTargetError:
+    return UnsafeTargetError(f"{path}: {why}; benchlib only writes to files it created itself. "
+                             "Choose a new path in [target]")
+
+
+def _marker(path: Path) -> dict:
+    marker = marker_for(path)
+    if marker.is_symlink() or not marker.is_file():
+        raise _refuse_file(path, f"it exists and benchlib did not create it (no {marker.name} beside it)")
+    try:
+        created = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        created = None
+    if not isinstance(created, dict) or created.get("created_by") != "benchlib" or not created.get("token"):
+        raise _refuse_file(path, f"{marker.name} beside it is not a marker benchlib wrote")
+    return created
+
+
+def _token_of(path: Path) -> str | None:
+    try:
+        return os.getxattr(path, XATTR, follow_symlinks=False).decode("ascii", "replace")
+    except OSError:
+        return None
 
 
 def check_file(path: str | Path) -> bool:
@@ -187,50 +295,85 @@ def check_file(path: str | Path) -> bool:
     Raises
     ------
     UnsafeTargetError
-        When the path exists and benchlib did not create it (or it was replaced since).
+        When the path exists and benchlib did not create it, was replaced or linked since, or is a link.
     """
     path = Path(path)
-    marker = marker_for(path)
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise UnsafeTargetError(f"{path} exists and is not a regular file; benchlib only uses files it creates "
-                                "(for a block device write device = ... in [target])")
-    if not path.exists():
-        return False
-    if not marker.exists():
-        raise UnsafeTargetError(f"{path} exists and benchlib did not create it (no {marker.name} beside it); "
-                                "benchlib only writes to files it created. Choose a new path in [target]")
     try:
-        created = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        created = {}
-    st = path.stat()
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse_file(path, "it exists and is not a regular file (a link, a folder or a device: for a block "
+                                 "device write device = ... in [target])")
+    if st.st_nlink != 1:
+        raise _refuse_file(path, f"it has {st.st_nlink} hard links, so writing it writes another name's file too")
+    created = _marker(path)
     if created.get("inode") != st.st_ino or created.get("device") != st.st_dev:
-        raise UnsafeTargetError(f"{path} was replaced since benchlib created it ({marker.name} names another file); "
-                                "choose a new path in [target]")
+        raise _refuse_file(path, f"it was replaced since benchlib created it ({marker_for(path).name} names another file)")
+    if created.get("xattr", True) and _token_of(path) != created["token"]:
+        raise _refuse_file(path, "it does not carry the token benchlib set on the file it created (a file re-created "
+                                 "under the same inode number)")
     return True
 
 
 def create_file(path: str | Path, size: int = 0) -> None:
-    """Create a file target of ``size`` bytes (never over an existing one) and its marker.
+    """Create a file target of ``size`` bytes (never over an existing one, never beyond the free space) and its marker.
 
     The file is written in full here: fio re-creates (unlinks, then creates) a
     file smaller than the job's size, which would give it a new inode and make
-    the marker name another file; a sparse file would make reads free.
+    the marker name another file; a sparse file would make reads free. If the
+    writing fails (out of space, an I/O error), the file and marker are removed.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(path.parent).free
+    if size + _SPARE_BYTES > free:
+        raise UnsafeTargetError(f"{path}: the target needs {size:,} bytes and its file system has {free:,} free "
+                                f"(benchlib leaves {_SPARE_BYTES >> 20} MiB spare); choose a smaller size or another place")
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         raise UnsafeTargetError(f"{path} appeared while benchlib was creating it; choose a new path") from None
     try:
+        st = os.fstat(fd)
+        token = secrets.token_hex(16)
+        try:
+            os.setxattr(fd, XATTR, token.encode())
+            xattr = True
+        except OSError:  # a file system without user extended attributes: inode and device only
+            xattr = False
+        record = {"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev, "token": token, "xattr": xattr}
+        _write_new(marker_for(path), json.dumps(record) + "\n")
         chunk = os.urandom(1 << 20)
         written = 0
         while written < size:
             written += os.write(fd, chunk[: min(len(chunk), size - written)])
         os.fsync(fd)
-        st = os.fstat(fd)
-    finally:
+    except OSError as exc:
         os.close(fd)
-    marker_for(path).write_text(json.dumps({"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev}) + "\n",
-                                encoding="utf-8")
+        path.unlink(missing_ok=True)
+        marker_for(path).unlink(missing_ok=True)
+        raise UnsafeTargetError(f"{path}: creating the target failed ({exc.strerror}); nothing is left behind") from None
+    os.close(fd)
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write ``path`` through a new temporary file renamed over it: a link left at ``path`` is replaced, not followed."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    with open(temporary, "x", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def recheck_device(device: str, first: DeviceReport, *, writes: bool, destroy_data: str | None) -> None:
+    """Before a cell: the device is the same one (same device number) and still passes :func:`check_device`.
+
+    Raises
+    ------
+    UnsafeTargetError
+        When the path now names another device, or the device is in use, or the cell writes without the flag.
+    """
+    now = check_device(device, writes=writes, destroy_data=destroy_data)
+    if now.rdev != first.rdev:
+        raise UnsafeTargetError(f"{device} now names another device than when the run started (a link changed); "
+                                "nothing was written in this cell")
