@@ -197,8 +197,10 @@ def cmd_bundle(args: argparse.Namespace, console: Console) -> int:
     """Write a verification bundle of a study (code, raw files, claims, checksums, verdicts)."""
     from benchlib.bundle import write_bundle
 
-    path = write_bundle(args.study, Path(args.output), Path(args.processed))
+    path, links = write_bundle(args.study, Path(args.output), Path(args.processed))
     console.print(f"wrote {path}; a peer unpacks it and follows its VERIFY.md", highlight=False)
+    for name, to, why in links:
+        console.print(f"  packed as a link, not its content: {name} -> {to} ({why})", highlight=False, markup=False)
     return 0
 
 

@@ -58,7 +58,7 @@ from benchlib.sources.fio_json import frames_of
 from benchlib.sources.fio_json_rows import looks_like_fio_json_bytes
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
-from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study
+from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study, study_files
 
 MANIFEST = "manifest.json"
 QUARANTINE = "quarantine.csv"
@@ -110,21 +110,22 @@ def _atomic_write_bytes(data: bytes, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _raw_files(study: Study, on_many: Callable[[], None] = lambda: None) -> list[tuple[Path, str]]:
-    """``(path, path relative to the study)`` of every raw output file, sorted.
+def _raw_files(study: Study, report: IngestReport, on_many: Callable[[], None] = lambda: None) -> list[tuple[Path, str]]:
+    """``(path, path relative to the study)`` of every raw output file, sorted; files that cannot be read
+    (links out of the study, FIFOs, devices: :func:`benchlib.study.study_files`) go to ``report.skipped``.
 
     ``on_many`` runs once, as soon as more than ``PARALLEL_FROM`` files are found.
     """
     found = []
-    for folder, subfolders, names in os.walk(study.folder, followlinks=True):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
-        rel_folder = Path(folder).relative_to(study.folder).as_posix()
-        for name in names:
-            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-            if name != STUDY_FILE and not _NOT_OUTPUT.search(rel):
-                found.append((Path(folder, name), rel))
-                if len(found) == PARALLEL_FROM + 1:
-                    on_many()
+    for path, rel, left_out in study_files(study.folder):
+        if rel == STUDY_FILE or _NOT_OUTPUT.search(rel):
+            continue
+        if left_out:
+            report.skipped.append((rel, left_out))
+            continue
+        found.append((path, rel))
+        if len(found) == PARALLEL_FROM + 1:
+            on_many()
     return sorted(found, key=lambda item: item[1])
 
 
@@ -719,7 +720,7 @@ def _plan(study: Study, previous: dict, report: IngestReport, current: dict, bat
         if batches.workers:
             _warm_pool()  # its imports overlap with listing and hashing the files
 
-    for path, rel in _raw_files(study, many):
+    for path, rel in _raw_files(study, report, many):
         if not previous:
             batches.add((path, rel, None))
             continue

@@ -31,6 +31,7 @@ import hashlib
 import html
 import itertools
 import json
+import keyword
 import re
 import subprocess
 import sys
@@ -120,10 +121,23 @@ def load_pipeline(path: str | Path) -> Pipeline:
             raise PipelineError(f"{path}: notebook {notebook.relative_to(PROJECT_ROOT)} does not exist")
     return Pipeline(
         name=path.stem, study=str(spec["study"]), title=str(spec.get("title", spec["study"])), axes=tuple(spec["axes"]),
-        cell_notebook=notebooks[0], summary_notebooks=tuple(notebooks[1:]), parameters=dict(data.get("parameters", {})),
+        cell_notebook=notebooks[0], summary_notebooks=tuple(notebooks[1:]),
+        parameters=_parameters(path, "[parameters]", data.get("parameters", {})),
         summary_parameters=tuple(p for _, _, p in summaries), summary_names=tuple(names),
         only={k: [str(v) for v in vs] for k, vs in spec.get("only", {}).items()},
     )
+
+
+def _parameters(path: Path, where: str, table: object) -> dict:
+    """Notebook parameters: papermill writes each name into the notebook as code, so a name must be a plain
+    Python identifier; values pass through papermill's own translation (literals only)."""
+    if not isinstance(table, dict):
+        raise PipelineError(f"{path}: {where} must be a table of name = value")
+    for name in table:
+        if not str(name).isidentifier() or keyword.iskeyword(str(name)):
+            raise PipelineError(f"{path}: {where}: {str(name)!r} is not a parameter name (a notebook parameter is a "
+                                "Python identifier such as value or by; papermill writes it into the notebook as code)")
+    return dict(table)
 
 
 def _summary_entry(path: Path, index: int, entry: object) -> tuple[str, str, dict]:
@@ -135,12 +149,21 @@ def _summary_entry(path: Path, index: int, entry: object) -> tuple[str, str, dic
         if extra:
             raise PipelineError(f"{path}: summary notebook {index + 1} has unknown keys {sorted(extra)} "
                                 "(allowed: notebook, name, parameters)")
-        return str(entry.get("name", Path(entry["notebook"]).stem)), entry["notebook"], dict(entry.get("parameters", {}))
+        where = f"summary notebook {index + 1} parameters"
+        return str(entry.get("name", Path(entry["notebook"]).stem)), entry["notebook"], _parameters(
+            path, where, entry.get("parameters", {}))
     raise PipelineError(f"{path}: summary notebook {index + 1} must be a path or {{ notebook = \"...\", parameters = {{...}} }}")
 
 
 def _slug(levels: dict) -> str:
-    return "__".join(f"{k}={v}" for k, v in levels.items()).replace("/", "_")
+    """A cell's folder and page name: its levels, in characters safe in a file name and a URL.
+
+    Levels from data may hold anything; when a character had to be replaced, a short digest
+    of the exact levels keeps two cells that differ only there apart.
+    """
+    text = "__".join(f"{k}={v}" for k, v in levels.items())
+    safe = re.sub(r"[^A-Za-z0-9._=-]", "_", text)
+    return safe if safe == text else f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], list[dict]]:
@@ -303,7 +326,7 @@ def _write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], m
         links.append(f"<li><a href='{html.escape(page)}'>{html.escape(execution.slug)}</a> ({execution.figures} figures)</li>")
     gaps = "".join(f"<li>{html.escape(_slug(m))}</li>" for m in missing) or "<li>none</li>"
     index = (f"<h1>{html.escape(pipeline.title)}</h1><p>study {html.escape(pipeline.study)}; matrix "
-             f"{' x '.join(pipeline.axes)}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
+             f"{html.escape(' x '.join(pipeline.axes))}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
              f"<h2>Declared cells without data</h2><ul>{gaps}</ul>")
     (folder / "index.html").write_text(_page(pipeline.title, index), encoding="utf-8")
 

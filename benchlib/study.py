@@ -22,6 +22,9 @@ Example::
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,3 +112,57 @@ def load_study(folder: str | Path) -> Study:
         files=files,
         log_latency_unit=unit,
     )
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _left_out(path: Path, root: Path) -> str | None:
+    """Why a file of the study is not one to read, or None (it is a regular file inside the study)."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "a link that leads nowhere (dangling, or a loop of links); not read"
+    if real != root and root not in real.parents:
+        return f"a link to {real}, outside the study; not read (copy the file into the study to use it)"
+    mode = os.stat(real).st_mode
+    if not stat.S_ISREG(mode):
+        return f"{_kind(mode)}, not a file; never opened"
+    return None
+
+
+def study_files(folder: str | Path) -> Iterator[tuple[Path, str, str | None]]:
+    """Every file of a study folder, as ``(path, path relative to the study, why it is left out or None)``.
+
+    The one walk of a study that ingest and the verification bundle share, so both see the same
+    study: hidden files and folders are not listed; links are followed only while they stay inside
+    the study (a link out of it, a dangling link or a loop is listed with the reason); FIFOs,
+    sockets and devices are listed as left out and never opened.
+    """
+    folder = Path(folder)
+    root = folder.resolve()
+    for here, subfolders, names in os.walk(folder, followlinks=True):
+        real_here = Path(here).resolve()
+        kept = []
+        for name in sorted(subfolders):
+            sub = Path(here, name)
+            if name.startswith("."):
+                continue
+            if sub.is_symlink():
+                real = sub.resolve()
+                if real != root and root not in real.parents:
+                    yield sub, sub.relative_to(folder).as_posix(), (f"a link to the folder {real}, outside the "
+                                                                    "study; not read")
+                    continue
+                if real == real_here or real in real_here.parents:
+                    yield sub, sub.relative_to(folder).as_posix(), "a link to a folder that holds it (a loop); not read"
+                    continue
+            kept.append(name)
+        subfolders[:] = kept
+        for name in sorted(names):
+            if not name.startswith("."):
+                path = Path(here, name)
+                yield path, path.relative_to(folder).as_posix(), _left_out(path, root)

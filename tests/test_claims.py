@@ -152,8 +152,9 @@ def test_bad_published_table(tmp_path: Path) -> None:
 
 
 def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict) -> None:
-    path = write_bundle(STUDY, tmp_path / "out", tmp_path / "processed")
-    again = write_bundle(STUDY, tmp_path / "again", tmp_path / "processed")
+    path, links = write_bundle(STUDY, tmp_path / "out", tmp_path / "processed")
+    again, _ = write_bundle(STUDY, tmp_path / "again", tmp_path / "processed")
+    assert links == []
     assert path.read_bytes() == again.read_bytes()  # reproducible: same inputs, same bytes
     with pytest.raises(BundleError, match="never overwrites"):
         write_bundle(STUDY, tmp_path / "out", tmp_path / "processed")

@@ -120,8 +120,9 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
 
     study = tmp_path / "raw" / "mixed"
     study.mkdir(parents=True)
-    (study / "esxtop.csv").symlink_to(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv")
-    (study / "fio_bw.1.log").symlink_to(corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log")
+    # copies in the test's own folder: ingest does not follow links out of a study
+    shutil.copyfile(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv", study / "esxtop.csv")
+    shutil.copyfile(corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log", study / "fio_bw.1.log")
     monkeypatch.setattr(ingest_module, "STREAM_BYTES", 0 if stream else 1 << 40)
     report = ingest_study(study, tmp_path / "processed")
     assert report.ok and sorted(report.ingested) == ["esxtop.csv", "fio_bw.1.log"]
