@@ -52,6 +52,8 @@ HOW_TO_INSTALL = {
     "fio": ("fio 3.x", "sudo apt-get install fio", "sudo dnf install fio", "brew install fio", "conda install -c conda-forge fio"),
     "chromium": ("Chromium (the HTML report test opens the report in it)", "sudo apt-get install chromium",
                  "sudo dnf install chromium", "brew install --cask chromium", "(not on conda-forge)"),
+    "fdisk": ("sfdisk (the runner's safety tests partition a loop device with it)", "sudo apt-get install fdisk",
+              "sudo dnf install util-linux", "(Linux only)", "(not on conda-forge)"),
 }
 
 
@@ -88,6 +90,7 @@ def main(argv: list[str]) -> int:
     ensure_venv("test")
     ensure_system_tool("fio", ("fio",))
     ensure_system_tool("chromium", ("chromium", "chromium-browser", "google-chrome"))
+    ensure_system_tool("fdisk", ("sfdisk",))
     return subprocess.call([str(PYTHON), "-m", "pytest", *argv[1:]], cwd=ROOT)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchlib.errors import BenchlibError
@@ -40,7 +41,7 @@ def _print_report(console: Console, report: IngestReport) -> None:
         parts.append(f"{len(report.skipped)} skipped")
     if report.quarantined:
         parts.append(f"[bold red]{len(report.quarantined)} quarantined[/]")
-    console.print(f"[bold]{report.study}[/]: {', '.join(parts)} -> {report.processed}")
+    console.print(f"[bold]{escape(report.study)}[/]: {', '.join(parts)} -> {escape(str(report.processed))}")
     if not report.ingested and not report.removed and report.unchanged:
         console.print("  nothing changed since the last ingest; nothing was redone")
     by_reason: dict[str, list[str]] = {}
@@ -48,9 +49,9 @@ def _print_report(console: Console, report: IngestReport) -> None:
         by_reason.setdefault(reason, []).append(rel)
     for reason, files in by_reason.items():
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False)
+        console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False, markup=False)
     for rel, reason in report.quarantined:
-        console.print(f"  [red]quarantined[/] {rel}: {reason}")
+        console.print(f"  [red]quarantined[/] {escape(rel)}: {escape(reason)}")
 
 
 def _summary_table(report: IngestReport) -> Table:
@@ -140,7 +141,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from benchlib.runner import RunInterrupted, describe_plan, load_plan, read_plan, run_plan
     from benchlib.runner.execute import fio_binary
 
-    plan = load_plan(args.plan, allow_options=args.allow_option)
+    plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
     reading = read_plan(plan, fio_binary())
     for line in describe_plan(plan, reading, cells=args.dry_run):
         console.print(line, highlight=False, markup=False)
@@ -157,13 +158,14 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             summary = run_plan(plan, destroy_data=args.destroy_data, progress=advance, reading=reading)
         except RunInterrupted as exc:
             bar.stop()
-            Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {exc}", highlight=False)
+            Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {escape(str(exc))}", highlight=False)
             return 130
-    console.print(f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}")
+    console.print(f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False)
     for host, reason in sorted(summary.down.items()):
-        console.print(f"  [red]host {host}[/]: {reason}", highlight=False)
+        console.print(f"  [red]host {escape(host)}[/]: {escape(reason)}", highlight=False)
     for missing in summary.missing:
-        console.print(f"  [red]missing[/] {missing.cell} r{missing.repetition} on {missing.host}: {missing.reason}", highlight=False)
+        console.print(f"  [red]missing[/] {escape(missing.cell)} r{missing.repetition} on {escape(missing.host)}: "
+                      f"{escape(missing.reason)}", highlight=False)
     if summary.missing:
         console.print("the other hosts' results are kept; fix the hosts and run the same command again to fill in only what is missing")
         return 1
@@ -180,13 +182,13 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     if not report.ok:
         _print_report(console, report)
     verdicts = verify(load_study_tables(report.processed), claims, tolerances)
-    table = Table(title=f"{report.study}: {len(verdicts)} claims", title_justify="left", show_lines=False)
+    table = Table(title=f"{escape(report.study)}: {len(verdicts)} claims", title_justify="left", show_lines=False)
     for column in ("claim", "section", "says", "stated", "recomputed", "tolerance", "verdict"):
         table.add_column(column, overflow="fold")
     colours = {"PASS": "green", "FAIL": "bold red", "UNSUPPORTED": "yellow"}
     for v in verdicts:
-        table.add_row(v.claim.id, v.claim.section, v.claim.says, v.claim.stated, v.recomputed, v.tolerance,
-                      f"[{colours[v.verdict]}]{v.verdict}[/]")
+        texts = (v.claim.id, v.claim.section, v.claim.says, v.claim.stated, v.recomputed, v.tolerance)
+        table.add_row(*(escape(str(t)) for t in texts), f"[{colours[v.verdict]}]{v.verdict}[/]")
     console.print(table)
     counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
@@ -198,7 +200,7 @@ def cmd_bundle(args: argparse.Namespace, console: Console) -> int:
     from benchlib.bundle import write_bundle
 
     path, links = write_bundle(args.study, Path(args.output), Path(args.processed))
-    console.print(f"wrote {path}; a peer unpacks it and follows its VERIFY.md", highlight=False)
+    console.print(f"wrote {path}; a peer unpacks it and follows its VERIFY.md", highlight=False, markup=False)
     for name, to, why in links:
         console.print(f"  packed as a link, not its content: {name} -> {to} ({why})", highlight=False, markup=False)
     return 0
@@ -222,10 +224,12 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             advance = functools.partial(_advance, bar, task, path.stem)
             result = build_report(path, reports=Path(args.reports), workers=args.workers, progress=advance)
         ran = [e for e in result.executions if not e.skipped]
-        console.print(f"[bold]{path.stem}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
-                      f"{len(result.executions) - len(ran)} unchanged) -> {result.folder / 'index.html'}", highlight=False)
+        console.print(f"[bold]{escape(path.stem)}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
+                      f"{len(result.executions) - len(ran)} unchanged) -> {escape(str(result.folder / 'index.html'))}",
+                      highlight=False)
         for cell in result.missing_cells:
-            console.print(f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False)
+            console.print(f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False,
+                          markup=False)
     return 0
 
 
@@ -249,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-option", metavar="NAME", action="append", default=[],
                      help="let the plan use this fio option although it runs commands, writes files of its own "
                           "choosing or changes the host (exec_prerun, write_iolog, ioengine=<other>...); repeatable")
+    run.add_argument("--allow-facts-command", action="store_true",
+                     help="let the plan's [hosts] facts_command (a shell command) run on this machine")
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
@@ -274,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args, console)
     except BenchlibError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
 
 

@@ -11,6 +11,8 @@ import contextlib
 import hashlib
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import time
@@ -114,6 +116,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         'rw = "randtrimwrite"',
         'rw = "trim"',
         'rw = "read", overwrite = 1',
+        'rw = "read", overwrite = "01"',  # fio reads 01 as true: anything but a clear no counts as writing
     ],
 )
 def test_writing_spelled_any_way_needs_the_flag(tmp_path: Path, ext4_device: str, profile_options: str) -> None:
@@ -143,8 +146,14 @@ def test_a_reading_cell_reads_and_fio_itself_refuses_writes(tmp_path: Path, ext4
     [
         ({"profile_options": 'rw = "randread", bs = "4k\\nfilename=/dev/loop9"'}, "control character"),
         ({"profile_options": 'rw = "randread", "bs\\nfilename" = "/dev/loop9"'}, "control character"),
-        ({"profile": "p]\\nfilename=/dev/loop9\\nrw=write\\n[q"}, "contains [ or ]"),
-        ({"profile": "global"}, "section named global"),
+        ({"profile": "p]\\nfilename=/dev/loop9\\nrw=write\\n[q"}, "a profile name is letters, digits"),
+        ({"profile": "global"}, "section whose name starts with global"),
+        ({"profile": "globalx"}, "section whose name starts with global"),
+        ({"profile": "../../elsewhere"}, "a profile name is letters, digits"),
+        ({"profile": "/tmp/abs"}, "a profile name is letters, digits"),
+        ({"profile_options": 'rw = "randread", zonemode = "strided"'}, "zones can reach beyond it"),
+        ({"profile_options": 'rw = "randread"', "options": "[matrix.qd]\nlevel = [1]"}, "unknown keys ['level']"),
+        ({"profile_options": 'rw = "randread"', "options": "[hosts]\nservers = \"localhost\""}, "must be a list"),
         ({"profile_options": 'rw = "randread", exec_prerun = "touch /tmp/pwned"'}, "--allow-option=exec_prerun"),
         ({"profile_options": 'rw = "randread", write_iolog = "/etc/passwd"'}, "writes a file of its own choosing"),
         ({"profile_options": 'rw = "randread", ioengine = "external:/tmp/evil.so"'}, "--allow-option=ioengine"),
@@ -234,9 +243,9 @@ def test_the_backing_device_of_a_mounted_loop_device_is_in_use(tmp_path: Path) -
         try:
             (point / "data.txt").write_text("live data")
             before = _digest(lower)
-            with pytest.raises(UnsafeTargetError, match=f"backing device of {upper}"):
+            with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
                 check_device(lower, writes=True, destroy_data=lower)
-            with pytest.raises(UnsafeTargetError, match=f"its backing device {lower} is backing device of {upper}"):
+            with pytest.raises(UnsafeTargetError, match="is in use"):
                 check_device(upper, writes=True, destroy_data=upper)  # and the mounted one is in use anyway
             assert _digest(lower) == before
         finally:
@@ -282,15 +291,14 @@ def test_a_target_swapped_mid_plan_is_refused_before_the_next_cell(tmp_path: Pat
 
 def test_a_recreated_file_with_the_old_inode_number_is_not_ours(tmp_path: Path) -> None:
     target = tmp_path / "t" / "local.dat"
-    create_file(target, 1 << 20)
-    marker = marker_for(target).read_text()
+    claim = create_file(target, 1 << 20)
     target.unlink()
-    target.write_bytes(b"user data")  # ext4 hands out the freed inode number again more often than not
-    reused = os.stat(target).st_ino
-    marker_for(target).write_text(marker.replace(str(__import__("json").loads(marker)["inode"]), str(reused)))
-    with pytest.raises(UnsafeTargetError, match="does not carry the token"):
-        check_file(target)
-    assert target.read_bytes() == b"user data"
+    target.write_bytes(b"user data" * 200_000)  # ext4 hands out the freed inode number again more often than not
+    st = os.stat(target)
+    reused = type(claim)(token=claim.token, size=claim.size, inode=st.st_ino, device=st.st_dev)
+    with pytest.raises(UnsafeTargetError, match="does not hold the token"):
+        check_file(target, reused, 1 << 20)
+    assert target.read_bytes() == b"user data" * 200_000
 
 
 def test_a_target_larger_than_the_free_space_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
@@ -318,9 +326,256 @@ def test_a_file_of_4_kib_beside_a_remote_target_is_not_a_marker(tmp_path: Path, 
         target.write_bytes(os.urandom(1 << 20))
         marker_for(target).write_bytes(os.urandom(4096))
         before = _digest(target)
-        with pytest.raises(UnsafeTargetError, match="is not a marker this study wrote"):
-            Targets(plan, fio_binary, None, remote=lambda h: True).prepare(["127.0.0.1"], writes=True)
+        with pytest.raises(UnsafeTargetError, match="exists and this study did not create it"):
+            Targets(plan, fio_binary, None).prepare(["127.0.0.1"], writes=True)
         assert _digest(target) == before
+        target.unlink()  # no target, but someone's file where the marker would go
+        with pytest.raises(UnsafeTargetError, match="is not benchlib's marker"):
+            Targets(plan, fio_binary, None).prepare(["127.0.0.1"], writes=True)
+        assert not target.exists() and marker_for(target).stat().st_size == 4096
     finally:
         server.terminate()
         server.wait()
+
+
+def test_a_device_link_pointed_elsewhere_mid_plan_is_refused(tmp_path: Path, ext4_device: str) -> None:
+    blank = tmp_path / "blank.img"
+    with open(blank, "wb") as handle:
+        handle.truncate(32 << 20)
+    with _loop(blank) as scratch:
+        link = tmp_path / "by-id" / "bench-disk"
+        link.parent.mkdir()
+        link.symlink_to(scratch)
+        plan_path = _write_plan(tmp_path, target=f'device = "{link}"', profile_options='rw = "randwrite"',
+                                options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]')
+        before = _digest(ext4_device)
+
+        def swap() -> None:
+            link.unlink()
+            link.symlink_to(ext4_device)
+
+        plan = load_plan(plan_path)
+        with pytest.raises(UnsafeTargetError, match="now names another device|ext2/3/4"):
+            run_plan(plan, destroy_data=str(link), progress=_swap_after_first_cell(swap))  # type: ignore[arg-type]
+        assert _digest(ext4_device) == before
+        assert len(list(plan.output.rglob("benchlib-run.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    ['[matrix.qd]\noption = "iodepth"\nlevels = ["1"]\n[[profiles]]\nname = "q"\noptions = { bs = "4k" }\n'
+     'sweep = { factor = "profile", option = "rw", levels = ["write", "read"] }',
+     '[matrix.tag]\nlevels = ["w!", "w?"]'],
+)
+def test_two_cells_never_share_a_folder(tmp_path: Path, options: str) -> None:
+    plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', options=options)
+    with pytest.raises(PlanError, match="clashes with a matrix factor or column|two cells would share the folder"):
+        load_plan(plan_path)
+
+
+def test_markup_in_a_refusal_is_printed_as_text(tmp_path: Path) -> None:
+    plan_path = _write_plan(tmp_path, target='file = "/tmp/[/x]/a:b.dat"')
+    done = _cli("run", str(plan_path), "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "[target] file: '/tmp/[/x]/a:b.dat' is refused" in done.stderr
+
+
+def _run_fio_on(fio: str, tmp_path: Path, target: str, fd: int) -> None:
+    job = tmp_path / "swap.fio"
+    job.write_text(f"[w]\nfilename=/dev/fd/{fd}\nrw=write\nbs=64k\nsize=4m\nioengine=psync\n")
+    subprocess.run([fio, str(job)], capture_output=True, check=True, pass_fds=(fd,), timeout=60)
+
+
+def test_a_name_swapped_after_the_check_does_not_redirect_fio(tmp_path: Path, fio_binary: str, ext4_device: str) -> None:
+    from benchlib.runner.targets import Targets
+
+    plan = load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/dir/{{host}}.dat"', profile_options='rw = "write"'))
+    guard = Targets(plan, fio_binary, None)
+    guard.prepare(["local"], writes=True)
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "local.dat").write_bytes(os.urandom(8 << 20))
+    before = _digest(victims / "local.dat")
+    with guard.opened(["local"]) as fds:
+        (tmp_path / "dir").rename(tmp_path / "dir.real")  # the folder swapped between check and fio's open
+        (tmp_path / "dir").symlink_to(victims)
+        _run_fio_on(fio_binary, tmp_path, "local", fds["local"])
+    assert _digest(victims / "local.dat") == before
+    with pytest.raises(UnsafeTargetError):  # and the next cell's check sees the swap
+        guard.recheck(["local"], writes=True)
+
+    blank = tmp_path / "blank.img"
+    with open(blank, "wb") as handle:
+        handle.truncate(16 << 20)
+    with _loop(blank) as scratch:
+        link = tmp_path / "disk"
+        link.symlink_to(scratch)
+        plan = load_plan(_write_plan(tmp_path, target=f'device = "{link}"', profile_options='rw = "write"'))
+        guard = Targets(plan, fio_binary, str(link))
+        guard.prepare(["local"], writes=True)
+        victim = _digest(ext4_device)
+        with guard.opened(["local"]) as fds:
+            link.unlink()
+            link.symlink_to(ext4_device)  # the device link swapped between check and fio's open
+            _run_fio_on(fio_binary, tmp_path, "local", fds["local"])
+        assert _digest(ext4_device) == victim
+
+
+def test_a_loop_device_sharing_a_backing_file_with_a_mounted_one_is_in_use(tmp_path: Path, ext4_device: str) -> None:
+    _root_with("mount")
+    backing = subprocess.run(["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    point = tmp_path / "mnt"
+    point.mkdir()
+    subprocess.run(["mount", ext4_device, str(point)], check=True)
+    try:
+        with _loop(backing) as twin:
+            with pytest.raises(UnsafeTargetError, match=f"the loop device {ext4_device} sits on its storage"):
+                check_device(twin, writes=True, destroy_data=twin)
+    finally:
+        subprocess.run(["umount", str(point)], check=False)
+
+
+def _partition_nodes(disk: str, tmp_path: Path) -> list[str]:
+    """The partitions' device nodes: /dev's where udev made them, else made here from sysfs (containers)."""
+    name = Path(disk).name
+    if not (Path("/sys/block") / name / f"{name}p1").exists() and shutil.which("partx"):
+        subprocess.run(["partx", "--add", disk], capture_output=True, check=False)  # where the kernel did not scan
+    if not (Path("/sys/block") / name / f"{name}p1").exists():
+        pytest.skip("this kernel gives loop devices no partitions")
+    nodes = []
+    for number in (1, 2):
+        node = Path(f"{disk}p{number}")
+        for _ in range(30):
+            if node.exists() or (Path("/sys/block") / name / f"{name}p{number}" / "dev").exists():
+                break
+            time.sleep(0.1)
+        if not node.exists():
+            numbers = (Path("/sys/block") / name / f"{name}p{number}" / "dev").read_text().strip().split(":")
+            node = tmp_path / f"{name}p{number}"
+            os.mknod(node, 0o600 | stat.S_IFBLK, os.makedev(int(numbers[0]), int(numbers[1])))
+        nodes.append(str(node))
+    return nodes
+
+
+def test_a_partition_and_its_disk_share_storage(tmp_path: Path) -> None:
+    _root_with("losetup", "sfdisk", "mkfs.ext4", "mount")
+    image = tmp_path / "parted.img"
+    with open(image, "wb") as handle:
+        handle.truncate(64 << 20)
+    subprocess.run(["sfdisk", "--quiet", str(image)], input="label: dos\n,30M\n,\n", text=True, check=True,
+                   capture_output=True)
+    done = subprocess.run(["losetup", "--find", "--show", "--partscan", str(image)], capture_output=True, text=True)
+    if done.returncode:
+        pytest.skip(f"no partitioned loop devices here ({done.stderr.strip()})")
+    disk = done.stdout.strip()
+    try:
+        parts = _partition_nodes(disk, tmp_path)
+        with _loop(disk) as upper:  # a loop device over the whole disk, its file system mounted
+            subprocess.run(["mkfs.ext4", "-q", "-F", upper], check=True, capture_output=True)
+            point = tmp_path / "mnt"
+            point.mkdir()
+            subprocess.run(["mount", upper, str(point)], check=True)
+            try:
+                with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
+                    check_device(parts[0], writes=True, destroy_data=parts[0])
+            finally:
+                subprocess.run(["umount", str(point)], check=False)
+        with _loop(parts[1]) as upper:  # a loop device over a partition: the whole disk is under it too
+            with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
+                check_device(disk, writes=True, destroy_data=disk)
+    finally:
+        subprocess.run(["losetup", "--detach", disk], check=False)
+
+
+def test_output_folder_keeps_what_is_not_benchlibs(tmp_path: Path) -> None:
+    plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
+    plan_path.write_text(plan_path.read_text().replace('output = "study"\n', ""))  # the plan's own folder
+    mine = tmp_path / "projects" / ".partial-results"
+    mine.mkdir(parents=True)
+    (mine / "chapter3.tex").write_text("draft")
+    run_plan(load_plan(plan_path))
+    assert (mine / "chapter3.tex").read_text() == "draft"
+
+
+@contextlib.contextmanager
+def _server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[None]:
+    server = subprocess.Popen([*wrapper, fio, f"--server={address},{port}"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((address, port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.skip(f"no fio server came up on {address}:{port}")
+                time.sleep(0.1)
+        yield
+    finally:
+        os.killpg(server.pid, 9)
+        server.wait()
+
+
+def test_a_server_target_swapped_mid_plan_is_refused(tmp_path: Path, fio_binary: str) -> None:
+    port = 8792
+    with _server(fio_binary, "127.0.0.1", port):
+        plan_path = _two_cell_plan(tmp_path)
+        plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
+        plan = load_plan(plan_path)
+        target = Path(plan.target.path_for("127.0.0.1"))
+        user = tmp_path / "victim.db"
+        user.write_bytes(os.urandom(16 << 20))
+        before = _digest(user)
+
+        def swap() -> None:
+            target.unlink()
+            target.symlink_to(user)
+
+        with pytest.raises(UnsafeTargetError, match="no longer holds the token"):
+            run_plan(plan, progress=_swap_after_first_cell(swap))  # type: ignore[arg-type]
+        assert _digest(user) == before
+
+
+def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_path: Path, fio_binary: str) -> None:
+    _root_with("unshare", "mount")
+    targets, victims = tmp_path / "t", tmp_path / "victims"
+    targets.mkdir()
+    victims.mkdir()
+    (victims / "127.0.0.1.dat").write_bytes(os.urandom(1 << 20))
+    before = _digest(victims / "127.0.0.1.dat")
+    port = 8793
+    inside = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'mount --bind {victims} {targets} && exec "$0" "$@"']
+    with _server(fio_binary, "127.0.0.1", port, *inside):
+        plan_path = _write_plan(tmp_path, target=f'file = "{targets}/{{host}}.dat"', profile_options='rw = "randwrite"')
+        plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
+        with pytest.raises(UnsafeTargetError, match="exists and this study did not create it"):
+            run_plan(load_plan(plan_path))
+    assert _digest(victims / "127.0.0.1.dat") == before
+
+
+def test_a_server_at_this_machines_own_address_gets_the_local_device_checks(tmp_path: Path, fio_binary: str) -> None:
+    from benchlib.runner.targets import _own_addresses
+
+    _root_with("losetup", "mkfs.ext4", "mount")
+    addresses = sorted(a for a in _own_addresses() if not a.startswith("127.") and ":" not in a)
+    if not addresses:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    image = tmp_path / "low.img"
+    with open(image, "wb") as handle:
+        handle.truncate(32 << 20)
+    with _loop(image) as lower, _loop(lower) as upper:
+        subprocess.run(["mkfs.ext4", "-q", "-F", upper], check=True, capture_output=True)
+        point = tmp_path / "mnt"
+        point.mkdir()
+        subprocess.run(["mount", upper, str(point)], check=True)
+        try:
+            port = 8794
+            with _server(fio_binary, addresses[0], port):
+                plan_path = _write_plan(tmp_path, target=f'device = "{lower}"', profile_options='rw = "randwrite"')
+                plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["{addresses[0]}"]\nport = {port}\n')
+                with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
+                    run_plan(load_plan(plan_path), destroy_data=lower)
+        finally:
+            subprocess.run(["umount", str(point)], check=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import polars as pl
 import pytest
 
 from benchlib.ingest import ingest_study, scan_table
-from benchlib.runner import UnsafeTargetError, load_plan, run_plan
+from benchlib.runner import PlanError, UnsafeTargetError, load_plan, run_plan
 from benchlib.runner.execute import RunError, host_facts, hosts_done, pending
 from benchlib.runner.targets import Targets
 from benchlib.study import RUN_MANIFEST, load_study
@@ -83,10 +84,11 @@ def test_local_plan_end_to_end_through_ingest(fio_binary: str, tmp_path: Path) -
     assert {m["repetition"] for m in manifests} == {1, 2}
     assert sorted(m["order_index"] for m in manifests) == list(range(8))
     job = (study / first["cell"] / f"r{first['repetition']}" / "attempt-1" / "job-local.fio").read_text()
-    assert "runtime=1" in job and f"filename={tmp_path / 'targets' / 'local.dat'}" in job
+    assert "runtime=1" in job and re.search(r"^filename=/dev/fd/\d+$", job, flags=re.M)  # the checked descriptor...
+    assert f"is {tmp_path / 'targets' / 'local.dat'}, opened and checked by benchlib" in job  # ...of the target
     target = tmp_path / "targets" / "local.dat"
     marker = json.loads((tmp_path / "targets" / "local.dat.benchlib-target").read_text())
-    assert marker["inode"] == target.stat().st_ino and target.stat().st_size == 16 << 20  # fio did not re-create it
+    assert marker["inode"] == target.stat().st_ino and target.stat().st_size == (16 << 20) + 4096  # not re-created
     assert "controller" in (study / "study.toml").read_text()
     recorded = json.loads((study / "benchlib-plan.json").read_text())
     assert recorded["seed"] == 5 and len(recorded["order"]) == 8
@@ -184,8 +186,13 @@ def test_many_hosts_one_killed_mid_run_then_filled_in(fio_binary: str, tmp_path:
     plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS), port=PORT))
     plan = load_plan(plan_path)
     victim = SERVERS[1]
-    threading.Timer(1.8, _stop, args=(servers[victim],)).start()  # dies during the first cell
-    summary = run_plan(plan)
+    timer = threading.Timer(0.8, _stop, args=(servers[victim],))
+
+    def progress(done: float, total: float, label: str) -> None:
+        if not timer.is_alive() and not timer.finished.is_set():
+            timer.start()  # dies 0.8 s into the first cell (2 s of running)
+
+    summary = run_plan(plan, progress=progress)
     assert summary.done == 2 + 2  # the two others, in both cells
     assert {m.host for m in summary.missing} == {victim} and len(summary.missing) == 2
     assert victim in summary.down and "dropped out" in summary.down[victim]
@@ -233,19 +240,26 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     text = SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS[:1]), port=PORT)
     # the facts command a user would write as "ssh {host} sh -s -- {target}", here a local shell
     plan_path.write_text(text.replace(f"port = {PORT}\n", f'port = {PORT}\nfacts_command = "sh -s -- {{target}} # {{host}}"\n'))
-    plan = load_plan(plan_path)
+    with pytest.raises(PlanError, match="--allow-facts-command"):  # a shell command runs only when allowed
+        load_plan(plan_path)
+    plan = load_plan(plan_path, allow_facts_command=True)
     host = SERVERS[0]
     target = Path(plan.target.path_for(host))
     target.parent.mkdir(parents=True)
     target.write_bytes(b"precious" * 1000)
-    with pytest.raises(UnsafeTargetError, match=f"on {host} exists, holds data and benchlib did not create it"):
-        Targets(plan, fio_binary, None, remote=lambda h: True).prepare([host], writes=True)
+    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and this study did not create it"):
+        Targets(plan, fio_binary, None).prepare([host], writes=True)
     assert target.read_bytes() == b"precious" * 1000
+    target.write_bytes(b"")  # even an empty file is someone's
+    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and this study did not create it"):
+        Targets(plan, fio_binary, None).prepare([host], writes=True)
     target.unlink()
-    Targets(plan, fio_binary, None, remote=lambda h: True).prepare([host], writes=True)  # missing: benchlib claims it
+    Targets(plan, fio_binary, None).prepare([host], writes=True)  # missing: benchlib creates it through fio
     marker = Path(str(target) + ".benchlib-target")
-    token = json.loads((plan.output / ".benchlib-targets.json").read_text())[f"{host} {target}"]
-    assert marker.read_bytes() == bytes.fromhex(token) * 256  # the study's own random token, nothing else
+    claim = json.loads((plan.output / ".benchlib-targets.json").read_text())[f"{host} {target}"]
+    tail = bytes.fromhex(claim["token"]) * 256
+    assert marker.read_bytes() == tail  # the study's own random token, nothing else
+    assert target.stat().st_size == claim["size"] + 4096 and target.read_bytes()[claim["size"]:] == tail
     summary = run_plan(plan, remote=lambda h: True)
     assert summary.missing == [] and summary.done == 2
     manifest = json.loads(next(plan.output.rglob(RUN_MANIFEST)).read_text())
@@ -315,7 +329,7 @@ def test_cli_dry_run_and_errors(tmp_path: Path) -> None:
     foreign.parent.mkdir()
     foreign.write_bytes(b"data")
     done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False)
-    assert done.returncode == 2 and "benchlib did not create it" in done.stderr
+    assert done.returncode == 2 and "this study did not create it" in done.stderr and "in [target]" in done.stderr
     assert foreign.read_bytes() == b"data"
 
 

@@ -3,6 +3,7 @@ file-system images, file targets, and a real loop device where the machine allow
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -138,32 +139,47 @@ def test_not_a_block_device(tmp_path: Path) -> None:
 
 def test_file_targets_only_when_benchlib_created_them(tmp_path: Path) -> None:
     target = tmp_path / "targets" / "vm1.dat"
-    assert check_file(target) is False  # does not exist yet: benchlib may create it
-    create_file(target, 3 << 20)
-    assert marker_for(target).exists() and target.stat().st_size == 3 << 20
+    assert check_file(target, None, 3 << 20) is False  # does not exist yet: benchlib may create it
+    claim = create_file(target, 3 << 20)
+    assert marker_for(target).exists() and target.stat().st_size == (3 << 20) + 4096
     assert target.stat().st_blocks * 512 >= 3 << 20  # written, not sparse
-    assert check_file(target) is True
+    assert target.read_bytes()[3 << 20:] == bytes.fromhex(claim.token) * 256  # the token after the region
+    assert check_file(target, claim, 3 << 20) is True
+    with pytest.raises(UnsafeTargetError, match="did not create it"):  # without the study's record it is not ours
+        check_file(target, None, 3 << 20)
+    with pytest.raises(UnsafeTargetError, match="plan now asks for"):  # fio would re-create a file grown in the plan
+        check_file(target, claim, 4 << 20)
     with pytest.raises(UnsafeTargetError, match="appeared while"):
-        create_file(target)
+        create_file(target, 1 << 20)
 
     foreign = tmp_path / "precious.db"
     foreign.write_bytes(b"someone's data")
-    with pytest.raises(UnsafeTargetError, match="benchlib did not create it"):
-        check_file(foreign)
+    with pytest.raises(UnsafeTargetError, match="this study did not create it"):
+        check_file(foreign, None, 1 << 20)
+    forged = json.loads(marker_for(target).read_text()) | {"inode": foreign.stat().st_ino, "xattr": False}
+    marker_for(foreign).write_text(json.dumps(forged))  # a marker anyone could write proves nothing
+    with pytest.raises(UnsafeTargetError, match="this study did not create it"):
+        check_file(foreign, None, 1 << 20)
     assert foreign.read_bytes() == b"someone's data"
 
     replacement = tmp_path / "targets" / "new.dat"  # replaced by another file of the same name
     replacement.write_bytes(b"new data")
     replacement.rename(target)
     with pytest.raises(UnsafeTargetError, match="was replaced since benchlib created it"):
-        check_file(target)
+        check_file(target, claim, 3 << 20)
 
     link = tmp_path / "link.dat"
     link.symlink_to(foreign)
     with pytest.raises(UnsafeTargetError, match="not a regular file"):
-        check_file(link)
+        check_file(link, claim, 3 << 20)
     with pytest.raises(UnsafeTargetError, match="not a regular file"):
-        check_file(tmp_path)
+        check_file(tmp_path, claim, 3 << 20)
+
+    squatted = tmp_path / "targets" / "vm2.dat"
+    marker_for(squatted).write_text("a user's notes")  # a file where benchlib would put its marker
+    with pytest.raises(UnsafeTargetError, match="is someone's file"):
+        create_file(squatted, 1 << 20)
+    assert marker_for(squatted).read_text() == "a user's notes" and not squatted.exists()
 
 
 def _loop_device(image: Path) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import ipaddress
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from benchlib.runner.plan import Cell, Plan
 from benchlib.runner.reading import files_of, writing_jobs
 from benchlib.runner.safety import UnsafeTargetError
 from benchlib.runner.targets import Targets, on_server
+from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
 from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
@@ -191,7 +191,7 @@ echo "target_device=$disk"
 def command_facts(command: str, host: str, target: str) -> dict:
     """A remote host's facts through the plan's ``facts_command`` (e.g. ``ssh {host} sh -s -- {target}``),
     which gets :data:`FACTS_SCRIPT` on its stdin."""
-    line = command.format(host=shlex.quote(host), target=shlex.quote(target))
+    line = command.replace("{host}", shlex.quote(host)).replace("{target}", shlex.quote(target))
     try:
         done = subprocess.run(line, shell=True, input=FACTS_SCRIPT, capture_output=True, text=True, timeout=60, check=False)
     except subprocess.TimeoutExpired:
@@ -206,21 +206,6 @@ def command_facts(command: str, host: str, target: str) -> dict:
     if "memory_kib" in facts and str(facts["memory_kib"]).isdigit():
         facts["memory_bytes"] = int(facts.pop("memory_kib")) * 1024
     return facts
-
-
-def is_local(host: str) -> bool:
-    """Whether a fio server address is this machine (loopback or one of its own addresses)."""
-    try:
-        address = ipaddress.ip_address(socket.gethostbyname(host))
-    except (OSError, ValueError):
-        return False
-    if address.is_loopback:
-        return True
-    try:
-        own = {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
-    except OSError:
-        own = set()
-    return str(address) in own
 
 
 def reachable(host: str, port: int, timeout: float = 3.0) -> str | None:
@@ -325,13 +310,23 @@ def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
     return lines + [f"{k}={v}" for k, v in sorted(cell.options.items())]
 
 
-def job_text(plan: Plan, cell: Cell, target: str) -> str:
-    """The fio job file of one cell on one host: the lines fio was asked about, then the job's section."""
-    return "[global]\n" + "\n".join(job_lines(plan, cell, target)) + f"\n\n[{cell.profile}]\n"
+def job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
+    """The fio job file of one cell on one host: the lines fio was asked about, then the job's section.
+
+    With ``fd`` (a descriptor of ``target`` that benchlib opened and checked) fio opens ``/dev/fd/<fd>``.
+    """
+    if fd is None:
+        return "[global]\n" + "\n".join(job_lines(plan, cell, target)) + f"\n\n[{cell.profile}]\n"
+    lines = job_lines(plan, cell, f"/dev/fd/{fd}")
+    return (f"# /dev/fd/{fd} is {target}, opened and checked by benchlib just before fio started\n[global]\n"
+            + "\n".join(lines) + f"\n\n[{cell.profile}]\n")
 
 
-def _discard_partials(output: Path) -> int:
-    stale = [p for p in output.rglob(".partial-*") if p.is_dir()]
+def _discard_partials(plan: Plan) -> int:
+    """Remove the half-written output of interrupted cells: ``.partial-attempt-N`` folders in the plan's
+    own cell folders, and nothing else (the output folder may hold other things)."""
+    stale = [p for repetition, cell in plan.order() for p in cell_dir(plan, repetition, cell).glob(".partial-attempt-*")
+             if p.is_dir() and not p.is_symlink()]
     for path in stale:
         shutil.rmtree(path)
     return len(stale)
@@ -398,11 +393,13 @@ def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
             failed[host] += f": {lines[-1]}"
 
 
-def _run_fio(command: list[str], cwd: Path, limit: float, tick: Callable[[float], None]) -> tuple[int, str]:
-    """Run fio in its own session; on Ctrl-C stop it (and the servers' jobs), remove ``cwd`` and re-raise."""
+def _run_fio(command: list[str], cwd: Path, limit: float, tick: Callable[[float], None],
+             fds: tuple[int, ...] = ()) -> tuple[int, str]:
+    """Run fio in its own session (with ``fds`` open in it); on Ctrl-C stop it (and the servers' jobs),
+    remove ``cwd`` and re-raise."""
     began = time.monotonic()
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_die_with_parent)
+                            start_new_session=True, preexec_fn=_die_with_parent, pass_fds=fds)
     try:
         while proc.poll() is None:
             time.sleep(0.2)
@@ -440,13 +437,17 @@ def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, s
 
 def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, hosts: list[str],
              targets: dict[str, str], order_index: int, tick: Callable[[float], None],
-             remote_facts: dict[str, dict] | None = None, writes: bool = True) -> tuple[set[str], dict[str, str]]:
+             remote_facts: dict[str, dict] | None = None, writes: bool = True,
+             fds: dict[str, int] | None = None) -> tuple[set[str], dict[str, str]]:
     """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
 
     ``remote_facts``: what each remote host's fio server said about its machine (:func:`server_facts`).
     ``writes``: whether fio said the cell writes; a cell that does not runs with fio's ``--readonly``
-    on this machine, so fio itself refuses any write.
+    (passed to every server too), so fio itself refuses any write.
+    ``fds``: per host, a descriptor of its target that benchlib opened and checked; fio then uses
+    ``/dev/fd/N``, so nothing done to the target's name after the check reaches fio.
     """
+    fds = fds or {}
     remote_facts = remote_facts or {}
     folder = cell_dir(plan, repetition, cell)
     attempt = len(list(folder.glob("attempt-*"))) + 1
@@ -454,14 +455,15 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     local = not plan.servers
-    command = [fio, "--output-format=json+", "--output=fio.json", *([] if writes or not local else ["--readonly"])]
+    readonly = [] if writes else ["--readonly"]
+    command = [fio, "--output-format=json+", "--output=fio.json", *(readonly if local else [])]
     for host in hosts:
         job = partial / f"job-{host}.fio"
-        job.write_text(job_text(plan, cell, targets[host]), encoding="utf-8")
-        command += [job.name] if local else [f"--client={host},{plan.port}", job.name]
+        job.write_text(job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
+        command += [job.name] if local else [f"--client={host},{plan.port}", *readonly, job.name]
     start = datetime.now(UTC)
     limit = plan.runtime_s + plan.ramp_time_s + 120 + plan.target.size_bytes / 20e6
-    returncode, stderr = _run_fio(command, partial, limit, tick)
+    returncode, stderr = _run_fio(command, partial, limit, tick, tuple(fds.values()))
     end = datetime.now(UTC)
     output = partial / "fio.json"
     if not output.exists() or output.stat().st_size == 0:
@@ -583,7 +585,7 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
     reading = reading or read_plan(plan, fio)
     summary = RunSummary()
     with _locked(plan.output), _sigterm_as_interrupt():
-        _discard_partials(plan.output)
+        _discard_partials(plan)
         _write_study(plan)
         order = plan.order()
         _write_plan_record(plan, order)
@@ -591,7 +593,7 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
         summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
         summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
         live = [h for h in plan.hosts if h not in summary.down]
-        guard = Targets(plan, fio, destroy_data, remote or _default_remote(plan))
+        guard = Targets(plan, fio, destroy_data)
         targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
         total = len(todo) * cell_seconds(plan)
@@ -605,11 +607,11 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
                 writes = cell.key in reading.writing
                 guard.recheck(hosts, writes)
                 try:
-                    with guard.held(hosts):
+                    with guard.opened(hosts) as fds:
                         ok, failed = run_cell(
                             plan, fio, version, repetition, cell, hosts, targets, index,
                             lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab),
-                            remote_facts, writes)
+                            remote_facts, writes, fds)
                 except KeyboardInterrupt:
                     raise RunInterrupted(
                         f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "

@@ -104,6 +104,17 @@ BASE_OPTIONS: dict[str, str | int] = {
 }
 
 _FACTOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NOT_FACTORS = ("profile", "repetition")
+_KEYS = {
+    "study": {"name", "title", "citation"},
+    "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
+    "target": {"file", "device", "size"},
+    "hosts": {"servers", "port", "facts_command"},
+    "matrix": {"levels", "option", "options"},
+    "profiles": {"use", "name", "options", "sweep", "hold"},
+    "sweep": {"factor", "option", "levels"},
+}
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 
 
@@ -241,6 +252,22 @@ def _text(value: object, path: Path | None = None, where: str = "") -> str:
     return str(value)
 
 
+def _table(path: Path, where: str, value: object, keys: set[str] | None = None) -> dict:
+    """A TOML table, with only ``keys`` when given (a misspelled key is an error, not silently ignored)."""
+    if not isinstance(value, dict):
+        raise PlanError(f"{path}: {where} must be a table, not {value!r}")
+    unknown = sorted(set(value) - keys) if keys is not None else []
+    if unknown:
+        raise PlanError(f"{path}: {where} has unknown keys {unknown} (allowed: {', '.join(sorted(keys or ()))})")
+    return value
+
+
+def _list(path: Path, where: str, value: object) -> list:
+    if not isinstance(value, list):
+        raise PlanError(f"{path}: {where} must be a list such as [\"a\", \"b\"], not {value!r}")
+    return value
+
+
 def _checked(path: Path, where: str, text: str, problem: str | None) -> str:
     if problem:
         raise PlanError(f"{path}: {where}: {text!r} is refused: {problem}")
@@ -261,6 +288,14 @@ def _options(path: Path, where: str, table: object, allowed: frozenset[str]) -> 
     return dict(_option(path, where, k, v, allowed) for k, v in table.items())
 
 
+def _profile_name(path: Path, where: str, name: str) -> str:
+    """A profile name: a folder name of the study and fio's job section name."""
+    if not _PROFILE_NAME.fullmatch(name):
+        raise PlanError(f"{path}: {where}: profile name {name!r} is refused: a profile name is letters, digits, "
+                        "'.', '_' and '-' (it names the cell's folder and fio's job section)")
+    return _checked(path, where, name, name_problem(name))
+
+
 def _level(path: Path, where: str, value: object) -> str:
     text = _text(value, path, where)
     return _checked(path, where, text, text_problem(text) or ("it is empty" if not text else None))
@@ -270,18 +305,19 @@ def _factor(path: Path, name: str, table: object, allowed: frozenset[str]) -> Fa
     if not _FACTOR_NAME.fullmatch(name):
         raise PlanError(f"{path}: [matrix.{name!r}]: a factor name is a letter, then letters, digits or _ "
                         "(it becomes a column and a folder name)")
-    if name in RUNS or name in ("profile", "repetition"):
+    if name in RUNS or name in _NOT_FACTORS:
         raise PlanError(f"{path}: [matrix.{name}]: {name!r} is a column benchlib already has; rename the factor")
-    if not isinstance(table, dict) or not table.get("levels"):
+    table = _table(path, f"[matrix.{name}]", table, _KEYS["matrix"])
+    if not table.get("levels"):
         raise PlanError(f"{path}: [matrix.{name}] needs levels = [...]")
-    levels = tuple(_level(path, f"[matrix.{name}] levels", v) for v in table["levels"])
+    levels = tuple(_level(path, f"[matrix.{name}] levels", v) for v in _list(path, f"[matrix.{name}] levels", table["levels"]))
     if len(set(levels)) != len(levels):
         raise PlanError(f"{path}: [matrix.{name}] lists a level twice: {list(levels)}")
     options: dict[str, dict[str, str]] = {}
     if "option" in table:
         option = str(table["option"])
         options = dict((level, dict([_option(path, f"[matrix.{name}] option", option, level, allowed)])) for level in levels)
-    for level, opts in table.get("options", {}).items():
+    for level, opts in _table(path, f"[matrix.{name}] options", table.get("options", {})).items():
         if str(level) not in levels:
             raise PlanError(f"{path}: [matrix.{name}] options.{level}: {level!r} is not one of the levels {list(levels)}")
         options.setdefault(str(level), {}).update(_options(path, f"[matrix.{name}] options.{level}", opts, allowed))
@@ -290,37 +326,36 @@ def _factor(path: Path, name: str, table: object, allowed: frozenset[str]) -> Fa
 
 def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor], allowed: frozenset[str]) -> Profile:
     where = f"[[profiles]] entry {index + 1}"
-    if not isinstance(entry, dict):
-        raise PlanError(f"{path}: {where} must be a table")
+    entry = _table(path, where, entry, _KEYS["profiles"])
     if "use" in entry:
         base = PROFILES.get(str(entry["use"]))
         if base is None:
             raise PlanError(f"{path}: {where}: no built-in profile {entry['use']!r}; built-ins: {', '.join(PROFILES)}")
         name = str(entry.get("name", entry["use"]))
-        options = _options(path, where, base["options"] | entry.get("options", {}), allowed)
-        sweep = dict(base.get("sweep", {})) | entry.get("sweep", {})
+        options = _options(path, where, base["options"] | _table(path, f"{where} options", entry.get("options", {})), allowed)
+        sweep = dict(base.get("sweep", {})) | _table(path, f"{where} sweep", entry.get("sweep", {}), _KEYS["sweep"])
     elif "name" in entry and "options" in entry:
         name = str(entry["name"])
         options = _options(path, f"{where} ({name!r}) options", entry["options"], allowed)
-        sweep = entry.get("sweep", {})
+        sweep = _table(path, f"{where} sweep", entry.get("sweep", {}), _KEYS["sweep"])
     else:
         raise PlanError(f"{path}: {where} needs use = \"<built-in>\" or name = ... with options = {{...}}")
-    _checked(path, f"{where} name", name, name_problem(name))
+    _profile_name(path, f"{where} name", name)
     if sweep and not {"factor", "option", "levels"} <= set(sweep):
         raise PlanError(f"{path}: {where} ({name}) sweep needs factor, option and levels")
     if sweep and not _FACTOR_NAME.fullmatch(str(sweep["factor"])):
         raise PlanError(f"{path}: {where} ({name}) sweep factor {sweep['factor']!r}: a factor name is a letter, "
                         "then letters, digits or _")
     levels = tuple(_option(path, f"{where} ({name}) sweep", sweep["option"], v, allowed)[1]
-                   for v in sweep.get("levels", ())) if sweep else ()
-    hold = {str(k): _text(v, path, f"{where} hold") for k, v in entry.get("hold", {}).items()}
+                   for v in _list(path, f"{where} ({name}) sweep levels", sweep["levels"])) if sweep else ()
+    hold = {str(k): _text(v, path, f"{where} hold") for k, v in _table(path, f"{where} hold", entry.get("hold", {})).items()}
     for factor, level in hold.items():
         if factor not in factors:
             raise PlanError(f"{path}: {where} ({name}) holds {factor!r}, which [matrix] does not declare "
                             f"(declared: {', '.join(factors) or 'none'})")
         if level not in factors[factor].levels:
             raise PlanError(f"{path}: {where} ({name}) holds {factor} = {level!r}, not one of {list(factors[factor].levels)}")
-    if sweep and (sweep["factor"] in factors or sweep["factor"] in RUNS):
+    if sweep and (sweep["factor"] in factors or sweep["factor"] in RUNS or sweep["factor"] in _NOT_FACTORS):
         raise PlanError(f"{path}: {where} ({name}) sweep factor {sweep['factor']!r} clashes with a matrix factor or column")
     return Profile(
         name=name,
@@ -339,7 +374,8 @@ def _positive_int(path: Path, table: dict, key: str, default: int, minimum: int 
     return value
 
 
-def _target(path: Path, table: dict) -> Target:
+def _target(path: Path, table: object) -> Target:
+    table = _table(path, "[target]", table, _KEYS["target"])
     file, device = table.get("file"), table.get("device")
     if (file is None) == (device is None):
         raise PlanError(f"{path}: [target] needs exactly one of file = \"/path/{{host}}.dat\" or device = \"/dev/...\"")
@@ -352,25 +388,26 @@ def _target(path: Path, table: dict) -> Target:
     return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
 
 
-def _facts_command(path: Path, hosts: dict) -> str | None:
-    unknown = sorted(set(hosts) - {"servers", "port", "facts_command"})
-    if unknown:
-        raise PlanError(f"{path}: [hosts] has unknown keys {unknown} (allowed: servers, port, facts_command)")
+def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
     command = hosts.get("facts_command")
     if command is None:
         return None
     if not isinstance(command, str) or "{host}" not in command:
         raise PlanError(f"{path}: [hosts] facts_command must be a command with {{host}} in it, "
                         "e.g. \"ssh -o BatchMode=yes {host} sh -s -- {target}\"")
+    if not allowed:
+        raise PlanError(f"{path}: [hosts] facts_command is a shell command benchlib would run on this machine "
+                        f"({command!r}); if you mean it, run with --allow-facts-command")
     return command
 
 
-def load_plan(path: str | Path, *, allow_options: Iterable[str] = ()) -> Plan:
+def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_facts_command: bool = False) -> Plan:
     """Read and check a plan file.
 
     ``allow_options``: fio options the user allows although they run commands, write files of
     their own choosing or use another engine (``benchlib run --allow-option``; see
-    :mod:`benchlib.runner.vocabulary`).
+    :mod:`benchlib.runner.vocabulary`). ``allow_facts_command``: the user allows the plan's
+    ``[hosts] facts_command``, a shell command (``benchlib run --allow-facts-command``).
 
     Raises
     ------
@@ -385,25 +422,28 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = ()) -> Plan:
     if unknown:
         raise PlanError(f"{path}: unknown section(s) {', '.join(unknown)}; "
                         "a plan has study, run, target, hosts, matrix, profiles and options")
-    study, run = data.get("study", {}), data.get("run", {})
+    study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
+    run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
     if "target" not in data:
         raise PlanError(f"{path}: no [target]; say where fio may do its I/O (file = ... or device = ...)")
     allowed = frozenset(allow_options)
-    factors = {name: _factor(path, name, table, allowed) for name, table in data.get("matrix", {}).items()}
+    factors = {name: _factor(path, name, table, allowed)
+               for name, table in _table(path, "[matrix]", data.get("matrix", {})).items()}
     if not data.get("profiles"):
         raise PlanError(f"{path}: no [[profiles]]; add at least one, e.g. [[profiles]] use = \"randread-4k\"")
-    profiles = tuple(_profile(path, i, e, factors, allowed) for i, e in enumerate(data["profiles"]))
+    profiles = tuple(_profile(path, i, e, factors, allowed)
+                     for i, e in enumerate(_list(path, "[[profiles]]", data["profiles"])))
     names = [p.name for p in profiles]
     if len(set(names)) != len(names):
         raise PlanError(f"{path}: two profiles share a name ({names}); give one of them name = \"...\"")
-    hosts = data.get("hosts", {})
+    hosts = _table(path, "[hosts]", data.get("hosts", {}), _KEYS["hosts"])
     servers = tuple(_checked(path, "[hosts] servers", str(s), None if _HOST.fullmatch(str(s)) else
                              "a fio server is a host name or address (letters, digits, '.', ':', '-', '_')")
-                    for s in hosts.get("servers", ()))
+                    for s in _list(path, "[hosts] servers", hosts.get("servers", [])))
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
     output = path.parent / str(run.get("output", "."))
-    return Plan(
+    plan = Plan(
         path=path,
         name=str(study.get("name", output.resolve().name)),
         title=str(study.get("title", "")),
@@ -416,8 +456,14 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = ()) -> Plan:
         target=_target(path, data["target"]),
         servers=servers,
         port=_positive_int(path, hosts, "port", 8765, section="hosts"),
-        facts_command=_facts_command(path, hosts),
+        facts_command=_facts_command(path, hosts, allow_facts_command),
         factors=tuple(factors.values()),
         profiles=profiles,
         base_options={k: _text(v) for k, v in BASE_OPTIONS.items()} | _options(path, "[options]", data.get("options", {}), allowed),
     )
+    keys = [cell.key for cell in plan.cells()]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise PlanError(f"{path}: two cells would share the folder {twice[0]!r} (levels that differ only in "
+                        "characters a folder name cannot hold, or a name used twice); rename a level or profile")
+    return plan

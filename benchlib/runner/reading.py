@@ -13,7 +13,7 @@ fio, with the exact option lines of every job:
   as writing and the rest checked again: one fio start per writing job, plus one.
 
 A few options make a job write although its direction does not say so
-(:data:`benchlib.runner.vocabulary.WRITES_ANYWAY`); those jobs count as writing too.
+(:data:`benchlib.runner.vocabulary.WRITES_UNLESS`); those jobs count as writing too.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
-from benchlib.runner.vocabulary import WRITES_ANYWAY
+from benchlib.runner.vocabulary import WRITES_UNLESS
 
 _SECTION = "benchlib-check-{}"
 _NEW_JOB = re.compile(r"^parse\s+\d+\s+handle_option=filename, ptr=", re.M)
@@ -82,7 +82,7 @@ def files_of(fio: str, jobs: Mapping[str, Sequence[str]]) -> dict[str, tuple[str
 
 
 def writing_jobs(fio: str, jobs: Mapping[str, Sequence[str]]) -> set[str]:
-    """The jobs that write or trim, by fio's own read-only check (and :data:`WRITES_ANYWAY`).
+    """The jobs that write or trim, by fio's own read-only check (and :data:`WRITES_UNLESS`).
 
     Raises
     ------
@@ -108,6 +108,6 @@ def writing_jobs(fio: str, jobs: Mapping[str, Sequence[str]]) -> set[str]:
 def _writes_anyway(lines: Sequence[str]) -> bool:
     for line in lines:
         key, _, value = line.partition("=")
-        if value.strip().lower() in WRITES_ANYWAY.get(key.strip(), ()):
+        if key.strip() in WRITES_UNLESS and value.strip().lower() not in WRITES_UNLESS[key.strip()]:
             return True
     return False

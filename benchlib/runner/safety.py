@@ -2,23 +2,24 @@
 
 Rules (DESIGN.md contract 9):
 
-* A **file** target is used only if benchlib created it. benchlib creates it
-  (never over an existing file, never larger than the free space) and leaves a
-  marker beside it, ``<file>.benchlib-target``, naming the file's device, inode
-  and a random token that it also sets as the file's ``user.benchlib.target``
-  extended attribute. A path that is a link, a file with a second hard link,
-  another inode, or a file without the token (a user's file re-created under a
-  reused inode number) is refused.
+* A **file** target is used only if the study created it. benchlib creates it
+  (never over an existing file, never larger than the free space): the region
+  fio works in, then 4 KiB holding a random token (:class:`FileClaim`), recorded
+  by the study. A path that is a link, a file with a second hard link, another
+  inode, or a file without the token (a user's file re-created under a reused
+  inode number) is refused; the marker ``<file>.benchlib-target`` beside it is
+  for people and proves nothing.
 * A **block device** is never written unless the user named that exact device
   with ``--destroy-data=<device>``. Even then a device that is in use (mounted,
   in this or any other mount namespace, active swap, held by LVM, RAID,
-  dm-crypt... in ``holders/``, opened exclusively by anyone, or the backing
-  device of a loop device) is refused: writing under a live file system
+  dm-crypt... in ``holders/``, opened exclusively by anyone, or under a loop
+  device: backed by it, its disk, its partitions or its own backing file) is refused: writing under a live file system
   corrupts it. What the device holds (partitions, file-system, LVM, RAID or swap
   signatures, any non-zero bytes at its start, the file behind a loop device)
   is named in the message, so the user knows what would go.
-* Both are checked again immediately before every cell (:func:`recheck`), and
-  a local device is held open exclusively while fio runs, so nothing can mount it.
+* Both are checked again immediately before every cell (:mod:`benchlib.runner.targets`), and
+  a local target is handed to fio as a descriptor benchlib opened (``/dev/fd/N``),
+  a device held with ``O_EXCL`` so that nothing can mount it while fio runs.
 
 Device facts come from sysfs and procfs, whose roots are parameters so the
 logic is tested on fixture trees.
@@ -40,7 +41,7 @@ from pathlib import Path
 from benchlib.errors import BenchlibError
 
 MARKER_SUFFIX = ".benchlib-target"
-XATTR = "user.benchlib.target"
+TAIL_BYTES = 4096  # after the region fio works in: the claim's token
 _HEAD_BYTES = 1 << 20
 _SPARE_BYTES = 64 << 20  # free space a file target must leave on its file system
 
@@ -87,7 +88,7 @@ class DeviceReport:
     def in_use(self) -> list[str]:
         """Reasons the device is in use right now (mounted, swap, holders, exclusive users, loop devices on it)."""
         return ([f"mounted at {m}" for m in self.mounts] + [f"active swap {s}" for s in self.swaps]
-                + [f"held by {h}" for h in self.holders] + self.busy + [f"backing device of {lo}" for lo in self.loops])
+                + [f"held by {h}" for h in self.holders] + self.busy + [f"the loop device {lo} sits on its storage" for lo in self.loops])
 
     @property
     def contents(self) -> list[str]:
@@ -121,7 +122,8 @@ def _partitions_and_holders(node: Path, report: DeviceReport, ids: dict[str, str
         if (child / "partition").exists():
             report.partitions.append(child.name)
             ids[_read(child / "dev")] = child.name
-    for folder in [node] + [node / p for p in report.partitions]:
+    whole = [node.parent] if (node / "partition").exists() else []  # a partition's disk held whole (dm, RAID)
+    for folder in [node] + [node / p for p in report.partitions] + whole:
         holders = folder / "holders"
         if holders.is_dir():
             report.holders.extend(f"{h.name} (on {folder.name})" for h in sorted(holders.iterdir()))
@@ -164,7 +166,7 @@ def inspect_device(
     if not fixture:
         report.rdev = os.stat(device).st_rdev
         report.busy = _exclusive_users(device)
-    report.loops, report.backing = _loop_relations(node, dev_id, sysfs)
+    report.loops, report.backing = _loop_relations(node, sysfs)
     return report
 
 
@@ -181,23 +183,51 @@ def _exclusive_users(device: Path) -> list[str]:
     return []
 
 
-def _loop_relations(node: Path, dev_id: tuple[int, int], sysfs: Path) -> tuple[list[str], str | None]:
-    """Loop devices whose backing file is this device, and this loop device's own backing file."""
+def _dev_id(text: str) -> tuple[int, int] | None:
+    major, _, minor = text.partition(":")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+def _storage_of(node: Path) -> set[tuple[int, int]]:
+    """The device itself, its parent disk (for a partition) and its partitions: writing it writes their storage."""
+    nodes = [node] + [c for c in node.iterdir() if (c / "partition").exists()]
+    if (node / "partition").exists():
+        nodes.append(node.parent)
+    return {d for n in nodes if (d := _dev_id(_read(n / "dev")))}
+
+
+def _backing_of(loop: Path) -> tuple[str, tuple] | None:
+    """What a loop device sits on: ``("dev", (major, minor))`` or ``("file", (st_dev, st_ino))``."""
+    backing = _read(loop / "loop" / "backing_file").removesuffix(" (deleted)")
+    if not backing:
+        return None
+    try:
+        st = os.stat(backing)
+    except OSError:
+        return None
+    if stat.S_ISBLK(st.st_mode):
+        return "dev", (os.major(st.st_rdev), os.minor(st.st_rdev))
+    return "file", (st.st_dev, st.st_ino)
+
+
+def _loop_relations(node: Path, sysfs: Path) -> tuple[list[str], str | None]:
+    """Loop devices on the same storage as this device, and this loop device's own backing file.
+
+    A loop device counts when its backing is this device, its parent disk or one of its
+    partitions, or (for a loop device) the same backing file: writing here writes under it.
+    """
+    if not node.is_dir():
+        return [], None
+    storage = {("dev", d) for d in _storage_of(node)}
+    own = _backing_of(node)
+    if own and own[0] == "file":
+        storage.add(own)
     users = []
     for loop in sorted((sysfs / "block").glob("loop*")):
-        backing = _read(loop / "loop" / "backing_file")
-        if backing and _same_device(backing, dev_id):
+        if loop.resolve() != node and _backing_of(loop) in storage:
             users.append(f"/dev/{loop.name}")
-    own = _read(node / "loop" / "backing_file") if node.is_dir() else ""
-    return users, own or None
-
-
-def _same_device(path: str, dev_id: tuple[int, int]) -> bool:
-    try:
-        st = os.stat(path.removesuffix(" (deleted)"))
-    except OSError:
-        return False
-    return stat.S_ISBLK(st.st_mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == dev_id
+    backing = _read(node / "loop" / "backing_file")
+    return users, backing or None
 
 
 def check_device(
@@ -221,7 +251,8 @@ def check_device(
     in_use = list(report.in_use)
     if report.backing and dev_id is None and _is_block(report.backing):
         behind = inspect_device(report.backing, sysfs=sysfs, procfs=procfs)
-        in_use += [f"its backing device {report.backing} is {reason}" for reason in behind.in_use]
+        in_use += [f"its backing device {report.backing} is {reason}" for reason in behind.in_use
+                   if reason != f"the loop device /dev/{Path(os.path.realpath(device)).name} sits on its storage"]
     if in_use:
         raise UnsafeTargetError(
             f"{device} is in use ({'; '.join(in_use)}); benchlib never writes to a device in use. "
@@ -244,24 +275,68 @@ def _is_block(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def held_exclusively(device: str) -> Iterator[None]:
-    """Hold a local device open with ``O_EXCL`` while fio runs: the kernel then refuses to mount it,
-    swap on it or hand it to device mapper or RAID; fio's own opens (without ``O_EXCL``) still work."""
+def held_exclusively(device: str) -> Iterator[int]:
+    """Hold a local device open with ``O_EXCL`` while fio runs, and give the descriptor (for ``/dev/fd/N``).
+
+    The kernel then refuses to mount the device, swap on it or hand it to device mapper or
+    RAID; fio's own opens (without ``O_EXCL``) still work.
+    """
     try:
         fd = os.open(device, os.O_RDONLY | os.O_EXCL)
     except OSError as exc:
         raise UnsafeTargetError(f"{device} became busy ({exc.strerror}): something mounted or claimed it; "
                                 "nothing was written in this cell") from None
     try:
-        yield
+        yield fd
     finally:
         os.close(fd)
 
 
 def marker_for(path: str | Path) -> Path:
-    """The marker benchlib leaves beside a file target it created."""
+    """The marker benchlib leaves beside a file target it created (for people; the proof is the study's record)."""
     path = Path(path)
     return path.with_name(path.name + MARKER_SUFFIX)
+
+
+@dataclass(frozen=True)
+class FileClaim:
+    """What a study recorded when benchlib created a file target.
+
+    The file holds ``size`` bytes for fio (the region every job works in) and then
+    :data:`TAIL_BYTES` filled with ``token`` repeated: fio never reaches them, so a file
+    that still holds the token there is the file benchlib created, whatever its name
+    or inode number has been since. ``inode`` and ``device`` are known for local files.
+    """
+
+    token: str
+    size: int
+    inode: int | None = None
+    device: int | None = None
+
+    def tail(self) -> bytes:
+        """The bytes after the region: the token repeated."""
+        return bytes.fromhex(self.token) * (TAIL_BYTES // 16)
+
+    def as_record(self) -> dict:
+        """The claim as the study records it (``.benchlib-targets.json``)."""
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+    @classmethod
+    def from_record(cls, record: object) -> FileClaim | None:
+        """A recorded claim, or None when the record is not one."""
+        if not isinstance(record, dict) or not isinstance(record.get("token"), str) or len(record["token"]) != 32:
+            return None
+        try:
+            bytes.fromhex(record["token"])
+            return cls(token=record["token"], size=int(record["size"]), inode=record.get("inode"),
+                       device=record.get("device"))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def new_claim(size: int) -> FileClaim:
+    """A claim with a fresh random token, for a file not created yet."""
+    return FileClaim(token=secrets.token_hex(16), size=size)
 
 
 def _refuse_file(path: Path, why: str) -> UnsafeTargetError:
@@ -269,92 +344,128 @@ def _refuse_file(path: Path, why: str) -> UnsafeTargetError:
                              "Choose a new path in [target]")
 
 
-def _marker(path: Path) -> dict:
+def _marker_is_ours(path: Path) -> bool:
+    """Whether a marker file is missing or one benchlib wrote (so it may be written again)."""
     marker = marker_for(path)
-    if marker.is_symlink() or not marker.is_file():
-        raise _refuse_file(path, f"it exists and benchlib did not create it (no {marker.name} beside it)")
+    if not marker.exists() and not marker.is_symlink():
+        return True
     try:
-        created = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        created = None
-    if not isinstance(created, dict) or created.get("created_by") != "benchlib" or not created.get("token"):
-        raise _refuse_file(path, f"{marker.name} beside it is not a marker benchlib wrote")
-    return created
+        return not marker.is_symlink() and json.loads(marker.read_text(encoding="utf-8")).get("created_by") == "benchlib"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
-def _token_of(path: Path) -> str | None:
+def _tail_of(path: Path, size: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        return os.getxattr(path, XATTR, follow_symlinks=False).decode("ascii", "replace")
-    except OSError:
-        return None
+        return os.pread(fd, TAIL_BYTES, size)
+    finally:
+        os.close(fd)
 
 
-def check_file(path: str | Path) -> bool:
-    """Whether a local file target is usable: True if benchlib created it, False if it does not exist yet.
+def check_file(path: str | Path, claim: FileClaim | None, size: int) -> bool:
+    """Whether a local file target is usable: True if this study created it, False if it does not exist yet.
+
+    Parameters
+    ----------
+    path
+        The target.
+    claim
+        What the study recorded when it created the file (None: it did not).
+    size
+        The region the plan asks for now.
 
     Raises
     ------
     UnsafeTargetError
-        When the path exists and benchlib did not create it, was replaced or linked since, or is a link.
+        When the path exists and this study did not create it, or it was replaced, linked or resized since.
     """
     path = Path(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        if not _marker_is_ours(path):
+            raise _refuse_file(path, f"it does not exist, but {marker_for(path).name} beside it is someone's file, "
+                                     "which benchlib would write over") from None
         return False
     if not stat.S_ISREG(st.st_mode):
         raise _refuse_file(path, "it exists and is not a regular file (a link, a folder or a device: for a block "
                                  "device write device = ... in [target])")
     if st.st_nlink != 1:
         raise _refuse_file(path, f"it has {st.st_nlink} hard links, so writing it writes another name's file too")
-    created = _marker(path)
-    if created.get("inode") != st.st_ino or created.get("device") != st.st_dev:
-        raise _refuse_file(path, f"it was replaced since benchlib created it ({marker_for(path).name} names another file)")
-    if created.get("xattr", True) and _token_of(path) != created["token"]:
-        raise _refuse_file(path, "it does not carry the token benchlib set on the file it created (a file re-created "
-                                 "under the same inode number)")
+    if claim is None:
+        raise _refuse_file(path, "it exists and this study did not create it (the study's .benchlib-targets.json "
+                                 "does not record it)")
+    if (claim.inode, claim.device) != (st.st_ino, st.st_dev):
+        raise _refuse_file(path, "it was replaced since benchlib created it (another file now has its name)")
+    if claim.size != size:
+        raise _refuse_file(path, f"benchlib created it for a region of {claim.size:,} bytes and the plan now asks "
+                                 f"for {size:,}; fio would re-create it")
+    if _tail_of(path, claim.size) != claim.tail():
+        raise _refuse_file(path, "it does not hold the token benchlib wrote after its region (a file re-created "
+                                 "under the same inode number, or changed by something else)")
     return True
 
 
-def create_file(path: str | Path, size: int = 0) -> None:
-    """Create a file target of ``size`` bytes (never over an existing one, never beyond the free space) and its marker.
+def create_file(path: str | Path, size: int) -> FileClaim:
+    """Create a local file target: ``size`` bytes of random data, then the claim's token; return the claim.
 
-    The file is written in full here: fio re-creates (unlinks, then creates) a
-    file smaller than the job's size, which would give it a new inode and make
-    the marker name another file; a sparse file would make reads free. If the
-    writing fails (out of space, an I/O error), the file and marker are removed.
+    Never over an existing file, never when its file system lacks the space; if writing fails
+    (out of space, an I/O error) the file and its marker are removed. The file is written in
+    full: fio re-creates (unlinks, then creates) a file smaller than the job's size, and a
+    sparse file would make reads free.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(path.parent).free
-    if size + _SPARE_BYTES > free:
+    if size + TAIL_BYTES + _SPARE_BYTES > free:
         raise UnsafeTargetError(f"{path}: the target needs {size:,} bytes and its file system has {free:,} free "
                                 f"(benchlib leaves {_SPARE_BYTES >> 20} MiB spare); choose a smaller size or another place")
+    if not _marker_is_ours(path):
+        raise _refuse_file(path, f"{marker_for(path).name} beside it is someone's file, which benchlib would write over")
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         raise UnsafeTargetError(f"{path} appeared while benchlib was creating it; choose a new path") from None
     try:
         st = os.fstat(fd)
-        token = secrets.token_hex(16)
-        try:
-            os.setxattr(fd, XATTR, token.encode())
-            xattr = True
-        except OSError:  # a file system without user extended attributes: inode and device only
-            xattr = False
-        record = {"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev, "token": token, "xattr": xattr}
-        _write_new(marker_for(path), json.dumps(record) + "\n")
+        claim = FileClaim(token=secrets.token_hex(16), size=size, inode=st.st_ino, device=st.st_dev)
         chunk = os.urandom(1 << 20)
         written = 0
         while written < size:
             written += os.write(fd, chunk[: min(len(chunk), size - written)])
+        os.write(fd, claim.tail())
         os.fsync(fd)
+        marker = {"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev, "size": size}
+        _write_new(marker_for(path), json.dumps(marker) + "\n")
     except OSError as exc:
         os.close(fd)
         path.unlink(missing_ok=True)
         marker_for(path).unlink(missing_ok=True)
         raise UnsafeTargetError(f"{path}: creating the target failed ({exc.strerror}); nothing is left behind") from None
     os.close(fd)
+    return claim
+
+
+def open_claimed(path: str | Path, claim: FileClaim) -> int:
+    """Open a claimed local file for fio to use through ``/dev/fd/N``.
+
+    The descriptor stays on this file whatever happens to its name or folders while fio runs.
+
+    Raises
+    ------
+    UnsafeTargetError
+        When the path no longer leads to the claimed file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise UnsafeTargetError(f"{path}: cannot open the target ({exc.strerror}); nothing was written in this cell") from None
+    st = os.fstat(fd)
+    if (st.st_ino, st.st_dev) != (claim.inode, claim.device) or os.pread(fd, TAIL_BYTES, claim.size) != claim.tail():
+        os.close(fd)
+        raise _refuse_file(Path(path), "it changed between benchlib's check and the cell's start")
+    return fd
 
 
 def _write_new(path: Path, text: str) -> None:

@@ -1,77 +1,119 @@
 """The targets of a run on every host: checked before the run, re-checked before every cell.
 
 :mod:`benchlib.runner.safety` holds the rules for one local file or device;
-this module applies them to a plan's hosts, and to remote hosts through fio
-itself (a fio server is all benchlib can reach there):
+this module applies them to a plan's hosts. What the study created is recorded
+in its ``.benchlib-targets.json`` (a random token and the region's size per
+host and path, see :class:`~benchlib.runner.safety.FileClaim`): a file counts
+as benchlib's only when the study's record says so and the file still holds the
+token in the 4 KiB after its region.
 
-* a remote **file** target is used when benchlib created it. Its marker,
-  ``<file>.benchlib-target``, is written through fio with a random 16-byte
-  token as its content; the token is kept in the study's
-  ``.benchlib-targets.json``, and before every cell fio reads the marker back
-  with ``verify=pattern`` (reading only). A marker without this study's token
-  (any other file of 4 KiB, another study's marker) is refused.
-* a remote **device** is written only with ``--destroy-data`` naming it, since
-  benchlib cannot look inside a remote device.
+* **fio on this machine** (no ``[hosts]``): files are created, checked and
+  opened here; fio gets the file or device as ``/dev/fd/N``, a descriptor
+  benchlib opened and checked, so a name or folder swapped after the check
+  cannot redirect the writes. A device is held with ``O_EXCL`` meanwhile.
+* **fio servers**, loopback ones included (a server may live in another mount
+  namespace or container, so its files are not necessarily this machine's):
+  benchlib reaches a server only through fio. Whether a path exists is asked
+  with fio's ``filestat`` engine in read-only mode; the target is created by a
+  fio job writing the token after the region; before every cell fio reads the
+  token back (``verify=pattern``, read-only). A device on a server is written
+  only with ``--destroy-data`` naming it; when the server is this machine, the
+  local device checks apply too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
-import secrets
+import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.runner.plan import Plan
 from benchlib.runner.safety import (
+    TAIL_BYTES,
     DeviceReport,
+    FileClaim,
     UnsafeTargetError,
     check_device,
     check_file,
     create_file,
     held_exclusively,
     marker_for,
+    new_claim,
+    open_claimed,
     recheck_device,
 )
 
-TOKENS = ".benchlib-targets.json"
+RECORD = ".benchlib-targets.json"
+_PROBE_OPTIONS = ("--readonly", "--clocksource=clock_gettime", "--output-format=json")
 
 
 def on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options: str) -> tuple[int, str]:
     """Run one small job file (text ``job``, its first section naming the file) on a fio server."""
-    path = workdir / f"{job[1:job.index(']')]}.fio"
+    path = (workdir / f"{job[1:job.index(']')]}.fio").resolve()
     path.write_text(job, encoding="utf-8")
-    done = subprocess.run([fio, f"--client={host},{port}", *options, str(path)], cwd=workdir,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run([fio, f"--client={host},{port}", *options, str(path)], cwd=path.parent,
+                          capture_output=True, text=True, timeout=120, check=False)
     return done.returncode, done.stdout + done.stderr
 
 
 def _exists_remotely(fio: str, host: str, port: int, path: str, workdir: Path) -> bool:
-    """Whether a non-empty file exists at ``path`` on a fio server, without writing.
+    """Whether anything (even an empty file) exists at ``path`` on a fio server, without writing.
 
-    fio's ``filestat`` engine only stat()s; with no size given and file
-    creation disallowed it fails on a missing or empty file and succeeds on
-    a file with data. (A probe with a size would let fio extend, or even
-    re-create, a small existing file.)
+    fio's ``filestat`` engine only stat()s; in read-only mode fio neither creates nor extends
+    the file, and a missing one fails with ENOENT.
     """
-    code, said = on_server(fio, host, port, workdir,
-                           f"[probe]\nfilename={path}\nioengine=filestat\nallow_file_create=0\n", "--output-format=json")
-    if "failed to connect" in said:
+    code, said = on_server(fio, host, port, workdir, f"[exists]\nfilename={path}\nioengine=filestat\n"
+                           "allow_file_create=0\nsize=4k\n", *_PROBE_OPTIONS)
+    if code == 0:
+        return True
+    if "No such file or directory" in said or '"error" : 2,' in said:
+        return False
+    if "failed to connect" in said or "Connection refused" in said:
         raise UnsafeTargetError(f"cannot check the target on {host}: no fio server answers on port {port}")
-    if "not loadable" in said:
-        raise UnsafeTargetError(f"cannot check the target on {host}: its fio has no filestat engine (fio >= 3.19 has)")
-    return code == 0
+    reason = " ".join(line.removeprefix("<" + host + ">").strip() for line in said.splitlines()
+                      if "fio:" in line or "err=" in line)[-300:]
+    raise UnsafeTargetError(f"cannot tell whether {path} exists on {host}; fio said: {reason or 'nothing'}. "
+                            "(fio >= 3.19 has the filestat engine benchlib asks with)")
 
 
-def _marker_holds(fio: str, host: str, port: int, marker: str, token: str, workdir: Path) -> bool:
-    """Whether the remote marker holds ``token`` throughout, read back by fio (no size: fio never extends it)."""
+def _holds(fio: str, host: str, port: int, path: str, claim: FileClaim, offset: int, workdir: Path) -> bool:
+    """Whether the remote file holds the claim's token at ``offset`` (4 KiB), read back by fio in read-only mode."""
     code, _ = on_server(fio, host, port, workdir,
-                        f"[marker-check]\nfilename={marker}\nrw=read\nbs=16\nioengine=psync\nallow_file_create=0\n"
-                        f"verify=pattern\nverify_pattern=0x{token}\n", "--output-format=json")
+                        f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
+                        f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
+                        *_PROBE_OPTIONS)
     return code == 0
+
+
+def _own_addresses() -> set[str]:
+    """Every address of this machine's interfaces (IPv4 from the kernel's routing trie, IPv6 from if_inet6)."""
+    own = set()
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+        own |= {lines[i - 1].split()[-1] for i, line in enumerate(lines)
+                if "/32 host LOCAL" in line and i and lines[i - 1].strip().startswith("|--")}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            raw = line.split()[0]
+            own.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    return own
+
+
+def is_this_machine(host: str) -> bool:
+    """Whether a fio server address is this machine (loopback, or an address of one of its interfaces)."""
+    try:
+        address = ipaddress.ip_address(socket.gethostbyname(host))
+    except (OSError, ValueError):
+        return False
+    return address.is_loopback or str(address) in _own_addresses()
 
 
 @dataclass
@@ -81,10 +123,15 @@ class Targets:
     plan: Plan
     fio: str
     destroy_data: str | None
-    remote: Callable[[str], bool]
     paths: dict[str, str] = field(default_factory=dict)
     devices: dict[str, DeviceReport] = field(default_factory=dict)
-    tokens: dict[str, str] = field(default_factory=dict)
+    claims: dict[str, FileClaim] = field(default_factory=dict)
+    this_machine: Callable[[str], bool] = is_this_machine
+
+    @property
+    def on_servers(self) -> bool:
+        """Whether fio runs on servers (reached only through fio) rather than on this machine."""
+        return bool(self.plan.servers)
 
     def prepare(self, hosts: list[str], writes: bool) -> dict[str, str]:
         """Check (and create) the target of every host; ``{host: target path}``.
@@ -94,95 +141,123 @@ class Targets:
         UnsafeTargetError
             For a target benchlib must not use; nothing has been written to it.
         """
-        recorded = self._recorded_tokens()
+        recorded = self._recorded()
         with self._scratch() as scratch:
             for host in hosts:
                 path = self.plan.target.path_for(host)
                 self.paths[host] = path
+                claim = FileClaim.from_record(recorded.get(f"{host} {path}"))
                 if self.plan.target.device is not None:
                     self._device(host, path, writes)
-                elif self.remote(host):
-                    self._claim_remote(host, path, scratch, recorded.get(f"{host} {path}"))
-                elif not check_file(path):
-                    create_file(path, self.plan.target.size_bytes)
+                elif self.on_servers:
+                    self.claims[host] = self._claim_remote(host, path, claim, scratch)
+                elif check_file(path, claim, self.plan.target.size_bytes):
+                    self.claims[host] = claim  # type: ignore[assignment]
+                else:
+                    self.claims[host] = create_file(path, self.plan.target.size_bytes)
+                    self._record(f"{host} {path}", self.claims[host])
         return dict(self.paths)
 
     def recheck(self, hosts: list[str], writes: bool) -> None:
-        """Immediately before a cell: every target is still the one checked (same device, same file and marker,
-        still not in use).
+        """Immediately before a cell: every target is still the one checked (same device, same file and token,
+        still not in use); the hosts are asked at once.
 
         Raises
         ------
         UnsafeTargetError
             When a target changed; the cell has not started.
         """
-        with self._scratch() as scratch:
-            for host in hosts:
-                path = self.paths[host]
-                if self.plan.target.device is not None:
-                    if host in self.devices:
-                        recheck_device(path, self.devices[host], writes=writes, destroy_data=self.destroy_data)
-                    else:
-                        self._device(host, path, writes)
-                elif self.remote(host):
-                    marker = str(marker_for(path))
-                    if not _marker_holds(self.fio, host, self.plan.port, marker, self.tokens[host], scratch):
-                        raise UnsafeTargetError(f"{marker} on {host} no longer holds the token benchlib wrote "
-                                                "(replaced or removed since the run started); nothing was written in this cell")
-                elif not check_file(path):
-                    raise UnsafeTargetError(f"{path} is gone since the run started; nothing was written in this cell")
+        with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
+            for failure in pool.map(lambda h: self._recheck_one(h, writes, scratch), hosts):
+                if failure:
+                    raise failure
+
+    def _recheck_one(self, host: str, writes: bool, scratch: Path) -> UnsafeTargetError | None:
+        path = self.paths[host]
+        scratch = scratch / host  # one folder per host: the hosts are asked at once
+        scratch.mkdir(exist_ok=True)
+        try:
+            if self.plan.target.device is not None:
+                if host in self.devices:
+                    recheck_device(path, self.devices[host], writes=writes, destroy_data=self.destroy_data)
+                else:
+                    self._device(host, path, writes)
+            elif self.on_servers:
+                if not _holds(self.fio, host, self.plan.port, path, self.claims[host], self.plan.target.size_bytes, scratch):
+                    raise UnsafeTargetError(f"{path} on {host} no longer holds the token benchlib wrote after its region "
+                                            "(replaced, linked elsewhere or removed since); nothing was written in this cell")
+            elif not check_file(path, self.claims[host], self.plan.target.size_bytes):
+                raise UnsafeTargetError(f"{path} is gone since the run started; nothing was written in this cell")
+        except UnsafeTargetError as exc:
+            return exc
+        return None
 
     @contextlib.contextmanager
-    def held(self, hosts: list[str]) -> Iterator[None]:
-        """While a cell runs, hold every local device target open exclusively (nothing can mount it meanwhile)."""
+    def opened(self, hosts: list[str]) -> Iterator[dict[str, int]]:
+        """While a cell runs on this machine: each target opened by benchlib, ``{host: descriptor}`` for fio's
+        ``/dev/fd/N`` (a device held with ``O_EXCL``, so nothing can mount it meanwhile). Empty for servers."""
         with contextlib.ExitStack() as stack:
+            fds = {}
             for host in hosts:
+                if self.on_servers:
+                    continue
                 if host in self.devices:
-                    stack.enter_context(held_exclusively(self.paths[host]))
-            yield
+                    fds[host] = stack.enter_context(held_exclusively(self.paths[host]))
+                else:
+                    fds[host] = open_claimed(self.paths[host], self.claims[host])
+                    stack.callback(os.close, fds[host])
+            yield fds
 
     def _device(self, host: str, path: str, writes: bool) -> None:
-        if not self.remote(host):
+        if not self.on_servers or self.this_machine(host):
             self.devices[host] = check_device(path, writes=writes, destroy_data=self.destroy_data)
-        elif writes and self.destroy_data != self.plan.target.device:
+        if self.on_servers and writes and self.destroy_data != self.plan.target.device:
             raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
                                     f"remote device; if it may be destroyed on every host, pass "
                                     f"--destroy-data={self.plan.target.device}")
 
-    def _claim_remote(self, host: str, path: str, scratch: Path, token: str | None) -> None:
-        """Use ``path`` on a fio server only if this study created it (``token``: the one recorded for it);
-        claim it with a new marker when neither it nor a marker exists."""
+    def _claim_remote(self, host: str, path: str, claim: FileClaim | None, scratch: Path) -> FileClaim:
+        """Use ``path`` on a fio server only if this study created it; create it when neither it nor its marker exists."""
+        size, port = self.plan.target.size_bytes, self.plan.port
+        if _exists_remotely(self.fio, host, port, path, scratch):
+            if claim is None:
+                raise UnsafeTargetError(f"{path} on {host} exists and this study did not create it (its "
+                                        f"{RECORD} does not record it); choose a new path in [target]")
+            if claim.size != size:
+                raise UnsafeTargetError(f"{path} on {host}: benchlib created it for a region of {claim.size:,} bytes "
+                                        f"and the plan now asks for {size:,}; choose a new path in [target]")
+            if not _holds(self.fio, host, port, path, claim, size, scratch):
+                raise UnsafeTargetError(f"{path} on {host} does not hold the token benchlib wrote after its region "
+                                        "(replaced or changed since); choose a new path in [target]")
+            return claim
         marker = str(marker_for(path))
-        if _exists_remotely(self.fio, host, self.plan.port, marker, scratch):
-            if token is None or not _marker_holds(self.fio, host, self.plan.port, marker, token, scratch):
-                raise UnsafeTargetError(
-                    f"{marker} on {host} exists but is not a marker this study wrote (its token is not in "
-                    f"{self.plan.output / TOKENS}); choose a new path in [target]")
-            self.tokens[host] = token
-            return
-        if _exists_remotely(self.fio, host, self.plan.port, path, scratch):
-            raise UnsafeTargetError(f"{path} on {host} exists, holds data and benchlib did not create it "
-                                    f"(no {Path(marker).name} beside it); choose a new path in [target]")
-        token = secrets.token_hex(16)
-        code, said = on_server(self.fio, host, self.plan.port, scratch,
-                               f"[marker]\nfilename={marker}\nrw=write\nbs=4k\nsize=4k\nioengine=psync\n"
-                               f"buffer_pattern=0x{token}\n")
-        if code != 0:
-            raise UnsafeTargetError(f"cannot create {marker} on {host}: {said.strip()[-300:]}")
-        self.tokens[host] = token
-        self._record_token(f"{host} {path}", token)
+        if _exists_remotely(self.fio, host, port, marker, scratch) and (
+                claim is None or not _holds(self.fio, host, port, marker, claim, 0, scratch)):
+            raise UnsafeTargetError(f"{marker} on {host} exists and is not benchlib's marker; benchlib would write "
+                                    "over it. Choose a new path in [target]")
+        claim = new_claim(size)
+        for name, job in ((path, f"offset={size}\nsize={TAIL_BYTES}\n"), (marker, f"size={TAIL_BYTES}\n")):
+            code, said = on_server(self.fio, host, port, scratch,
+                                   f"[create]\nfilename={name}\nrw=write\nbs={TAIL_BYTES}\n{job}ioengine=psync\n"
+                                   f"buffer_pattern=0x{claim.token}\n", "--output-format=json")
+            if code != 0:
+                raise UnsafeTargetError(f"cannot create {name} on {host}: {said.strip()[-300:]}")
+        self._record(f"{host} {path}", claim)
+        return claim
 
-    def _recorded_tokens(self) -> dict[str, str]:
+    def _recorded(self) -> dict:
         try:
-            recorded = json.loads((self.plan.output / TOKENS).read_text(encoding="utf-8"))
+            recorded = json.loads((self.plan.output / RECORD).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+        return recorded if isinstance(recorded, dict) else {}
 
-    def _record_token(self, key: str, token: str) -> None:
-        recorded = self._recorded_tokens() | {key: token}
+    def _record(self, key: str, claim: FileClaim) -> None:
+        recorded = self._recorded() | {key: claim.as_record()}
         self.plan.output.mkdir(parents=True, exist_ok=True)
-        (self.plan.output / TOKENS).write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        temporary = self.plan.output / f".{RECORD}.tmp"
+        temporary.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        temporary.replace(self.plan.output / RECORD)
 
     @contextlib.contextmanager
     def _scratch(self) -> Iterator[Path]:

@@ -26,8 +26,9 @@ RESERVED: dict[str, str] = {
     **dict.fromkeys(("filename", "directory", "opendir", "filename_format", "unique_filename", "nrfiles", "nr_files",
                      "unlink", "unlink_each_loop", "allow_file_create", "file_append"),
                     "benchlib chooses the files fio uses ([target] in the plan)"),
-    **dict.fromkeys(("size", "filesize", "fill_device", "fill_fs", "offset", "fileoffset", "offset_increment"),
-                    "benchlib sets the region fio works in ([target] size)"),
+    **dict.fromkeys(("size", "filesize", "fill_device", "fill_fs", "offset", "fileoffset", "offset_increment",
+                     "zonemode", "zonerange", "zonesize", "zoneskip", "zonecapacity"),
+                    "benchlib sets the region fio works in ([target] size); zones can reach beyond it"),
     **dict.fromkeys(("runtime", "timeout", "ramp_time"), "benchlib sets how long a cell runs ([run] runtime_s, ramp_time_s)"),
     **dict.fromkeys(("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log", "per_job_logs", "name"),
                     "benchlib names the job and its logs (ingest reads them by those names)"),
@@ -51,10 +52,9 @@ ENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2",
 #: ``mem``/``iomem`` kinds without a file of their own (``mmaphuge:/path`` would create one).
 MEMORY = frozenset({"malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared"})
 
-#: Options whose value makes a job write although fio's ``--readonly`` check would pass it:
-#: ``overwrite`` lays files out by writing, zoned block mode resets zones.
-WRITES_ANYWAY: dict[str, frozenset[str]] = {"overwrite": frozenset({"1", "true", "yes", "on"}),
-                                             "zonemode": frozenset({"zbd"})}
+#: Options that make a job write although fio's ``--readonly`` check would pass it, unless their
+#: value is one of these (``overwrite`` lays files out by writing): anything else counts as writing.
+WRITES_UNLESS: dict[str, frozenset[str]] = {"overwrite": frozenset({"0", "false", "no", "off"})}
 
 _OPTIONS_FILE = Path(__file__).with_name("fio_options.txt")
 
@@ -84,8 +84,8 @@ def name_problem(name: str) -> str | None:
         return "it is empty"
     if any(c in name for c in "[]"):
         return "it contains [ or ], which fio reads as the end or start of a job section"
-    if name.lower() == "global":
-        return "fio reads a section named global as options for every job, not as a job"
+    if name.lower().startswith("global"):
+        return "fio reads a section whose name starts with global as options for every job, not as a job"
     return text_problem(name)
 
 
