@@ -17,7 +17,7 @@ A pipeline::
 the data (declared combinations without data are reported as missing, not
 errors), runs papermill once per cell and once per summary notebook, two at a
 time, skips executions whose notebook, parameters and processed data did not
-change, and writes the executed notebooks, every figure as Vega-Lite JSON, SVG
+change (nor did benchlib's code or the installed dependency versions), and writes the executed notebooks, every figure as Vega-Lite JSON, SVG
 and PNG, and a self-contained HTML report (an index and one page per cell).
 Executed notebooks never overwrite ``notebooks/``.
 
@@ -27,8 +27,11 @@ the notebooks call: notebooks narrate, benchlib computes.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import html
+import importlib.metadata
 import itertools
 import json
 import keyword
@@ -181,11 +184,28 @@ def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], li
     return present, missing
 
 
+@functools.cache
+def code_digest(package: Path = Path(__file__).resolve().parent) -> str:
+    """SHA-256 over what every execution depends on besides its notebook and data: the source of the
+    ``benchlib`` package (every ``.py``, ``.c`` and ``.txt`` file) and the installed versions of its
+    dependencies. Computed once per process."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".c", ".txt") and p.is_file()):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for requirement in sorted(importlib.metadata.requires("benchlib") or []):
+        name = re.split(r"[\s;=<>!~\[]", requirement, maxsplit=1)[0]
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            digest.update(f"{name}=={importlib.metadata.version(name)}\n".encode())
+    return digest.hexdigest()
+
+
 def _fingerprint(notebook: Path, parameters: dict, processed: Path) -> str:
+    """What an execution depends on: its notebook, parameters, the study's processed data, benchlib's code
+    and the dependencies' versions (:func:`code_digest`)."""
     digest = hashlib.sha256(notebook.read_bytes())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
     digest.update((processed / "manifest.json").read_bytes())
-    digest.update(Path(__file__).read_bytes())
+    digest.update(code_digest().encode())
     return digest.hexdigest()
 
 

@@ -56,6 +56,24 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert all(e.skipped for e in again.executions)
 
 
+def test_a_change_to_benchlib_re_executes_the_pages(report) -> None:
+    """The fingerprint covers benchlib's own code: a changed figure builder must not leave stale pages."""
+    result, reports = report
+    figures = PROJECT_ROOT / "benchlib" / "figures.py"
+    original = figures.read_bytes()
+    build = [sys.executable, "-c", "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+             "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
+             "print(sum(not e.skipped for e in r.executions), len(r.executions))", str(PIPELINE), str(reports)]
+    unchanged = subprocess.run(build, capture_output=True, text=True, check=True, cwd=PROJECT_ROOT).stdout.split()
+    assert unchanged == ["0", str(len(result.executions))]
+    try:
+        figures.write_bytes(original + b"\n# a figure builder changed (test_report)\n")
+        changed = subprocess.run(build, capture_output=True, text=True, check=True, cwd=PROJECT_ROOT).stdout.split()
+    finally:
+        figures.write_bytes(original)
+    assert changed == [str(len(result.executions))] * 2  # every page draws through benchlib: all re-executed
+
+
 def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
     pipeline = tmp_path / "p.toml"
     text = PIPELINE.read_text()

@@ -387,8 +387,10 @@ def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], 
 
 
 def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
+    """Add fio's own words to each failure: the host's last line, else fio's last error line."""
+    said = [line.strip() for line in text.splitlines() if "fio:" in line or "err=" in line or "error" in line.lower()]
     for host in failed:
-        lines = [line.strip() for line in text.splitlines() if host in line]
+        lines = [line.strip() for line in text.splitlines() if host in line] or said
         if lines:
             failed[host] += f": {lines[-1]}"
 
