@@ -298,7 +298,16 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         "seed": plan.seed,
         "order": [{"repetition": r, "cell": c.key} for r, c in order],
     }
-    (plan.output / PLAN_RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    path = plan.output / PLAN_RECORD
+    if path.exists() or path.is_symlink():
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            earlier = None
+        if path.is_symlink() or not isinstance(earlier, dict) or "plan_sha256" not in earlier:
+            raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
+                           "folder of its own (set [run] output in the plan)")
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
@@ -335,12 +344,18 @@ def _discard_partials(plan: Plan) -> int:
 @contextlib.contextmanager
 def _locked(output: Path) -> Iterator[None]:
     output.mkdir(parents=True, exist_ok=True)
-    with open(output / ".benchlib-run.lock", "w") as handle:
+    try:  # never truncated, never through a link: the file only carries the lock
+        fd = os.open(output / ".benchlib-run.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise RunError(f"cannot lock {output} ({exc.strerror}); the plan's output must be a folder benchlib may write") from None
+    try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise RunError(f"another `benchlib run` is writing to {output}; wait for it or stop it") from None
         yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

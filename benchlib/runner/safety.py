@@ -416,8 +416,11 @@ def create_file(path: str | Path, size: int) -> FileClaim:
     sparse file would make reads free.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(path.parent).free
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(path.parent).free
+    except OSError as exc:
+        raise UnsafeTargetError(f"{path}: cannot create the target's folder ({exc.strerror}); choose another place") from None
     if size + TAIL_BYTES + _SPARE_BYTES > free:
         raise UnsafeTargetError(f"{path}: the target needs {size:,} bytes and its file system has {free:,} free "
                                 f"(benchlib leaves {_SPARE_BYTES >> 20} MiB spare); choose a smaller size or another place")
@@ -427,6 +430,8 @@ def create_file(path: str | Path, size: int) -> FileClaim:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         raise UnsafeTargetError(f"{path} appeared while benchlib was creating it; choose a new path") from None
+    except OSError as exc:
+        raise UnsafeTargetError(f"{path}: cannot create the target ({exc.strerror}); choose another place") from None
     try:
         st = os.fstat(fd)
         claim = FileClaim(token=secrets.token_hex(16), size=size, inode=st.st_ino, device=st.st_dev)

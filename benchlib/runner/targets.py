@@ -30,6 +30,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -246,11 +247,17 @@ class Targets:
         return claim
 
     def _recorded(self) -> dict:
+        path = self.plan.output / RECORD
         try:
-            recorded = json.loads((self.plan.output / RECORD).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
             return {}
-        return recorded if isinstance(recorded, dict) else {}
+        except (OSError, ValueError):
+            recorded = None
+        if path.is_symlink() or not isinstance(recorded, dict):
+            raise UnsafeTargetError(f"{path} is not the record benchlib keeps of the targets it created; "
+                                    "the plan's output must be a study folder of its own (set [run] output)")
+        return recorded
 
     def _record(self, key: str, claim: FileClaim) -> None:
         recorded = self._recorded() | {key: claim.as_record()}
@@ -261,8 +268,9 @@ class Targets:
 
     @contextlib.contextmanager
     def _scratch(self) -> Iterator[Path]:
-        scratch = self.plan.output / ".benchlib-probe"
-        scratch.mkdir(parents=True, exist_ok=True)
+        """A new folder of benchlib's own for probe job files (removed after; nothing else is)."""
+        self.plan.output.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".benchlib-probe-", dir=self.plan.output))
         try:
             yield scratch
         finally:
