@@ -124,7 +124,7 @@ def test_writing_spelled_any_way_needs_the_flag(tmp_path: Path, ext4_device: str
     plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options=profile_options)
     done = _cli("run", str(plan_path), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert f"the plan writes to this device, destroying what it holds (ext2/3/4 file system" in done.stderr
+    assert "the plan writes to this device, destroying what it holds (ext2/3/4 file system" in done.stderr
     assert f"--destroy-data={ext4_device}" in done.stderr and "Traceback" not in done.stderr
     assert _digest(ext4_device) == before
     dry = _cli("run", str(plan_path), "--dry-run", cwd=tmp_path)
@@ -230,7 +230,9 @@ def test_a_device_mounted_in_another_mount_namespace_is_in_use(tmp_path: Path, e
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_the_backing_device_of_a_mounted_loop_device_is_in_use(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _mounted_loop_over_loop(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
+    """``(lower, upper, mount point)``: a loop device over a loop device, its ext4 mounted."""
     _root_with("losetup", "mkfs.ext4", "mount")
     image = tmp_path / "raw.img"
     with open(image, "wb") as handle:
@@ -241,15 +243,20 @@ def test_the_backing_device_of_a_mounted_loop_device_is_in_use(tmp_path: Path) -
         point.mkdir()
         subprocess.run(["mount", upper, str(point)], check=True)
         try:
-            (point / "data.txt").write_text("live data")
-            before = _digest(lower)
-            with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
-                check_device(lower, writes=True, destroy_data=lower)
-            with pytest.raises(UnsafeTargetError, match="is in use"):
-                check_device(upper, writes=True, destroy_data=upper)  # and the mounted one is in use anyway
-            assert _digest(lower) == before
+            yield lower, upper, point
         finally:
             subprocess.run(["umount", str(point)], check=False)
+
+
+def test_the_backing_device_of_a_mounted_loop_device_is_in_use(tmp_path: Path) -> None:
+    with _mounted_loop_over_loop(tmp_path) as (lower, upper, point):
+        (point / "data.txt").write_text("live data")
+        before = _digest(lower)
+        with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
+            check_device(lower, writes=True, destroy_data=lower)
+        with pytest.raises(UnsafeTargetError, match="is in use"):
+            check_device(upper, writes=True, destroy_data=upper)  # and the mounted one is in use anyway
+        assert _digest(lower) == before
 
 
 def _two_cell_plan(tmp_path: Path) -> Path:
@@ -558,24 +565,11 @@ def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_pa
 def test_a_server_at_this_machines_own_address_gets_the_local_device_checks(tmp_path: Path, fio_binary: str) -> None:
     from benchlib.runner.targets import _own_addresses
 
-    _root_with("losetup", "mkfs.ext4", "mount")
     addresses = sorted(a for a in _own_addresses() if not a.startswith("127.") and ":" not in a)
     if not addresses:
         pytest.skip("this machine has no non-loopback IPv4 address")
-    image = tmp_path / "low.img"
-    with open(image, "wb") as handle:
-        handle.truncate(32 << 20)
-    with _loop(image) as lower, _loop(lower) as upper:
-        subprocess.run(["mkfs.ext4", "-q", "-F", upper], check=True, capture_output=True)
-        point = tmp_path / "mnt"
-        point.mkdir()
-        subprocess.run(["mount", upper, str(point)], check=True)
-        try:
-            port = 8794
-            with _server(fio_binary, addresses[0], port):
-                plan_path = _write_plan(tmp_path, target=f'device = "{lower}"', profile_options='rw = "randwrite"')
-                plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["{addresses[0]}"]\nport = {port}\n')
-                with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
-                    run_plan(load_plan(plan_path), destroy_data=lower)
-        finally:
-            subprocess.run(["umount", str(point)], check=False)
+    with _mounted_loop_over_loop(tmp_path) as (lower, upper, _), _server(fio_binary, addresses[0], 8794):
+        plan_path = _write_plan(tmp_path, target=f'device = "{lower}"', profile_options='rw = "randwrite"')
+        plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["{addresses[0]}"]\nport = 8794\n')
+        with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
+            run_plan(load_plan(plan_path), destroy_data=lower)

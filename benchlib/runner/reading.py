@@ -70,6 +70,7 @@ def files_of(fio: str, jobs: Mapping[str, Sequence[str]]) -> dict[str, tuple[str
     ------
     FioRefusedJob
         When fio does not accept a job; the message names the job and quotes fio.
+
     """
     names = list(jobs)
     with tempfile.TemporaryDirectory(prefix="benchlib-parse-") as scratch:
@@ -88,6 +89,7 @@ def writing_jobs(fio: str, jobs: Mapping[str, Sequence[str]]) -> set[str]:
     ------
     FioRefusedJob
         When fio refuses a job in read-only mode for another reason.
+
     """
     names = list(jobs)
     left = list(enumerate(jobs.values()))

@@ -141,6 +141,7 @@ class Targets:
         ------
         UnsafeTargetError
             For a target benchlib must not use; nothing has been written to it.
+
         """
         recorded = self._recorded()
         with self._scratch() as scratch:
@@ -167,6 +168,7 @@ class Targets:
         ------
         UnsafeTargetError
             When a target changed; the cell has not started.
+
         """
         with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
             for failure in pool.map(lambda h: self._recheck_one(h, writes, scratch), hosts):
@@ -196,7 +198,8 @@ class Targets:
     @contextlib.contextmanager
     def opened(self, hosts: list[str]) -> Iterator[dict[str, int]]:
         """While a cell runs on this machine: each target opened by benchlib, ``{host: descriptor}`` for fio's
-        ``/dev/fd/N`` (a device held with ``O_EXCL``, so nothing can mount it meanwhile). Empty for servers."""
+        ``/dev/fd/N`` (a device held with ``O_EXCL``, so nothing can mount it meanwhile). Empty for servers.
+        """
         with contextlib.ExitStack() as stack:
             fds = {}
             for host in hosts:
