@@ -144,7 +144,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
     reading = read_plan(plan, fio_binary())
     for line in describe_plan(plan, reading, cells=args.dry_run):
-        console.print(line, highlight=False, markup=False)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.dry_run:
         return 0
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
