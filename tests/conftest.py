@@ -28,3 +28,9 @@ def fio_binary() -> str:
     if path is None:
         pytest.fail("fio is not installed; `python3 tasks.py test` installs it or says how")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _benchlib_state(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """benchlib's record of the targets it created: one for the test session, not the user's."""
+    os.environ["BENCHLIB_STATE"] = str(tmp_path_factory.mktemp("benchlib-state"))

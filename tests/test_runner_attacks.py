@@ -162,6 +162,8 @@ def test_a_reading_cell_reads_and_fio_itself_refuses_writes(tmp_path: Path, ext4
         ({"profile_options": 'rw = "randread", bs = "${HOME}"'}, "environment variable"),
         ({"profile_options": 'rw = "randread", timeout = 9999'}, "benchlib sets timeout itself"),
         ({"options": 'bs = ["4k", "8k"]'}, "is not a single value"),
+        ({"profile_options": 'rw = "write", buffer_pattern = "\'/etc/shadow\'"'}, "names a file"),
+        ({"options": "[hosts]\nport = 70000"}, "at most 65,535"),
     ],
 )
 def test_job_lines_come_from_a_closed_vocabulary(tmp_path: Path, change: dict, message: str) -> None:
@@ -333,7 +335,7 @@ def test_a_file_of_4_kib_beside_a_remote_target_is_not_a_marker(tmp_path: Path, 
         target.write_bytes(os.urandom(1 << 20))
         marker_for(target).write_bytes(os.urandom(4096))
         before = _digest(target)
-        with pytest.raises(UnsafeTargetError, match="exists and this study did not create it"):
+        with pytest.raises(UnsafeTargetError, match="exists and benchlib did not create it"):
             Targets(plan, fio_binary, None).prepare(["127.0.0.1"], writes=True)
         assert _digest(target) == before
         target.unlink()  # no target, but someone's file where the marker would go
@@ -557,7 +559,7 @@ def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_pa
     with _server(fio_binary, "127.0.0.1", port, *inside):
         plan_path = _write_plan(tmp_path, target=f'file = "{targets}/{{host}}.dat"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
-        with pytest.raises(UnsafeTargetError, match="exists and this study did not create it"):
+        with pytest.raises(UnsafeTargetError, match="exists and benchlib did not create it"):
             run_plan(load_plan(plan_path))
     assert _digest(victims / "127.0.0.1.dat") == before
 
@@ -573,3 +575,137 @@ def test_a_server_at_this_machines_own_address_gets_the_local_device_checks(tmp_
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["{addresses[0]}"]\nport = 8794\n')
         with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
             run_plan(load_plan(plan_path), destroy_data=lower)
+
+
+def test_a_record_in_a_study_folder_proves_nothing(tmp_path: Path) -> None:
+    """A study copied from elsewhere may carry any file; benchlib's record of its targets lives in its own state."""
+    victim = tmp_path / "vm.img"
+    victim.write_bytes(os.urandom(8 << 20) + bytes(8 << 20))
+    st = os.stat(victim)
+    study = tmp_path / "study"
+    study.mkdir()
+    forged = {"token": "0" * 32, "size": 8 << 20, "inode": st.st_ino, "device": st.st_dev}
+    (study / ".benchlib-targets.json").write_text(__import__("json").dumps({f"local {victim}": forged}))
+    before = _digest(victim)
+    plan_path = _write_plan(tmp_path, target=f'file = "{victim}"', profile_options='rw = "randwrite"')
+    with pytest.raises(UnsafeTargetError, match="benchlib did not create it"):
+        run_plan(load_plan(plan_path))
+    assert _digest(victim) == before
+
+
+@pytest.mark.parametrize("name", ["benchlib-plan.json", "study.toml", ".benchlib-run.lock"])
+def test_links_in_the_output_folder_are_never_followed(tmp_path: Path, name: str) -> None:
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "thesis.txt").write_text("years of work")
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / name).symlink_to(victims / "thesis.txt")
+    (study / "dangling.toml").symlink_to(victims / "profile.sh")
+    plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
+    with pytest.raises(Exception, match="was not written by `benchlib run`|cannot lock"):
+        run_plan(load_plan(plan_path))
+    assert (victims / "thesis.txt").read_text() == "years of work" and not (victims / "profile.sh").exists()
+
+
+def test_a_link_among_the_cell_folders_is_refused(tmp_path: Path) -> None:
+    photos = tmp_path / "photos"
+    (photos / ".partial-attempt-1").mkdir(parents=True)
+    (photos / ".partial-attempt-1" / "img001.jpg").write_bytes(b"jpeg")
+    plan = load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"'))
+    (plan.output / "p").mkdir(parents=True)
+    (plan.output / "p" / "r1").symlink_to(photos)
+    with pytest.raises(Exception, match="reached through a link"):
+        run_plan(plan)
+    assert (photos / ".partial-attempt-1" / "img001.jpg").read_bytes() == b"jpeg"
+
+
+def test_another_plan_cannot_take_over_a_studys_folder(tmp_path: Path) -> None:
+    run_plan(load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')))
+    moved = _write_plan(tmp_path, target=f'file = "{tmp_path}/t2/{{host}}.dat"')
+    with pytest.raises(Exception, match="holds runs made on"):
+        run_plan(load_plan(moved))
+    other = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
+    other.write_text(other.read_text().replace('name = "attack"', 'name = "another"\ntitle = "DEL \\u007F"'))
+    with pytest.raises(Exception, match="holds the runs of study 'attack'"):
+        run_plan(load_plan(other))
+
+
+def test_device_named_with_a_template_is_refused(tmp_path: Path) -> None:
+    plan_path = _write_plan(tmp_path, target='device = "/dev/loop{host}"')
+    with pytest.raises(PlanError, match="a device is named exactly"):
+        load_plan(plan_path)
+
+
+def test_a_device_a_process_holds_open_is_in_use(tmp_path: Path, ext4_device: str) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", f"import os, time; fd = os.open({ext4_device!r}, os.O_RDWR); "
+                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"  # type: ignore[union-attr]
+        with pytest.raises(UnsafeTargetError, match=f"open in process {holder.pid}"):
+            check_device(ext4_device, writes=True, destroy_data=ext4_device)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_server_at_an_unspecified_address_is_this_machine(tmp_path: Path, fio_binary: str, ext4_device: str) -> None:
+    _root_with("unshare", "mount")
+    point = tmp_path / "mnt"
+    point.mkdir()
+    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                               f"mount {ext4_device} {point} && echo mounted && sleep 120"], stdout=subprocess.PIPE, text=True)
+    try:
+        if holder.stdout.readline().strip() != "mounted":  # type: ignore[union-attr]
+            pytest.skip("cannot mount in a new mount namespace here")
+        with _server(fio_binary, "127.0.0.1", 8795):
+            plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"')
+            plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["0.0.0.0"]\nport = 8795\n')
+            with pytest.raises(UnsafeTargetError, match="is in use"):
+                run_plan(load_plan(plan_path), destroy_data=ext4_device)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_loop_devices_on_a_deleted_backing_file_share_storage(tmp_path: Path) -> None:
+    _root_with("losetup", "mkfs.ext4", "mount")
+    image = tmp_path / "gone.img"
+    with open(image, "wb") as handle:
+        handle.truncate(32 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    with _loop(image) as first, _loop(image) as second:
+        image.unlink()  # the sysfs path now leads nowhere; the loop driver still knows the file
+        point = tmp_path / "mnt"
+        point.mkdir()
+        subprocess.run(["mount", first, str(point)], check=True)
+        try:
+            with pytest.raises(UnsafeTargetError, match=f"the loop device {first} sits on its storage"):
+                check_device(second, writes=True, destroy_data=second)
+        finally:
+            subprocess.run(["umount", str(point)], check=False)
+
+
+def test_a_device_link_changed_after_the_check_is_not_opened(tmp_path: Path, ext4_device: str) -> None:
+    from benchlib.runner.safety import held_exclusively
+
+    blank = tmp_path / "blank.img"
+    with open(blank, "wb") as handle:
+        handle.truncate(8 << 20)
+    with _loop(blank) as scratch:
+        link = tmp_path / "disk"
+        link.symlink_to(ext4_device)  # pointed elsewhere between the check of `scratch` and the open
+        with pytest.raises(UnsafeTargetError, match="now names another device"):
+            with held_exclusively(str(link), os.stat(scratch).st_rdev):
+                pass
+
+
+def test_the_recorded_study_toml_is_valid_whatever_the_title(tmp_path: Path) -> None:
+    import tomllib
+
+    from benchlib.runner.execute import _study_toml
+
+    plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
+    plan_path.write_text(plan_path.read_text().replace('name = "attack"', 'name = "attack"\ntitle = "DEL \\u007F $(id) \\" x"'))
+    written = tomllib.loads(_study_toml(load_plan(plan_path)))
+    assert written["study"]["title"] == 'DEL \x7f $(id) " x'

@@ -247,16 +247,18 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     target = Path(plan.target.path_for(host))
     target.parent.mkdir(parents=True)
     target.write_bytes(b"precious" * 1000)
-    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and this study did not create it"):
+    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and benchlib did not create it"):
         Targets(plan, fio_binary, None).prepare([host], writes=True)
     assert target.read_bytes() == b"precious" * 1000
     target.write_bytes(b"")  # even an empty file is someone's
-    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and this study did not create it"):
+    with pytest.raises(UnsafeTargetError, match=f"on {host} exists and benchlib did not create it"):
         Targets(plan, fio_binary, None).prepare([host], writes=True)
     target.unlink()
     Targets(plan, fio_binary, None).prepare([host], writes=True)  # missing: benchlib creates it through fio
     marker = Path(str(target) + ".benchlib-target")
-    claim = json.loads((plan.output / ".benchlib-targets.json").read_text())[f"{host} {target}"]
+    from benchlib.runner.targets import read_record
+
+    claim = read_record()[f"{host} {target}"]
     tail = bytes.fromhex(claim["token"]) * 256
     assert marker.read_bytes() == tail  # the study's own random token, nothing else
     assert target.stat().st_size == claim["size"] + 4096 and target.read_bytes()[claim["size"]:] == tail
@@ -329,7 +331,7 @@ def test_cli_dry_run_and_errors(tmp_path: Path) -> None:
     foreign.parent.mkdir()
     foreign.write_bytes(b"data")
     done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False)
-    assert done.returncode == 2 and "this study did not create it" in done.stderr and "in [target]" in done.stderr
+    assert done.returncode == 2 and "benchlib did not create it" in done.stderr and "in [target]" in done.stderr
     assert foreign.read_bytes() == b"data"
 
 

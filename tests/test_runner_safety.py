@@ -154,11 +154,11 @@ def test_file_targets_only_when_benchlib_created_them(tmp_path: Path) -> None:
 
     foreign = tmp_path / "precious.db"
     foreign.write_bytes(b"someone's data")
-    with pytest.raises(UnsafeTargetError, match="this study did not create it"):
+    with pytest.raises(UnsafeTargetError, match="benchlib did not create it"):
         check_file(foreign, None, 1 << 20)
     forged = json.loads(marker_for(target).read_text()) | {"inode": foreign.stat().st_ino, "xattr": False}
     marker_for(foreign).write_text(json.dumps(forged))  # a marker anyone could write proves nothing
-    with pytest.raises(UnsafeTargetError, match="this study did not create it"):
+    with pytest.raises(UnsafeTargetError, match="benchlib did not create it"):
         check_file(foreign, None, 1 << 20)
     assert foreign.read_bytes() == b"someone's data"
 

@@ -31,6 +31,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -272,8 +273,8 @@ def hosts_done(folder: Path) -> set[str]:
 
 
 def _study_toml(plan: Plan) -> str:
-    def q(text: str) -> str:
-        return json.dumps(text, ensure_ascii=False)
+    def q(text: str) -> str:  # a JSON string is a TOML basic string, once DEL is escaped too
+        return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
     lines = [STUDY_HEADER, "[study]", f"name = {q(plan.name)}", f"title = {q(plan.title)}", f"citation = {q(plan.citation)}",
              "", "[factors]"]
@@ -281,14 +282,37 @@ def _study_toml(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write a file of benchlib's own in the output folder: through a new file renamed over it, so a link
+    at ``path`` is replaced, never followed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "x", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def _own_file(path: Path, looks_ours: Callable[[str], bool]) -> None:
+    """Refuse a file in the output folder that benchlib did not write (or a link, which it never follows)."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    try:
+        ours = not path.is_symlink() and path.is_file() and looks_ours(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        ours = False
+    if not ours:
+        raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
+                       "folder of its own (set [run] output in the plan)")
+
+
 def _write_study(plan: Plan) -> None:
     path = plan.output / "study.toml"
     text = _study_toml(plan)
-    if path.exists() and not path.read_text(encoding="utf-8").startswith(STUDY_HEADER):
-        raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
-                       "folder of its own (set [run] output in the plan)")
+    _own_file(path, lambda old: old.startswith(STUDY_HEADER))
+    if path.exists() and tomllib.loads(path.read_text(encoding="utf-8")).get("study", {}).get("name") != plan.name:
+        raise RunError(f"{path} holds the runs of study {tomllib.loads(path.read_text(encoding='utf-8'))['study']['name']!r}, "
+                       f"not {plan.name!r}; give this plan an output folder of its own ([run] output)")
     if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
+        _replace(path, text)
 
 
 def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
@@ -296,18 +320,16 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         "plan": os.path.relpath(plan.path, plan.output),
         "plan_sha256": sha256_of(plan.path),
         "seed": plan.seed,
+        "target": plan.target.file or plan.target.device,
         "order": [{"repetition": r, "cell": c.key} for r, c in order],
     }
     path = plan.output / PLAN_RECORD
-    if path.exists() or path.is_symlink():
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            earlier = None
-        if path.is_symlink() or not isinstance(earlier, dict) or "plan_sha256" not in earlier:
-            raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
-                           "folder of its own (set [run] output in the plan)")
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    _own_file(path, lambda old: "plan_sha256" in json.loads(old))
+    earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if earlier.get("target", record["target"]) != record["target"]:
+        raise RunError(f"{plan.output} holds runs made on {earlier['target']}, and the plan now names "
+                       f"{record['target']}; give this plan an output folder of its own ([run] output)")
+    _replace(path, json.dumps(record, indent=1) + "\n")
 
 
 def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
@@ -331,9 +353,20 @@ def job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
             + "\n".join(lines) + f"\n\n[{cell.profile}]\n")
 
 
+def _check_cell_folders(plan: Plan) -> None:
+    """Refuse cell folders reached through a link: benchlib writes and deletes inside them."""
+    root = plan.output.resolve()
+    for repetition, cell in plan.order():
+        folder = cell_dir(plan, repetition, cell)
+        if folder.exists() and folder.resolve() != root / folder.relative_to(plan.output):
+            raise RunError(f"{folder} is reached through a link; benchlib writes only into cell folders it made "
+                           "itself. Remove the link")
+
+
 def _discard_partials(plan: Plan) -> int:
     """Remove the half-written output of interrupted cells: ``.partial-attempt-N`` folders in the plan's
     own cell folders, and nothing else (the output folder may hold other things)."""
+    _check_cell_folders(plan)
     stale = [p for repetition, cell in plan.order() for p in cell_dir(plan, repetition, cell).glob(".partial-attempt-*")
              if p.is_dir() and not p.is_symlink()]
     for path in stale:
@@ -343,7 +376,11 @@ def _discard_partials(plan: Plan) -> int:
 
 @contextlib.contextmanager
 def _locked(output: Path) -> Iterator[None]:
-    output.mkdir(parents=True, exist_ok=True)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"cannot make the plan's output folder {output} ({exc.strerror}); set [run] output to a folder "
+                       "benchlib may write") from None
     try:  # never truncated, never through a link: the file only carries the lock
         fd = os.open(output / ".benchlib-run.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
     except OSError as exc:

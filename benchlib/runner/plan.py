@@ -374,6 +374,13 @@ def _positive_int(path: Path, table: dict, key: str, default: int, minimum: int 
     return value
 
 
+def _bounded(path: Path, table: dict, key: str, default: int, maximum: int, section: str = "run") -> int:
+    value = _positive_int(path, table, key, default, section=section)
+    if value > maximum:
+        raise PlanError(f"{path}: [{section}] {key} must be at most {maximum:,}, not {value!r}")
+    return value
+
+
 def _target(path: Path, table: object) -> Target:
     table = _table(path, "[target]", table, _KEYS["target"])
     file, device = table.get("file"), table.get("device")
@@ -385,6 +392,12 @@ def _target(path: Path, table: object) -> Target:
     for key, value in (("file", file), ("device", device)):
         if value is not None:
             _checked(path, f"[target] {key}", str(value), path_problem(str(value)))
+    if device is not None and "{" in str(device):
+        raise PlanError(f"{path}: [target] device {device!r}: a device is named exactly, as --destroy-data must name "
+                        "it ({{host}} is for file targets)")
+    if size < 1 << 20:
+        raise PlanError(f"{path}: [target] size {table.get('size')!r} is under 1 MiB; give the region fio works in, "
+                        "e.g. size = \"256MiB\"")
     return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
 
 
@@ -451,11 +464,11 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         output=output,
         runtime_s=_positive_int(path, run, "runtime_s", 60),
         ramp_time_s=_positive_int(path, run, "ramp_time_s", 0, minimum=0),
-        repetitions=_positive_int(path, run, "repetitions", 3),
+        repetitions=_bounded(path, run, "repetitions", 3, 10_000),
         seed=_positive_int(path, run, "seed", 0, minimum=0),
         target=_target(path, data["target"]),
         servers=servers,
-        port=_positive_int(path, hosts, "port", 8765, section="hosts"),
+        port=_bounded(path, hosts, "port", 8765, 65_535, section="hosts"),
         facts_command=_facts_command(path, hosts, allow_facts_command),
         factors=tuple(factors.values()),
         profiles=profiles,

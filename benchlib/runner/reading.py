@@ -41,8 +41,12 @@ def _fio(fio: str, folder: Path, sections: Sequence[tuple[int, Sequence[str]]], 
     text = "".join(f"[{_SECTION.format(i)}]\n" + "".join(f"{line}\n" for line in lines) for i, lines in sections)
     job = folder / "check.fio"
     job.write_text(text, encoding="utf-8")
-    done = subprocess.run([fio, "--parse-only", *flags, job.name], cwd=folder, capture_output=True, text=True,
-                          timeout=120, check=False)
+    try:
+        done = subprocess.run([fio, "--parse-only", *flags, job.name], cwd=folder, capture_output=True, text=True,
+                              timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        raise FioRefusedJob("fio did not finish parsing the plan's jobs in 120 s (an option opens something that "
+                            "does not answer, such as a FIFO); check the options") from None
     return done.returncode, done.stdout + done.stderr
 
 

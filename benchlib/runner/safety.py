@@ -2,10 +2,10 @@
 
 Rules (DESIGN.md contract 9):
 
-* A **file** target is used only if the study created it. benchlib creates it
+* A **file** target is used only if benchlib created it. benchlib creates it
   (never over an existing file, never larger than the free space): the region
   fio works in, then 4 KiB holding a random token (:class:`FileClaim`), recorded
-  by the study. A path that is a link, a file with a second hard link, another
+  in benchlib's state folder on this machine, never in a study. A path that is a link, a file with a second hard link, another
   inode, or a file without the token (a user's file re-created under a reused
   inode number) is refused; the marker ``<file>.benchlib-target`` beside it is
   for people and proves nothing.
@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import secrets
 import shutil
 import stat
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,9 +167,28 @@ def inspect_device(
     report.signatures = scan_signatures(device)
     if not fixture:
         report.rdev = os.stat(device).st_rdev
-        report.busy = _exclusive_users(device)
+        report.busy = _exclusive_users(device) + _open_by_processes(report.rdev)
     report.loops, report.backing = _loop_relations(node, sysfs)
     return report
+
+
+def _open_by_processes(rdev: int, procfs: Path = Path("/proc")) -> list[str]:
+    """Processes holding the device open (a VM's disk, an NBD or iSCSI target): what ``fuser`` reports."""
+    users = []
+    me = os.getpid()
+    for proc in procfs.iterdir():
+        if not proc.name.isdigit() or int(proc.name) == me:
+            continue
+        try:
+            for fd in os.scandir(proc / "fd"):
+                target = os.readlink(fd.path)
+                if target.startswith("/dev/") and os.stat(fd.path).st_rdev == rdev:
+                    name = (proc / "comm").read_text().strip()
+                    users.append(f"open in process {proc.name} ({name})")
+                    break
+        except OSError:
+            continue
+    return users
 
 
 def _exclusive_users(device: Path) -> list[str]:
@@ -196,18 +217,36 @@ def _storage_of(node: Path) -> set[tuple[int, int]]:
     return {d for n in nodes if (d := _dev_id(_read(n / "dev")))}
 
 
+_LOOP_GET_STATUS64 = 0x4C05
+
+
 def _backing_of(loop: Path) -> tuple[str, tuple] | None:
-    """What a loop device sits on: ``("dev", (major, minor))`` or ``("file", (st_dev, st_ino))``."""
-    backing = _read(loop / "loop" / "backing_file").removesuffix(" (deleted)")
-    if not backing:
+    """What a loop device sits on: ``("dev", (major, minor))`` or ``("file", (st_dev, st_ino))``.
+
+    Asked of the loop driver itself (``LOOP_GET_STATUS64``), so a backing file that was deleted or
+    is visible only in another mount namespace is still known; the path in sysfs is the fallback.
+    """
+    if not _read(loop / "loop" / "backing_file"):
         return None
+    numbers = _dev_id(_read(loop / "dev"))
     try:
-        st = os.stat(backing)
+        fd = os.open(f"/dev/{loop.name}", os.O_RDONLY)
+        try:
+            if numbers and os.fstat(fd).st_rdev != os.makedev(*numbers):
+                raise OSError("another device")
+            info = fcntl.ioctl(fd, _LOOP_GET_STATUS64, bytes(232))
+        finally:
+            os.close(fd)
+        device, inode, rdevice = struct.unpack_from("=QQQ", info)
     except OSError:
-        return None
-    if stat.S_ISBLK(st.st_mode):
-        return "dev", (os.major(st.st_rdev), os.minor(st.st_rdev))
-    return "file", (st.st_dev, st.st_ino)
+        try:
+            st = os.stat(_read(loop / "loop" / "backing_file").removesuffix(" (deleted)"))
+        except OSError:
+            return "unknown", (loop.name,)
+        device, inode, rdevice = st.st_dev, st.st_ino, st.st_rdev if stat.S_ISBLK(st.st_mode) else 0
+    if rdevice:
+        return "dev", (os.major(rdevice), os.minor(rdevice))
+    return "file", (device, inode)
 
 
 def _loop_relations(node: Path, sysfs: Path) -> tuple[list[str], str | None]:
@@ -275,7 +314,7 @@ def _is_block(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def held_exclusively(device: str) -> Iterator[int]:
+def held_exclusively(device: str, rdev: int | None = None) -> Iterator[int]:
     """Hold a local device open with ``O_EXCL`` while fio runs, and give the descriptor (for ``/dev/fd/N``).
 
     The kernel then refuses to mount the device, swap on it or hand it to device mapper or
@@ -286,6 +325,10 @@ def held_exclusively(device: str) -> Iterator[int]:
     except OSError as exc:
         raise UnsafeTargetError(f"{device} became busy ({exc.strerror}): something mounted or claimed it; "
                                 "nothing was written in this cell") from None
+    if rdev is not None and os.fstat(fd).st_rdev != rdev:
+        os.close(fd)
+        raise UnsafeTargetError(f"{device} now names another device than the one benchlib checked (a link "
+                                "changed); nothing was written in this cell")
     try:
         yield fd
     finally:
@@ -300,7 +343,7 @@ def marker_for(path: str | Path) -> Path:
 
 @dataclass(frozen=True)
 class FileClaim:
-    """What a study recorded when benchlib created a file target.
+    """What benchlib recorded when it created a file target.
 
     The file holds ``size`` bytes for fio (the region every job works in) and then
     :data:`TAIL_BYTES` filled with ``token`` repeated: fio never reaches them, so a file
@@ -318,7 +361,7 @@ class FileClaim:
         return bytes.fromhex(self.token) * (TAIL_BYTES // 16)
 
     def as_record(self) -> dict:
-        """The claim as the study records it (``.benchlib-targets.json``)."""
+        """The claim as benchlib records it (:func:`benchlib.runner.targets.read_record`)."""
         return {k: v for k, v in vars(self).items() if v is not None}
 
     @classmethod
@@ -364,21 +407,21 @@ def _tail_of(path: Path, size: int) -> bytes:
 
 
 def check_file(path: str | Path, claim: FileClaim | None, size: int) -> bool:
-    """Whether a local file target is usable: True if this study created it, False if it does not exist yet.
+    """Whether a local file target is usable: True if benchlib created it, False if it does not exist yet.
 
     Parameters
     ----------
     path
         The target.
     claim
-        What the study recorded when it created the file (None: it did not).
+        What benchlib recorded when it created the file (None: it did not).
     size
         The region the plan asks for now.
 
     Raises
     ------
     UnsafeTargetError
-        When the path exists and this study did not create it, or it was replaced, linked or resized since.
+        When the path exists and benchlib did not create it, or it was replaced, linked or resized since.
     """
     path = Path(path)
     try:
@@ -394,8 +437,8 @@ def check_file(path: str | Path, claim: FileClaim | None, size: int) -> bool:
     if st.st_nlink != 1:
         raise _refuse_file(path, f"it has {st.st_nlink} hard links, so writing it writes another name's file too")
     if claim is None:
-        raise _refuse_file(path, "it exists and this study did not create it (the study's .benchlib-targets.json "
-                                 "does not record it)")
+        raise _refuse_file(path, "it exists and benchlib did not create it (benchlib's record of its targets "
+                                 "does not name it)")
     if (claim.inode, claim.device) != (st.st_ino, st.st_dev):
         raise _refuse_file(path, "it was replaced since benchlib created it (another file now has its name)")
     if claim.size != size:

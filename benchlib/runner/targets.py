@@ -2,10 +2,10 @@
 
 :mod:`benchlib.runner.safety` holds the rules for one local file or device;
 this module applies them to a plan's hosts. What the study created is recorded
-in its ``.benchlib-targets.json`` (a random token and the region's size per
-host and path, see :class:`~benchlib.runner.safety.FileClaim`): a file counts
-as benchlib's only when the study's record says so and the file still holds the
-token in the 4 KiB after its region.
+in benchlib's record on this machine (:func:`state_folder`; a random token and
+the region's size per host and path, see :class:`~benchlib.runner.safety.FileClaim`):
+a file counts as benchlib's only when that record says so and the file still
+holds the token in the 4 KiB after its region.
 
 * **fio on this machine** (no ``[hosts]``): files are created, checked and
   opened here; fio gets the file or device as ``/dev/fd/N``, a descriptor
@@ -24,9 +24,11 @@ token in the 4 KiB after its region.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -52,7 +54,57 @@ from benchlib.runner.safety import (
     recheck_device,
 )
 
-RECORD = ".benchlib-targets.json"
+RECORD = "targets.json"
+
+
+def state_folder() -> Path:
+    """Where benchlib keeps what it created on this machine: ``$BENCHLIB_STATE``, else
+    ``$XDG_STATE_HOME/benchlib``, else ``~/.local/state/benchlib``.
+
+    The record of targets lives here, not in a study folder: a study copied from elsewhere (a
+    repository, a bundle, a share) could otherwise carry a record naming someone's file as benchlib's.
+    """
+    if os.environ.get("BENCHLIB_STATE"):
+        return Path(os.environ["BENCHLIB_STATE"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "benchlib"
+
+
+def read_record() -> dict:
+    """The record of every target benchlib created from this machine: ``{"<host> <path>": claim}``.
+
+    Raises
+    ------
+    UnsafeTargetError
+        When the record is not one benchlib wrote.
+    """
+    path = state_folder() / RECORD
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        recorded = None
+    if path.is_symlink() or not isinstance(recorded, dict):
+        raise UnsafeTargetError(f"{path} is not the record benchlib keeps of the targets it created; move it away "
+                                "(benchlib then treats every existing target as someone else's)")
+    return recorded
+
+
+def write_record(key: str, claim: FileClaim) -> None:
+    """Add one claim to the record, under a lock (two runs may create targets at once)."""
+    folder = state_folder()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(folder / ".lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        recorded = read_record() | {key: claim.as_record()}
+        temporary = folder / f".{RECORD}.{os.getpid()}"
+        with open(temporary, "x", encoding="utf-8") as handle:
+            handle.write(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+        os.replace(temporary, folder / RECORD)
+    finally:
+        os.close(fd)
 _PROBE_OPTIONS = ("--readonly", "--clocksource=clock_gettime", "--output-format=json")
 
 
@@ -109,12 +161,21 @@ def _own_addresses() -> set[str]:
 
 
 def is_this_machine(host: str) -> bool:
-    """Whether a fio server address is this machine (loopback, or an address of one of its interfaces)."""
+    """Whether a fio server address is this machine (loopback, unspecified, or an address of one of its interfaces)."""
     try:
         address = ipaddress.ip_address(socket.gethostbyname(host))
     except (OSError, ValueError):
         return False
-    return address.is_loopback or str(address) in _own_addresses()
+    return address.is_loopback or address.is_unspecified or str(address) in _own_addresses()
+
+
+def server_names_this_machine(fio: str, host: str, port: int, workdir: Path) -> bool:
+    """Whether the fio server at ``host`` says it runs on a machine with this machine's host name (a server in
+    another network namespace of this kernel does: its devices are this machine's)."""
+    _, said = on_server(fio, host, port, workdir, "[probe]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\n"
+                        "allow_file_create=0\n", "--debug=net", "--readonly")
+    found = re.search(r"hostname=([^,]+), be=", said)
+    return found is None or found[1] == socket.gethostname()  # no answer: assume it may be this machine
 
 
 @dataclass
@@ -206,27 +267,31 @@ class Targets:
                 if self.on_servers:
                     continue
                 if host in self.devices:
-                    fds[host] = stack.enter_context(held_exclusively(self.paths[host]))
+                    fds[host] = stack.enter_context(held_exclusively(self.paths[host], self.devices[host].rdev))
                 else:
                     fds[host] = open_claimed(self.paths[host], self.claims[host])
                     stack.callback(os.close, fds[host])
             yield fds
 
     def _device(self, host: str, path: str, writes: bool) -> None:
-        if not self.on_servers or self.this_machine(host):
+        if not self.on_servers or self.this_machine(host) or self._names_this_machine(host):
             self.devices[host] = check_device(path, writes=writes, destroy_data=self.destroy_data)
         if self.on_servers and writes and self.destroy_data != self.plan.target.device:
             raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
                                     f"remote device; if it may be destroyed on every host, pass "
                                     f"--destroy-data={self.plan.target.device}")
 
+    def _names_this_machine(self, host: str) -> bool:
+        with self._scratch() as scratch:
+            return server_names_this_machine(self.fio, host, self.plan.port, scratch)
+
     def _claim_remote(self, host: str, path: str, claim: FileClaim | None, scratch: Path) -> FileClaim:
         """Use ``path`` on a fio server only if this study created it; create it when neither it nor its marker exists."""
         size, port = self.plan.target.size_bytes, self.plan.port
         if _exists_remotely(self.fio, host, port, path, scratch):
             if claim is None:
-                raise UnsafeTargetError(f"{path} on {host} exists and this study did not create it (its "
-                                        f"{RECORD} does not record it); choose a new path in [target]")
+                raise UnsafeTargetError(f"{path} on {host} exists and benchlib did not create it (its record, "
+                                        f"{state_folder() / RECORD}, does not name it); choose a new path in [target]")
             if claim.size != size:
                 raise UnsafeTargetError(f"{path} on {host}: benchlib created it for a region of {claim.size:,} bytes "
                                         f"and the plan now asks for {size:,}; choose a new path in [target]")
@@ -245,29 +310,17 @@ class Targets:
                                    f"[create]\nfilename={name}\nrw=write\nbs={TAIL_BYTES}\n{job}ioengine=psync\n"
                                    f"buffer_pattern=0x{claim.token}\n", "--output-format=json")
             if code != 0:
-                raise UnsafeTargetError(f"cannot create {name} on {host}: {said.strip()[-300:]}")
+                reason = " ".join(line.strip() for line in said.splitlines() if "fio:" in line or "err=" in line)
+                raise UnsafeTargetError(f"cannot create {name} on {host}: {reason[-300:] or 'fio failed'}; if fio left "
+                                        "a partial file there, remove it, then run again")
         self._record(f"{host} {path}", claim)
         return claim
 
     def _recorded(self) -> dict:
-        path = self.plan.output / RECORD
-        try:
-            recorded = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            recorded = None
-        if path.is_symlink() or not isinstance(recorded, dict):
-            raise UnsafeTargetError(f"{path} is not the record benchlib keeps of the targets it created; "
-                                    "the plan's output must be a study folder of its own (set [run] output)")
-        return recorded
+        return read_record()
 
     def _record(self, key: str, claim: FileClaim) -> None:
-        recorded = self._recorded() | {key: claim.as_record()}
-        self.plan.output.mkdir(parents=True, exist_ok=True)
-        temporary = self.plan.output / f".{RECORD}.tmp"
-        temporary.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        temporary.replace(self.plan.output / RECORD)
+        write_record(key, claim)
 
     @contextlib.contextmanager
     def _scratch(self) -> Iterator[Path]:

@@ -122,6 +122,8 @@ def option_problem(key: str, value: str, allowed: frozenset[str] = frozenset()) 
     if key == "ioengine" and value not in ENGINES and key not in allowed:
         return (f"ioengine {value!r} is not one of {', '.join(sorted(ENGINES))} (engines that only do I/O to the "
                 "target); if you mean it, run with --allow-option=ioengine")
+    if key.endswith("_pattern") and "/" in value and key not in allowed:
+        return f"{key} {value!r} names a file, which fio would open and read; give the pattern itself (0x..., 'text')"
     if key in ("mem", "iomem") and value not in MEMORY and key not in allowed:
         return f"{key} {value!r} is not one of {', '.join(sorted(MEMORY))} (a path after ':' would be a file fio creates)"
     return None
