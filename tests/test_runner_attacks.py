@@ -709,3 +709,24 @@ def test_the_recorded_study_toml_is_valid_whatever_the_title(tmp_path: Path) -> 
     plan_path.write_text(plan_path.read_text().replace('name = "attack"', 'name = "attack"\ntitle = "DEL \\u007F $(id) \\" x"'))
     written = tomllib.loads(_study_toml(load_plan(plan_path)))
     assert written["study"]["title"] == 'DEL \x7f $(id) " x'
+
+
+def test_a_rerun_stops_when_the_device_path_names_another_device(tmp_path: Path, ext4_device: str) -> None:
+    blank = tmp_path / "blank.img"
+    with open(blank, "wb") as handle:
+        handle.truncate(16 << 20)
+    plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"',
+                            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]')
+    backing = subprocess.run(["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    subprocess.run(["losetup", "--detach", ext4_device], check=True)
+    subprocess.run(["losetup", ext4_device, str(blank)], check=True)  # the study starts on a scratch image
+    run_plan(load_plan(plan_path), destroy_data=ext4_device)
+    plan_path.write_text(plan_path.read_text().replace('levels = ["4k", "8k"]', 'levels = ["4k", "8k", "16k"]'))
+    plan = load_plan(plan_path)  # one more level: the same command again runs only the new cells
+    subprocess.run(["losetup", "--detach", ext4_device], check=True)
+    subprocess.run(["losetup", ext4_device, backing], check=True)  # after a "reboot" the name is another disk's
+    before = _digest(ext4_device)
+    with pytest.raises(UnsafeTargetError, match="is not the device this study ran on before"):
+        run_plan(plan, destroy_data=ext4_device)
+    assert _digest(ext4_device) == before

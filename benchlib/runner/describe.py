@@ -44,7 +44,8 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     layout = f"{size:,.0f} MiB when benchlib creates the file (once)" if plan.target.file else "no lay-out (device)"
     lines.append(
         f"bytes written per target: {layout}; then {len(writing)} writing cells x {plan.repetitions} x {plan.runtime_s + plan.ramp_time_s} s"
-        f" of writes, all inside the first {size:,.0f} MiB of the target"
+        f" of writes inside the first {size:,.0f} MiB of the target (a block that starts inside and does not"
+        " fit ends past it: choose a size that every block size divides)"
     )
     per_profile = Counter(c.profile for c in one)
     writes = {c.profile for c in writing}

@@ -461,7 +461,7 @@ def _run_fio(command: list[str], cwd: Path, limit: float, tick: Callable[[float]
             if time.monotonic() - began > limit:
                 os.killpg(proc.pid, signal.SIGKILL)
         _, stderr = proc.communicate()
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, SIGTERM, or an error in a progress callback: fio must not run on
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGINT)  # fio asks its servers to stop their jobs
         try:

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
-from benchlib.runner.vocabulary import name_problem, option_problem, path_problem, text_problem
+from benchlib.runner.vocabulary import file_target_problem, name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
@@ -389,9 +389,10 @@ def _target(path: Path, table: object) -> Target:
     size = parse_job_size(str(table.get("size", ""))) if "size" in table else None
     if not size:
         raise PlanError(f"{path}: [target] needs size = \"256MiB\" (the region fio works in)")
-    for key, value in (("file", file), ("device", device)):
-        if value is not None:
-            _checked(path, f"[target] {key}", str(value), path_problem(str(value)))
+    if file is not None:
+        _checked(path, "[target] file", str(file), file_target_problem(str(file)))
+    if device is not None:
+        _checked(path, "[target] device", str(device), path_problem(str(device)))
     if device is not None and "{" in str(device):
         raise PlanError(f"{path}: [target] device {device!r}: a device is named exactly, as --destroy-data must name "
                         "it ({{host}} is for file targets)")

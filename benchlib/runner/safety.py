@@ -306,6 +306,21 @@ def check_device(
     return report
 
 
+def device_identity(device: str | Path) -> dict:
+    """What identifies a block device across reboots and re-attachments: its number and size, its serial
+    or WWID where the disk reports one, and for a loop device the file behind it."""
+    st = os.stat(device)
+    node = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve()
+    identity: dict = {"dev": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}", "sectors": _read(node / "size")}
+    for name in ("wwid", "serial"):
+        if value := _read(node / "device" / name) or _read(node / name):
+            identity[name] = value
+    backing = _backing_of(node) if (node / "loop").is_dir() else None
+    if backing:
+        identity["backing"] = f"{backing[0]} {backing[1]}"
+    return identity
+
+
 def _is_block(path: str) -> bool:
     try:
         return stat.S_ISBLK(os.stat(path).st_mode)

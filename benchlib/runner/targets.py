@@ -47,6 +47,7 @@ from benchlib.runner.safety import (
     check_device,
     check_file,
     create_file,
+    device_identity,
     held_exclusively,
     marker_for,
     new_claim,
@@ -91,14 +92,14 @@ def read_record() -> dict:
     return recorded
 
 
-def write_record(key: str, claim: FileClaim) -> None:
-    """Add one claim to the record, under a lock (two runs may create targets at once)."""
+def write_record(key: str, claim: FileClaim | dict) -> None:
+    """Add one claim (or a device's identity) to the record, under a lock (two runs may write it at once)."""
     folder = state_folder()
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(folder / ".lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        recorded = read_record() | {key: claim.as_record()}
+        recorded = read_record() | {key: claim.as_record() if isinstance(claim, FileClaim) else claim}
         temporary = folder / f".{RECORD}.{os.getpid()}"
         with open(temporary, "x", encoding="utf-8") as handle:
             handle.write(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
@@ -276,10 +277,25 @@ class Targets:
     def _device(self, host: str, path: str, writes: bool) -> None:
         if not self.on_servers or self.this_machine(host) or self._names_this_machine(host):
             self.devices[host] = check_device(path, writes=writes, destroy_data=self.destroy_data)
+            self._same_device_as_before(host, path)
         if self.on_servers and writes and self.destroy_data != self.plan.target.device:
             raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
                                     f"remote device; if it may be destroyed on every host, pass "
                                     f"--destroy-data={self.plan.target.device}")
+
+    def _same_device_as_before(self, host: str, path: str) -> None:
+        """A study continues on the device it started on: a path that now names another device (a disk renamed
+        after a reboot, a loop device attached to another file) stops it."""
+        key = f"device {self.plan.output.resolve()} {host} {path}"
+        now = device_identity(path)
+        before = read_record().get(key)
+        if before is None:
+            write_record(key, now)
+        elif before != now:
+            changed = ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(before) | set(now))
+                                if before.get(k) != now.get(k))
+            raise UnsafeTargetError(f"{path} on {host} is not the device this study ran on before ({changed}); "
+                                    "check what it is now, then give the plan a new output folder")
 
     def _names_this_machine(self, host: str) -> bool:
         with self._scratch() as scratch:

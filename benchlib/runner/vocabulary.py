@@ -101,6 +101,22 @@ def path_problem(path: str) -> str | None:
     return None
 
 
+#: System folders where a new file can change how the host behaves (``/etc/nologin``, ``sudoers.d``...).
+SYSTEM_FOLDERS = ("/etc", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/usr", "/proc", "/sys", "/dev",
+                  "/run", "/var/lib", "/var/spool", "/root/.ssh")
+
+
+def file_target_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a file target benchlib creates, or None."""
+    problem = path_problem(path)
+    if problem:
+        return problem
+    normal = "/" + "/".join(part for part in path.split("/") if part not in ("", "."))
+    if ".." in normal.split("/") or any(normal == f or normal.startswith(f + "/") for f in SYSTEM_FOLDERS):
+        return "it is in a system folder (or climbs with ..), where a new file can change how the host behaves"
+    return None
+
+
 def option_problem(key: str, value: str, allowed: frozenset[str] = frozenset()) -> str | None:
     """Why ``key = value`` cannot go into a job file, or None.
 
