@@ -209,23 +209,30 @@ def test_fio_says_which_files_a_job_opens(tmp_path: Path, fio_binary: str) -> No
         read_plan(allowed, fio_binary)
 
 
-def test_a_device_mounted_in_another_mount_namespace_is_in_use(tmp_path: Path, ext4_device: str) -> None:
+@contextlib.contextmanager
+def _mounted_elsewhere(device: str, tmp_path: Path) -> Iterator[Path]:
+    """The device mounted in a mount namespace of its own (invisible in this one's mount table)."""
     _root_with("unshare", "mount")
     point = tmp_path / "mnt"
     point.mkdir()
     holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               f"mount {ext4_device} {point} && echo mounted && sleep 120"], stdout=subprocess.PIPE, text=True)
+                               f"mount {device} {point} && echo mounted && sleep 120"], stdout=subprocess.PIPE, text=True)
     try:
         if holder.stdout.readline().strip() != "mounted":  # type: ignore[union-attr]
             pytest.skip("cannot mount in a new mount namespace here")
+        yield point
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_device_mounted_in_another_mount_namespace_is_in_use(tmp_path: Path, ext4_device: str) -> None:
+    with _mounted_elsewhere(ext4_device, tmp_path) as point:
         assert str(point) not in Path("/proc/self/mountinfo").read_text()  # invisible from here
         plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"')
         done = _cli("run", str(plan_path), f"--destroy-data={ext4_device}", cwd=tmp_path)
         assert done.returncode == 2 and "is in use (opened exclusively by someone else (mounted" in done.stderr
         assert not list((tmp_path / "study").rglob("*.fio"))  # refused before any job was written
-    finally:
-        holder.kill()
-        holder.wait()
     # the mounted file system itself writes to its device, so no checksum here: it must be intact
     time.sleep(0.5)
     check = subprocess.run(["e2fsck", "-fn", ext4_device], capture_output=True, text=True, check=False)
@@ -650,22 +657,11 @@ def test_a_device_a_process_holds_open_is_in_use(tmp_path: Path, ext4_device: st
 
 
 def test_a_server_at_an_unspecified_address_is_this_machine(tmp_path: Path, fio_binary: str, ext4_device: str) -> None:
-    _root_with("unshare", "mount")
-    point = tmp_path / "mnt"
-    point.mkdir()
-    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               f"mount {ext4_device} {point} && echo mounted && sleep 120"], stdout=subprocess.PIPE, text=True)
-    try:
-        if holder.stdout.readline().strip() != "mounted":  # type: ignore[union-attr]
-            pytest.skip("cannot mount in a new mount namespace here")
-        with _server(fio_binary, "127.0.0.1", 8795):
-            plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"')
-            plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["0.0.0.0"]\nport = 8795\n')
-            with pytest.raises(UnsafeTargetError, match="is in use"):
-                run_plan(load_plan(plan_path), destroy_data=ext4_device)
-    finally:
-        holder.kill()
-        holder.wait()
+    with _mounted_elsewhere(ext4_device, tmp_path), _server(fio_binary, "127.0.0.1", 8795):
+        plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"')
+        plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["0.0.0.0"]\nport = 8795\n')
+        with pytest.raises(UnsafeTargetError, match="is in use"):
+            run_plan(load_plan(plan_path), destroy_data=ext4_device)
 
 
 def test_loop_devices_on_a_deleted_backing_file_share_storage(tmp_path: Path) -> None:
