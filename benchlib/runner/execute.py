@@ -590,7 +590,7 @@ def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:
 
 
 def _default_remote(plan: Plan) -> Callable[[str], bool]:
-    """Which hosts are checked and described through fio: every fio server that is not this machine."""
+    """Which hosts are described through fio: every fio server that is not this machine."""
     return lambda host: bool(plan.servers) and not is_local(host)
 
 
@@ -623,7 +623,8 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
     progress
         Called with (seconds done, seconds planned, label) as the run advances.
     remote
-        Which hosts to check through fio instead of on this machine (tests).
+        Which hosts to describe by what their fio server reports rather than by this machine's facts
+        (default: servers that are not this machine). Targets on servers are always checked through fio.
     reading
         fio's reading of the plan (:func:`read_plan`), when the caller already has it.
 
