@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -41,8 +40,8 @@ from benchlib import __version__
 from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan
 from benchlib.runner.reading import files_of, writing_jobs
-from benchlib.runner.safety import UnsafeTargetError
-from benchlib.runner.targets import Targets, on_server
+from benchlib.runner.safety import UnsafeTargetError, replace_file
+from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
 from benchlib.sources._common import sha256_of
@@ -146,27 +145,6 @@ def host_facts(target: str) -> dict:
         "target": target,
         "target_device": _block_device_of(Path(target)),
     }
-
-
-_PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)-bit, os=(?P<os>[^,]+), "
-                    r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
-
-
-def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
-    """What a remote fio server says about its machine when a client connects (its probe reply).
-
-    fio sends its host name, operating system, architecture, word size and
-    fio version, nothing more; the kernel release, CPU model and memory come
-    from the plan's ``facts_command`` (:func:`command_facts`) when it has one.
-    """
-    _, said = on_server(fio, host, port, workdir,
-                        "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n", "--debug=net")
-    found = _PROBE.search(said)
-    if found is None:
-        return {"note": f"remote host: its fio server did not answer the probe ({said.strip()[-200:]})"}
-    return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
-            "big_endian": found["be"] == "1", "fio_version": found["fio"],
-            "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
 
 
 #: Run on a remote host through the plan's ``facts_command`` (on its stdin; ``$1`` is the target):
@@ -282,15 +260,6 @@ def _study_toml(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write a file of benchlib's own in the output folder: through a new file renamed over it, so a link
-    at ``path`` is replaced, never followed."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "x", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
-
-
 def _own_file(path: Path, looks_ours: Callable[[str], bool]) -> None:
     """Refuse a file in the output folder that benchlib did not write (or a link, which it never follows)."""
     if not (path.exists() or path.is_symlink()):
@@ -312,7 +281,7 @@ def _write_study(plan: Plan) -> None:
         raise RunError(f"{path} holds the runs of study {tomllib.loads(path.read_text(encoding='utf-8'))['study']['name']!r}, "
                        f"not {plan.name!r}; give this plan an output folder of its own ([run] output)")
     if not path.exists() or path.read_text(encoding="utf-8") != text:
-        _replace(path, text)
+        replace_file(path, text)
 
 
 def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
@@ -329,7 +298,7 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
     if earlier.get("target", record["target"]) != record["target"]:
         raise RunError(f"{plan.output} holds runs made on {earlier['target']}, and the plan now names "
                        f"{record['target']}; give this plan an output folder of its own ([run] output)")
-    _replace(path, json.dumps(record, indent=1) + "\n")
+    replace_file(path, json.dumps(record, indent=1) + "\n")
 
 
 def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:

@@ -500,7 +500,7 @@ def create_file(path: str | Path, size: int) -> FileClaim:
         os.write(fd, claim.tail())
         os.fsync(fd)
         marker = {"created_by": "benchlib", "inode": st.st_ino, "device": st.st_dev, "size": size}
-        _write_new(marker_for(path), json.dumps(marker) + "\n")
+        replace_file(marker_for(path), json.dumps(marker) + "\n")
     except OSError as exc:
         os.close(fd)
         path.unlink(missing_ok=True)
@@ -531,8 +531,9 @@ def open_claimed(path: str | Path, claim: FileClaim) -> int:
     return fd
 
 
-def _write_new(path: Path, text: str) -> None:
-    """Write ``path`` through a new temporary file renamed over it: a link left at ``path`` is replaced, not followed."""
+def replace_file(path: Path, text: str) -> None:
+    """Write a file of benchlib's own through a new temporary file renamed over it: a link left at ``path`` is
+    replaced, never followed."""
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     with open(temporary, "x", encoding="utf-8") as handle:
         handle.write(text)

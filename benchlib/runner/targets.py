@@ -53,6 +53,7 @@ from benchlib.runner.safety import (
     new_claim,
     open_claimed,
     recheck_device,
+    replace_file,
 )
 
 RECORD = "targets.json"
@@ -100,10 +101,7 @@ def write_record(key: str, claim: FileClaim | dict) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         recorded = read_record() | {key: claim.as_record() if isinstance(claim, FileClaim) else claim}
-        temporary = folder / f".{RECORD}.{os.getpid()}"
-        with open(temporary, "x", encoding="utf-8") as handle:
-            handle.write(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
-        os.replace(temporary, folder / RECORD)
+        replace_file(folder / RECORD, json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     finally:
         os.close(fd)
 _PROBE_OPTIONS = ("--readonly", "--clocksource=clock_gettime", "--output-format=json")
@@ -170,13 +168,32 @@ def is_this_machine(host: str) -> bool:
     return address.is_loopback or address.is_unspecified or str(address) in _own_addresses()
 
 
+_PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)-bit, os=(?P<os>[^,]+), "
+                    r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
+
+
+def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
+    """What a remote fio server says about its machine when a client connects (its probe reply).
+
+    fio sends its host name, operating system, architecture, word size and
+    fio version, nothing more; the kernel release, CPU model and memory come
+    from the plan's ``facts_command`` (:func:`benchlib.runner.execute.command_facts`) when it has one.
+    """
+    _, said = on_server(fio, host, port, workdir, "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\n"
+                        "allow_file_create=0\n", "--debug=net", "--readonly")
+    found = _PROBE.search(said)
+    if found is None:
+        return {"note": f"remote host: its fio server did not answer the probe ({said.strip()[-200:]})"}
+    return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
+            "big_endian": found["be"] == "1", "fio_version": found["fio"],
+            "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
+
+
 def server_names_this_machine(fio: str, host: str, port: int, workdir: Path) -> bool:
     """Whether the fio server at ``host`` says it runs on a machine with this machine's host name (a server in
     another network namespace of this kernel does: its devices are this machine's)."""
-    _, said = on_server(fio, host, port, workdir, "[probe]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\n"
-                        "allow_file_create=0\n", "--debug=net", "--readonly")
-    found = re.search(r"hostname=([^,]+), be=", said)
-    return found is None or found[1] == socket.gethostname()  # no answer: assume it may be this machine
+    name = server_facts(fio, host, port, workdir).get("hostname")
+    return name is None or name == socket.gethostname()  # no answer: assume it may be this machine
 
 
 @dataclass
