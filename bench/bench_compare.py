@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import polars as pl
-
 from _results import record
 
 from benchlib.stats.compare import comparison_table

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from benchlib.claims import load_claims, verify
 from benchlib.errors import BenchlibError
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.paths import PROCESSED, PROJECT_ROOT
+from benchlib.store import load_study_tables
 from benchlib.study import load_study, study_files
 from benchlib.tomlfile import read_toml
 

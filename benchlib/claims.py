@@ -54,6 +54,7 @@ import polars as pl
 from benchlib.errors import BenchlibError
 from benchlib.schema import Tables, label_expr
 from benchlib.stats.efficiency import cpu_pct_expr
+from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
 from benchlib.tomlfile import read_toml
 
 CLAIMS_FILE = "claims.toml"
@@ -225,12 +226,17 @@ def _reconcile(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> list[tu
     return out
 
 
+def _over(values: pl.Series, expr: pl.Expr) -> float:
+    """One of :mod:`benchlib.stats.fairness`' measures over claimed values."""
+    return float(pl.DataFrame({"x": values}).select(expr).item())
+
+
 def _spread(values: pl.Series) -> float:
-    return float(values.max() / values.min())
+    return _over(values, max_min_ratio_expr(pl.col("x")))
 
 
 def _jain(values: pl.Series) -> float:
-    return float(values.sum() ** 2 / (values.len() * (values**2).sum()))
+    return _over(values, jain_expr(pl.col("x")))
 
 
 _OVER_VALUES = {

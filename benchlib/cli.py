@@ -20,11 +20,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlib.errors import BenchlibError
-from benchlib.ingest import IngestReport, ingest_study, scan_table
+from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
 from benchlib.sources.hcibench import check_summary
 from benchlib.stats import summarise_runs
+from benchlib.store import scan_table
 
 _MIB = 1024 * 1024
 
@@ -175,7 +176,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     """Ingest the study, recompute every claim of its claims.toml, print the verdicts; 1 on any FAIL."""
     from benchlib.claims import FAIL, load_claims, verify
-    from benchlib.ingest import load_study_tables
+    from benchlib.store import load_study_tables
 
     claims, tolerances = load_claims(args.study)
     report = ingest_study(args.study, Path(args.processed))

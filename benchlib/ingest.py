@@ -30,27 +30,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.pool import Pool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.pool import Pool
 from pathlib import Path
 
 import orjson
 import polars as pl
 
-from benchlib.errors import BenchlibError, FormatError, StudyError
+from benchlib.errors import FormatError, StudyError
+from benchlib.ingest_worker import extract_json_batch, read_spooled
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.schema import (
     SCHEMA_VERSION,
     TABLES,
     Tables,
-    empty,
     label_expr,
     nest_bins,
-    unnest_bins,
     validate_stored_bins,
 )
-from benchlib.ingest_worker import extract_json_batch, read_spooled
 from benchlib.sources import detect, detect_head, read
 from benchlib.sources._common import SNIFF_BYTES, run_id
 from benchlib.sources.esxtop import esxtop_run, scan_esxtop
@@ -58,10 +56,9 @@ from benchlib.sources.fio_json import frames_of
 from benchlib.sources.fio_json_rows import looks_like_fio_json_bytes
 from benchlib.sources.fio_log import read_fio_log, scan_fio_log
 from benchlib.sources.vdbench_folder import RESULT_KINDS, folder_key, may_be_member, member_kind, read_vdbench_folder
+from benchlib.store import MANIFEST, NOT_OUTPUT, QUARANTINE, RAW_STATE, raw_state, study_key
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study, study_files
 
-MANIFEST = "manifest.json"
-QUARANTINE = "quarantine.csv"
 #: Logs larger than this are streamed to Parquet instead of read into memory.
 STREAM_BYTES = 32 * 1024 * 1024
 #: fio JSON files per Parquet part: one frame per table for many small files.
@@ -69,7 +66,6 @@ JSON_BATCH = 500
 #: Worker processes take fio JSON batches only for more files than this: below it, starting them
 #: (about half a second of imports) costs more than they save (measured: 1,500 files break even).
 PARALLEL_FROM = 3 * JSON_BATCH
-_NOT_OUTPUT = re.compile(r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$", re.IGNORECASE)
 #: Formats that hold no results: listed as skipped, with what they are.
 _NO_RESULTS = ("vdbench-parmfile",)
 _FIO_LOG_NAME = re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$")
@@ -118,7 +114,7 @@ def _raw_files(study: Study, report: IngestReport, on_many: Callable[[], None] =
     """
     found = []
     for path, rel, left_out in study_files(study.folder):
-        if rel == STUDY_FILE or _NOT_OUTPUT.search(rel):
+        if rel == STUDY_FILE or NOT_OUTPUT.search(rel):
             continue
         if left_out:
             report.skipped.append((rel, left_out))
@@ -127,14 +123,6 @@ def _raw_files(study: Study, report: IngestReport, on_many: Callable[[], None] =
         if len(found) == PARALLEL_FROM + 1:
             on_many()
     return sorted(found, key=lambda item: item[1])
-
-
-def _study_key(study: Study) -> str:
-    declaration = study.folder / STUDY_FILE
-    digest = hashlib.sha256(f"schema={SCHEMA_VERSION}".encode())
-    if declaration.exists():
-        digest.update(declaration.read_bytes())
-    return digest.hexdigest()
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -814,11 +802,13 @@ def _read_batches_and_folders(study: Study, processed: Path, previous: dict, rep
 
 
 def _ingest_locked(study: Study, processed: Path) -> IngestReport:
-    key = _study_key(study)
+    key = study_key(study)
     previous = _load_manifest(processed, key)
     if not previous:  # first ingest, or study.toml or the schema changed: rebuild every part
         for part in processed.glob("*/*.parquet"):
             part.unlink()
+    before = raw_state(study)  # taken first: a file that changes while it is read shows as changed later
+    (processed / RAW_STATE).unlink(missing_ok=True)  # until this ingest finishes, readers are told it did not
     report = IngestReport(study=study.name, processed=processed)
     current: dict[str, dict] = {}
     plan = _read_batches_and_folders(study, processed, previous, report, current)
@@ -844,6 +834,7 @@ def _ingest_locked(study: Study, processed: Path) -> IngestReport:
     _atomic_write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)
     _remove_unlisted_parts(processed, {entry["part"] for entry in current.values()})
+    _atomic_write_bytes(orjson.dumps({"study_key": key, "files": before}), processed / RAW_STATE)
     return report
 
 
@@ -925,40 +916,3 @@ def _write_quarantine(processed: Path, rows: list[tuple[str, str]]) -> None:
         writer.writerow(["file", "reason"])
         writer.writerows(rows)
     os.replace(tmp, target)
-
-
-def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
-    """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
-    if table not in TABLES:
-        raise BenchlibError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
-    _check_schema_version(Path(processed))
-    parts = sorted((Path(processed) / table).glob("*.parquet"))
-    if not parts:
-        return pl.LazyFrame(schema=TABLES[table])
-    frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
-    return unnest_bins(frame) if table == "latency_bins" else frame
-
-
-def _check_schema_version(processed: Path) -> None:
-    """Refuse a processed study an older benchlib wrote: its layout may differ (schema 5 stores bins as lists)."""
-    try:
-        with open(processed / MANIFEST, "rb") as handle:
-            head = handle.read(200)
-    except FileNotFoundError:
-        return
-    found = re.search(rb'"schema_version":\s*(\d+)', head)
-    if found and int(found.group(1)) != SCHEMA_VERSION:
-        raise BenchlibError(
-            f"{processed}: written with schema version {int(found.group(1))}, this benchlib reads version "
-            f"{SCHEMA_VERSION}; run `benchlib ingest` on its raw folder again (the raw files are unchanged)"
-        )
-
-
-def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
-    """The tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
-    frames = {table: empty(table) for table in TABLES}
-    for table in only:
-        frame = scan_table(processed, table).collect()
-        sort_by = [c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns]
-        frames[table] = frame.sort(sort_by, nulls_last=True, maintain_order=True)
-    return Tables(**frames)

@@ -1,7 +1,9 @@
 """Where things are, derived from this file's location (never from the working directory).
 
 ``BENCHLIB_DATA`` points ``data/`` elsewhere (a copy of the raw data to experiment on; the
-test that proves nbval notices a changed raw number uses it).
+test that proves nbval notices a changed raw number uses it). ``BENCHLIB_PROCESSED`` and
+``BENCHLIB_REPORTS`` put the processed tables and the reports elsewhere, so a checkout or an
+unpacked verification bundle on read-only media still builds its report.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ["BENCHLIB_DATA"]) if os.environ.get("BENCHLIB_DATA") else PROJECT_ROOT / "data"
 RAW = DATA / "raw"
-PROCESSED = DATA / "processed"
-REPORTS = PROJECT_ROOT / "reports"
+PROCESSED = Path(os.environ.get("BENCHLIB_PROCESSED") or DATA / "processed")
+REPORTS = Path(os.environ.get("BENCHLIB_REPORTS") or PROJECT_ROOT / "reports")
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 PIPELINES = PROJECT_ROOT / "pipelines"
 

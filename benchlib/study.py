@@ -121,14 +121,25 @@ def _kind(mode: int) -> str:
 
 
 def _left_out(path: Path, root: Path) -> str | None:
-    """Why a file of the study is not one to read, or None (it is a regular file inside the study)."""
+    """Why a file of the study is not one to read, or None (it is a regular file inside the study).
+
+    ``path`` is in a folder inside the study (:func:`study_files` follows no link out of it), so
+    only a link can lead elsewhere: only links are resolved.
+    """
     try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return "a link that leads nowhere (dangling, or a loop of links); not read"
-    if real != root and root not in real.parents:
-        return f"a link to {real}, outside the study; not read (copy the file into the study to use it)"
-    mode = os.stat(real).st_mode
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "a file that went away while the study was listed; not read"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "a link that leads nowhere (dangling, or a loop of links); not read"
+        if not real.is_relative_to(root):
+            return f"a link to {real}, outside the study; not read (copy the file into the study to use it)"
+        mode = os.stat(real).st_mode
     if not stat.S_ISREG(mode):
         return f"{_kind(mode)}, not a file; never opened"
     return None
@@ -153,7 +164,7 @@ def study_files(folder: str | Path) -> Iterator[tuple[Path, str, str | None]]:
                 continue
             if sub.is_symlink():
                 real = sub.resolve()
-                if real != root and root not in real.parents:
+                if not real.is_relative_to(root):
                     yield sub, sub.relative_to(folder).as_posix(), (f"a link to the folder {real}, outside the "
                                                                     "study; not read")
                     continue

@@ -8,11 +8,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
 from benchlib.runner import load_plan
 from benchlib.runner.execute import PLAN_RECORD, pending
 from benchlib.sources._common import sha256_of
+from benchlib.store import load_study_tables
 from benchlib.study import RUN_MANIFEST, load_study
 
 STUDY = RAW / "loopback-fio"

@@ -18,9 +18,10 @@ from benchlib.bundle import BundleError, write_bundle
 from benchlib.claims import ClaimError, load_claims, verify
 from benchlib.cli import main
 from benchlib.errors import FormatError
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
 from benchlib.sources import detect, read
+from benchlib.store import load_study_tables
 from tests.conftest import ROOT
 
 STUDY = RAW / "pvscsi-vs-lsi"

@@ -10,8 +10,9 @@ import pytest
 
 from benchlib import figures
 from benchlib.claims import claims_frame
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
+from benchlib.store import load_study_tables
 
 
 @pytest.fixture(scope="module")

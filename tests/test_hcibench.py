@@ -10,9 +10,10 @@ import polars as pl
 import pytest
 
 from benchlib.errors import FormatError
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.sources import detect, read
 from benchlib.sources.hcibench import check_summary
+from benchlib.store import load_study_tables
 
 DATA = Path(__file__).parent / "data" / "hcibench"
 VDB_CASE = "vdb-test/vdb-2vmdk-100ws-4k-70rdpct-100randompct-4threads-1700000000"

@@ -15,10 +15,11 @@ import pytest
 
 from benchlib.cli import main
 from benchlib.errors import StudyError
-from benchlib.ingest import ingest_study, load_study_tables
+from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
 from benchlib.schema import TABLES, validate
 from benchlib.sources import read
+from benchlib.store import load_study_tables
 
 SAMPLE = RAW / "fio-sample"
 
@@ -367,8 +368,8 @@ def _queue_and_collect(batches: object, size: int) -> None:
 
 def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(study: Path, tmp_path: Path) -> None:
     from benchlib.errors import BenchlibError
-    from benchlib.ingest import MANIFEST
     from benchlib.schema import SCHEMA_VERSION
+    from benchlib.store import MANIFEST
 
     report = ingest_study(study, tmp_path / "processed")
     manifest = report.processed / MANIFEST

@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from benchlib.ingest import load_study_tables
 from benchlib.paths import PROCESSED
-from benchlib.pipeline import disk_view, host_series, member_efficiency, member_values, run_totals
+from benchlib.views import disk_view, host_series, member_efficiency, member_values, run_totals
+from benchlib.store import load_study_tables
 
 CELL = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
 AXES = ["profile", "block_size", "ioengine", "rate_cap"]

@@ -119,9 +119,15 @@ def test_nbval_bites_on_a_changed_raw_number(tmp_path: Path) -> None:
     copy = tmp_path / "nb" / "cell.ipynb"
     copy.parent.mkdir()
     shutil.copy(PROJECT_ROOT / "notebooks" / "cell.ipynb", copy)
+    ingest = [sys.executable, "-m", "benchlib.cli", "ingest", "--quiet", str(data / "raw" / "pvscsi-vs-lsi"),
+              "--processed", str(data / "processed")]
+    subprocess.run(ingest, check=True, capture_output=True)
     assert _nbval(copy, data).returncode == 0  # the copy passes on unchanged data
     table = data / "raw" / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv"
     table.write_text(table.read_text().replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,1149,"))
+    stale = _nbval(copy, data)  # notebooks only read: a changed raw file is refused, not silently drawn from old tables
+    assert stale.returncode != 0 and "seqread-128k-per-vm.csv" in stale.stdout and "benchlib ingest" in stale.stdout
+    subprocess.run(ingest, check=True, capture_output=True)
     failed = _nbval(copy, data)
     assert failed.returncode != 0 and "1149" in failed.stdout
 

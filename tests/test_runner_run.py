@@ -19,10 +19,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchlib.ingest import ingest_study, scan_table
+from benchlib.ingest import ingest_study
 from benchlib.runner import PlanError, UnsafeTargetError, load_plan, run_plan
 from benchlib.runner.execute import RunError, host_facts, hosts_done, pending
 from benchlib.runner.targets import Targets
+from benchlib.store import scan_table
 from benchlib.study import RUN_MANIFEST, load_study
 
 pytestmark = pytest.mark.fio

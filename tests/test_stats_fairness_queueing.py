@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchlib.stats.queueing import sweep_shape, where_ios_wait
 from benchlib.stats import (
     cpus_used_expr,
     cycles_per_io_expr,
@@ -16,6 +15,7 @@ from benchlib.stats import (
     queue_check,
     reconcile,
 )
+from benchlib.stats.queueing import sweep_shape, where_ios_wait
 from tests.conftest import ROOT
 
 PUBLISHED = ROOT.parent / "shared" / "domain" / "published"

@@ -88,7 +88,8 @@ FOLDERS = {
 @pytest.fixture(scope="module")
 def corpus_ingest(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """The whole vdbench corpus folder ingested in place (read only) into a temporary processed root."""
-    from benchlib.ingest import ingest_study, load_study_tables
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
 
     processed = tmp_path_factory.mktemp("processed")
     report = ingest_study(corpus_dir("vdbench"), processed)
@@ -220,7 +221,8 @@ def test_parameter_files() -> None:
 
 
 def test_a_bad_file_in_a_folder_is_quarantined_and_the_rest_kept(tmp_path: Path) -> None:
-    from benchlib.ingest import ingest_study, load_study_tables
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
 
     study = tmp_path / "raw" / "vdb"
     shutil.copytree(corpus_dir("vdbench") / "vdb__output", study / "vdb__output")
@@ -240,7 +242,8 @@ def test_a_bad_file_in_a_folder_is_quarantined_and_the_rest_kept(tmp_path: Path)
 
 
 def test_changing_one_file_rereads_its_folder_only(tmp_path: Path) -> None:
-    from benchlib.ingest import ingest_study, load_study_tables
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
 
     study = tmp_path / "raw" / "vdb"
     for name in ("vdb__output", "vdbconvert__test"):

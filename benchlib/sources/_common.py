@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import re
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -37,7 +37,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import read_source, run_id

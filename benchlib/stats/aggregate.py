@@ -21,6 +21,24 @@ def _sum_or_null(column: str) -> pl.Expr:
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None).alias(column)
 
 
+#: Columns that add across a run's jobs, directions and hosts; every other value is a mean.
+ADDITIVE = ("iops", "iops_or_derived", "bandwidth_mib_s", "bandwidth_bytes_per_s", "io_count", "io_bytes")
+
+
+def total_expr(value: str) -> pl.Expr:
+    """The total of ``value`` over a group of rows (a run's jobs, directions and hosts).
+
+    Rates and counts (:data:`ADDITIVE`) add, and are null when no row has one (a
+    sum of nothing is not zero); anything else (a latency) is the mean weighted
+    by each row's I/O count (1 where a table gives none).
+    """
+    if value in ADDITIVE:
+        return _sum_or_null(value)
+    weight = pl.coalesce(pl.col("io_count"), pl.lit(1))
+    valid = pl.col(value).is_not_null()
+    return ((pl.col(value) * weight).filter(valid).sum() / weight.filter(valid).sum()).alias(value)
+
+
 def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One row per run and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
 

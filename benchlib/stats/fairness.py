@@ -20,6 +20,11 @@ def jain_expr(x: pl.Expr) -> pl.Expr:
     return x.sum() ** 2 / (x.count() * (x**2).sum())
 
 
+def max_min_ratio_expr(x: pl.Expr) -> pl.Expr:
+    """The largest value over the smallest (inf when one member got nothing)."""
+    return x.max() / x.min()
+
+
 def gini_expr(x: pl.Expr) -> pl.Expr:
     """Gini coefficient ΣΣ|x_i − x_j| / (2n²·mean), in [0, (n−1)/n].
 
@@ -70,7 +75,7 @@ def fairness_table(
     aggregated = frame.group_by(by or pl.lit(0).alias("_all"), maintain_order=True).agg(
         pl.len().alias("members"),
         jain_expr(x).alias("jain"),
-        (x.max() / x.min()).alias("max_min_ratio"),
+        max_min_ratio_expr(x).alias("max_min_ratio"),
         (x.std(ddof=1) / x.mean()).alias("cv"),
         gini_expr(x).alias("gini"),
         x.min().alias("min"),

@@ -1,0 +1,207 @@
+"""Reading processed studies: ``data/processed/<study>/``. Nothing here writes.
+
+A processed study holds one folder of Parquet parts per table, ``manifest.json``
+(which raw file, by SHA-256, went into which part), ``quarantine.csv`` (the files
+that could not be read, and why) and ``raw-files.json`` (the size and modification
+time of every raw file the ingest read, taken before it read them). Ingest
+(:mod:`benchlib.ingest`) writes them; notebooks, the report and the claims read
+them through :func:`open_study`, which first checks that they still describe the
+raw files. When they do not (a raw file changed, appeared or went away, the
+``study.toml`` changed, an ingest was interrupted, or an older benchlib wrote
+them), it says so and what to run, instead of drawing from stale tables. So a
+notebook runs from a read-only checkout or an unpacked verification bundle.
+
+>>> study = open_study("loopback-fio")                          # doctest: +SKIP
+>>> study.tables(only=("runs", "results")).results.height       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from benchlib.errors import BenchlibError
+from benchlib.paths import PROCESSED, RAW, processed_dir_for
+from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, empty, unnest_bins
+from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study, study_files
+
+MANIFEST = "manifest.json"
+QUARANTINE = "quarantine.csv"
+#: ``{"study_key": ..., "files": {path in the study: [size, mtime_ns]}}``, written last by an ingest.
+RAW_STATE = "raw-files.json"
+#: Files of a study folder that are not tool output (notes, scripts, plans, benchlib's own records).
+NOT_OUTPUT = re.compile(
+    r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$",
+    re.IGNORECASE,
+)
+#: How many changed files a stale-data message names before it counts the rest.
+_NAMED = 5
+
+
+class StaleStudyError(BenchlibError):
+    """The processed tables of a study are missing, or no longer describe its raw files."""
+
+
+def study_key(study: Study) -> str:
+    """What every part of a processed study depends on besides its own raw file: the schema and ``study.toml``."""
+    declaration = study.folder / STUDY_FILE
+    digest = hashlib.sha256(f"schema={SCHEMA_VERSION}".encode())
+    if declaration.exists():
+        digest.update(declaration.read_bytes())
+    return digest.hexdigest()
+
+
+def ingest_inputs(study: Study) -> Iterator[tuple[Path, str, str | None]]:
+    """The files an ingest reads: tool outputs, ``study.toml`` and ``benchlib run``'s records (which set levels).
+
+    Yields ``(path, path relative to the study, why it is left out or None)`` as
+    :func:`benchlib.study.study_files` does.
+    """
+    for path, rel, left_out in study_files(study.folder):
+        if rel == STUDY_FILE or path.name == RUN_MANIFEST or not NOT_OUTPUT.search(rel):
+            yield path, rel, left_out
+
+
+def raw_state(study: Study) -> dict[str, list[int]]:
+    """``path in the study -> [size, mtime_ns]`` of every file an ingest reads (links: of what they lead to)."""
+    state = {}
+    for path, rel, left_out in ingest_inputs(study):
+        if left_out:
+            state[rel] = [-1, -1]
+            continue
+        try:
+            info = path.stat()
+        except OSError:
+            state[rel] = [-1, -1]
+            continue
+        state[rel] = [info.st_size, info.st_mtime_ns]
+    return state
+
+
+def read_manifest(processed: Path) -> dict:
+    """The manifest of a processed study (``{}`` when there is none)."""
+    path = processed / MANIFEST
+    return orjson.loads(path.read_bytes()) if path.exists() else {}
+
+
+def check_schema_version(processed: Path) -> None:
+    """Refuse a processed study an older benchlib wrote: its layout may differ (schema 5 stores bins as lists)."""
+    try:
+        with open(processed / MANIFEST, "rb") as handle:
+            head = handle.read(200)
+    except FileNotFoundError:
+        return
+    found = re.search(rb'"schema_version":\s*(\d+)', head)
+    if found and int(found.group(1)) != SCHEMA_VERSION:
+        raise BenchlibError(
+            f"{processed}: written with schema version {int(found.group(1))}, this benchlib reads version "
+            f"{SCHEMA_VERSION}; run `benchlib ingest` on its raw folder again (the raw files are unchanged)"
+        )
+
+
+def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while data := handle.read(1 << 20):
+                digest.update(data)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _names(paths: list[str]) -> str:
+    shown = ", ".join(paths[:_NAMED])
+    return shown + (f" and {len(paths) - _NAMED} more" if len(paths) > _NAMED else "")
+
+
+def staleness(study: Study, processed: Path) -> str | None:
+    """Why the processed tables at ``processed`` do not describe the study's raw files now, or None when they do.
+
+    A file whose size and modification time are as recorded is taken as unchanged
+    (as git and make do); one whose time moved but whose content hashes as before
+    (a ``touch``, a copy that did not keep times) is unchanged too.
+    """
+    if not (processed / MANIFEST).exists():
+        return "it has not been ingested"
+    if not (processed / RAW_STATE).exists():
+        return "its last ingest did not finish (or an older benchlib wrote it)"
+    recorded = orjson.loads((processed / RAW_STATE).read_bytes())
+    if recorded.get("study_key") != study_key(study):
+        return f"{STUDY_FILE} (or benchlib's schema) changed since the last ingest"
+    before, now = recorded.get("files", {}), raw_state(study)
+    manifest = read_manifest(processed).get("files", {})
+    changed = []
+    for rel in sorted(set(before) & set(now) - {STUDY_FILE}):  # the study key covers study.toml's content
+        if before[rel] != now[rel]:
+            known = manifest.get(rel, {}).get("sha256")
+            if known is None or now[rel][0] != before[rel][0] or _sha256(study.folder / rel) != known:
+                changed.append(rel)
+    added, removed = sorted(set(now) - set(before)), sorted(set(before) - set(now))
+    parts = [f"{len(found)} {what} ({_names(found)})"
+             for found, what in ((changed, "changed"), (added, "new"), (removed, "gone")) if found]
+    return "raw files changed since the last ingest: " + "; ".join(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class ProcessedStudy:
+    """A study's processed tables, checked against its raw files when opened (:func:`open_study`)."""
+
+    study: Study
+    processed: Path
+
+    def scan(self, table: str) -> pl.LazyFrame:
+        """Lazily scan one table (an empty frame when it has no parts)."""
+        return scan_table(self.processed, table)
+
+    def tables(self, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
+        """The tables (all five, or ``only`` these; the others empty), sorted by run."""
+        return load_study_tables(self.processed, only)
+
+
+def open_study(study: str | Path, processed_root: str | Path | None = None) -> ProcessedStudy:
+    """Open a processed study for reading: ``study`` is a name under ``data/raw/`` or a raw study folder.
+
+    Raises
+    ------
+    StaleStudyError
+        When the study has not been ingested, or its tables no longer describe its
+        raw files; the message names the files and the command to run.
+    """
+    folder = Path(study) if Path(study).is_dir() and not (RAW / str(study)).is_dir() else RAW / str(study)
+    declared = load_study(folder)
+    processed = processed_dir_for(declared.folder, Path(processed_root) if processed_root else PROCESSED)
+    why = staleness(declared, processed)
+    if why:
+        raise StaleStudyError(f"{processed}: the processed tables of study {declared.name!r} are not current ({why}); "
+                              f"run `benchlib ingest {folder}` and then this again")
+    check_schema_version(processed)
+    return ProcessedStudy(declared, processed)
+
+
+def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
+    """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
+    if table not in TABLES:
+        raise BenchlibError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    check_schema_version(Path(processed))
+    parts = sorted((Path(processed) / table).glob("*.parquet"))
+    if not parts:
+        return pl.LazyFrame(schema=TABLES[table])
+    frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+    return unnest_bins(frame) if table == "latency_bins" else frame
+
+
+def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
+    """The tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
+    frames = {table: empty(table) for table in TABLES}
+    for table in only:
+        frame = scan_table(processed, table).collect()
+        sort_by = [c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns]
+        frames[table] = frame.sort(sort_by, nulls_last=True, maintain_order=True)
+    return Tables(**frames)
