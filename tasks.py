@@ -91,6 +91,10 @@ def main(argv: list[str]) -> int:
     ensure_system_tool("fio", ("fio",))
     ensure_system_tool("chromium", ("chromium", "chromium-browser", "google-chrome"))
     ensure_system_tool("fdisk", ("sfdisk",))
+    # notebooks only read processed data (nbval executes them): ingest the bundled studies first
+    status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    if status:
+        return status
     return subprocess.call([str(PYTHON), "-m", "pytest", *argv[1:]], cwd=ROOT)
 
 

@@ -1,10 +1,15 @@
-"""Pure builders: tidy polars frame -> ``altair.Chart``, in one theme.
+"""Pure builders: a tidy frame that :mod:`benchlib.stats` (or :mod:`benchlib.views`) already
+aggregated -> an ``altair`` chart.
 
-Every builder sorts its data before it reaches the chart, names its fields
-explicitly and computes annotations (Jain's index, spread, knee) with
-``benchlib.stats``, so the Vega-Lite spec is a deterministic function of the
-data: the same frame gives the same ``chart.to_dict()``, which is what the
-tests and nbval compare.
+Builders draw; they do not aggregate. Every builder sorts its data before it
+reaches the chart, names its fields explicitly and computes its annotations
+(Jain's index, spread, knee) with ``benchlib.stats``, so the Vega-Lite spec is a
+deterministic function of the data: the same frame gives the same
+``chart.to_dict()``, which is what the tests and nbval compare.
+
+The look (fonts, sizes, palette) is one altair theme, ``benchlib``, registered
+and enabled when this module is imported; charts carry no configuration of
+their own, so two of them combine (``alt.hconcat(a, b)``, ``a | b``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ def theme() -> dict:
     }
 
 
+@alt.theme.register("benchlib", enable=True)
+def _registered() -> alt.theme.ThemeConfig:
+    return alt.theme.ThemeConfig(theme())
+
+
 def _joined(columns: list[str]) -> pl.Expr:
     """One label from several factor columns: ``LSI / off``."""
     return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
@@ -41,10 +51,6 @@ def _joined(columns: list[str]) -> pl.Expr:
 
 def _chart(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
-
-
-def _finish(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    return chart.configure(**theme()["config"])
 
 
 def per_vm_bars(frame: pl.DataFrame, *, value: str, member: str = "vm", unit: str = "", title: str = "") -> alt.TopLevelMixin:
@@ -59,14 +65,17 @@ def per_vm_bars(frame: pl.DataFrame, *, value: str, member: str = "vm", unit: st
         y=alt.Y(f"{value}:Q", title=label),
         tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
     )
-    return _finish(bars.properties(title=alt.TitleParams(title or label, subtitle=[subtitle])))
+    return bars.properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
 
 
 def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "iops", latency_ns: str = "lat_mean_ns",
                   series: str | None = None, title: str = "IOPS and latency against queue depth") -> alt.TopLevelMixin:
-    """IOPS (left) and mean latency (right) against depth on a log2 axis, the knee of each series marked."""
+    """IOPS (left) and mean latency (right) against depth on a log2 axis, the knee of each series marked.
+
+    ``frame`` has one row per depth (and series): :func:`benchlib.views.sweep` gives the medians over runs.
+    """
     keys = [series] if series else []
-    data = frame.group_by([*keys, depth]).agg(pl.col(iops).median(), pl.col(latency_ns).median()).sort([*keys, depth])
+    data = frame.select(*keys, depth, iops, latency_ns).sort([*keys, depth])
     data = data.with_columns((pl.col(latency_ns) / 1e6).alias("latency_ms"))
     knees = []
     for part in data.partition_by(keys, maintain_order=True) if keys else [data]:
@@ -86,22 +95,23 @@ def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "i
         x=x, y=alt.Y("latency_ms:Q", title="mean latency (ms)"), color=color
     )
     chart = alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=title)
-    return _finish(chart)
+    return chart
 
 
 def rwmix_curve(frame: pl.DataFrame, *, write_pct: str = "write_pct", iops: str = "iops", series: str = "vm",
                 title: str = "IOPS as the write share rises") -> alt.TopLevelMixin:
-    """IOPS against write share, one line per series (the write-penalty curve): each run's total
-    (directions and jobs added), the median over runs at each share."""
-    runs = ["run_id"] if "run_id" in frame.columns else []
-    data = frame.with_columns(pl.col(write_pct).cast(pl.Float64)).group_by(series, write_pct, *runs).agg(pl.col(iops).sum())
-    data = data.group_by(series, write_pct).agg(pl.col(iops).median()).sort(series, write_pct)
+    """IOPS against write share, one line per series (the write-penalty curve).
+
+    ``frame`` has one row per series and share: :func:`benchlib.views.sweep` gives each run's total
+    (directions and jobs added), the median over runs.
+    """
+    data = frame.select(series, pl.col(write_pct).cast(pl.Float64), iops).sort(series, write_pct)
     chart = _chart(data).mark_line(point=True).encode(
         x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
         y=alt.Y(f"{iops}:Q", title="IOPS"),
         color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
     )
-    return _finish(chart.properties(title=title))
+    return chart.properties(title=title)
 
 
 def cpu_efficiency(frame: pl.DataFrame, *, test: str = "test", setting: str = "controller",
@@ -114,7 +124,7 @@ def cpu_efficiency(frame: pl.DataFrame, *, test: str = "test", setting: str = "c
         color=alt.Color(f"{setting}:N", title=setting),
         column=alt.Column(f"{test}:N", title=None, sort=sorted(data[test].unique().to_list())),
     )
-    return chart.properties(width=90, height=HEIGHT, title=title).configure(**theme()["config"])
+    return chart.properties(width=90, height=HEIGHT, title=title)
 
 
 def time_series(frame: pl.DataFrame, *, time_ns: str = "time_ns", value: str = "value", series: str = "host",
@@ -129,7 +139,7 @@ def time_series(frame: pl.DataFrame, *, time_ns: str = "time_ns", value: str = "
     if window_s is not None:
         band = pl.DataFrame({"start": [window_s[0]], "end": [window_s[1]]})
         layers.append(_chart(band).mark_rect(opacity=0.12, color="#3a8f5c").encode(x="start:Q", x2="end:Q"))
-    return _finish(alt.layer(*layers, line).properties(title=title or value))
+    return alt.layer(*layers, line).properties(title=title or value)
 
 
 def comparison(table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline") -> alt.TopLevelMixin:
@@ -148,7 +158,7 @@ def comparison(table: pl.DataFrame, *, label: list[str], title: str = "Change ag
                                                                  tooltip=["comparison:N", "delta:N", "verdict:N"])
     text = _chart(data).mark_text(align="left", dx=8).encode(x="high_pct:Q", y=y, text="delta:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
-    return _finish(alt.layer(zero, rule, point, text).properties(title=title))
+    return alt.layer(zero, rule, point, text).properties(title=title)
 
 
 def latency_exceedance(pooled: pl.DataFrame, *, series: str | None = None,
@@ -163,16 +173,13 @@ def latency_exceedance(pooled: pl.DataFrame, *, series: str | None = None,
         y=alt.Y("exceeding_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower (%)"),
         color=color,
     )
-    return _finish(chart.properties(title=title))
+    return chart.properties(title=title)
 
 
-def esxtop_latency_stack(queue: pl.DataFrame, *, guest_ms: dict[str, float] | None = None,
+def esxtop_latency_stack(means: pl.DataFrame, *, guest_ms: dict[str, float] | None = None,
                          title: str = "Where the time goes: KAVG (kernel) + DAVG (device) = GAVG") -> alt.TopLevelMixin:
-    """Mean KAVG and DAVG per device stacked to GAVG, from ``sources.esxtop.device_queue_view``;
+    """KAVG and DAVG per device stacked to GAVG, from :func:`benchlib.stats.device_latency_means`;
     the guest-measured latency per device as a tick when given."""
-    means = queue.group_by("host", "device").agg(
-        pl.col("KAVG_ms").mean().alias("KAVG"), pl.col("DAVG_ms").mean().alias("DAVG"), pl.col("GAVG_ms").mean().alias("GAVG")
-    )
     means = means.with_columns(pl.concat_str("host", pl.lit(" "), "device").alias("where")).sort("where")
     long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort("where", "part")
     y = alt.Y("where:N", sort=means["where"].to_list(), title=None)
@@ -180,25 +187,20 @@ def esxtop_latency_stack(queue: pl.DataFrame, *, guest_ms: dict[str, float] | No
                                           color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
                                           order=alt.Order("part:N", sort="descending"))
     if not guest_ms:
-        return _finish(bars.properties(title=title))
+        return bars.properties(title=title)
     ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())}).sort("where")
     tick = _chart(ticks).mark_tick(color="black", thickness=2, size=18).encode(x="guest_ms:Q", y=y)
-    return _finish(alt.layer(bars, tick).properties(title=title))
+    return alt.layer(bars, tick).properties(title=title)
 
 
-def fairness_over_time(intervals: pl.DataFrame, *, member: str = "host", value: str = "value", time_ns: str = "time_ns",
-                       interval_s: float = 1.0, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
-    """Jain's index across members in each interval of ``interval_s`` (fio's per-host logs stamp the
-    same second a few ms apart, so times are put in their interval first)."""
-    step = interval_s * 1e9
-    data = intervals.with_columns(((pl.col(time_ns) / step).round() * interval_s).alias("time_s"))
-    data = data.group_by("time_s").agg(jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members"))
-    data = data.select("time_s", "jain", "members").sort("time_s")
+def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
+    """Jain's index across members per interval, from :func:`benchlib.stats.jain_per_interval`."""
+    data = per_interval.select("time_s", "jain", "members").sort("time_s")
     chart = _chart(data).mark_line(point=True).encode(
         x=alt.X("time_s:Q", title="time (s)"), y=alt.Y("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index"),
         tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
     )
-    return _finish(chart.properties(title=title))
+    return chart.properties(title=title)
 
 
 def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration") -> alt.TopLevelMixin:
@@ -213,7 +215,7 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "Fairne
         tooltip=["configuration:N", alt.Tooltip("jain:Q", format=".4f"), "spread:N", "members:Q"],
     )
     text = _chart(data).mark_text(align="left", dx=4).encode(x="jain:Q", y=y, text="spread:N")
-    return _finish(alt.layer(bars, text).properties(title=title))
+    return alt.layer(bars, text).properties(title=title)
 
 
 def latency_split(frame: pl.DataFrame, *, where: list[str], parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
@@ -228,7 +230,7 @@ def latency_split(frame: pl.DataFrame, *, where: list[str], parts: tuple[str, ..
         color=alt.Color("part:N", sort=list(parts), title=None), order=alt.Order("part:N", sort="ascending"),
         tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
     )
-    return _finish(chart.properties(title=title))
+    return chart.properties(title=title)
 
 
 VEGALITE_MIME = "application/vnd.vegalite.v6+json"

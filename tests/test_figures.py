@@ -12,6 +12,7 @@ from benchlib import figures
 from benchlib.claims import claims_frame
 from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
+from benchlib.stats import device_latency_means, jain_per_interval, medians, total_expr
 from benchlib.store import load_study_tables
 
 
@@ -50,7 +51,7 @@ def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
     runs = loopback.runs.filter(pl.col("profile") == "iodepth-sweep", ~pl.col("is_aggregate"), pl.col("format") == "fio-json+")
     per_run = loopback.results.join(runs, on="run_id").filter(pl.col("direction") == "read")
     totals = per_run.group_by("run_id", "iodepth").agg(pl.col("iops").sum(), pl.col("lat_mean_ns").mean())
-    spec = figures.iodepth_sweep(totals).to_dict()
+    spec = figures.iodepth_sweep(medians(totals, ["iops", "lat_mean_ns"], by=["iodepth"])).to_dict()
     inner = spec["layer"][0]["layer"]
     assert inner[0]["encoding"]["x"]["scale"] == {"base": 2, "type": "log"}
     depths = [v["iodepth"] for v in _values(inner[0])]
@@ -63,7 +64,8 @@ def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
 
 def test_rwmix_curve_and_efficiency(published: pl.DataFrame) -> None:
     mix = published.filter(pl.col("table") == "rwmix_sweep")
-    spec = figures.rwmix_curve(mix.with_columns(pl.col("write_pct").cast(pl.Float64))).to_dict()
+    mix = mix.group_by("vm", "write_pct", "run_id").agg(total_expr("iops"))
+    spec = figures.rwmix_curve(medians(mix, ["iops"], by=["vm", "write_pct"])).to_dict()
     values = _values(spec)
     assert [(v["vm"], v["write_pct"]) for v in values][:3] == [("gus_fio_3", 0.0), ("gus_fio_3", 50.0), ("gus_fio_3", 100.0)]
     assert spec["encoding"]["x"]["scale"]["domain"] == [0, 100]
@@ -129,7 +131,7 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     from tests.conftest import corpus_dir
 
     queue = device_queue_view(read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters)
-    spec = figures.esxtop_latency_stack(queue).to_dict()
+    spec = figures.esxtop_latency_stack(device_latency_means(queue)).to_dict()
     parts = _values(spec)
     by_where: dict[str, float] = {}
     for row in parts:
@@ -138,7 +140,7 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     for host, device, mean in gavg.iter_rows():
         assert by_where[f"{host} {device}"] == pytest.approx(mean, abs=0.02)
     guest = {w: 1.0 for w in by_where}
-    with_guest = figures.esxtop_latency_stack(queue, guest_ms=guest).to_dict()
+    with_guest = figures.esxtop_latency_stack(device_latency_means(queue), guest_ms=guest).to_dict()
     assert with_guest["layer"][1]["mark"]["type"] == "tick"
 
 
@@ -146,7 +148,7 @@ def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
     runs = loopback.runs.filter(pl.col("format") == "fio-log", pl.col("profile") == "randwrite", pl.col("block_size") == "64k",
                                 pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off", pl.col("repetition") == 1)
     iops = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
-    spec = figures.fairness_over_time(iops).to_dict()
+    spec = figures.fairness_over_time(jain_per_interval(iops, member="host")).to_dict()
     values = _values(spec)
     assert all(0.25 <= v["jain"] <= 1.0 for v in values) and all(v["members"] == 4 for v in values)
     assert [v["time_s"] for v in values] == sorted(v["time_s"] for v in values)
@@ -172,3 +174,17 @@ def test_latency_split_stacks_to_the_applications_latency() -> None:
     total = {c: sum(v["ms"] for v in values if v["configuration"] == c) for c in ("a", "b")}
     assert total == pytest.approx({"a": 1.2, "b": 0.07})
     assert spec["encoding"]["x"]["stack"] == "zero"
+
+
+def test_two_charts_combine(published: pl.DataFrame) -> None:
+    """The theme is registered once, not baked into each chart: builder outputs concatenate and layer."""
+    import altair as alt
+
+    seqread = published.filter(pl.col("table") == "seqread_per_vm", pl.col("sioc") == "off")
+    lsi, pvscsi = (figures.per_vm_bars(seqread.filter(pl.col("controller") == c), value="bandwidth_mib_s", title=c)
+                   for c in ("LSI", "PVSCSI"))
+    side_by_side = alt.hconcat(lsi, pvscsi).to_dict()
+    assert [part["title"]["text"] for part in side_by_side["hconcat"]] == ["LSI", "PVSCSI"]
+    assert side_by_side["config"]["font"] == figures.FONT and "config" not in side_by_side["hconcat"][0]
+    stacked = (lsi & pvscsi).to_dict()
+    assert len(stacked["vconcat"]) == 2

@@ -39,6 +39,11 @@ def total_expr(value: str) -> pl.Expr:
     return ((pl.col(value) * weight).filter(valid).sum() / weight.filter(valid).sum()).alias(value)
 
 
+def medians(frame: pl.DataFrame, values: list[str], by: list[str]) -> pl.DataFrame:
+    """The median of each of ``values`` per group of ``by`` (over runs, or over runs and VMs), sorted by the groups."""
+    return frame.group_by(by).agg(pl.col(v).median() for v in values).sort(by)
+
+
 def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One row per run and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
 

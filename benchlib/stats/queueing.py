@@ -132,3 +132,10 @@ def where_ios_wait(guest_latency_ms: float, gavg_ms: float, kavg_ms: float, qued
     if davg_ms > davg_high_ms:
         places.append("device")
     return places or ["nowhere: latency is the device's own"]
+
+
+def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
+    """Mean KAVG, DAVG and GAVG (ms) per host and device, from :func:`benchlib.sources.esxtop.device_queue_view`."""
+    return queue.group_by("host", "device").agg(
+        pl.col("KAVG_ms").mean().alias("KAVG"), pl.col("DAVG_ms").mean().alias("DAVG"), pl.col("GAVG_ms").mean().alias("GAVG")
+    ).sort("host", "device")
