@@ -2,7 +2,7 @@
 """Set-up and the two project commands, with nothing but Python 3.11+.
 
     python3 tasks.py main    # create .venv, install pinned deps, ingest every study, build every report
-    python3 tasks.py test    # the same set-up plus test deps, fio and Chromium, then every test and nbval
+    python3 tasks.py test    # the same set-up plus test deps, fio and Chromium, then every test, nbval and ruff
 
 Extra arguments after ``test`` go to pytest (``python3 tasks.py test -k terse``).
 """
@@ -23,37 +23,69 @@ PYTHON = BIN / "python"
 
 
 def say(message: str) -> None:
+    """Print a line of this script's progress."""
     print(f"[tasks] {message}", flush=True)
 
 
 def run(*command: str | Path, **kwargs: object) -> None:
+    """Run a command; a failure stops the script."""
     subprocess.run([str(c) for c in command], check=True, **kwargs)  # noqa: S603
 
 
 def ensure_venv(extras: str) -> None:
     """Create .venv and install benchlib with pinned dependencies, once per pyproject change."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (this script must run on an older Python to say so)
         sys.exit(f"benchlib needs Python 3.11 or newer; this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         say(f"creating {VENV}")
         run(sys.executable, "-m", "venv", VENV)
     stamp = VENV / f".installed-{extras or 'base'}"
     # the C part is compiled at install: a change to it needs a reinstall too
-    wanted = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "benchlib/_bins.c"))).hexdigest()
+    wanted = hashlib.sha256(
+        b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "benchlib/_bins.c"))
+    ).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return
     say(f"installing benchlib{f'[{extras}]' if extras else ''} with pinned dependencies")
-    run(PYTHON, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", f".[{extras}]" if extras else ".", cwd=ROOT)
-    run(PYTHON, "-m", "ipykernel", "install", "--sys-prefix", "--name", "benchlib", "--display-name", "benchlib (.venv)")
+    run(
+        PYTHON,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "-e",
+        f".[{extras}]" if extras else ".",
+        cwd=ROOT,
+    )
+    run(
+        PYTHON, "-m", "ipykernel", "install", "--sys-prefix", "--name", "benchlib", "--display-name", "benchlib (.venv)"
+    )
     stamp.write_text(wanted)
 
 
 HOW_TO_INSTALL = {
-    "fio": ("fio 3.x", "sudo apt-get install fio", "sudo dnf install fio", "brew install fio", "conda install -c conda-forge fio"),
-    "chromium": ("Chromium (the HTML report test opens the report in it)", "sudo apt-get install chromium",
-                 "sudo dnf install chromium", "brew install --cask chromium", "(not on conda-forge)"),
-    "fdisk": ("sfdisk (the runner's safety tests partition a loop device with it)", "sudo apt-get install fdisk",
-              "sudo dnf install util-linux", "(Linux only)", "(not on conda-forge)"),
+    "fio": (
+        "fio 3.x",
+        "sudo apt-get install fio",
+        "sudo dnf install fio",
+        "brew install fio",
+        "conda install -c conda-forge fio",
+    ),
+    "chromium": (
+        "Chromium (the HTML report test opens the report in it)",
+        "sudo apt-get install chromium",
+        "sudo dnf install chromium",
+        "brew install --cask chromium",
+        "(not on conda-forge)",
+    ),
+    "fdisk": (
+        "sfdisk (the runner's safety tests partition a loop device with it)",
+        "sudo apt-get install fdisk",
+        "sudo dnf install util-linux",
+        "(Linux only)",
+        "(not on conda-forge)",
+    ),
 }
 
 
@@ -80,6 +112,7 @@ def ensure_system_tool(package: str, binaries: tuple[str, ...]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """Run ``main`` or ``test`` (see the module docstring); return the exit status."""
     if not argv or argv[0] not in ("main", "test"):
         print(__doc__)
         return 2
@@ -95,7 +128,20 @@ def main(argv: list[str]) -> int:
     status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
     if status:
         return status
-    return subprocess.call([str(PYTHON), "-m", "pytest", *argv[1:]], cwd=ROOT)
+    tests = subprocess.call([str(PYTHON), "-m", "pytest", *argv[1:]], cwd=ROOT)
+    linted = lint()
+    return tests or linted
+
+
+LINTED = ("benchlib", "tests", "tasks.py")
+
+
+def lint() -> int:
+    """Run the project's ruff configuration (pyproject.toml) and its formatter check; 0 when both pass."""
+    say("ruff: lint and format check of " + ", ".join(LINTED))
+    checked = subprocess.call([str(BIN / "ruff"), "check", *LINTED], cwd=ROOT)
+    formatted = subprocess.call([str(BIN / "ruff"), "format", "--check", *LINTED], cwd=ROOT)
+    return checked or formatted
 
 
 if __name__ == "__main__":

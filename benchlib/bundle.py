@@ -50,11 +50,19 @@ def _belongs(path: Path, study_folder: Path) -> bool:
 
 
 def _members(study_folder: Path) -> tuple[list[tuple[str, Path]], list[tuple[str, str, str]]]:
-    """The files to pack (name in the bundle, path), and the study's links packed as links (name, target, why)."""
+    """Return the files to pack and the study's links packed as links.
+
+    Files are ``(name in the bundle, path)``; links ``(name, target, why)``.
+    """
     found, links = [], []
     for top in _CODE:
         for path in sorted((PROJECT_ROOT / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and _belongs(path, study_folder):
+            if (
+                path.is_file()
+                and "__pycache__" not in path.parts
+                and path.suffix != ".pyc"
+                and _belongs(path, study_folder)
+            ):
                 found.append((path.relative_to(PROJECT_ROOT).as_posix(), path))
     found += [(name, PROJECT_ROOT / name) for name in _FILES if (PROJECT_ROOT / name).exists()]
     for path, rel, left_out in study_files(study_folder):
@@ -79,8 +87,9 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes, link: str | None = No
     archive.addfile(info, io.BytesIO(data))
 
 
-def write_bundle(study_folder: str | Path, output_dir: str | Path,
-                 processed_root: str | Path = PROCESSED) -> tuple[Path, list[tuple[str, str, str]]]:
+def write_bundle(
+    study_folder: str | Path, output_dir: str | Path, processed_root: str | Path = PROCESSED
+) -> tuple[Path, list[tuple[str, str, str]]]:
     """Write ``<output_dir>/<study>-bundle.tar.gz``; return its path and the links packed as links.
 
     The links are ``(name in the bundle, where the link points, why its content is not packed)``.
@@ -91,7 +100,9 @@ def write_bundle(study_folder: str | Path, output_dir: str | Path,
     claims, tolerances = load_claims(folder)
     target = Path(output_dir) / f"{folder.name}-bundle.tar.gz"
     if target.exists():
-        raise BundleError(f"{target} exists; benchlib never overwrites a bundle: move it away or pass --output <folder>")
+        raise BundleError(
+            f"{target} exists; benchlib never overwrites a bundle: move it away or pass --output <folder>"
+        )
     report = ingest_study(folder, Path(processed_root))
     verdicts = verify(load_study_tables(report.processed), claims, tolerances)
     record = [{"id": v.claim.id, "recomputed": v.recomputed, "verdict": v.verdict} for v in verdicts]

@@ -1,4 +1,6 @@
-"""Claims are data: ``claims.toml`` beside a study binds each statement of a write-up
+"""Claims are data: a write-up's statements, recomputed from the tidy tables.
+
+``claims.toml`` beside a study binds each statement of a write-up
 to a declarative computation over the tidy tables; ``verify`` recomputes them.
 
 A claim::
@@ -61,8 +63,24 @@ CLAIMS_FILE = "claims.toml"
 PASS, FAIL, UNSUPPORTED = "PASS", "FAIL", "UNSUPPORTED"
 _MIB = 1024 * 1024
 _REDUCERS = ("sum", "mean", "min", "max", "value")
-_COMPUTE = ("value", "sum", "mean", "min", "max", "max_over_min", "jain", "range", "ratio", "percent_change",
-            "argmax", "lowest", "monotonic", "trails", "each", "reconcile")
+_COMPUTE = (
+    "value",
+    "sum",
+    "mean",
+    "min",
+    "max",
+    "max_over_min",
+    "jain",
+    "range",
+    "ratio",
+    "percent_change",
+    "argmax",
+    "lowest",
+    "monotonic",
+    "trails",
+    "each",
+    "reconcile",
+)
 _EXPECT = ("about", "above", "below", "between", "equals", "tolerance")
 
 
@@ -101,9 +119,15 @@ class Verdict:
 
 
 def claims_frame(tables: Tables) -> pl.DataFrame:
-    """Runs (with every label as a column) joined to results, plus the derived metrics; ``vm`` is the host."""
+    """Run (with every label as a column) joined to results, plus the derived metrics; ``vm`` is the host."""
     runs = tables.runs
-    names = sorted(set(runs.select(pl.col("labels").list.eval(pl.element().struct.field("name")).explode()).to_series().drop_nulls()))
+    names = sorted(
+        set(
+            runs.select(pl.col("labels").list.eval(pl.element().struct.field("name")).explode())
+            .to_series()
+            .drop_nulls()
+        )
+    )
     runs = runs.with_columns(label_expr(n).alias(n) for n in names if n not in runs.columns)
     frame = tables.results.join(runs.drop("labels"), on="run_id", how="inner", suffix="_run")
     iops = pl.coalesce(pl.col("iops"), pl.col("bandwidth_bytes_per_s") / pl.col("block_size_bytes"))
@@ -120,27 +144,38 @@ def claims_frame(tables: Tables) -> pl.DataFrame:
 
 # ------------------------------------------------------------------ loading
 
+
 def _claim(path: Path, index: int, entry: dict) -> Claim:
     where = f"{path}: [[claims]] entry {index + 1}"
     missing = [k for k in ("id", "says", "metric", "compute", "expect") if k not in entry]
     if missing:
         raise ClaimError(f"{where} needs {', '.join(missing)}")
     if entry["compute"] not in _COMPUTE:
-        raise ClaimError(f"{where} (claim {entry['id']}): unknown compute {entry['compute']!r}; one of {', '.join(_COMPUTE)}")
+        raise ClaimError(
+            f"{where} (claim {entry['id']}): unknown compute {entry['compute']!r}; one of {', '.join(_COMPUTE)}"
+        )
     unknown = sorted(set(entry["expect"]) - set(_EXPECT))
     if unknown:
-        raise ClaimError(f"{where} (claim {entry['id']}): unknown expect key(s) {', '.join(unknown)}; use {', '.join(_EXPECT)}")
+        raise ClaimError(
+            f"{where} (claim {entry['id']}): unknown expect key(s) {', '.join(unknown)}; use {', '.join(_EXPECT)}"
+        )
     known = {"id", "section", "says", "stated", "metric", "compute", "where", "expect", "by"}
     return Claim(
-        id=str(entry["id"]), section=str(entry.get("section", "")), says=str(entry["says"]),
-        stated=str(entry.get("stated", "")), metric=str(entry["metric"]), compute=str(entry["compute"]),
-        where=dict(entry.get("where", {})), params={k: v for k, v in entry.items() if k not in known},
-        expect=dict(entry["expect"]), by=tuple(entry.get("by", ())),
+        id=str(entry["id"]),
+        section=str(entry.get("section", "")),
+        says=str(entry["says"]),
+        stated=str(entry.get("stated", "")),
+        metric=str(entry["metric"]),
+        compute=str(entry["compute"]),
+        where=dict(entry.get("where", {})),
+        params={k: v for k, v in entry.items() if k not in known},
+        expect=dict(entry["expect"]),
+        by=tuple(entry.get("by", ())),
     )
 
 
 def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
-    """The claims and tolerance words of a study folder's ``claims.toml``."""
+    """Return the claims and tolerance words of a study folder's ``claims.toml``."""
     path = Path(folder) / CLAIMS_FILE
     if not path.exists():
         raise ClaimError(f"{path}: no claims file; write one (see benchlib/claims.py) beside study.toml")
@@ -159,10 +194,14 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
 
 # ------------------------------------------------------------------ computing
 
+
 def _select(frame: pl.DataFrame, where: dict[str, Any], claim: Claim) -> pl.DataFrame:
     for column, wanted in where.items():
         if column not in frame.columns:
-            raise ClaimError(f"claim {claim.id}: no column or label {column!r} in the data; known: {', '.join(sorted(frame.columns))}")
+            raise ClaimError(
+                f"claim {claim.id}: no column or label {column!r} in the data; "
+                f"known: {', '.join(sorted(frame.columns))}"
+            )
         values = wanted if isinstance(wanted, list) else [wanted]
         dtype = frame.schema[column]
         if dtype == pl.String:
@@ -209,7 +248,7 @@ def _extra(frame: pl.DataFrame, claim: Claim, key: str) -> pl.DataFrame:
 def _ordered(frame: pl.DataFrame, claim: Claim) -> pl.DataFrame:
     over = claim.params.get("over")
     if over not in frame.columns:
-        raise ClaimError(f"claim {claim.id}: compute {claim.compute!r} needs over = \"<column>\" (got {over!r})")
+        raise ClaimError(f'claim {claim.id}: compute {claim.compute!r} needs over = "<column>" (got {over!r})')
     key = pl.col(over).cast(pl.Float64, strict=False)
     return frame.with_columns(_key=key, _metric=_metric(frame, claim)).drop_nulls("_metric").sort("_key", over)
 

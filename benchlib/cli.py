@@ -64,8 +64,13 @@ def _summary_table(report: IngestReport) -> Table:
     for row in summary.iter_rows(named=True):
         lat = row["lat_mean_ns"]
         table.add_row(
-            row["source"], row["format"], row["tool_version"] or "", row["direction"], str(row["rows"]),
-            _fmt(row["iops"]), _fmt(row["bandwidth_bytes_per_s"] / _MIB if row["bandwidth_bytes_per_s"] is not None else None),
+            row["source"],
+            row["format"],
+            row["tool_version"] or "",
+            row["direction"],
+            str(row["rows"]),
+            _fmt(row["iops"]),
+            _fmt(row["bandwidth_bytes_per_s"] / _MIB if row["bandwidth_bytes_per_s"] is not None else None),
             _fmt(lat / 1000 if lat is not None else None, 2),
         )
     return table
@@ -77,12 +82,20 @@ def _print_hcibench_check(console: Console, report: IngestReport) -> None:
     if not (runs["format"] == "hcibench-summary").any():
         return
     check = check_summary(runs, scan_table(report.processed, "results").collect())
-    table = Table(title=f"{report.study}: HCIBench's summary vs benchlib's aggregation of its VMs", title_justify="left")
+    table = Table(
+        title=f"{report.study}: HCIBench's summary vs benchlib's aggregation of its VMs", title_justify="left"
+    )
     for column in ("run", "metric", "HCIBench", "benchlib", "diff %", "why"):
         table.add_column(column, justify="right" if column in ("HCIBench", "benchlib", "diff %") else "left")
     for row in check.iter_rows(named=True):
-        table.add_row(row["run"], row["metric"], _fmt(row["hcibench"], 3), _fmt(row["benchlib"], 3),
-                      _fmt(row["difference_pct"], 1), row["note"])
+        table.add_row(
+            row["run"],
+            row["metric"],
+            _fmt(row["hcibench"], 3),
+            _fmt(row["benchlib"], 3),
+            _fmt(row["difference_pct"], 1),
+            row["note"],
+        )
     console.print(table)
 
 
@@ -126,12 +139,25 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
         with pl.Config(tbl_rows=20, tbl_cols=12, fmt_str_lengths=30, tbl_width_chars=158):
             console.print(
                 tables.results.select(
-                    "client", "job_name", "direction", "rw", "block_size_bytes", "iodepth", "numjobs",
-                    "iops", "bandwidth_bytes_per_s", "clat_mean_ns", "is_aggregate",
+                    "client",
+                    "job_name",
+                    "direction",
+                    "rw",
+                    "block_size_bytes",
+                    "iodepth",
+                    "numjobs",
+                    "iops",
+                    "bandwidth_bytes_per_s",
+                    "clat_mean_ns",
+                    "is_aggregate",
                 )
             )
     if tables.intervals.height:
-        console.print(tables.intervals.group_by("metric", "direction").agg(pl.len().alias("rows"), pl.col("value").mean().alias("mean")).sort("metric", "direction"))
+        console.print(
+            tables.intervals.group_by("metric", "direction")
+            .agg(pl.len().alias("rows"), pl.col("value").mean().alias("mean"))
+            .sort("metric", "direction")
+        )
     return 0
 
 
@@ -148,7 +174,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if args.dry_run:
         return 0
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("starting", total=None)
 
@@ -161,14 +192,22 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             bar.stop()
             Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {escape(str(exc))}", highlight=False)
             return 130
-    console.print(f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False)
+    console.print(
+        f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False
+    )
     for host, reason in sorted(summary.down.items()):
         console.print(f"  [red]host {escape(host)}[/]: {escape(reason)}", highlight=False)
     for missing in summary.missing:
-        console.print(f"  [red]missing[/] {escape(missing.cell)} r{missing.repetition} on {escape(missing.host)}: "
-                      f"{escape(missing.reason)}", highlight=False)
+        console.print(
+            f"  [red]missing[/] {escape(missing.cell)} r{missing.repetition} on {escape(missing.host)}: "
+            f"{escape(missing.reason)}",
+            highlight=False,
+        )
     if summary.missing:
-        console.print("the other hosts' results are kept; fix the hosts and run the same command again to fill in only what is missing")
+        console.print(
+            "the other hosts' results are kept; fix the hosts and run the same command again "
+            "to fill in only what is missing"
+        )
         return 1
     return 0
 
@@ -225,18 +264,23 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             advance = functools.partial(_advance, bar, task, path.stem)
             result = build_report(path, reports=Path(args.reports), workers=args.workers, progress=advance)
         ran = [e for e in result.executions if not e.skipped]
-        console.print(f"[bold]{escape(path.stem)}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
-                      f"{len(result.executions) - len(ran)} unchanged) -> {escape(str(result.folder / 'index.html'))}",
-                      highlight=False)
+        console.print(
+            f"[bold]{escape(path.stem)}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
+            f"{len(result.executions) - len(ran)} unchanged) -> {escape(str(result.folder / 'index.html'))}",
+            highlight=False,
+        )
         for cell in result.missing_cells:
-            console.print(f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False,
-                          markup=False)
+            console.print(
+                f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False, markup=False
+            )
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``benchlib`` command."""
-    parser = argparse.ArgumentParser(prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run, verify.")
+    """Return the argument parser of the ``benchlib`` command."""
+    parser = argparse.ArgumentParser(
+        prog="benchlib", description="Reproducible storage benchmarking: ingest, inspect, run, verify."
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     ingest = verbs.add_parser("ingest", help="raw tool output -> tidy Parquet under data/processed/")
     ingest.add_argument("studies", nargs="*", help="study folders (default: every folder under data/raw/)")
@@ -251,11 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("plan", help="plan file, e.g. data/raw/loopback-fio/plan.toml")
     run.add_argument("--dry-run", action="store_true", help="print cells, time and bytes written; run nothing")
     run.add_argument("--destroy-data", metavar="DEVICE", help="the exact block device the plan may overwrite")
-    run.add_argument("--allow-option", metavar="NAME", action="append", default=[],
-                     help="let the plan use this fio option although it runs commands, writes files of its own "
-                          "choosing or changes the host (exec_prerun, write_iolog, ioengine=<other>...); repeatable")
-    run.add_argument("--allow-facts-command", action="store_true",
-                     help="let the plan's [hosts] facts_command (a shell command) run on this machine")
+    run.add_argument(
+        "--allow-option",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="let the plan use this fio option although it runs commands, writes files of its own "
+        "choosing or changes the host (exec_prerun, write_iolog, ioengine=<other>...); repeatable",
+    )
+    run.add_argument(
+        "--allow-facts-command",
+        action="store_true",
+        help="let the plan's [hosts] facts_command (a shell command) run on this machine",
+    )
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
@@ -263,10 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_verify)
     bundle = verbs.add_parser("bundle", help="a verification bundle of a study for a peer")
     bundle.add_argument("study", help="study folder with claims.toml")
-    bundle.add_argument("--output", default=str(REPORTS / "bundles"), help="folder for <study>-bundle.tar.gz (default: reports/bundles)")
+    bundle.add_argument(
+        "--output", default=str(REPORTS / "bundles"), help="folder for <study>-bundle.tar.gz (default: reports/bundles)"
+    )
     bundle.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
     bundle.set_defaults(func=cmd_bundle)
-    report = verbs.add_parser("report", help="papermill over a pipeline's matrix -> reports/<pipeline>/ (HTML, figures)")
+    report = verbs.add_parser(
+        "report", help="papermill over a pipeline's matrix -> reports/<pipeline>/ (HTML, figures)"
+    )
     report.add_argument("pipelines", nargs="*", help="pipeline files (default: every pipelines/*.toml)")
     report.add_argument("--reports", default=str(REPORTS), help="output root (default: reports)")
     report.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")

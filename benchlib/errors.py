@@ -20,6 +20,7 @@ class FormatError(BenchlibError):
         The place in the file: ``"line 12"``, ``"key jobs[0].read"``, ``"byte 0"``.
     expected
         What the reader expected to find there, and what to do about it.
+
     """
 
     def __init__(self, path: str | Path, where: str, expected: str) -> None:

@@ -1,4 +1,6 @@
-"""Pure builders: a tidy frame that :mod:`benchlib.stats` (or :mod:`benchlib.views`) already
+"""Figure builders: aggregated frames in, altair charts out.
+
+Pure builders: a tidy frame that :mod:`benchlib.stats` (or :mod:`benchlib.views`) already
 aggregated -> an ``altair`` chart.
 
 Builders draw; they do not aggregate. Every builder sorts its data before it
@@ -26,7 +28,7 @@ PALETTE = ["#1f5f8b", "#d9822b", "#3a8f5c", "#a23b72", "#6c757d", "#c9b037"]
 
 
 def theme() -> dict:
-    """The project's Vega-Lite config: fonts, sizes and palette (no randomness, no network fonts)."""
+    """Return the project's Vega-Lite config: fonts, sizes and palette (no randomness, no network fonts)."""
     return {
         "config": {
             "view": {"continuousWidth": WIDTH, "continuousHeight": HEIGHT, "stroke": None},
@@ -53,23 +55,38 @@ def _chart(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
 
 
-def per_vm_bars(frame: pl.DataFrame, *, value: str, member: str = "vm", unit: str = "", title: str = "") -> alt.TopLevelMixin:
+def per_vm_bars(
+    frame: pl.DataFrame, *, value: str, member: str = "vm", unit: str = "", title: str = ""
+) -> alt.TopLevelMixin:
     """One bar per VM (or client), with Jain's index and the max/min spread in the subtitle."""
     data = frame.select(member, value).drop_nulls().sort(member)
-    stats = data.select(jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread"))
+    stats = data.select(
+        jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
+    )
     jain, spread = stats.row(0)
     subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {member}s)"
     label = f"{value} ({unit})" if unit else value
-    bars = _chart(data).mark_bar().encode(
-        x=alt.X(f"{member}:N", sort=data[member].to_list(), title=member),
-        y=alt.Y(f"{value}:Q", title=label),
-        tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+    bars = (
+        _chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{member}:N", sort=data[member].to_list(), title=member),
+            y=alt.Y(f"{value}:Q", title=label),
+            tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+        )
     )
     return bars.properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
 
 
-def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "iops", latency_ns: str = "lat_mean_ns",
-                  series: str | None = None, title: str = "IOPS and latency against queue depth") -> alt.TopLevelMixin:
+def iodepth_sweep(
+    frame: pl.DataFrame,
+    *,
+    depth: str = "iodepth",
+    iops: str = "iops",
+    latency_ns: str = "lat_mean_ns",
+    series: str | None = None,
+    title: str = "IOPS and latency against queue depth",
+) -> alt.TopLevelMixin:
     """IOPS (left) and mean latency (right) against depth on a log2 axis, the knee of each series marked.
 
     ``frame`` has one row per depth (and series): :func:`benchlib.views.sweep` gives the medians over runs.
@@ -81,8 +98,14 @@ def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "i
     for part in data.partition_by(keys, maintain_order=True) if keys else [data]:
         shape = sweep_shape(part[depth].cast(pl.Float64).to_list(), part[iops].to_list(), part[latency_ns].to_list())
         if shape.knee_depth is not None:
-            knees.append({**({series: part[series][0]} if series else {}), depth: shape.knee_depth,
-                          iops: shape.knee_iops, "note": shape.note})
+            knees.append(
+                {
+                    **({series: part[series][0]} if series else {}),
+                    depth: shape.knee_depth,
+                    iops: shape.knee_iops,
+                    "note": shape.note,
+                }
+            )
     color = alt.Color(f"{series}:N", title=series) if series else alt.value(PALETTE[0])
     x = alt.X(f"{depth}:Q", scale=alt.Scale(type="log", base=2), title=depth)
     left = _chart(data).mark_line(point=True).encode(x=x, y=alt.Y(f"{iops}:Q", title="IOPS"), color=color)
@@ -91,49 +114,87 @@ def iodepth_sweep(frame: pl.DataFrame, *, depth: str = "iodepth", iops: str = "i
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
         layers.append(_chart(knee_frame).mark_text(dy=-8, align="left", dx=4).encode(x=x, y=f"{iops}:Q", text="note:N"))
-    right = _chart(data).mark_line(point=True, strokeDash=[2, 2]).encode(
-        x=x, y=alt.Y("latency_ms:Q", title="mean latency (ms)"), color=color
+    right = (
+        _chart(data)
+        .mark_line(point=True, strokeDash=[2, 2])
+        .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency (ms)"), color=color)
     )
     chart = alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=title)
     return chart
 
 
-def rwmix_curve(frame: pl.DataFrame, *, write_pct: str = "write_pct", iops: str = "iops", series: str = "vm",
-                title: str = "IOPS as the write share rises") -> alt.TopLevelMixin:
+def rwmix_curve(
+    frame: pl.DataFrame,
+    *,
+    write_pct: str = "write_pct",
+    iops: str = "iops",
+    series: str = "vm",
+    title: str = "IOPS as the write share rises",
+) -> alt.TopLevelMixin:
     """IOPS against write share, one line per series (the write-penalty curve).
 
     ``frame`` has one row per series and share: :func:`benchlib.views.sweep` gives each run's total
     (directions and jobs added), the median over runs.
     """
     data = frame.select(series, pl.col(write_pct).cast(pl.Float64), iops).sort(series, write_pct)
-    chart = _chart(data).mark_line(point=True).encode(
-        x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
-        y=alt.Y(f"{iops}:Q", title="IOPS"),
-        color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+    chart = (
+        _chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
+            y=alt.Y(f"{iops}:Q", title="IOPS"),
+            color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+        )
     )
     return chart.properties(title=title)
 
 
-def cpu_efficiency(frame: pl.DataFrame, *, test: str = "test", setting: str = "controller",
-                   value: str = "iops_per_cpu_pct", title: str = "IOPS per CPU%") -> alt.TopLevelMixin:
-    """Grouped bars: the efficiency of each setting per test."""
+def cpu_efficiency(
+    frame: pl.DataFrame,
+    *,
+    test: str = "test",
+    setting: str = "controller",
+    value: str = "iops_per_cpu_pct",
+    title: str = "IOPS per CPU%",
+) -> alt.TopLevelMixin:
+    """Draw grouped bars: the efficiency of each setting per test."""
     data = frame.select(test, setting, value).drop_nulls().sort(test, setting)
-    chart = _chart(data).mark_bar().encode(
-        x=alt.X(f"{setting}:N", title=None, sort=sorted(data[setting].unique().to_list())),
-        y=alt.Y(f"{value}:Q", title=value),
-        color=alt.Color(f"{setting}:N", title=setting),
-        column=alt.Column(f"{test}:N", title=None, sort=sorted(data[test].unique().to_list())),
+    chart = (
+        _chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{setting}:N", title=None, sort=sorted(data[setting].unique().to_list())),
+            y=alt.Y(f"{value}:Q", title=value),
+            color=alt.Color(f"{setting}:N", title=setting),
+            column=alt.Column(f"{test}:N", title=None, sort=sorted(data[test].unique().to_list())),
+        )
     )
     return chart.properties(width=90, height=HEIGHT, title=title)
 
 
-def time_series(frame: pl.DataFrame, *, time_ns: str = "time_ns", value: str = "value", series: str = "host",
-                window_s: tuple[float, float] | None = None, title: str = "") -> alt.TopLevelMixin:
-    """A per-interval series per host, the steady-state window shaded when given."""
-    data = frame.with_columns((pl.col(time_ns) / 1e9).alias("time_s")).select(series, "time_s", value).sort(series, "time_s")
-    line = _chart(data).mark_line().encode(
-        x=alt.X("time_s:Q", title="time (s)"), y=alt.Y(f"{value}:Q", title=value),
-        color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+def time_series(
+    frame: pl.DataFrame,
+    *,
+    time_ns: str = "time_ns",
+    value: str = "value",
+    series: str = "host",
+    window_s: tuple[float, float] | None = None,
+    title: str = "",
+) -> alt.TopLevelMixin:
+    """Draw a per-interval series per host, the steady-state window shaded when given."""
+    data = (
+        frame.with_columns((pl.col(time_ns) / 1e9).alias("time_s"))
+        .select(series, "time_s", value)
+        .sort(series, "time_s")
+    )
+    line = (
+        _chart(data)
+        .mark_line()
+        .encode(
+            x=alt.X("time_s:Q", title="time (s)"),
+            y=alt.Y(f"{value}:Q", title=value),
+            color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+        )
     )
     layers: list[alt.Chart] = []
     if window_s is not None:
@@ -142,50 +203,97 @@ def time_series(frame: pl.DataFrame, *, time_ns: str = "time_ns", value: str = "
     return alt.layer(*layers, line).properties(title=title or value)
 
 
-def comparison(table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline") -> alt.TopLevelMixin:
-    """A setting comparison from ``stats.compare.comparison_table``: the change of the median in percent,
-    its bootstrap interval, and the verdict (``~`` where not significant after Holm)."""
-    data = table.with_columns(
-        _joined(label).alias("comparison"),
-        ((pl.col("ratio_low") - 1) * 100).alias("low_pct"),
-        ((pl.col("ratio_high") - 1) * 100).alias("high_pct"),
-    ).select("comparison", "change_pct", "low_pct", "high_pct", "delta", "verdict").sort("comparison")
+def comparison(
+    table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline"
+) -> alt.TopLevelMixin:
+    """Draw a setting comparison: change of the median, its interval, the verdict.
+
+    Return a setting comparison from ``stats.compare.comparison_table``: the change of the median in percent,
+    its bootstrap interval, and the verdict (``~`` where not significant after Holm).
+    """
+    data = (
+        table.with_columns(
+            _joined(label).alias("comparison"),
+            ((pl.col("ratio_low") - 1) * 100).alias("low_pct"),
+            ((pl.col("ratio_high") - 1) * 100).alias("high_pct"),
+        )
+        .select("comparison", "change_pct", "low_pct", "high_pct", "delta", "verdict")
+        .sort("comparison")
+    )
     y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=None)
     verdicts = sorted(data["verdict"].unique().to_list())
     colour = alt.Color("verdict:N", sort=verdicts, title="verdict")
-    rule = _chart(data).mark_rule().encode(x=alt.X("low_pct:Q", title="change of the median (%)"), x2="high_pct:Q", y=y, color=colour)
-    point = _chart(data).mark_point(filled=True, size=60).encode(x="change_pct:Q", y=y, color=colour,
-                                                                 tooltip=["comparison:N", "delta:N", "verdict:N"])
+    rule = (
+        _chart(data)
+        .mark_rule()
+        .encode(x=alt.X("low_pct:Q", title="change of the median (%)"), x2="high_pct:Q", y=y, color=colour)
+    )
+    point = (
+        _chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(x="change_pct:Q", y=y, color=colour, tooltip=["comparison:N", "delta:N", "verdict:N"])
+    )
     text = _chart(data).mark_text(align="left", dx=8).encode(x="high_pct:Q", y=y, text="delta:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
     return alt.layer(zero, rule, point, text).properties(title=title)
 
 
-def latency_exceedance(pooled: pl.DataFrame, *, series: str | None = None,
-                       title: str = "Latency exceedance (pooled bins)") -> alt.TopLevelMixin:
+def latency_exceedance(
+    pooled: pl.DataFrame, *, series: str | None = None, title: str = "Latency exceedance (pooled bins)"
+) -> alt.TopLevelMixin:
     """From ``stats.aggregate.pooled_percentiles``: the share of I/Os slower than each latency, log-log."""
     keys = [series] if series else []
-    data = pooled.with_columns((100 - pl.col("percentile")).round(9).alias("exceeding_pct"), (pl.col("value_ns") / 1e3).alias("latency_us"))
-    data = data.filter(pl.col("exceeding_pct") > 0).select(*keys, "percentile", "exceeding_pct", "latency_us").sort([*keys, "percentile"])
-    color = alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())) if series else alt.value(PALETTE[0])
-    chart = _chart(data).mark_line(point=True, interpolate="step-after").encode(
-        x=alt.X("latency_us:Q", scale=alt.Scale(type="log"), title="latency (µs)"),
-        y=alt.Y("exceeding_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower (%)"),
-        color=color,
+    data = pooled.with_columns(
+        (100 - pl.col("percentile")).round(9).alias("exceeding_pct"), (pl.col("value_ns") / 1e3).alias("latency_us")
+    )
+    data = (
+        data.filter(pl.col("exceeding_pct") > 0)
+        .select(*keys, "percentile", "exceeding_pct", "latency_us")
+        .sort([*keys, "percentile"])
+    )
+    color = (
+        alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list()))
+        if series
+        else alt.value(PALETTE[0])
+    )
+    chart = (
+        _chart(data)
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("latency_us:Q", scale=alt.Scale(type="log"), title="latency (µs)"),
+            y=alt.Y("exceeding_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower (%)"),
+            color=color,
+        )
     )
     return chart.properties(title=title)
 
 
-def esxtop_latency_stack(means: pl.DataFrame, *, guest_ms: dict[str, float] | None = None,
-                         title: str = "Where the time goes: KAVG (kernel) + DAVG (device) = GAVG") -> alt.TopLevelMixin:
-    """KAVG and DAVG per device stacked to GAVG, from :func:`benchlib.stats.device_latency_means`;
-    the guest-measured latency per device as a tick when given."""
+def esxtop_latency_stack(
+    means: pl.DataFrame,
+    *,
+    guest_ms: dict[str, float] | None = None,
+    title: str = "Where the time goes: KAVG (kernel) + DAVG (device) = GAVG",
+) -> alt.TopLevelMixin:
+    """Draw KAVG and DAVG per device, stacked to GAVG.
+
+    KAVG and DAVG per device stacked to GAVG, from :func:`benchlib.stats.device_latency_means`;
+    the guest-measured latency per device as a tick when given.
+    """
     means = means.with_columns(pl.concat_str("host", pl.lit(" "), "device").alias("where")).sort("where")
-    long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort("where", "part")
+    long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
+        "where", "part"
+    )
     y = alt.Y("where:N", sort=means["where"].to_list(), title=None)
-    bars = _chart(long).mark_bar().encode(x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"), y=y,
-                                          color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
-                                          order=alt.Order("part:N", sort="descending"))
+    bars = (
+        _chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"),
+            y=y,
+            color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
+            order=alt.Order("part:N", sort="descending"),
+        )
+    )
     if not guest_ms:
         return bars.properties(title=title)
     ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())}).sort("where")
@@ -196,39 +304,71 @@ def esxtop_latency_stack(means: pl.DataFrame, *, guest_ms: dict[str, float] | No
 def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
     """Jain's index across members per interval, from :func:`benchlib.stats.jain_per_interval`."""
     data = per_interval.select("time_s", "jain", "members").sort("time_s")
-    chart = _chart(data).mark_line(point=True).encode(
-        x=alt.X("time_s:Q", title="time (s)"), y=alt.Y("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index"),
-        tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
+    chart = (
+        _chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("time_s:Q", title="time (s)"),
+            y=alt.Y("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index"),
+            tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
+        )
     )
     return chart.properties(title=title)
 
 
-def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration") -> alt.TopLevelMixin:
+def fairness_summary(
+    table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration"
+) -> alt.TopLevelMixin:
     """Jain's index per group from ``stats.fairness_table``, the highest/lowest ratio written beside each bar."""
-    data = table.with_columns(
-        _joined(by).alias("configuration"),
-        pl.format("{}x", pl.col("max_min_ratio").round(2)).alias("spread"),
-    ).select("configuration", "jain", "spread", "members").sort("configuration")
+    data = (
+        table.with_columns(
+            _joined(by).alias("configuration"),
+            pl.format("{}x", pl.col("max_min_ratio").round(2)).alias("spread"),
+        )
+        .select("configuration", "jain", "spread", "members")
+        .sort("configuration")
+    )
     y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
-    bars = _chart(data).mark_bar(color=PALETTE[0]).encode(
-        x=alt.X("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index (1 = equal shares)"), y=y,
-        tooltip=["configuration:N", alt.Tooltip("jain:Q", format=".4f"), "spread:N", "members:Q"],
+    bars = (
+        _chart(data)
+        .mark_bar(color=PALETTE[0])
+        .encode(
+            x=alt.X("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index (1 = equal shares)"),
+            y=y,
+            tooltip=["configuration:N", alt.Tooltip("jain:Q", format=".4f"), "spread:N", "members:Q"],
+        )
     )
     text = _chart(data).mark_text(align="left", dx=4).encode(x="jain:Q", y=y, text="spread:N")
     return alt.layer(bars, text).properties(title=title)
 
 
-def latency_split(frame: pl.DataFrame, *, where: list[str], parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
-                  title: str = "Where the latency was spent (ms)") -> alt.TopLevelMixin:
-    """Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
-    layer's await and the time above it), so that the bar's length is the application's latency."""
+def latency_split(
+    frame: pl.DataFrame,
+    *,
+    where: list[str],
+    parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
+    title: str = "Where the latency was spent (ms)",
+) -> alt.TopLevelMixin:
+    """Draw where the latency was spent, as stacked bars per configuration.
+
+    Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
+    layer's await and the time above it), so that the bar's length is the application's latency.
+    """
     data = frame.with_columns(_joined(where).alias("configuration"))
-    long = data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms").sort("configuration", "part")
+    long = data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms").sort(
+        "configuration", "part"
+    )
     y = alt.Y("configuration:N", sort=sorted(data["configuration"].to_list()), title=None)
-    chart = _chart(long).mark_bar().encode(
-        x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"), y=y,
-        color=alt.Color("part:N", sort=list(parts), title=None), order=alt.Order("part:N", sort="ascending"),
-        tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
+    chart = (
+        _chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"),
+            y=y,
+            color=alt.Color("part:N", sort=list(parts), title=None),
+            order=alt.Order("part:N", sort="ascending"),
+            tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
+        )
     )
     return chart.properties(title=title)
 

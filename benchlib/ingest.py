@@ -106,8 +106,12 @@ def _atomic_write_bytes(data: bytes, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def _raw_files(study: Study, report: IngestReport, on_many: Callable[[], None] = lambda: None) -> list[tuple[Path, str]]:
-    """``(path, path relative to the study)`` of every raw output file, sorted; files that cannot be read
+def _raw_files(
+    study: Study, report: IngestReport, on_many: Callable[[], None] = lambda: None
+) -> list[tuple[Path, str]]:
+    """List the raw output files of a study.
+
+    ``(path, path relative to the study)`` of every raw output file, sorted; files that cannot be read
     (links out of the study, FIFOs, devices: :func:`benchlib.study.study_files`) go to ``report.skipped``.
 
     ``on_many`` runs once, as soon as more than ``PARALLEL_FROM`` files are found.
@@ -132,7 +136,9 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     lock at the moment of the fork, and the child waits on it for ever.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["benchlib.ingest_worker"])  # no polars: fio logs' workers import it when they need it
+    context.set_forkserver_preload(
+        ["benchlib.ingest_worker"]
+    )  # no polars: fio logs' workers import it when they need it
     return context
 
 
@@ -178,7 +184,10 @@ def _warm_pool() -> None:
 
 
 class _LogUnits:
-    """The latency unit of fio logs per folder: ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says."""
+    """Return the latency unit of fio logs per folder.
+
+    ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says.
+    """
 
     def __init__(self, study: Study, current: dict) -> None:
         self.fixed, self.current = study.log_latency_unit, current
@@ -216,8 +225,9 @@ def _ingest_log_batch(batch: list[tuple[Path, str, str, str]], study: Study, pro
             outcomes.append((rel, sha, f"{exc.where}: {exc.expected}"))
     part = "l" + hashlib.sha256("".join(sha for _, sha, _ in read_ok).encode()).hexdigest()[:16]
     if read_ok:
-        merged = Tables(**{name: pl.concat([getattr(t, name) for _, _, t in read_ok], how="vertical")
-                           for name in TABLES})
+        merged = Tables(
+            **{name: pl.concat([getattr(t, name) for _, _, t in read_ok], how="vertical") for name in TABLES}
+        )
         _write_part(processed, part, merged, study, [(rel, sha) for rel, sha, _ in read_ok])
     return part, outcomes
 
@@ -291,9 +301,12 @@ class _Batches:
                 index = self.queued.get()
                 if index is None or self.stopping:
                     return
-                self.pool.apply_async(self.worker, (self.batches[index], *self.args),
-                                      callback=functools.partial(self._returned, index),
-                                      error_callback=lambda exc, index=index: self._returned(index, _Failed(exc)))
+                self.pool.apply_async(
+                    self.worker,
+                    (self.batches[index], *self.args),
+                    callback=functools.partial(self._returned, index),
+                    error_callback=lambda exc, index=index: self._returned(index, _Failed(exc)),
+                )
                 self.submitted += 1
         except BaseException as exc:  # noqa: BLE001 -- handed to the caller of in_order()
             self.feed_error = exc
@@ -343,7 +356,10 @@ class _Batches:
         return owed + self.run_time <= left
 
     def _next(self) -> tuple[int, object]:
-        """The next result: a worker's, else one this process makes from a queued batch, else the next to come."""
+        """Return the next result.
+
+        A worker's, else one this process makes from a queued batch, else the next to come.
+        """
         while True:
             try:
                 index, result = self.done.get_nowait()
@@ -417,14 +433,16 @@ def _drop_source(processed: Path, part: str, sha: str) -> None:
 
 @functools.lru_cache(maxsize=4096)
 def _run_manifest(folder: Path, study_folder: Path) -> tuple[Path, dict] | None:
-    """The ``benchlib-run.json`` written by ``benchlib run`` in ``folder`` or the nearest folder above it."""
+    """Return the ``benchlib-run.json`` written by ``benchlib run`` in ``folder`` or the nearest folder above it."""
     while True:
         path = folder / RUN_MANIFEST
         if path.is_file():
             try:
                 return folder, json.loads(path.read_text(encoding="utf-8"))
             except ValueError as exc:
-                raise StudyError(f"{path}: not valid JSON ({exc}); it was written by benchlib run, restore it") from None
+                raise StudyError(
+                    f"{path}: not valid JSON ({exc}); it was written by benchlib run, restore it"
+                ) from None
         if folder == study_folder or folder.parent == folder:
             return None
         folder = folder.parent
@@ -452,9 +470,11 @@ def _run_levels(study: Study, rel: str) -> dict:
     levels = {k: str(v) for k, v in manifest.get("levels", {}).items()}
     for factor, level in levels.items():
         if factor not in study.factors or level not in study.factors[factor]:
-            raise StudyError(f"{folder / RUN_MANIFEST}: level {factor} = {level!r} is not declared in "
-                             f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml")
-    entry = manifest.get("files", {}).get(rel[len(prefix):], {})
+            raise StudyError(
+                f"{folder / RUN_MANIFEST}: level {factor} = {level!r} is not declared in "
+                f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml"
+            )
+    entry = manifest.get("files", {}).get(rel[len(prefix) :], {})
     return {**levels, "repetition": manifest.get("repetition"), "run_host": entry.get("host")}
 
 
@@ -473,8 +493,13 @@ def _study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
         {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel), **_run_levels(study, rel)}
         for rel, sha in members
     ]
-    schema = {"sha256": pl.String, "source": pl.String, "repetition": pl.Int32, "run_host": pl.String,
-              **{f: pl.String for f in study.factors}}
+    schema = {
+        "sha256": pl.String,
+        "source": pl.String,
+        "repetition": pl.Int32,
+        "run_host": pl.String,
+        **{f: pl.String for f in study.factors},
+    }
     return pl.from_dicts(rows, schema=schema)
 
 
@@ -482,8 +507,10 @@ def _check_levels(study: Study, runs: pl.DataFrame) -> None:
     for factor, levels in study.factors.items():
         unknown = runs.filter(pl.col(factor).is_not_null() & ~pl.col(factor).is_in(levels))
         if unknown.height:
-            raise StudyError(f"{study.folder / STUDY_FILE}: {unknown['source'][0]} has {factor} = {unknown[factor][0]!r}, "
-                             f"not one of the declared levels {levels}; add it to [factors]")
+            raise StudyError(
+                f"{study.folder / STUDY_FILE}: {unknown['source'][0]} has {factor} = {unknown[factor][0]!r}, "
+                f"not one of the declared levels {levels}; add it to [factors]"
+            )
 
 
 def _write_part(
@@ -510,15 +537,21 @@ def _write_part(
 
 
 def _detect_head(path: Path, head: bytes, size: int) -> str:
-    """A file's format from its first ``SNIFF_BYTES`` (read while hashing it)."""
+    """Return a file's format from its first ``SNIFF_BYTES`` (read while hashing it)."""
     if looks_like_fio_json_bytes(head):
         return "fio-json"  # the first format detection tries, and what it would find (no need to decode)
     return detect_head(path, head, partial=size > len(head))
 
 
 def _finish_batch(
-    batch: list[tuple[Path, str, str | None]], result: tuple[dict[str, bytes], list] | str, study: Study, processed: Path,
-    salt: str, report: IngestReport, current: dict, plan: _Plan,
+    batch: list[tuple[Path, str, str | None]],
+    result: tuple[dict[str, bytes], list] | str,
+    study: Study,
+    processed: Path,
+    salt: str,
+    report: IngestReport,
+    current: dict,
+    plan: _Plan,
 ) -> None:
     """Sort out the files a worker hashed, quarantine the broken ones and write the fio JSON ones as one part.
 
@@ -555,7 +588,7 @@ def _read_one(path: Path, fmt: str, unit: str) -> Tables:
 
 
 def _tool_version(tables: Tables) -> str | None:
-    """The tool version a file's runs report (the first, when several)."""
+    """Return the tool version a file's runs report (the first, when several)."""
     versions = tables.runs["tool_version"].drop_nulls().unique(maintain_order=True).to_list()
     return versions[0] if versions else None
 
@@ -566,8 +599,17 @@ def _ingest_file(path: Path, rel: str, sha: str, fmt: str, study: Study, process
         target = processed / "intervals" / f"{part}.parquet"
         _atomic_write_parquet(scan_fio_log(path, latency_unit=unit, sha256=sha), target)
         duration = pl.scan_parquet(target).select(pl.col("time_ns").max()).collect().item()
-        runs = [{"run_id": run_id(sha, 0, None), "tool": "fio", "format": "fio-log", "is_aggregate": False,
-                 "duration_ns": duration, "sha256": sha, "document_index": 0}]
+        runs = [
+            {
+                "run_id": run_id(sha, 0, None),
+                "tool": "fio",
+                "format": "fio-log",
+                "is_aggregate": False,
+                "duration_ns": duration,
+                "sha256": sha,
+                "document_index": 0,
+            }
+        ]
         tables = Tables.from_rows({"runs": runs})
     elif fmt == "esxtop" and path.stat().st_size > STREAM_BYTES:
         target = processed / "host_counters" / f"{part}.parquet"
@@ -585,8 +627,9 @@ def _ingest_copy(path: Path, rel: str, sha: str, study: Study, processed: Path, 
     fmt = detect(path)
     tables = _read_one(path, fmt, unit)
     renamed = pl.col("run_id").str.replace(f"^{sha[:16]}", key[:16])
-    tables = Tables(**{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame
-                       for name, frame in tables.items()})
+    tables = Tables(
+        **{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame for name, frame in tables.items()}
+    )
     _write_part(processed, key[:16], tables, study, [(rel, sha)])
     return {"sha256": sha, "key": key, "format": fmt, "part": key[:16], "tool_version": _tool_version(tables)}
 
@@ -600,13 +643,16 @@ def _load_manifest(processed: Path, key: str) -> dict:
 
 
 def _recorded_by_run(study: Study, rel: str) -> bool:
-    """Whether ``benchlib run`` lists this file among a run's outputs (so equal bytes elsewhere are another run's data)."""
+    """Tell whether ``benchlib run`` lists this file among a run's outputs.
+
+    If it does, equal bytes elsewhere are another run's data.
+    """
     found = _run_manifest((study.folder / rel).parent, study.folder)
     return found is not None and (study.folder / rel).relative_to(found[0]).as_posix() in found[1].get("files", {})
 
 
 def _copy_key(sha: str, rel: str) -> str:
-    """The identity of a file whose bytes equal another run's file: its hash salted with its path."""
+    """Return the identity of a file whose bytes equal another run's file: its hash salted with its path."""
     return hashlib.sha256(f"{sha}\n{rel}".encode()).hexdigest()
 
 
@@ -614,7 +660,7 @@ _CHUNK = 1 << 20
 
 
 def _fingerprint(path: Path) -> tuple[str, bytes, int]:
-    """A file's SHA-256, its first ``SNIFF_BYTES`` (to detect its format) and its size, in one pass."""
+    """Return a file's SHA-256, its first ``SNIFF_BYTES`` (to detect its format) and its size, in one pass."""
     with open(path, "rb", buffering=0) as handle:
         data = handle.read(_CHUNK)  # a small file in one read (and one more that finds the end)
         head, digest, size = data[:SNIFF_BYTES], hashlib.sha256(data), len(data)
@@ -641,10 +687,18 @@ class _Plan:
     #: fio JSON that a worker could not tell from its first bytes (UTF-16, say): this process extracts it.
     late_json: list[tuple[Path, str, str]] = field(default_factory=list)
 
-    def sort_out(self, study: Study, report: IngestReport, current: dict, path: Path, rel: str, sha: str, empty: bool) -> bool:
+    def sort_out(
+        self, study: Study, report: IngestReport, current: dict, path: Path, rel: str, sha: str, empty: bool
+    ) -> bool:
         """Whether to read a file; if not, it is an empty fio log or a duplicate (skipped), unchanged, or a copy."""
         if empty and _FIO_LOG_NAME.search(path.name):
-            report.skipped.append((rel, "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"))
+            report.skipped.append(
+                (
+                    rel,
+                    "empty fio log (nothing logged: slat with a synchronous engine, "
+                    "or a run shorter than log_avg_msec)",
+                )
+            )
             return False
         same = self.seen.setdefault(sha, [])
         copy = bool(same) and _recorded_by_run(study, rel)
@@ -661,8 +715,10 @@ class _Plan:
             return True
         return False
 
-    def route(self, item: tuple[Path, str, str], found: str | FormatError, json: Callable, report: IngestReport) -> None:
-        """fio JSON to ``json``, other formats to ``others``, a file with no format to quarantine."""
+    def route(
+        self, item: tuple[Path, str, str], found: str | FormatError, json: Callable, report: IngestReport
+    ) -> None:
+        """Fio JSON to ``json``, other formats to ``others``, a file with no format to quarantine."""
         if isinstance(found, FormatError):
             report.quarantined.append((item[1], f"{found.where}: {found.expected}"))
         elif found == "fio-json":
@@ -671,7 +727,10 @@ class _Plan:
             self.others.append((*item, found))
 
     def hold(self, item: tuple[Path, str, str], found: str | FormatError) -> None:
-        """Keep a file that may belong to a vdbench output folder, with its format (or why none) as a file of its own."""
+        """Keep a file that may belong to a vdbench output folder.
+
+        With it, its format (or why none) as a file of its own.
+        """
         self.held.append(item)
         self.held_formats[item[1]] = found
 
@@ -763,6 +822,7 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     ------
     StudyError
         When the folder or its ``study.toml`` is unusable.
+
     """
     study = load_study(raw_dir)
     _run_manifest.cache_clear()
@@ -775,8 +835,13 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
         return _ingest_locked(study, processed)
 
 
-def _read_batches_and_folders(study: Study, processed: Path, previous: dict, report: IngestReport, current: dict) -> _Plan:
-    """Plan the ingest; read the fio JSON files in batches and the vdbench output folders; return the plan for the rest."""
+def _read_batches_and_folders(
+    study: Study, processed: Path, previous: dict, report: IngestReport, current: dict
+) -> _Plan:
+    """Plan the ingest; read the fio JSON batches and the vdbench output folders.
+
+    Returns the plan for the rest.
+    """
     spool = processed / ".batches"  # where workers leave their results (see ingest_worker.extract_json_batch)
     shutil.rmtree(spool, ignore_errors=True)  # an interrupted ingest's
     spool.mkdir()
@@ -794,7 +859,9 @@ def _read_batches_and_folders(study: Study, processed: Path, previous: dict, rep
         for folder in folders:
             _ingest_vdbench_folder(folder, study, processed, report, current)
         if plan.late_json:
-            _finish_batch(plan.late_json, extract_json_batch(plan.late_json), study, processed, salt, report, current, plan)
+            _finish_batch(
+                plan.late_json, extract_json_batch(plan.late_json), study, processed, salt, report, current, plan
+            )
     finally:
         batches.close()
         shutil.rmtree(spool, ignore_errors=True)
@@ -823,14 +890,23 @@ def _ingest_locked(study: Study, processed: Path) -> IngestReport:
     small = [(path, rel, sha, units(rel)) for path, rel, sha, _ in logs if path.stat().st_size <= STREAM_BYTES]
     for path, rel, sha, _ in logs:
         if path.stat().st_size > STREAM_BYTES:
-            _ingest_one(report, current, rel,
-                        functools.partial(_ingest_file, path, rel, sha, "fio-log", study, processed, units(rel)))
+            _ingest_one(
+                report,
+                current,
+                rel,
+                functools.partial(_ingest_file, path, rel, sha, "fio-log", study, processed, units(rel)),
+            )
     _ingest_log_batches(small, study, processed, report, current)
     for path, rel, sha in copies:
         _ingest_one(report, current, rel, functools.partial(_ingest_copy, path, rel, sha, study, processed, units(rel)))
     report.ingested.sort()
     report.quarantined.sort()
-    manifest = {"schema_version": SCHEMA_VERSION, "study": study.name, "study_key": key, "files": dict(sorted(current.items()))}
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "study": study.name,
+        "study_key": key,
+        "files": dict(sorted(current.items())),
+    }
     _atomic_write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2), processed / MANIFEST)
     _write_quarantine(processed, report.quarantined)
     _remove_unlisted_parts(processed, {entry["part"] for entry in current.values()})
@@ -854,8 +930,10 @@ def _why_no_results(path: Path) -> str:
     return "holds no results"
 
 
-def _vdbench_folders(study: Study, todo: list, current: dict, report: IngestReport) -> tuple[list[list[tuple[str, str]]], list]:
-    """vdbench output folders to (re)read as units, and the files left to read one by one.
+def _vdbench_folders(
+    study: Study, todo: list, current: dict, report: IngestReport
+) -> tuple[list[list[tuple[str, str]]], list]:
+    """Vdbench output folders to (re)read as units, and the files left to read one by one.
 
     A folder with a summary, totals or flatfile and other vdbench files is one
     unit, named by the hash of all its files: when any of them changed, came or
@@ -885,7 +963,9 @@ def _vdbench_folders(study: Study, todo: list, current: dict, report: IngestRepo
     return units, [item for item in todo if item[1] not in claimed]
 
 
-def _ingest_vdbench_folder(files: list[tuple[str, str]], study: Study, processed: Path, report: IngestReport, current: dict) -> None:
+def _ingest_vdbench_folder(
+    files: list[tuple[str, str]], study: Study, processed: Path, report: IngestReport, current: dict
+) -> None:
     """Read one vdbench output folder and write it as one part; a bad file is quarantined, the rest kept."""
     key = folder_key(files)
     paths = {study.folder / rel: (rel, sha) for rel, sha in files}
@@ -897,12 +977,20 @@ def _ingest_vdbench_folder(files: list[tuple[str, str]], study: Study, processed
     _write_part(processed, key[:16], result.tables, study, files)
     version = _tool_version(result.tables)
     for path, (rel, sha) in paths.items():
-        current[rel] = {"sha256": sha, "format": "vdbench-output", "kind": result.kinds.get(path), "part": key[:16],
-                        "unit": key, "tool_version": version}
+        current[rel] = {
+            "sha256": sha,
+            "format": "vdbench-output",
+            "kind": result.kinds.get(path),
+            "part": key[:16],
+            "unit": key,
+            "tool_version": version,
+        }
         if path in result.problems:
             report.quarantined.append((rel, result.problems[path]))
         elif result.used.get(path, "not needed") == "not needed":
-            report.skipped.append((rel, f"vdbench {current[rel]['kind']} file, not needed (its folder is read from its summary)"))
+            report.skipped.append(
+                (rel, f"vdbench {current[rel]['kind']} file, not needed (its folder is read from its summary)")
+            )
         else:
             report.ingested.append(rel)
 

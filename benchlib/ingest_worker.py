@@ -30,8 +30,11 @@ Outcome = tuple[str, str, str | None, str | None]
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Parsed JSON makes millions of small acyclic objects; the cycle collector's passes over them
-    tripled a batch's time without freeing anything, so it pauses while they live."""
+    """Pause the cycle collector while a batch's parsed JSON lives.
+
+    Parsed JSON makes millions of small acyclic objects; the cycle collector's passes
+    over them tripled a batch's time without freeing anything.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -47,9 +50,9 @@ WHOLE_BYTES = 32 * 1024 * 1024
 
 
 def _read(path: Path, known: str | None) -> tuple[bytes, str, bool]:
-    """A file's bytes and SHA-256 (``known``, or taken here), and whether the bytes are only its first ``SNIFF_BYTES``.
+    """Return a file's bytes and SHA-256 (``known``, or taken here).
 
-    os calls: half the cost of ``open()`` for a small file.
+    Also whether the bytes are only its first ``SNIFF_BYTES``. os calls: half the cost of ``open()`` for a small file.
     """
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -106,7 +109,7 @@ def extract_json_batch(
 
 
 def read_spooled(name: str) -> tuple[dict[str, bytes], list[Outcome]]:
-    """A result :func:`extract_json_batch` wrote to a file (which is removed)."""
+    """Return a result :func:`extract_json_batch` wrote to a file (which is removed)."""
     with open(name, "rb") as handle:
         header = orjson.loads(handle.readline())
         packed = {key: handle.read(size) for key, size in header["sizes"]}

@@ -21,5 +21,5 @@ PIPELINES = PROJECT_ROOT / "pipelines"
 
 
 def processed_dir_for(raw_study_dir: Path, processed_root: Path = PROCESSED) -> Path:
-    """The processed folder of a study: ``data/processed/<study folder name>``."""
+    """Return the processed folder of a study: ``data/processed/<study folder name>``."""
     return processed_root / Path(raw_study_dir).resolve().name

@@ -17,8 +17,10 @@ A pipeline::
 the data (declared combinations without data are reported as missing, not
 errors), runs papermill once per cell and once per summary notebook, two at a
 time, skips executions whose notebook, parameters and processed data did not
-change (nor did benchlib's code or the installed dependency versions), and writes the executed notebooks, every figure as Vega-Lite JSON, SVG
-and PNG, and a self-contained HTML report (an index and one page per cell; :mod:`benchlib.report_html`).
+change (nor did benchlib's code or the installed dependency versions), and
+writes the executed notebooks, every figure as Vega-Lite JSON, SVG and PNG,
+and a self-contained HTML report (an index and one page per cell;
+:mod:`benchlib.report_html`).
 Executed notebooks never overwrite ``notebooks/``.
 
 The notebooks read through :mod:`benchlib.views` and never ingest: the build
@@ -110,34 +112,46 @@ def load_pipeline(path: str | Path) -> Pipeline:
     study = load_study(RAW / spec["study"])
     unknown = [a for a in spec["axes"] if a not in study.factors]
     if unknown:
-        raise PipelineError(f"{path}: axes {unknown} are not factors of study {spec['study']!r} "
-                            f"(its factors: {', '.join(study.factors) or 'none'})")
+        raise PipelineError(
+            f"{path}: axes {unknown} are not factors of study {spec['study']!r} "
+            f"(its factors: {', '.join(study.factors) or 'none'})"
+        )
     summaries = [_summary_entry(path, i, entry) for i, entry in enumerate(spec.get("summary_notebooks", []))]
     names = [name for name, _, _ in summaries]
     if len(set(names)) != len(names):
-        raise PipelineError(f"{path}: two summary notebooks have the same page name; give one a name = \"...\"")
+        raise PipelineError(f'{path}: two summary notebooks have the same page name; give one a name = "..."')
     notebooks = [PROJECT_ROOT / spec["cell_notebook"], *[PROJECT_ROOT / n for _, n, _ in summaries]]
     for notebook in notebooks:
         if not notebook.is_file():
             raise PipelineError(f"{path}: notebook {notebook.relative_to(PROJECT_ROOT)} does not exist")
     return Pipeline(
-        name=path.stem, study=str(spec["study"]), title=str(spec.get("title", spec["study"])), axes=tuple(spec["axes"]),
-        cell_notebook=notebooks[0], summary_notebooks=tuple(notebooks[1:]),
+        name=path.stem,
+        study=str(spec["study"]),
+        title=str(spec.get("title", spec["study"])),
+        axes=tuple(spec["axes"]),
+        cell_notebook=notebooks[0],
+        summary_notebooks=tuple(notebooks[1:]),
         parameters=_parameters(path, "[parameters]", data.get("parameters", {})),
-        summary_parameters=tuple(p for _, _, p in summaries), summary_names=tuple(names),
+        summary_parameters=tuple(p for _, _, p in summaries),
+        summary_names=tuple(names),
         only={k: [str(v) for v in vs] for k, vs in spec.get("only", {}).items()},
     )
 
 
 def _parameters(path: Path, where: str, table: object) -> dict:
-    """Notebook parameters: papermill writes each name into the notebook as code, so a name must be a plain
-    Python identifier; values pass through papermill's own translation (literals only)."""
+    """Check notebook parameters: names are identifiers, values literals.
+
+    Notebook parameters: papermill writes each name into the notebook as code, so a name must be a plain
+    Python identifier; values pass through papermill's own translation (literals only).
+    """
     if not isinstance(table, dict):
         raise PipelineError(f"{path}: {where} must be a table of name = value")
     for name in table:
         if not str(name).isidentifier() or keyword.iskeyword(str(name)):
-            raise PipelineError(f"{path}: {where}: {str(name)!r} is not a parameter name (a notebook parameter is a "
-                                "Python identifier such as value or by; papermill writes it into the notebook as code)")
+            raise PipelineError(
+                f"{path}: {where}: {str(name)!r} is not a parameter name (a notebook parameter is a "
+                "Python identifier such as value or by; papermill writes it into the notebook as code)"
+            )
     return dict(table)
 
 
@@ -148,16 +162,23 @@ def _summary_entry(path: Path, index: int, entry: object) -> tuple[str, str, dic
     if isinstance(entry, dict) and isinstance(entry.get("notebook"), str):
         extra = set(entry) - {"notebook", "name", "parameters"}
         if extra:
-            raise PipelineError(f"{path}: summary notebook {index + 1} has unknown keys {sorted(extra)} "
-                                "(allowed: notebook, name, parameters)")
+            raise PipelineError(
+                f"{path}: summary notebook {index + 1} has unknown keys {sorted(extra)} "
+                "(allowed: notebook, name, parameters)"
+            )
         where = f"summary notebook {index + 1} parameters"
-        return str(entry.get("name", Path(entry["notebook"]).stem)), entry["notebook"], _parameters(
-            path, where, entry.get("parameters", {}))
-    raise PipelineError(f"{path}: summary notebook {index + 1} must be a path or {{ notebook = \"...\", parameters = {{...}} }}")
+        return (
+            str(entry.get("name", Path(entry["notebook"]).stem)),
+            entry["notebook"],
+            _parameters(path, where, entry.get("parameters", {})),
+        )
+    raise PipelineError(
+        f'{path}: summary notebook {index + 1} must be a path or {{ notebook = "...", parameters = {{...}} }}'
+    )
 
 
 def _slug(levels: dict) -> str:
-    """A cell's folder and page name: its levels, in characters safe in a file name and a URL.
+    """Return a cell's folder and page name: its levels, in characters safe in a file name and a URL.
 
     Levels from data may hold anything; when a character had to be replaced, a short digest
     of the exact levels keeps two cells that differ only there apart.
@@ -168,7 +189,7 @@ def _slug(levels: dict) -> str:
 
 
 def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], list[dict]]:
-    """The axis combinations present in the runs, and the declared ones without data."""
+    """Return the axis combinations present in the runs, and the declared ones without data."""
     study = load_study(RAW / pipeline.study)
     axes = list(pipeline.axes)
     for factor, levels in pipeline.only.items():
@@ -182,11 +203,17 @@ def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], li
     return present, missing
 
 
+_PACKAGE = Path(__file__).resolve().parent
+
+
 @functools.cache
-def code_digest(package: Path = Path(__file__).resolve().parent) -> str:
-    """SHA-256 over what every execution depends on besides its notebook and data: the source of the
+def code_digest(package: Path = _PACKAGE) -> str:
+    """Return a digest of benchlib's code and its dependencies' versions.
+
+    SHA-256 over what every execution depends on besides its notebook and data: the source of the
     ``benchlib`` package (every ``.py``, ``.c`` and ``.txt`` file) and the installed versions of its
-    dependencies. Computed once per process."""
+    dependencies. Computed once per process.
+    """
     digest = hashlib.sha256()
     for path in sorted(p for p in package.rglob("*") if p.suffix in (".py", ".c", ".txt") and p.is_file()):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -198,13 +225,44 @@ def code_digest(package: Path = Path(__file__).resolve().parent) -> str:
 
 
 def _fingerprint(notebook: Path, parameters: dict, processed: Path) -> str:
-    """What an execution depends on: its notebook, parameters, the study's processed data, benchlib's code
-    and the dependencies' versions (:func:`code_digest`)."""
+    """Return what an execution depends on, as one digest.
+
+    Return what an execution depends on: its notebook, parameters, the study's processed data, benchlib's code
+    and the dependencies' versions (:func:`code_digest`).
+    """
     digest = hashlib.sha256(notebook.read_bytes())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
     digest.update((processed / "manifest.json").read_bytes())
     digest.update(code_digest().encode())
     return digest.hexdigest()
+
+
+#: How the papermill log says that a kernel did not start (a busy machine, a port taken meanwhile).
+_KERNEL_START = ("Kernel didn't respond", "Kernel died before replying")
+
+
+def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProcess:
+    """Execute one notebook with papermill; a kernel that did not start is started once more."""
+    command = [
+        sys.executable,
+        "-m",
+        "papermill",
+        str(execution.notebook),
+        str(target),
+        "-k",
+        "python3",
+        "--no-progress-bar",
+        "--start-timeout",
+        "120",
+        "-y",
+        json.dumps(execution.parameters),
+        "--cwd",
+        str(PROJECT_ROOT),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode and any(sign in done.stderr for sign in _KERNEL_START):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return done
 
 
 def _execute(execution: Execution, processed: Path) -> Execution:
@@ -216,14 +274,12 @@ def _execute(execution: Execution, processed: Path) -> Execution:
     if stamp.exists() and stamp.read_text() == fingerprint and target.exists():
         execution.skipped = True
     else:
-        done = subprocess.run(
-            [sys.executable, "-m", "papermill", str(execution.notebook), str(target), "-k", "python3", "--no-progress-bar",
-             "-y", json.dumps(execution.parameters), "--cwd", str(PROJECT_ROOT)],
-            capture_output=True, text=True, check=False,
-        )
+        done = _papermill(execution, target)
         if done.returncode:
-            raise PipelineError(f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
-                                + "\n".join(done.stderr.strip().splitlines()[-8:]))
+            raise PipelineError(
+                f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
+                + "\n".join(done.stderr.strip().splitlines()[-8:])
+            )
         _export_figures(target, out)
         stamp.write_text(fingerprint)
     execution.figures = len(list(out.glob("figure-*.json")))
@@ -252,8 +308,14 @@ def _vegalite_outputs(notebook: Path) -> list[dict]:
     return specs
 
 
-def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processed_root: Path = PROCESSED,
-                 workers: int = 2, progress: Callable[[int, int, str], None] | None = None) -> ReportResult:
+def build_report(
+    pipeline_path: str | Path,
+    *,
+    reports: Path = REPORTS,
+    processed_root: Path = PROCESSED,
+    workers: int = 2,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ReportResult:
     """Build ``reports/<pipeline>/``; see the module documentation."""
     pipeline = load_pipeline(pipeline_path)
     study = _current_study(pipeline.study, processed_root)
@@ -262,10 +324,14 @@ def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processe
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
     executions = [
-        Execution(_slug(levels), pipeline.cell_notebook, {**base, "levels": levels}, folder / "cells" / _slug(levels), levels)
+        Execution(
+            _slug(levels), pipeline.cell_notebook, {**base, "levels": levels}, folder / "cells" / _slug(levels), levels
+        )
         for levels in cells
-    ] + [Execution(name, nb, {**base, **own}, folder / "summary" / name)
-         for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True)]
+    ] + [
+        Execution(name, nb, {**base, **own}, folder / "summary" / name)
+        for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True)
+    ]
     finished = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for execution in pool.map(lambda e: _execute(e, study.processed), executions):
@@ -277,8 +343,11 @@ def build_report(pipeline_path: str | Path, *, reports: Path = REPORTS, processe
 
 
 def _current_study(name: str, processed_root: Path) -> ProcessedStudy:
-    """The study's processed tables, ingested first when its raw files changed (never otherwise: the data
-    may be read-only). The notebooks then only read them."""
+    """Open the study's processed tables, ingesting first only when they are stale.
+
+    Return the study's processed tables, ingested first when its raw files changed (never otherwise: the data
+    may be read-only). The notebooks then only read them.
+    """
     try:
         return open_study(name, processed_root)
     except StaleStudyError:

@@ -19,32 +19,40 @@ if TYPE_CHECKING:
 
 VEGALITE = ("application/vnd.vegalite.v6+json", "application/vnd.vegalite.v5+json")  # see figures.use_in_notebooks
 
-_STYLE = ("body{font-family:'DejaVu Sans',sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-          "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
-          ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}")
+_STYLE = (
+    "body{font-family:'DejaVu Sans',sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
+    ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}"
+)
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{body}</body></html>\n")
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body>{body}</body></html>\n"
+    )
 
 
 def _markdown(text: str) -> str:
-    """The little Markdown the notebooks use (headings, paragraphs, **bold**, `code`) as HTML."""
+    """Return the little Markdown the notebooks use (headings, paragraphs, **bold**, `code`) as HTML."""
     blocks = []
     for block in text.strip().split("\n\n"):
         escaped = html.escape(block)
         escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
         escaped = re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
         heading = re.match(r"(#{1,4}) (.*)", escaped)
-        blocks.append(f"<h{len(heading[1]) + 1}>{heading[2]}</h{len(heading[1]) + 1}>" if heading else f"<p>{escaped}</p>")
+        blocks.append(
+            f"<h{len(heading[1]) + 1}>{heading[2]}</h{len(heading[1]) + 1}>" if heading else f"<p>{escaped}</p>"
+        )
     return "\n".join(blocks)
 
 
 def _outputs_html(notebook: Path, out: Path) -> str:
     parts, figure = [], 0
     for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
-        if "parameters" in cell.get("metadata", {}).get("tags", []) or "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+        if "parameters" in cell.get("metadata", {}).get("tags", []) or "injected-parameters" in cell.get(
+            "metadata", {}
+        ).get("tags", []):
             continue
         if cell["cell_type"] == "markdown":
             parts.append(_markdown("".join(cell["source"])))
@@ -66,17 +74,24 @@ def _outputs_html(notebook: Path, out: Path) -> str:
 
 
 def write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], missing: list[str]) -> None:
-    """Write ``index.html`` and one page per execution into ``folder``; ``missing``: the slugs of declared
-    cells without data. Every string from data, study.toml or the pipeline is escaped."""
+    """Write the report's HTML pages.
+
+    Write ``index.html`` and one page per execution into ``folder``; ``missing``: the slugs of declared
+    cells without data. Every string from data, study.toml or the pipeline is escaped.
+    """
     links = []
     for execution in executions:
         page = f"{execution.slug}.html"
         body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(execution.slug)}</h1>"
         body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir)
         (folder / page).write_text(_page(execution.slug, body), encoding="utf-8")
-        links.append(f"<li><a href='{html.escape(page)}'>{html.escape(execution.slug)}</a> ({execution.figures} figures)</li>")
+        links.append(
+            f"<li><a href='{html.escape(page)}'>{html.escape(execution.slug)}</a> ({execution.figures} figures)</li>"
+        )
     gaps = "".join(f"<li>{html.escape(m)}</li>" for m in missing) or "<li>none</li>"
-    index = (f"<h1>{html.escape(pipeline.title)}</h1><p>study {html.escape(pipeline.study)}; matrix "
-             f"{html.escape(' x '.join(pipeline.axes))}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
-             f"<h2>Declared cells without data</h2><ul>{gaps}</ul>")
+    index = (
+        f"<h1>{html.escape(pipeline.title)}</h1><p>study {html.escape(pipeline.study)}; matrix "
+        f"{html.escape(' x '.join(pipeline.axes))}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
+        f"<h2>Declared cells without data</h2><ul>{gaps}</ul>"
+    )
     (folder / "index.html").write_text(_page(pipeline.title, index), encoding="utf-8")

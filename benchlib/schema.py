@@ -196,7 +196,7 @@ class SchemaError(BenchlibError):
 
 
 def empty(table: str) -> pl.DataFrame:
-    """An empty frame with the columns and dtypes of ``table``."""
+    """Return an empty frame with the columns and dtypes of ``table``."""
     return pl.DataFrame(schema=TABLES[table])
 
 
@@ -232,6 +232,7 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     ------
     SchemaError
         Naming the table, the column and what is wrong.
+
     """
     schema = TABLES[table]
     _check_columns(frame.schema, schema, table)
@@ -290,7 +291,7 @@ def nest_bins(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def unnest_bins(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Stored ``latency_bins`` back to one row per bin."""
+    """Turn stored ``latency_bins`` back into one row per bin."""
     return frame.explode(BIN_COLUMNS)
 
 
@@ -331,7 +332,9 @@ class Tables:
             elif not data:
                 frames[name] = validate(empty(name), name)
             elif isinstance(data, dict):
-                frames[name] = validate(pl.DataFrame(data, schema={k: schema[k] for k in data}).pipe(conform, name), name)
+                frames[name] = validate(
+                    pl.DataFrame(data, schema={k: schema[k] for k in data}).pipe(conform, name), name
+                )
             else:
                 frames[name] = validate(pl.from_dicts(data, schema=schema), name)
         return cls(**frames)
@@ -342,7 +345,7 @@ class Tables:
 
 
 def label_expr(name: str) -> pl.Expr:
-    """The value of one label of a run (``runs.labels``), or null."""
+    """Return the value of one label of a run (``runs.labels``), or null."""
     found = pl.col("labels").list.eval(
         pl.element().filter(pl.element().struct.field("name") == name).struct.field("value")
     )
@@ -358,11 +361,13 @@ def percentile_expr(kind: str, percentile: float) -> pl.Expr:
         ``"clat"`` or ``"lat"``.
     percentile
         For example ``99.0`` or ``99.9``; matched to 1e-6.
+
     """
     col = pl.col(f"{kind}_percentiles")
     return (
         col.list.eval(
-            pl.element().filter((pl.element().struct.field("percentile") - percentile).abs() < 1e-6)
+            pl.element()
+            .filter((pl.element().struct.field("percentile") - percentile).abs() < 1e-6)
             .struct.field("value_ns")
         )
         .list.first()

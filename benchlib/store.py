@@ -49,7 +49,10 @@ class StaleStudyError(BenchlibError):
 
 
 def study_key(study: Study) -> str:
-    """What every part of a processed study depends on besides its own raw file: the schema and ``study.toml``."""
+    """Return what every part of a processed study depends on besides its own raw file.
+
+    That is the schema and ``study.toml``.
+    """
     declaration = study.folder / STUDY_FILE
     digest = hashlib.sha256(f"schema={SCHEMA_VERSION}".encode())
     if declaration.exists():
@@ -58,7 +61,7 @@ def study_key(study: Study) -> str:
 
 
 def ingest_inputs(study: Study) -> Iterator[tuple[Path, str, str | None]]:
-    """The files an ingest reads: tool outputs, ``study.toml`` and ``benchlib run``'s records (which set levels).
+    """Return the files an ingest reads: tool outputs, ``study.toml`` and ``benchlib run``'s records (which set levels).
 
     Yields ``(path, path relative to the study, why it is left out or None)`` as
     :func:`benchlib.study.study_files` does.
@@ -85,7 +88,7 @@ def raw_state(study: Study) -> dict[str, list[int]]:
 
 
 def read_manifest(processed: Path) -> dict:
-    """The manifest of a processed study (``{}`` when there is none)."""
+    """Return the manifest of a processed study (``{}`` when there is none)."""
     path = processed / MANIFEST
     return orjson.loads(path.read_bytes()) if path.exists() else {}
 
@@ -144,8 +147,11 @@ def staleness(study: Study, processed: Path) -> str | None:
             if known is None or now[rel][0] != before[rel][0] or _sha256(study.folder / rel) != known:
                 changed.append(rel)
     added, removed = sorted(set(now) - set(before)), sorted(set(before) - set(now))
-    parts = [f"{len(found)} {what} ({_names(found)})"
-             for found, what in ((changed, "changed"), (added, "new"), (removed, "gone")) if found]
+    parts = [
+        f"{len(found)} {what} ({_names(found)})"
+        for found, what in ((changed, "changed"), (added, "new"), (removed, "gone"))
+        if found
+    ]
     return "raw files changed since the last ingest: " + "; ".join(parts) if parts else None
 
 
@@ -161,7 +167,7 @@ class ProcessedStudy:
         return scan_table(self.processed, table)
 
     def tables(self, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
-        """The tables (all five, or ``only`` these; the others empty), sorted by run."""
+        """Return the tables (all five, or ``only`` these; the others empty), sorted by run."""
         return load_study_tables(self.processed, only)
 
 
@@ -173,14 +179,17 @@ def open_study(study: str | Path, processed_root: str | Path | None = None) -> P
     StaleStudyError
         When the study has not been ingested, or its tables no longer describe its
         raw files; the message names the files and the command to run.
+
     """
     folder = Path(study) if Path(study).is_dir() and not (RAW / str(study)).is_dir() else RAW / str(study)
     declared = load_study(folder)
     processed = processed_dir_for(declared.folder, Path(processed_root) if processed_root else PROCESSED)
     why = staleness(declared, processed)
     if why:
-        raise StaleStudyError(f"{processed}: the processed tables of study {declared.name!r} are not current ({why}); "
-                              f"run `benchlib ingest {folder}` and then this again")
+        raise StaleStudyError(
+            f"{processed}: the processed tables of study {declared.name!r} are not current ({why}); "
+            f"run `benchlib ingest {folder}` and then this again"
+        )
     check_schema_version(processed)
     return ProcessedStudy(declared, processed)
 
@@ -198,10 +207,12 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
 
 
 def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
-    """The tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
+    """Return the tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
     frames = {table: empty(table) for table in TABLES}
     for table in only:
         frame = scan_table(processed, table).collect()
-        sort_by = [c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns]
+        sort_by = [
+            c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns
+        ]
         frames[table] = frame.sort(sort_by, nulls_last=True, maintain_order=True)
     return Tables(**frames)

@@ -89,6 +89,7 @@ def load_study(folder: str | Path) -> Study:
     ------
     StudyError
         When the file is not valid TOML or names undeclared factors or levels.
+
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -102,7 +103,7 @@ def load_study(folder: str | Path) -> Study:
     files = tuple(_check_mapping(path, i, e, factors) for i, e in enumerate(data.get("files", [])))
     unit = data.get("fio", {}).get("log_latency_unit")
     if unit not in (None, "ns", "us"):
-        raise StudyError(f"{path}: [fio] log_latency_unit must be \"ns\" or \"us\", not {unit!r}")
+        raise StudyError(f'{path}: [fio] log_latency_unit must be "ns" or "us", not {unit!r}')
     return Study(
         name=str(meta.get("name", folder.name)),
         folder=folder,
@@ -115,8 +116,13 @@ def load_study(folder: str | Path) -> Study:
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
@@ -165,8 +171,11 @@ def study_files(folder: str | Path) -> Iterator[tuple[Path, str, str | None]]:
             if sub.is_symlink():
                 real = sub.resolve()
                 if not real.is_relative_to(root):
-                    yield sub, sub.relative_to(folder).as_posix(), (f"a link to the folder {real}, outside the "
-                                                                    "study; not read")
+                    yield (
+                        sub,
+                        sub.relative_to(folder).as_posix(),
+                        (f"a link to the folder {real}, outside the study; not read"),
+                    )
                     continue
                 if real == real_here or real in real_here.parents:
                     yield sub, sub.relative_to(folder).as_posix(), "a link to a folder that holds it (a loop); not read"

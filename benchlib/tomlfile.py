@@ -9,7 +9,7 @@ from benchlib.errors import BenchlibError
 
 
 def read_toml(path: Path, error: type[BenchlibError]) -> dict:
-    """The parsed file; ``error`` names the file and what is wrong when it is not valid TOML."""
+    """Return the parsed file; ``error`` names the file and what is wrong when it is not valid TOML."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

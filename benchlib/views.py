@@ -20,13 +20,16 @@ from benchlib.store import open_study
 
 
 def study_tables(study: str) -> Tables:
-    """A study's runs and results (what the notebooks use; a study's intervals can be millions of rows)."""
+    """Return a study's runs and results (what the notebooks use; a study's intervals can be millions of rows)."""
     return open_study(study).tables(only=("runs", "results"))
 
 
 def _study_rows(study: str, only: dict | None) -> pl.DataFrame:
-    """Per-host result rows of the study (no tool aggregates, no logs), restricted to ``only`` levels,
-    with labels and derived metrics."""
+    """Return the study's per-host result rows.
+
+    Per-host result rows of the study (no tool aggregates, no logs), restricted to ``only`` levels,
+    with labels and derived metrics.
+    """
     from benchlib.claims import claims_frame
 
     frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
@@ -37,7 +40,7 @@ FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
 def _at_levels(frame: FrameT, only: dict) -> FrameT:
-    """The rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels."""
+    """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels."""
     for factor, levels in only.items():
         frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
     return frame
@@ -49,8 +52,11 @@ def cell_frame(study: str, levels: dict) -> pl.DataFrame:
 
 
 def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[str, ...] = ()) -> pl.DataFrame:
-    """One value per VM/host (per group of ``by``): each run's total (directions and jobs added for
-    rates, I/O-weighted for latencies), then the median over repetitions."""
+    """Return one value per VM (host) per group.
+
+    One value per VM/host (per group of ``by``): each run's total (directions and jobs added for
+    rates, I/O-weighted for latencies), then the median over repetitions.
+    """
     per_run = frame.group_by("run_id", member, *by).agg(total_expr(value))
     return per_run.group_by(*by, member).agg(pl.col(value).median(), pl.len().alias("runs")).sort(*by, member)
 
@@ -58,29 +64,47 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
 def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
     """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data."""
     stats = members.select(
-        jain_expr(pl.col(value)).alias("jain"), max_min_ratio_expr(pl.col(value)).alias("spread"),
-        pl.col(value).sum().alias("total"), pl.col(member).sort_by(value).last().alias("top"),
+        jain_expr(pl.col(value)).alias("jain"),
+        max_min_ratio_expr(pl.col(value)).alias("spread"),
+        pl.col(value).sum().alias("total"),
+        pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
     where = ", ".join(f"{k} {v}" for k, v in levels.items())
-    return (f"**{where}**: {members.height} {member}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
-            f"lowest; Jain's index {stats['jain']:.4f}; together {stats['total']:,.0f} ({value}).")
+    return (
+        f"**{where}**: {members.height} {member}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
+        f"lowest; Jain's index {stats['jain']:.4f}; together {stats['total']:,.0f} ({value})."
+    )
 
 
 def overview(study: str) -> pl.DataFrame:
-    """Runs per tool and format, with the factors each covers."""
+    """Run per tool and format, with the factors each covers."""
     runs = study_tables(study).runs
-    return (runs.group_by("tool", "format").agg(pl.len().alias("runs"), pl.col("host").n_unique().alias("hosts"))
-            .sort("tool", "format"))
+    return (
+        runs.group_by("tool", "format")
+        .agg(pl.len().alias("runs"), pl.col("host").n_unique().alias("hosts"))
+        .sort("tool", "format")
+    )
 
 
 def claim_table(study: str) -> pl.DataFrame:
-    """The verdicts of ``data/raw/<study>/claims.toml`` as a table."""
+    """Return the verdicts of ``data/raw/<study>/claims.toml`` as a table."""
     from benchlib.claims import load_claims, verify
 
     claims, tolerances = load_claims(RAW / study)
     verdicts = verify(study_tables(study), claims, tolerances)
-    return pl.DataFrame([{"claim": v.claim.id, "section": v.claim.section, "stated": v.claim.stated,
-                          "recomputed": v.recomputed, "tolerance": v.tolerance, "verdict": v.verdict} for v in verdicts])
+    return pl.DataFrame(
+        [
+            {
+                "claim": v.claim.id,
+                "section": v.claim.section,
+                "stated": v.claim.stated,
+                "recomputed": v.recomputed,
+                "tolerance": v.tolerance,
+                "verdict": v.verdict,
+            }
+            for v in verdicts
+        ]
+    )
 
 
 def claim_values(table: pl.DataFrame) -> dict[str, str]:
@@ -89,8 +113,11 @@ def claim_values(table: pl.DataFrame) -> dict[str, str]:
 
 
 def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame:
-    """Per run and host of one profile: IOPS summed over directions and jobs, I/O-weighted mean latency,
-    with the run's job parameters and factor levels (for sweeps and curves)."""
+    """Return each run's and host's totals of one profile.
+
+    Per run and host of one profile: IOPS summed over directions and jobs, I/O-weighted mean latency,
+    with the run's job parameters and factor levels (for sweeps and curves).
+    """
     frame = cell_frame(study, {"profile": profile}).with_columns(pl.col("rwmixread_pct").fill_null(100.0))
     keys = ["run_id", member, "iodepth", "rwmixread_pct"]
     totals = frame.group_by(keys).agg(total_expr("iops"), total_expr("lat_mean_ns"))
@@ -109,27 +136,43 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
 
 
 def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
-    """IOPS per CPU% per VM (host) and group: each run's IOPS (directions added) over its guest CPU%
-    (usr + sys), then the median over the VM's runs."""
+    """Return IOPS per CPU% per VM and group.
+
+    IOPS per CPU% per VM (host) and group: each run's IOPS (directions added) over its guest CPU%
+    (usr + sys), then the median over the VM's runs.
+    """
     frame = _study_rows(study, only)
-    per_run = frame.group_by("run_id", member, *by).agg(total_expr("iops_or_derived").alias("iops"),
-                                                        pl.col("cpu_pct").max().alias("cpu_pct"))
-    per_run = (per_run.with_columns((pl.col("iops") / pl.col("cpu_pct")).alias("iops_per_cpu_pct"))
-               .drop_nulls("iops_per_cpu_pct"))
-    return per_run.group_by(*by, member).agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(),
-                                             pl.len().alias("runs")).sort(*by, member)
+    per_run = frame.group_by("run_id", member, *by).agg(
+        total_expr("iops_or_derived").alias("iops"), pl.col("cpu_pct").max().alias("cpu_pct")
+    )
+    per_run = per_run.with_columns((pl.col("iops") / pl.col("cpu_pct")).alias("iops_per_cpu_pct")).drop_nulls(
+        "iops_per_cpu_pct"
+    )
+    return (
+        per_run.group_by(*by, member)
+        .agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("runs"))
+        .sort(*by, member)
+    )
 
 
 def efficiency_table(study: str, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
-    """Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
-    :func:`member_efficiency`, with the number of VMs."""
+    """Return IOPS per CPU% per test and setting.
+
+    Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
+    :func:`member_efficiency`, with the number of VMs.
+    """
     per_vm = member_efficiency(study, by=[*test, setting], only=only)
-    table = per_vm.group_by(*test, setting).agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(),
-                                                pl.len().alias("vms")).sort(*test, setting)
+    table = (
+        per_vm.group_by(*test, setting)
+        .agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("vms"))
+        .sort(*test, setting)
+    )
     return table.with_columns(pl.concat_str([pl.col(c) for c in test], separator=" ").alias("test"))
 
 
-def member_values(study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+def member_values(
+    study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
+) -> pl.DataFrame:
     """One value per VM (host) per group of ``by``: each run's total, then the median over repetitions."""
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
 
@@ -139,8 +182,11 @@ def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: i
     opened = open_study(study)
     runs = opened.scan("runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
     picked = _at_levels(runs, {factor: [level] for factor, level in levels.items()}).select("run_id", "host").collect()
-    series = (opened.scan("intervals")
-              .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric).collect())
+    series = (
+        opened.scan("intervals")
+        .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric)
+        .collect()
+    )
     series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
     return series.sort("host", "time_ns")
 
@@ -155,20 +201,34 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
     then the median per group. Latency above await was spent above the block
     layer (in the guest: file system, page cache, fio's own queue).
     """
-    counters = (open_study(study).scan("host_counters").filter(pl.col("object") == "fio disk stats").collect()
-                .pivot(on="counter", index=["run_id", "host", "instance"], values="value", aggregate_function="first"))
-    guest = _study_rows(study, only).group_by("run_id", *by).agg(
-        total_expr("lat_mean_ms").alias("app_latency_ms"), total_expr("iops"), pl.col("runtime_ns").max())
+    counters = (
+        open_study(study)
+        .scan("host_counters")
+        .filter(pl.col("object") == "fio disk stats")
+        .collect()
+        .pivot(on="counter", index=["run_id", "host", "instance"], values="value", aggregate_function="first")
+    )
+    guest = (
+        _study_rows(study, only)
+        .group_by("run_id", *by)
+        .agg(total_expr("lat_mean_ms").alias("app_latency_ms"), total_expr("iops"), pl.col("runtime_ns").max())
+    )
     view = guest.join(counters, on="run_id", how="inner").with_columns(
-        ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / (pl.col("read_ios") + pl.col("write_ios")))
-        .alias("device_await_ms"),
+        ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / (pl.col("read_ios") + pl.col("write_ios"))).alias(
+            "device_await_ms"
+        ),
         (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
     )
-    view = view.with_columns(((pl.col("read_ios") + pl.col("write_ios")) / (pl.col("runtime_ns") / 1e9))
-                             .alias("device_ios_per_s"))
+    view = view.with_columns(
+        ((pl.col("read_ios") + pl.col("write_ios")) / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s")
+    )
     medians = view.group_by(*by).agg(
-        pl.col("app_latency_ms").median(), pl.col("device_await_ms").median(), pl.col("device_ios_per_s").median(),
-        pl.col("device_queue").median(), pl.col("util_pct").median(), pl.col("instance").first().alias("device"),
+        pl.col("app_latency_ms").median(),
+        pl.col("device_await_ms").median(),
+        pl.col("device_ios_per_s").median(),
+        pl.col("device_queue").median(),
+        pl.col("util_pct").median(),
+        pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
     )
     above = (pl.col("app_latency_ms") - pl.col("device_await_ms")).clip(lower_bound=0).alias("above_device_ms")
@@ -176,8 +236,11 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
 
 
 def esxtop_view(study: str) -> pl.DataFrame:
-    """The device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
-    (an empty frame when there is none)."""
+    """Return the esxtop device queue view of the study.
+
+    Return the device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
+    (an empty frame when there is none).
+    """
     from benchlib.sources.esxtop import device_queue_view
 
     opened = open_study(study)

@@ -6,17 +6,36 @@ import subprocess
 from pathlib import Path
 
 
-def run_fio(fio: str, workdir: Path, name: str, *options: str, formats: str = "json+,normal,terse", logs: bool = True) -> Path:
+def run_fio(
+    fio: str, workdir: Path, name: str, *options: str, formats: str = "json+,normal,terse", logs: bool = True
+) -> Path:
     """Run fio in ``workdir`` on a scratch file it creates there; return the output file."""
     workdir.mkdir(parents=True, exist_ok=True)
     output = workdir / f"{name}.out"
-    log_options = [
-        f"--write_bw_log={name}", f"--write_iops_log={name}", f"--write_lat_log={name}",
-        "--log_avg_msec=250", f"--write_hist_log={name}", "--log_hist_msec=250",
-    ] if logs else []
+    log_options = (
+        [
+            f"--write_bw_log={name}",
+            f"--write_iops_log={name}",
+            f"--write_lat_log={name}",
+            "--log_avg_msec=250",
+            f"--write_hist_log={name}",
+            "--log_hist_msec=250",
+        ]
+        if logs
+        else []
+    )
     command = [
-        fio, f"--name={name}", f"--filename={workdir / 'scratch.dat'}", "--size=32M", "--ioengine=psync",
-        "--runtime=3", "--time_based", *options, *log_options, f"--output-format={formats}", f"--output={output}",
+        fio,
+        f"--name={name}",
+        f"--filename={workdir / 'scratch.dat'}",
+        "--size=32M",
+        "--ioengine=psync",
+        "--runtime=3",
+        "--time_based",
+        *options,
+        *log_options,
+        f"--output-format={formats}",
+        f"--output={output}",
     ]
     subprocess.run(command, cwd=workdir, check=True, capture_output=True, timeout=120)
     return output

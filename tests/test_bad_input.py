@@ -29,9 +29,18 @@ def zero_io_json(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> P
     (workdir / "a-folder").mkdir()
     output = workdir / "zero.json"
     subprocess.run(
-        [fio_binary, "--name=broken", f"--filename={workdir / 'a-folder'}", "--rw=read", "--size=1M",
-         "--output-format=json", f"--output={output}"],
-        capture_output=True, timeout=60, check=False,
+        [
+            fio_binary,
+            "--name=broken",
+            f"--filename={workdir / 'a-folder'}",
+            "--rw=read",
+            "--size=1M",
+            "--output-format=json",
+            f"--output={output}",
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
     )
     return output
 
@@ -50,7 +59,9 @@ def _bad_files(folder: Path, good_json: Path, zero_io_json: Path) -> dict[str, P
     files["empty"].write_bytes(b"")
     files["truncated"].write_text(text[: len(text) // 2])
     files["binary"].write_bytes(bytes(range(256)) * 64)
-    files["latin1"].write_bytes(b"job: (groupid=0, jobs=1): err= 0: pid=1: caf\xe9\n  read: IOPS=1, BW=4KiB/s (4kB/s)(4KiB/1000msec)\n")
+    files["latin1"].write_bytes(
+        b"job: (groupid=0, jobs=1): err= 0: pid=1: caf\xe9\n  read: IOPS=1, BW=4KiB/s (4kB/s)(4KiB/1000msec)\n"
+    )
     files["long-line"].write_text("x" * 5_000_000)
     files["zero-io"].write_bytes(zero_io_json.read_bytes())
     return files
@@ -67,16 +78,23 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
-def test_each_bad_file_is_one_clear_format_error(case: str, tmp_path: Path, good_json: Path, zero_io_json: Path) -> None:
+def test_each_bad_file_is_one_clear_format_error(
+    case: str, tmp_path: Path, good_json: Path, zero_io_json: Path
+) -> None:
     path = _bad_files(tmp_path, good_json, zero_io_json)[case]
     with pytest.raises(FormatError, match=EXPECTED[case]) as caught:
         read(path)
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.parametrize(("other", "fmt"), [("vdbench/vdb__output/totals.html", "vdbench-output"),
-                                            ("vdbench/vdb__output/summary.html", "vdbench-output"),
-                                            ("vdbench/vdbconvert__multihost_test.txt", "vdbench-parmfile")])
+@pytest.mark.parametrize(
+    ("other", "fmt"),
+    [
+        ("vdbench/vdb__output/totals.html", "vdbench-output"),
+        ("vdbench/vdb__output/summary.html", "vdbench-output"),
+        ("vdbench/vdbconvert__multihost_test.txt", "vdbench-parmfile"),
+    ],
+)
 def test_other_tools_output_is_not_taken_for_fio(other: str, fmt: str) -> None:
     path = corpus_dir("vdbench").parent / other
     assert detect(path) == fmt
@@ -89,7 +107,9 @@ def test_utf16_with_bom_is_read(tmp_path: Path, good_json: Path) -> None:
     assert read(path).results.height == read(good_json).results.height
 
 
-def test_a_batch_keeps_every_good_file(tmp_path: Path, good_json: Path, zero_io_json: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_batch_keeps_every_good_file(
+    tmp_path: Path, good_json: Path, zero_io_json: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     study = tmp_path / "raw" / "mixed"
     files = _bad_files(study / "bad", good_json, zero_io_json)
     (study / "good.json").write_bytes(good_json.read_bytes())

@@ -99,7 +99,7 @@ def test_cut_matches_a_json_parser_on_real_files() -> None:
         '"77a" : 2',
         '"772" : -2',
         '"772" : 2.5',
-        '772 : 2',
+        "772 : 2",
         '"772" : 2',  # truncated: no closing brace
     ],
 )
@@ -132,8 +132,11 @@ _BINS_AT = _SAMPLE.find('"bins" : {')
 def test_damaged_bins_never_crash_and_never_cut_wrongly(offset: int, edit: str, char: str) -> None:
     """One character deleted, inserted or replaced in or around a real bins map."""
     at = max(0, _BINS_AT + offset)
-    text = {"delete": _SAMPLE[:at] + _SAMPLE[at + 1 :], "insert": _SAMPLE[:at] + char + _SAMPLE[at:],
-            "replace": _SAMPLE[:at] + char + _SAMPLE[at + 1 :]}[edit]
+    text = {
+        "delete": _SAMPLE[:at] + _SAMPLE[at + 1 :],
+        "insert": _SAMPLE[:at] + char + _SAMPLE[at:],
+        "replace": _SAMPLE[:at] + char + _SAMPLE[at + 1 :],
+    }[edit]
     _check_against_orjson(text)
 
 

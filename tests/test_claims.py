@@ -42,7 +42,7 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_every_assertion_of_the_write_up_is_a_claim(verdicts: dict) -> None:
-    listed = (SHARED / "CLAIMS-pvscsi-vs-lsi.md")
+    listed = SHARED / "CLAIMS-pvscsi-vs-lsi.md"
     if not listed.exists():
         pytest.skip("no ../shared/domain")
     numbers = {int(m) for m in re.findall(r"^(\d+)\. ", listed.read_text(), flags=re.MULTILINE)}
@@ -73,7 +73,9 @@ def test_a_changed_raw_number_changes_the_verdict(tmp_path: Path) -> None:
     table = copy / "seqread-128k-per-vm.csv"
     text = table.read_text()
     assert "seqread_per_vm,LSI,off,gus_fio_2,seqread,read,128k,1148,3.47" in text
-    table.write_text(text.replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,948,"))
+    table.write_text(
+        text.replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,948,")
+    )
     changed = _verdicts(copy, tmp_path / "processed")
     assert changed["1"].verdict == "FAIL" and changed["1"].recomputed == "4.67"
     assert changed["6"].verdict == "FAIL"
@@ -134,8 +136,13 @@ def test_published_reader_on_the_shared_tables() -> None:
         tables = read(path)
         rows[path.name] = tables.results.height
         assert set(tables.runs["tool"]) == {"published"}
-    assert rows == {"controller_gus_fio_1.csv": 8, "cpu_efficiency.csv": 8, "iodepth_sweep.csv": 8,
-                    "rwmix_sweep.csv": 6, "seqread128k_per_vm.csv": 20}
+    assert rows == {
+        "controller_gus_fio_1.csv": 8,
+        "cpu_efficiency.csv": 8,
+        "iodepth_sweep.csv": 8,
+        "rwmix_sweep.csv": 6,
+        "seqread128k_per_vm.csv": 20,
+    }
     seq = read(folder / "seqread128k_per_vm.csv").results
     assert seq["bandwidth_bytes_per_s"][0] == 401 * MIB and seq["lat_mean_ns"][0] == pytest.approx(9.95e6)
     mix = read(folder / "rwmix_sweep.csv").results
@@ -165,14 +172,27 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
     for line in (root / "SHA256SUMS").read_text().splitlines():
         digest, name = line.split("  ", 1)
         assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
-    for needed in ("tasks.py", "pyproject.toml", "environment.yml", "README.md", "VERIFY.md", "benchlib/claims.py",
-                   "data/raw/pvscsi-vs-lsi/claims.toml", "data/raw/pvscsi-vs-lsi/study.toml"):
+    for needed in (
+        "tasks.py",
+        "pyproject.toml",
+        "environment.yml",
+        "README.md",
+        "VERIFY.md",
+        "benchlib/claims.py",
+        "data/raw/pvscsi-vs-lsi/claims.toml",
+        "data/raw/pvscsi-vs-lsi/study.toml",
+    ):
         assert (root / needed).exists(), needed
     assert [p.name for p in (root / "pipelines").glob("*.toml")] == ["pvscsi-vs-lsi.toml"]  # none for absent studies
     recorded = {r["id"]: r["verdict"] for r in json.loads((root / "verdicts.json").read_text())}
     assert recorded == {k: v.verdict for k, v in verdicts.items()}
     # the peer runs the bundle's own code on the bundle's own data
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi"], cwd=root,
-                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and "26 PASS, 6 FAIL, 0 UNSUPPORTED" in done.stdout
     assert (root / "data" / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()  # its own processed folder

@@ -70,7 +70,9 @@ def client_output(fio_binary: str, servers: Path) -> Path:
     output = servers / "clients.json"
     subprocess.run(
         [fio_binary, f"--client={hosts}", str(job), "--output-format=json+", f"--output={output}"],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     return output
 
@@ -120,11 +122,16 @@ def test_normal_and_terse_client_output(fio_binary: str, servers: Path, client_o
     output = servers / "clients.txt"
     subprocess.run(
         [fio_binary, f"--client={hosts}", str(job), "--output-format=normal,terse", f"--output={output}"],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     for reader in (read_fio_normal, read_fio_terse):
         results = reader(output).results
-        assert results.filter(~pl.col("is_aggregate")).height == len(HOSTS), (reader.__name__, output.read_text()[-3000:])
+        assert results.filter(~pl.col("is_aggregate")).height == len(HOSTS), (
+            reader.__name__,
+            output.read_text()[-3000:],
+        )
         total = results.filter(pl.col("is_aggregate")).row(0, named=True)
         assert total["job_name"] is None
         assert total["iops"] == pytest.approx(results.filter(~pl.col("is_aggregate"))["iops"].sum(), rel=0.01)

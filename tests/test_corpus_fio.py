@@ -23,90 +23,132 @@ COMPANIONS = (".fio", ".job", ".conf", ".md")
 # file -> (format, [(row filter, column, expected)], other checks)
 JSON_EXPECTED: dict[str, dict] = {
     "fio-json/pkb__fio-parser-sample-result.json": {
-        "version": "fio-2.1.4", "rows": 5,
-        "values": [("sequential_write", "write", "iops", 133.0), ("sequential_write", "write", "bandwidth_bytes_per_s", 68118 * KIB),
-                   ("sequential_write", "write", "clat_mean_ns", 477734.84 * 1000)],
+        "version": "fio-2.1.4",
+        "rows": 5,
+        "values": [
+            ("sequential_write", "write", "iops", 133.0),
+            ("sequential_write", "write", "bandwidth_bytes_per_s", 68118 * KIB),
+            ("sequential_write", "write", "clat_mean_ns", 477734.84 * 1000),
+        ],
         "params": {"rw": None, "block_size_bytes": None},
     },
     "fio-json/pkb__pkb-7fb0c9d8-0_fio.json": {
-        "version": "fio-2.17", "rows": 2,
-        "values": [("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "iops", 8086.673998),
-                   ("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "clat_mean_ns", 238.357679 * 1000),
-                   ("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "io_bytes", 1294256 * KIB)],
+        "version": "fio-2.17",
+        "rows": 2,
+        "values": [
+            ("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "iops", 8086.673998),
+            ("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "clat_mean_ns", 238.357679 * 1000),
+            ("rand_16k_read_100%-io-depth-1-num-jobs-2", "read", "io_bytes", 1294256 * KIB),
+        ],
         "params": {"block_size_bytes": 16384, "numjobs": 2, "iodepth": 1, "jobs": 2},
     },
     "fio-json/pbench-fio1__fio-result.txt": {
-        "version": "fio-3.19", "rows": 16,
-        "values": [("job-/dev/nvme8n1", "read", "iops", 96.77941), ("job-/dev/nvme8n1", "read", "clat_mean_ns", 325444045.939162)],
+        "version": "fio-3.19",
+        "rows": 16,
+        "values": [
+            ("job-/dev/nvme8n1", "read", "iops", 96.77941),
+            ("job-/dev/nvme8n1", "read", "clat_mean_ns", 325444045.939162),
+        ],
         "params": {"rw": "rw", "block_size_bytes": 4096, "iodepth": 64, "numjobs": 8},
     },
     "fio-json/fio-plot-testdata01__randread-01-01.json": {
-        "version": "fio-2.18-59-g618e", "rows": 1,
-        "values": [(None, "read", "iops", 73.182907), (None, "read", "bandwidth_bytes_per_s", 292 * KIB),
-                   (None, "read", "clat_mean_ns", 13643.395634 * 1000)],
+        "version": "fio-2.18-59-g618e",
+        "rows": 1,
+        "values": [
+            (None, "read", "iops", 73.182907),
+            (None, "read", "bandwidth_bytes_per_s", 292 * KIB),
+            (None, "read", "clat_mean_ns", 13643.395634 * 1000),
+        ],
         "params": {"rw": "randread", "block_size_bytes": 4096, "iodepth": 1},
     },
     "fio-json/fio-plot-exampledata__randwrite-32.json": {
-        "version": "fio-2.18-59-g618e", "rows": 1,
+        "version": "fio-2.18-59-g618e",
+        "rows": 1,
         "values": [(None, "write", "iops", 288.256878), (None, "write", "clat_mean_ns", 110923.036632 * 1000)],
         "params": {"rw": "randwrite", "iodepth": 32},
     },
     "fio-json/fio-plot-M1015-PM883__randread-32-4.json": {
-        "version": "fio-3.1", "rows": 1,
-        "values": [(None, "read", "iops", 42310.195987), (None, "read", "bandwidth_bytes_per_s", 169240 * KIB),
-                   (None, "read", "clat_mean_ns", 3016736.023492)],
+        "version": "fio-3.1",
+        "rows": 1,
+        "values": [
+            (None, "read", "iops", 42310.195987),
+            (None, "read", "bandwidth_bytes_per_s", 169240 * KIB),
+            (None, "read", "clat_mean_ns", 3016736.023492),
+        ],
         "params": {"rw": "randread", "iodepth": 32, "numjobs": 4, "jobs": 4},
     },
     "fio-json/fio-plot-P420i-INTEL-RW__randrw-16-4.json": {
-        "version": "fio-3.1", "rows": 2,
+        "version": "fio-3.1",
+        "rows": 2,
         "values": [(None, "read", "iops", 24854.038199), (None, "write", "iops", 24856.654778)],
         "params": {"rw": "randrw", "iodepth": 16, "numjobs": 4},
     },
     "fio-json/fio-plot-ceph-ssd__randwrite-4-1.json": {
-        "version": "fio-3.6-31-g4386", "rows": 1,
-        "values": [("random-read", "write", "iops", 240.372598), ("random-read", "write", "clat_mean_ns", 16575007.380243)],
+        "version": "fio-3.6-31-g4386",
+        "rows": 1,
+        "values": [
+            ("random-read", "write", "iops", 240.372598),
+            ("random-read", "write", "clat_mean_ns", 16575007.380243),
+        ],
         "params": {"rw": "randwrite", "iodepth": 4},
     },
     "fio-json/fio-plot-G8-INTELD3S4610__randread-16-1.json": {
-        "version": "fio-3.14-6-g97134", "rows": 1,
+        "version": "fio-3.14-6-g97134",
+        "rows": 1,
         "values": [(None, "read", "iops", 49340.127665), (None, "read", "bandwidth_bytes_per_s", 202097162)],
         "params": {"rw": "randread", "iodepth": 16},
     },
     "fio-json/fio-plot-HIGHPOINT-RAID5RW__randrw-8-8.json": {
-        "version": "fio-3.16", "rows": 2,
+        "version": "fio-3.16",
+        "rows": 2,
         "values": [(None, "read", "iops", 317.511513), (None, "write", "iops", 322.066867)],
         "params": {"rw": "randrw", "iodepth": 8, "numjobs": 8},
     },
     "fio-json/fio-plot-deleteme-4k__randread-1-1.json": {
-        "version": "fio-3.34", "rows": 1, "values": [(None, "read", "iops", 10102.601156)], "params": {"rw": "randread"},
+        "version": "fio-3.34",
+        "rows": 1,
+        "values": [(None, "read", "iops", 10102.601156)],
+        "params": {"rw": "randread"},
     },
     "fio-json/SO-Kernel-trace__fio_output.json": {
-        "version": "fio-3.36", "rows": 1,
-        "values": [(None, "read", "iops", 3266.695555), (None, "read", "bandwidth_bytes_per_s", 428172319),  # bw_bytes; bw 418137 KiB/s is rounded
-                   (None, "read", "clat_mean_ns", 2353097.46419)],
+        "version": "fio-3.36",
+        "rows": 1,
+        "values": [
+            (None, "read", "iops", 3266.695555),
+            (None, "read", "bandwidth_bytes_per_s", 428172319),  # bw_bytes; bw 418137 KiB/s is rounded
+            (None, "read", "clat_mean_ns", 2353097.46419),
+        ],
         "params": {"rw": "read", "block_size_bytes": 131072, "iodepth": 4, "numjobs": 2, "jobs": 2},
     },
     "fio-json/SO-Kernel-trace-baseline-mix-1G__result_1G_run1.json": {
-        "version": "fio-3.36", "rows": 2,
+        "version": "fio-3.36",
+        "rows": 2,
         "values": [(None, "read", "iops", 401.019796), (None, "write", "iops", 409.818036)],
         "params": {"rw": "randrw", "block_size_bytes": 131072},
     },
     "fio-json/SO-Kernel-trace-baselineVM-rand-1G__result_1G_run2.json": {
-        "version": "fio-3.36", "rows": 1,
+        "version": "fio-3.36",
+        "rows": 1,
         "values": [(None, "read", "iops", 2047.39526), (None, "read", "clat_mean_ns", 487279.90882)],
         "params": {"rw": "randread", "block_size_bytes": 131072},
     },
     "fio-json/fio-plot-testdata500gb__randwrite-4-4.json": {
-        "version": "fio-3.6-31-g4386", "rows": 4, "first": ("write", "iops", 31.263526),
+        "version": "fio-3.6-31-g4386",
+        "rows": 4,
+        "first": ("write", "iops", 31.263526),
         "params": {"rw": "randwrite", "iodepth": 4, "jobs": 1},
     },
     "fio-json/fio-results-tmp-t2rand__out-rand-50rw32k.fio-0": {
-        "version": "fio-3.12", "rows": 2,
+        "version": "fio-3.12",
+        "rows": 2,
         "values": [(None, "read", "iops", 223.57216), (None, "write", "iops", 222.367763)],
         "params": {"block_size_bytes": 32768, "iodepth": 16},
     },
     "fio-json/fio-results-tmp-t1writes__writes-100-0": {
-        "version": "fio-3.12", "rows": 1, "values": [(None, "write", "iops", 457.18591)], "intervals": 0,
+        "version": "fio-3.12",
+        "rows": 1,
+        "values": [(None, "write", "iops", 457.18591)],
+        "intervals": 0,
     },
 }
 
@@ -180,7 +222,16 @@ NORMAL_EXPECTED = {
     # file: (runs, result rows, version of first run, job, direction, printed IOPS, printed rounding, clat mean ns)
     "HardwareTest__fio.log": (1, 4, "fio-2.2.10", "read4k-rand", "read", 63647, 0.001, 63834.11e3),
     "ceph-fio-results-erasure21__rw-4k.out": (1, 2, "fio-2.2.10", "ceph-erasure-2-1", "read", None, None, None),
-    "ceph-fio-results-fourjobs3disks__randread-1M.out": (1, 4, "fio-2.16", "ceph-fuse-replicated", "read", 47, 0.02, 2546981.88e3),
+    "ceph-fio-results-fourjobs3disks__randread-1M.out": (
+        1,
+        4,
+        "fio-2.16",
+        "ceph-fuse-replicated",
+        "read",
+        47,
+        0.02,
+        2546981.88e3,
+    ),
     "ceph-fio-results-nvme__rw-4k.out": (1, 2, "fio-3.1", "nvme-direct", "read", 47.3e3, 0.002, None),
     "corsair_mp510__fio_results.txt": (2, 2, "fio-3.12", "random-write-steady", "write", 121e3, 0.005, 1049.76e3),
     "nfs-smb-bench__fio_output.txt": (10, 12, "fio-3.36", "sequential_read", "read", 110, 0.01, 36091.93e3),
@@ -208,7 +259,12 @@ def test_fio_normal_details() -> None:
     folder = corpus_dir("fio-normal")
     hw = read(folder / "HardwareTest__fio.log").results
     first = hw.row(0, named=True)
-    assert (first["io_count"], first["numjobs"], first["iodepth"], first["block_size_bytes"]) == (7638626, 32, 128, 4096)
+    assert (first["io_count"], first["numjobs"], first["iodepth"], first["block_size_bytes"]) == (
+        7638626,
+        32,
+        128,
+        4096,
+    )
     assert hw.filter(pl.col("job_name") == "read64k-seq")["block_size_bytes"][0] == 512 * KIB
     assert first["slat_max_ns"] == 32311e3 and first["usr_cpu_pct"] == 0.14
     ceph = read(folder / "ceph-fio-results-fourjobs3disks__randread-1M.out").results.row(0, named=True)
@@ -337,7 +393,10 @@ def test_pkb_hist_logs_count_what_the_json_counts() -> None:
     the last, partial interval, which fio does not log.
     """
     folder = corpus_dir("fio-logs")
-    logged = sum(read_fio_log(folder / f"pkb__pkb_fio_avg_1506559526.49_clat_hist.{i}.log").latency_bins["count"].sum() for i in (1, 2))
+    logged = sum(
+        read_fio_log(folder / f"pkb__pkb_fio_avg_1506559526.49_clat_hist.{i}.log").latency_bins["count"].sum()
+        for i in (1, 2)
+    )
     reads = read(CORPUS / "fio-json" / "pkb__pkb-7fb0c9d8-0_fio.json").results.filter(pl.col("direction") == "read")
     assert logged == 80124
     assert logged / reads["io_count"].sum() == pytest.approx(1.0, abs=0.01)
@@ -353,7 +412,12 @@ def test_corrupt_hist_log_is_refused() -> None:
 def test_every_corpus_fio_file_has_expectations() -> None:
     corpus_dir("fio-json")
     covered = {Path(n).name for n in JSON_EXPECTED} | set(NORMAL_EXPECTED) | set(LOG_EXPECTED) | set(HIST_EXPECTED)
-    covered |= {"pbench-fio0-perf84__fio_clat_hist.1.log", "fio-plot-party-1m__write-64-1.json", "pbench-fio0__fio-result.txt", "fio-parser-jtulak__fio-test.out"}
+    covered |= {
+        "pbench-fio0-perf84__fio_clat_hist.1.log",
+        "fio-plot-party-1m__write-64-1.json",
+        "pbench-fio0__fio-result.txt",
+        "fio-parser-jtulak__fio-test.out",
+    }
     on_disk = {
         p.name
         for folder in ("fio-json", "fio-client-server", "fio-normal", "fio-terse", "fio-logs", "fio-jsonplus")

@@ -62,7 +62,9 @@ def test_three_parses_agree(run: tuple[str, Path]) -> None:
     for column in ("rw", "block_size_bytes", "iodepth", "ioengine"):
         assert normal[column].to_list() == json_rows[column].to_list(), column
     assert normal["numjobs"].to_list() == json_rows["numjobs"].to_list()
-    for j, n, t in zip(json_rows["clat_percentiles"], normal["clat_percentiles"], terse["clat_percentiles"], strict=True):
+    for j, n, t in zip(
+        json_rows["clat_percentiles"], normal["clat_percentiles"], terse["clat_percentiles"], strict=True
+    ):
         j_values = {p["percentile"]: p["value_ns"] for p in j}
         n_values = {p["percentile"]: p["value_ns"] for p in n}
         t_values = {p["percentile"]: p["value_ns"] for p in t}
@@ -80,7 +82,9 @@ def test_json_plus_bins_reproduce_fio_percentiles(run: tuple[str, Path]) -> None
     bins = tables.latency_bins.filter(pl.col("latency_kind") == "clat")
     assert bins.height > 0
     for row in tables.results.iter_rows(named=True):
-        mine = bins.filter((pl.col("job_index") == row["job_index"]) & (pl.col("direction") == row["direction"])).sort("bin_index")
+        mine = bins.filter((pl.col("job_index") == row["job_index"]) & (pl.col("direction") == row["direction"])).sort(
+            "bin_index"
+        )
         assert mine["count"].sum() == row["io_count"]
         assert (mine["bin_value_ns"] == [plat_idx_to_val(i) for i in mine["bin_index"]]).all()
         cumulative = mine["count"].cum_sum().to_list()
@@ -104,12 +108,17 @@ def test_interval_logs_agree_with_json_totals(run: tuple[str, Path]) -> None:
         log_bw = 0.0
         for log in logs:
             iops = read_fio_log(log).intervals.filter(pl.col("direction") == direction)
-            bw = read_fio_log(log.with_name(log.name.replace("_iops.", "_bw."))).intervals.filter(pl.col("direction") == direction)
+            bw = read_fio_log(log.with_name(log.name.replace("_iops.", "_bw."))).intervals.filter(
+                pl.col("direction") == direction
+            )
             log_iops += iops["value"].mean()
             log_bw += bw["value"].mean()
         assert log_iops == pytest.approx(json_iops, rel=0.10)
         assert log_bw == pytest.approx(json_bw, rel=0.10)
-        hists = [read_fio_log(h).latency_bins.filter(pl.col("direction") == direction) for h in folder.glob(f"{name}_clat_hist.*.log")]
+        hists = [
+            read_fio_log(h).latency_bins.filter(pl.col("direction") == direction)
+            for h in folder.glob(f"{name}_clat_hist.*.log")
+        ]
         hist_total = sum(h["count"].sum() for h in hists)
         # the histogram log stops at its last full interval: compare with the JSON count over that span
         logged_fraction = max(h["time_ns"].max() for h in hists) / results["runtime_ns"].max()
@@ -120,7 +129,9 @@ def test_interval_logs_agree_with_json_totals(run: tuple[str, Path]) -> None:
 
 def test_status_interval_snapshots_become_cumulative_intervals(fio_binary: str, tmp_path: Path) -> None:
     """``--status-interval=1`` writes a JSON document per second; the last is the result."""
-    output = run_fio(fio_binary, tmp_path, "status", "--rw=randread", "--bs=4k", "--status-interval=1", formats="json", logs=False)
+    output = run_fio(
+        fio_binary, tmp_path, "status", "--rw=randread", "--bs=4k", "--status-interval=1", formats="json", logs=False
+    )
     text = output.read_text()
     assert text.count('"fio version"') >= 2  # about one a second, and the final one
     tables = read_fio_json(output)
@@ -144,12 +155,23 @@ def test_fsync_latencies_become_sync_rows(fio_binary: str, tmp_path: Path) -> No
 
 def test_json_disk_util_matches_the_normal_reports_disk_stats(tmp_path: Path, fio_binary: str) -> None:
     """fio's JSON ``disk_util`` and the normal report's "Disk stats" land in host_counters under the same names."""
-    output = run_fio(fio_binary, tmp_path, "disks", "--rw=randread", "--bs=4k", "--direct=1", formats="json,normal", logs=False)
+    output = run_fio(
+        fio_binary, tmp_path, "disks", "--rw=randread", "--bs=4k", "--direct=1", formats="json,normal", logs=False
+    )
     counters = read_fio_json(output).host_counters
     if counters.is_empty():
         pytest.skip("fio reported no disk statistics for this file system")
     normal = read_fio_normal(output).host_counters
-    names = {"read_ios", "write_ios", "read_merges", "write_merges", "read_ticks_ms", "write_ticks_ms", "in_queue_ms", "util_pct"}
+    names = {
+        "read_ios",
+        "write_ios",
+        "read_merges",
+        "write_merges",
+        "read_ticks_ms",
+        "write_ticks_ms",
+        "in_queue_ms",
+        "util_pct",
+    }
     assert set(counters["counter"]) == set(normal["counter"]) == names
     for disk in counters["instance"].unique():
         as_json = {r["counter"]: r["value"] for r in counters.filter(pl.col("instance") == disk).iter_rows(named=True)}

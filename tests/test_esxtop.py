@@ -27,7 +27,9 @@ def test_raw_capture_in_long_form() -> None:
     assert tables.runs["duration_ns"][0] == 10 * 10**9  # 14:06:27 to 14:06:37
     column = header.index("\\\\localhost.home\\Physical Disk SCSI Device(mpx.vmhba0:C0:T5:L0)\\Device Q Depth")
     dqlen = counters.filter(
-        (pl.col("object") == DEVICE) & (pl.col("instance") == "mpx.vmhba0:C0:T5:L0") & (pl.col("counter") == "Device Q Depth")
+        (pl.col("object") == DEVICE)
+        & (pl.col("instance") == "mpx.vmhba0:C0:T5:L0")
+        & (pl.col("counter") == "Device Q Depth")
     ).sort("sample")
     assert dqlen["value"].to_list() == [float(r[column]) for r in rows[1:]]
     memory = counters.filter(pl.col("object") == "Memory")
@@ -37,20 +39,28 @@ def test_raw_capture_in_long_form() -> None:
 def test_gavg_is_davg_plus_kavg() -> None:
     """FORMATS.md: GAVG = DAVG + KAVG holds to rounding in real captures (sample 0 is all zeros)."""
     counters = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters
-    latency = (
-        counters.filter((pl.col("object") == DEVICE) & pl.col("counter").str.starts_with("Average") & (pl.col("sample") > 0))
-        .pivot(on="counter", index=["instance", "sample"], values="value")
-    )
+    latency = counters.filter(
+        (pl.col("object") == DEVICE) & pl.col("counter").str.starts_with("Average") & (pl.col("sample") > 0)
+    ).pivot(on="counter", index=["instance", "sample"], values="value")
     assert latency.height > 0
-    gap = latency["Average Guest MilliSec/Command"] - latency["Average Driver MilliSec/Command"] - latency["Average Kernel MilliSec/Command"]
+    gap = (
+        latency["Average Guest MilliSec/Command"]
+        - latency["Average Driver MilliSec/Command"]
+        - latency["Average Kernel MilliSec/Command"]
+    )
     assert gap.abs().max() <= 0.02
-    first = counters.filter((pl.col("sample") == 0) & (pl.col("object") == DEVICE) & (pl.col("counter") == "Commands/sec"))
+    first = counters.filter(
+        (pl.col("sample") == 0) & (pl.col("object") == DEVICE) & (pl.col("counter") == "Commands/sec")
+    )
     assert (first["value"] == 0).all()
 
 
 @pytest.mark.parametrize(
     ("name", "samples", "dated"),
-    [("VisualEsxtopOnline-1000__origincsvfile.csv", 514, True), ("VisualEsxtopOnline-1011__origincsv.csv", 4500, False)],
+    [
+        ("VisualEsxtopOnline-1000__origincsvfile.csv", 514, True),
+        ("VisualEsxtopOnline-1011__origincsv.csv", 4500, False),
+    ],
 )
 def test_spreadsheet_resaves(name: str, samples: int, dated: bool) -> None:
     """Quotes stripped, CRLF or CR-only line ends, shortened time stamps."""
@@ -63,7 +73,7 @@ def test_spreadsheet_resaves(name: str, samples: int, dated: bool) -> None:
     assert counters["value"].null_count() == 0
     text = path.read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n").decode()
     second_line = text.splitlines()[1].split(",")
-    first_value = counters.filter((pl.col("sample") == 0)).sort("counter", "instance")
+    first_value = counters.filter(pl.col("sample") == 0).sort("counter", "instance")
     assert float(second_line[1]) in first_value["value"].to_list()
 
 
@@ -92,11 +102,17 @@ def test_counters_during_runs() -> None:
     from benchlib.stats.hostside import counters_during_runs
 
     counters = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters  # 14:06:27, :32, :37
-    runs = pl.DataFrame({
-        "run_id": ["early", "late", "unplaced"],
-        "start_time": [datetime(2018, 4, 26, 14, 6, 30, tzinfo=UTC), datetime(2018, 4, 26, 14, 6, 35, tzinfo=UTC), None],
-        "duration_ns": [4 * 10**9, 60 * 10**9, 10**9],
-    }).with_columns(pl.col("start_time").cast(pl.Datetime("ms", "UTC")))
+    runs = pl.DataFrame(
+        {
+            "run_id": ["early", "late", "unplaced"],
+            "start_time": [
+                datetime(2018, 4, 26, 14, 6, 30, tzinfo=UTC),
+                datetime(2018, 4, 26, 14, 6, 35, tzinfo=UTC),
+                None,
+            ],
+            "duration_ns": [4 * 10**9, 60 * 10**9, 10**9],
+        }
+    ).with_columns(pl.col("start_time").cast(pl.Datetime("ms", "UTC")))
     placed = counters_during_runs(runs, counters)
     by_run = placed.group_by("benchmark_run_id").agg(pl.col("sample").unique().sort()).sort("benchmark_run_id")
     assert by_run.rows() == [("early", [1]), ("late", [2])]

@@ -33,7 +33,9 @@ def _values(spec: dict) -> list[dict]:
 
 
 def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
-    lsi_off = published.filter(pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "off")
+    lsi_off = published.filter(
+        pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "off"
+    )
     chart = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off")
     spec = chart.to_dict()
     assert spec["mark"]["type"] == "bar"
@@ -43,12 +45,18 @@ def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
     shuffled = lsi_off.sample(fraction=1.0, shuffle=True, seed=3)
     again = figures.per_vm_bars(shuffled, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off").to_dict()
     assert json.dumps(again, sort_keys=True) == json.dumps(spec, sort_keys=True)  # row order does not matter
-    lsi_on = published.filter(pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "on")
-    assert "Jain's index 0.9793" in figures.per_vm_bars(lsi_on, value="bandwidth_mib_s").to_dict()["title"]["subtitle"][0]
+    lsi_on = published.filter(
+        pl.col("table") == "seqread_per_vm", pl.col("controller") == "LSI", pl.col("sioc") == "on"
+    )
+    assert (
+        "Jain's index 0.9793" in figures.per_vm_bars(lsi_on, value="bandwidth_mib_s").to_dict()["title"]["subtitle"][0]
+    )
 
 
 def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
-    runs = loopback.runs.filter(pl.col("profile") == "iodepth-sweep", ~pl.col("is_aggregate"), pl.col("format") == "fio-json+")
+    runs = loopback.runs.filter(
+        pl.col("profile") == "iodepth-sweep", ~pl.col("is_aggregate"), pl.col("format") == "fio-json+"
+    )
     per_run = loopback.results.join(runs, on="run_id").filter(pl.col("direction") == "read")
     totals = per_run.group_by("run_id", "iodepth").agg(pl.col("iops").sum(), pl.col("lat_mean_ns").mean())
     spec = figures.iodepth_sweep(medians(totals, ["iops", "lat_mean_ns"], by=["iodepth"])).to_dict()
@@ -67,7 +75,11 @@ def test_rwmix_curve_and_efficiency(published: pl.DataFrame) -> None:
     mix = mix.group_by("vm", "write_pct", "run_id").agg(total_expr("iops"))
     spec = figures.rwmix_curve(medians(mix, ["iops"], by=["vm", "write_pct"])).to_dict()
     values = _values(spec)
-    assert [(v["vm"], v["write_pct"]) for v in values][:3] == [("gus_fio_3", 0.0), ("gus_fio_3", 50.0), ("gus_fio_3", 100.0)]
+    assert [(v["vm"], v["write_pct"]) for v in values][:3] == [
+        ("gus_fio_3", 0.0),
+        ("gus_fio_3", 50.0),
+        ("gus_fio_3", 100.0),
+    ]
     assert spec["encoding"]["x"]["scale"]["domain"] == [0, 100]
     cpu = published.filter(pl.col("table") == "cpu").with_columns(pl.col("iops_per_cpu_pct_reported").cast(pl.Float64))
     spec = figures.cpu_efficiency(cpu, value="iops_per_cpu_pct_reported").to_dict()
@@ -76,9 +88,14 @@ def test_rwmix_curve_and_efficiency(published: pl.DataFrame) -> None:
 
 
 def test_time_series_shades_the_window(loopback) -> None:
-    runs = loopback.runs.filter(pl.col("format") == "fio-log", pl.col("profile") == "randread",
-                                pl.col("block_size") == "4k", pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off",
-                                pl.col("repetition") == 1)
+    runs = loopback.runs.filter(
+        pl.col("format") == "fio-log",
+        pl.col("profile") == "randread",
+        pl.col("block_size") == "4k",
+        pl.col("ioengine") == "libaio",
+        pl.col("rate_cap") == "off",
+        pl.col("repetition") == 1,
+    )
     series = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
     spec = figures.time_series(series, window_s=(1.0, 3.0), title="IOPS per second").to_dict()
     band, line = spec["layer"]
@@ -89,8 +106,12 @@ def test_time_series_shades_the_window(loopback) -> None:
 
 
 def _randread(loopback, **levels) -> pl.DataFrame:
-    runs = loopback.runs.filter(pl.col("format") == "fio-json+", ~pl.col("is_aggregate"), pl.col("profile") == "randread",
-                                *[pl.col(k) == v for k, v in levels.items()])
+    runs = loopback.runs.filter(
+        pl.col("format") == "fio-json+",
+        ~pl.col("is_aggregate"),
+        pl.col("profile") == "randread",
+        *[pl.col(k) == v for k, v in levels.items()],
+    )
     return loopback.results.join(runs, on="run_id").filter(pl.col("direction") == "read")
 
 
@@ -99,9 +120,20 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
 
     from benchlib.stats.compare import comparison_table
 
-    per_run = _randread(loopback, rate_cap="off").group_by("run_id", "host", "block_size", "ioengine").agg(pl.col("iops").sum())
-    table = comparison_table(per_run, "iops", factor="ioengine", baseline="psync", by=["block_size"],
-                             rng=np.random.default_rng(2026), n_resamples=2000)
+    per_run = (
+        _randread(loopback, rate_cap="off")
+        .group_by("run_id", "host", "block_size", "ioengine")
+        .agg(pl.col("iops").sum())
+    )
+    table = comparison_table(
+        per_run,
+        "iops",
+        factor="ioengine",
+        baseline="psync",
+        by=["block_size"],
+        rng=np.random.default_rng(2026),
+        n_resamples=2000,
+    )
     spec = figures.comparison(table, label=["block_size", "ioengine"]).to_dict()
     zero, rule, point, text = spec["layer"]
     assert [v["comparison"] for v in _values(point)] == ["4k / libaio", "64k / libaio"]
@@ -119,7 +151,12 @@ def test_latency_exceedance_from_pooled_bins(loopback) -> None:
     pooled = pooled_percentiles(bins, [50, 90, 99, 99.9], by=["block_size"])
     spec = figures.latency_exceedance(pooled, series="block_size").to_dict()
     values = _values(spec)
-    assert [(v["block_size"], v["exceeding_pct"]) for v in values][:4] == [("4k", 50.0), ("4k", 10.0), ("4k", 1.0), ("4k", 0.1)]
+    assert [(v["block_size"], v["exceeding_pct"]) for v in values][:4] == [
+        ("4k", 50.0),
+        ("4k", 10.0),
+        ("4k", 1.0),
+        ("4k", 0.1),
+    ]
     four_k = [v["latency_us"] for v in values if v["block_size"] == "4k"]
     assert four_k == sorted(four_k)
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
@@ -145,8 +182,14 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
 
 
 def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
-    runs = loopback.runs.filter(pl.col("format") == "fio-log", pl.col("profile") == "randwrite", pl.col("block_size") == "64k",
-                                pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off", pl.col("repetition") == 1)
+    runs = loopback.runs.filter(
+        pl.col("format") == "fio-log",
+        pl.col("profile") == "randwrite",
+        pl.col("block_size") == "64k",
+        pl.col("ioengine") == "libaio",
+        pl.col("rate_cap") == "off",
+        pl.col("repetition") == 1,
+    )
     iops = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
     spec = figures.fairness_over_time(jain_per_interval(iops, member="host")).to_dict()
     values = _values(spec)
@@ -181,8 +224,10 @@ def test_two_charts_combine(published: pl.DataFrame) -> None:
     import altair as alt
 
     seqread = published.filter(pl.col("table") == "seqread_per_vm", pl.col("sioc") == "off")
-    lsi, pvscsi = (figures.per_vm_bars(seqread.filter(pl.col("controller") == c), value="bandwidth_mib_s", title=c)
-                   for c in ("LSI", "PVSCSI"))
+    lsi, pvscsi = (
+        figures.per_vm_bars(seqread.filter(pl.col("controller") == c), value="bandwidth_mib_s", title=c)
+        for c in ("LSI", "PVSCSI")
+    )
     side_by_side = alt.hconcat(lsi, pvscsi).to_dict()
     assert [part["title"]["text"] for part in side_by_side["hconcat"]] == ["LSI", "PVSCSI"]
     assert side_by_side["config"]["font"] == figures.FONT and "config" not in side_by_side["hconcat"][0]

@@ -37,9 +37,13 @@ def test_vdbench_engine_summary_is_read_as_written() -> None:
     assert labels["run_definition"].endswith("For loops: xfersize=4k threads=4")
     assert labels["usage_cpu_usage"] == "31.27%" and labels["usage_vsan_pcpu_usage"] == "6.12%"
     assert "not a measured percentile" in labels["p95"]
-    total = tables.results.filter((pl.col("run_id") == first["run_id"]) & (pl.col("direction") == "total")).row(0, named=True)
+    total = tables.results.filter((pl.col("run_id") == first["run_id"]) & (pl.col("direction") == "total")).row(
+        0, named=True
+    )
     assert total["job_name"] == "run1" and total["iops"] == pytest.approx(16669.9)
-    assert total["bandwidth_bytes_per_s"] == pytest.approx(65.12 * MIB) and total["lat_mean_ns"] == pytest.approx(0.48e6)
+    assert total["bandwidth_bytes_per_s"] == pytest.approx(65.12 * MIB) and total["lat_mean_ns"] == pytest.approx(
+        0.48e6
+    )
     assert total["lat_percentiles"] == [{"percentile": 95.0, "value_ns": pytest.approx(1.28e6)}]
     read_row = tables.results.filter((pl.col("run_id") == first["run_id"]) & (pl.col("direction") == "read"))
     assert read_row["lat_mean_ns"][0] == pytest.approx(0.37e6)
@@ -52,7 +56,9 @@ def test_fio_engine_summary_is_read_as_written() -> None:
     rows = {r["direction"]: r for r in tables.results.iter_rows(named=True)}
     assert rows["total"]["job_name"] == "job0" and rows["total"]["iops"] == pytest.approx(91223.07)
     assert rows["total"]["bandwidth_bytes_per_s"] == pytest.approx(356.33 * MIB)
-    assert rows["read"]["lat_mean_ns"] == pytest.approx(0.13e6) and rows["write"]["lat_mean_ns"] == pytest.approx(0.16e6)
+    assert rows["read"]["lat_mean_ns"] == pytest.approx(0.13e6) and rows["write"]["lat_mean_ns"] == pytest.approx(
+        0.16e6
+    )
     assert rows["read"]["lat_percentiles"][0]["value_ns"] == pytest.approx(0.20e6)
 
 
@@ -67,19 +73,31 @@ def test_worker_vms_become_hosts(ingested) -> None:
     report, tables = ingested
     assert not report.quarantined
     assert sorted(report.ingested) == sorted(
-        [f"{VDB_CASE}-res.txt", f"{FIO_CASE}-res.txt", f"{VDB_CASE}/hci-vdb-datastore-11-1-1.txt",
-         f"{VDB_CASE}/hci-vdb-datastore-11-1-2.txt", f"{FIO_CASE}/hci-fio-datastore-11-1-1.json",
-         f"{FIO_CASE}/hci-fio-datastore-11-1-2.json"])  # the .cfg parameter files and README are not results
+        [
+            f"{VDB_CASE}-res.txt",
+            f"{FIO_CASE}-res.txt",
+            f"{VDB_CASE}/hci-vdb-datastore-11-1-1.txt",
+            f"{VDB_CASE}/hci-vdb-datastore-11-1-2.txt",
+            f"{FIO_CASE}/hci-fio-datastore-11-1-1.json",
+            f"{FIO_CASE}/hci-fio-datastore-11-1-2.json",
+        ]
+    )  # the .cfg parameter files and README are not results
     vms = tables.runs.filter(~pl.col("is_aggregate"))
-    assert sorted(vms["host"].unique()) == ["hci-fio-datastore-11-1-1", "hci-fio-datastore-11-1-2",
-                                            "hci-vdb-datastore-11-1-1", "hci-vdb-datastore-11-1-2"]
+    assert sorted(vms["host"].unique()) == [
+        "hci-fio-datastore-11-1-1",
+        "hci-fio-datastore-11-1-2",
+        "hci-vdb-datastore-11-1-1",
+        "hci-vdb-datastore-11-1-2",
+    ]
     assert vms.filter(pl.col("host") == "hci-vdb-datastore-11-1-2").height == 4  # one run per for-loop run
 
 
 def test_check_reports_where_hcibench_disagrees(ingested) -> None:
     _, tables = ingested
     check = check_summary(tables.runs, tables.results)
-    vdb = check.filter(pl.col("source").str.contains("vdb-test") & pl.col("run").str.ends_with("(xfersize=4k threads=4)"))
+    vdb = check.filter(
+        pl.col("source").str.contains("vdb-test") & pl.col("run").str.ends_with("(xfersize=4k threads=4)")
+    )
     by_metric = {r["metric"]: r for r in vdb.iter_rows(named=True)}
     # the avg_2-4 lines of the two consoles: rate, resp (VM 1: 10418.7 at 0.383 ms; VM 2: 6251.2 at 0.5745 ms)
     rates, resps = (10418.7, 6251.2), (0.383, 0.383 * 1.5)
@@ -94,7 +112,10 @@ def test_check_reports_where_hcibench_disagrees(ingested) -> None:
 
 
 def test_check_finds_hcibench_reading_a_status_snapshot(ingested) -> None:
-    """HCIBench takes the first fio document with eta 0; in these real runs that is the last --status-interval snapshot."""
+    """HCIBench takes the first fio document with eta 0.
+
+    In these real runs that is the last --status-interval snapshot.
+    """
     _, tables = ingested
     check = check_summary(tables.runs, tables.results).filter(pl.col("source").str.contains("fio-test"))
     by_metric = {r["metric"]: r for r in check.iter_rows(named=True)}
@@ -148,7 +169,12 @@ def test_several_datastores_are_said_not_guessed(tmp_path: Path) -> None:
     summary = study / f"{Path(VDB_CASE).name}-res.txt"
     text = summary.read_text()
     first_block = text.split("Resource Usage:")[0]
-    summary.write_text(first_block + first_block.replace("vsanDatastore", "vsanDatastore-2") + "Resource Usage:" + text.split("Resource Usage:")[1])
+    summary.write_text(
+        first_block
+        + first_block.replace("vsanDatastore", "vsanDatastore-2")
+        + "Resource Usage:"
+        + text.split("Resource Usage:")[1]
+    )
     report = ingest_study(study, tmp_path / "processed")
     tables = load_study_tables(report.processed)
     check = check_summary(tables.runs, tables.results)

@@ -32,7 +32,11 @@ def study(tmp_path: Path) -> Path:
 
 
 def _hashes(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_ingest_writes_valid_tables_with_factors(study: Path, tmp_path: Path) -> None:
@@ -49,7 +53,9 @@ def test_ingest_writes_valid_tables_with_factors(study: Path, tmp_path: Path) ->
     assert json_runs.group_by("block_size").len().sort("block_size").rows() == [("4k", 4), ("64k", 3)]
     assert runs["source"].str.starts_with("fio-sample/").all()
     results = tables.results.join(runs.select("run_id", "block_size"), on="run_id")
-    by_level = results.filter(pl.col("rw") == "randread").group_by("block_size").agg(pl.col("block_size_bytes").unique())
+    by_level = (
+        results.filter(pl.col("rw") == "randread").group_by("block_size").agg(pl.col("block_size_bytes").unique())
+    )
     assert sorted(by_level.rows()) == [("4k", [4096]), ("64k", [65536])]
     assert tables.latency_bins.height > 0 and tables.intervals.height > 0
 
@@ -130,9 +136,9 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
     tables = load_study_tables(report.processed)
     assert tables.host_counters.height == 22890 and tables.intervals.height == 15
     assert tables.runs.filter(pl.col("format") == "esxtop")["duration_ns"][0] == 10 * 10**9
-    assert tables.intervals["value"].sum() == pytest.approx(sum(
-        float(line.split(",")[1]) * 1024 for line in (study / "fio_bw.1.log").read_text().splitlines()
-    ))
+    assert tables.intervals["value"].sum() == pytest.approx(
+        sum(float(line.split(",")[1]) * 1024 for line in (study / "fio_bw.1.log").read_text().splitlines())
+    )
 
 
 def _recorded_run(study: Path, cell: str, levels: dict, log: Path) -> Path:
@@ -156,7 +162,9 @@ def test_identical_logs_of_different_recorded_runs_are_both_kept(tmp_path: Path)
     shutil.copy(log, study / "b" / "r1" / "attempt-1" / "vm1" / "copy_iops.1.log")  # a true duplicate inside one run
     report = ingest_study(study, tmp_path / "processed")
     assert len(report.ingested) == 2
-    assert report.skipped == [("b/r1/attempt-1/vm1/copy_iops.1.log", "same content as a/r1/attempt-1/vm1/cell_iops.1.log")]
+    assert report.skipped == [
+        ("b/r1/attempt-1/vm1/copy_iops.1.log", "same content as a/r1/attempt-1/vm1/cell_iops.1.log")
+    ]
     tables = load_study_tables(tmp_path / "processed" / "capped")
     runs = tables.runs.sort("profile")
     assert runs["profile"].to_list() == ["a", "b"] and runs["host"].to_list() == ["vm1", "vm1"]
@@ -179,7 +187,9 @@ def _many_runs(folder: Path, count: int) -> None:
     stamp = json.loads(text)["timestamp"]
     folder.mkdir(parents=True)
     for i in range(count):
-        (folder / f"run-{i:04d}.json").write_text(text.replace(f'"timestamp" : {stamp}', f'"timestamp" : {stamp + i}', 1))
+        (folder / f"run-{i:04d}.json").write_text(
+            text.replace(f'"timestamp" : {stamp}', f'"timestamp" : {stamp + i}', 1)
+        )
 
 
 def test_workers_match_one_process_and_a_script_without_main_guard_runs_once(tmp_path: Path) -> None:
@@ -232,7 +242,13 @@ def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_h
     text = [(runs / f"run-{i:04d}.json").read_text() for i in range(4)]
     study = tmp_path / "raw" / "first"
     study.mkdir(parents=True)
-    for name, content in {"a.json": text[0], "b.json": text[1], "c.json": text[0], "d.json": text[2], "e.json": text[2]}.items():
+    for name, content in {
+        "a.json": text[0],
+        "b.json": text[1],
+        "c.json": text[0],
+        "d.json": text[2],
+        "e.json": text[2],
+    }.items():
         (study / name).write_text(content)
     (study / "f.json").write_bytes(codecs.BOM_UTF16_LE + text[3].encode("utf-16-le"))
     for name in ("g_bw.1.log", "h.json", "i.json"):
@@ -242,12 +258,17 @@ def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_h
     assert sorted(report.skipped) == [
         ("c.json", "same content as a.json"),
         ("e.json", "same content as d.json"),
-        ("g_bw.1.log", "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)"),
+        (
+            "g_bw.1.log",
+            "empty fio log (nothing logged: slat with a synchronous engine, or a run shorter than log_avg_msec)",
+        ),
         ("i.json", "same content as h.json"),
     ]
     assert report.quarantined == [("h.json", "byte 0: output of a benchmark tool, but the file is empty")]
     tables = load_study_tables(report.processed)
-    shas = {hashlib.sha256((study / name).read_bytes()).hexdigest() for name in ("a.json", "b.json", "d.json", "f.json")}
+    shas = {
+        hashlib.sha256((study / name).read_bytes()).hexdigest() for name in ("a.json", "b.json", "d.json", "f.json")
+    }
     assert tables.runs.height == 4 and set(tables.runs["sha256"]) == shas  # every run once, none of the copies
     assert tables.results.height == 4 and tables.latency_bins.height > 0
     assert not (report.processed / ".batches").exists()  # where workers leave results: gone when done
@@ -256,7 +277,9 @@ def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_h
     assert again.quarantined == report.quarantined
 
 
-def test_files_hashed_in_chunks_ingest_as_files_held_whole(study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_hashed_in_chunks_ingest_as_files_held_whole(
+    study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A first ingest hashes large files in chunks (a 1 GB log must not sit in memory): same manifest, same tables."""
     whole = ingest_study(study, tmp_path / "whole")
     monkeypatch.setattr("benchlib.ingest_worker.WHOLE_BYTES", 100)  # every file of the study is "large" now
@@ -266,11 +289,16 @@ def test_files_hashed_in_chunks_ingest_as_files_held_whole(study: Path, tmp_path
     manifest = [json.loads((r.processed / "manifest.json").read_text())["files"] for r in (whole, chunked)]
     assert {rel: e["sha256"] for rel, e in manifest[0].items()} == {rel: e["sha256"] for rel, e in manifest[1].items()}
     for name, frame in load_study_tables(whole.processed).items():
-        assert frame.sort(frame.columns).equals(getattr(load_study_tables(chunked.processed), name).sort(frame.columns)), name
+        assert frame.sort(frame.columns).equals(
+            getattr(load_study_tables(chunked.processed), name).sort(frame.columns)
+        ), name
 
 
 def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: Path) -> None:
-    """A part the manifest does not list (an ingest stopped after writing it) would double rows: the next ingest deletes it."""
+    """A part the manifest does not list would double rows: the next ingest deletes it.
+
+    Such a part is left by an ingest stopped after writing it.
+    """
     processed = tmp_path / "processed"
     report = ingest_study(study, processed)
     results = sorted((report.processed / "results").glob("*.parquet"))
@@ -284,12 +312,15 @@ def test_parts_left_by_an_interrupted_ingest_are_removed(study: Path, tmp_path: 
 
 
 def test_two_ingests_of_one_study_at_once_leave_every_row_once(tmp_path: Path) -> None:
-    """Notebooks of a report ingest their study at the same time: the second waits for the first, nothing is lost or doubled."""
+    """Two ingests of one study at the same time: the second waits, nothing is lost or doubled."""
     from benchlib.ingest import JSON_BATCH
 
     study = tmp_path / "raw" / "many"
     _many_runs(study, JSON_BATCH + 50)
-    code = f"from benchlib.ingest import ingest_study\nprint(len(ingest_study({str(study)!r}, {str(tmp_path / 'processed')!r}).ingested))\n"
+    code = (
+        "from benchlib.ingest import ingest_study\n"
+        f"print(len(ingest_study({str(study)!r}, {str(tmp_path / 'processed')!r}).ingested))\n"
+    )
     both = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = sorted(int(p.communicate(timeout=300)[0]) for p in both)
     assert [p.returncode for p in both] == [0, 0]
@@ -322,7 +353,10 @@ def test_batches_run_everywhere_and_come_back_in_order(monkeypatch: pytest.Monke
 
 
 def test_this_process_runs_a_batch_only_while_it_would_not_keep_the_workers_waiting() -> None:
-    """It must use every result (build and write the frames) itself: taking batches from an idle-to-be worker only delays that."""
+    """It must use every result (build and write the frames) itself.
+
+    Taking batches from an idle-to-be worker only delays that.
+    """
     from benchlib.ingest import _Batches
 
     class Feeding:
@@ -356,7 +390,9 @@ def _queue_and_collect(batches: object, size: int) -> None:
         for item in range(size):
             batches.add(item)
         deadline = time.monotonic() + 60
-        while not batches.submitted and batches.feed_error is None and time.monotonic() < deadline:  # workers up: the feeder hands on as they come
+        while (
+            not batches.submitted and batches.feed_error is None and time.monotonic() < deadline
+        ):  # workers up: the feeder hands on as they come
             time.sleep(0.01)
         for item in range(size, items):
             batches.add(item)
@@ -373,7 +409,11 @@ def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(stu
 
     report = ingest_study(study, tmp_path / "processed")
     manifest = report.processed / MANIFEST
-    old = {**json.loads(manifest.read_text()), "schema_version": SCHEMA_VERSION - 1, "study_key": "written by an older benchlib"}
+    old = {
+        **json.loads(manifest.read_text()),
+        "schema_version": SCHEMA_VERSION - 1,
+        "study_key": "written by an older benchlib",
+    }
     manifest.write_text(json.dumps(old, indent=2))
     with pytest.raises(BenchlibError, match=f"schema version {SCHEMA_VERSION - 1}.*run `benchlib ingest`"):
         load_study_tables(report.processed)

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from benchlib.paths import PROCESSED
-from benchlib.views import disk_view, host_series, member_efficiency, member_values, run_totals
 from benchlib.store import load_study_tables
+from benchlib.views import disk_view, host_series, member_efficiency, member_values, run_totals
 
 CELL = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
 AXES = ["profile", "block_size", "ioengine", "rate_cap"]
@@ -20,7 +20,9 @@ def test_a_run_is_one_invocation_across_its_hosts() -> None:
     assert cell.height == 3  # three repetitions, each one fio client/server run of four hosts
     tables = load_study_tables(PROCESSED / "loopback-fio", only=("runs", "results"))
     aggregate = tables.results.join(tables.runs.select("run_id", "sha256", "is_aggregate", *AXES), on="run_id")
-    aggregate = aggregate.filter(pl.col("is_aggregate_right") if "is_aggregate_right" in aggregate.columns else pl.col("is_aggregate"))
+    aggregate = aggregate.filter(
+        pl.col("is_aggregate_right") if "is_aggregate_right" in aggregate.columns else pl.col("is_aggregate")
+    )
     expected = aggregate.filter(*[pl.col(k) == v for k, v in CELL.items()]).group_by("sha256").agg(pl.col("iops").sum())
     joined = cell.join(expected, on="sha256", suffix="_fio")
     assert joined.height == 3
@@ -34,7 +36,9 @@ def test_published_rows_are_their_own_units() -> None:
     assert units.group_by("controller", "sioc").len()["len"].to_list() == [5, 5, 5, 5]
     members = member_values("pvscsi-vs-lsi", "bandwidth_mib_s", by=["controller", "sioc"], only={"test": ["seqread"]})
     lsi_off = members.filter((pl.col("controller") == "LSI") & (pl.col("sioc") == "off"))
-    assert lsi_off["bandwidth_mib_s"].max() / lsi_off["bandwidth_mib_s"].min() == pytest.approx(5.655, abs=1e-3)  # BRIEF: 5.6x
+    assert lsi_off["bandwidth_mib_s"].max() / lsi_off["bandwidth_mib_s"].min() == pytest.approx(
+        5.655, abs=1e-3
+    )  # BRIEF: 5.6x
 
 
 def test_efficiency_is_iops_over_guest_cpu() -> None:
@@ -51,7 +55,10 @@ def test_host_series_has_every_host_per_second() -> None:
 
 
 def test_disk_view_obeys_littles_law() -> None:
-    """The kernel's stats: mean device queue = completions per second x await (in_queue and ticks count the same time)."""
+    """The kernel's stats: mean device queue = completions per second x await.
+
+    in_queue and ticks count the same time.
+    """
     view = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
     assert view.height == 16 and set(view["device"]) == {"vda"}
     busy = view.filter(*[pl.col(k) == v for k, v in CELL.items()]).row(0, named=True)

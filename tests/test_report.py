@@ -30,27 +30,43 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     result, reports = report
     slugs = [e.slug for e in result.executions]
     assert slugs == [
-        "test=seqread__controller=LSI__sioc=off", "test=seqread__controller=LSI__sioc=on",
-        "test=seqread__controller=PVSCSI__sioc=off", "test=seqread__controller=PVSCSI__sioc=on",
-        "study-overview", "claims", "comparison", "fairness",
+        "test=seqread__controller=LSI__sioc=off",
+        "test=seqread__controller=LSI__sioc=on",
+        "test=seqread__controller=PVSCSI__sioc=off",
+        "test=seqread__controller=PVSCSI__sioc=on",
+        "study-overview",
+        "claims",
+        "comparison",
+        "fairness",
     ]
     assert result.missing_cells == []
     cell = result.folder / "cells" / slugs[0]
     spec = json.loads((cell / "figure-1.json").read_text())
     assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 vms)"]
-    assert (cell / "figure-1.svg").read_text().startswith("<svg") and (cell / "figure-1.png").read_bytes()[:4] == b"\x89PNG"
+    assert (cell / "figure-1.svg").read_text().startswith("<svg") and (cell / "figure-1.png").read_bytes()[
+        :4
+    ] == b"\x89PNG"
     executed = json.loads((cell / "cell.ipynb").read_text())
     prose = [o for c in executed["cells"] for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
-    assert "the highest (gus_fio_2) got 5.66 times the lowest; Jain's index 0.6245" in "".join(prose[0]["data"]["text/markdown"])
+    assert "the highest (gus_fio_2) got 5.66 times the lowest; Jain's index 0.6245" in "".join(
+        prose[0]["data"]["text/markdown"]
+    )
     page = (result.folder / "claims.html").read_text()
     assert "26 of 32 claims pass" in page and "http" not in page.replace("https://vega.github.io/schema", "")
-    assert (PROJECT_ROOT / "notebooks" / "cell.ipynb").read_text() != (cell / "cell.ipynb").read_text()  # never overwritten
+    assert (PROJECT_ROOT / "notebooks" / "cell.ipynb").read_text() != (
+        cell / "cell.ipynb"
+    ).read_text()  # never overwritten
 
     fairness = json.loads((result.folder / "summary" / "fairness" / "figure-1.json").read_text())
     jain = {row["configuration"]: round(row["jain"], 4) for row in fairness["layer"][0]["data"]["values"]}
     assert jain == {"LSI / off": 0.6245, "LSI / on": 0.9793, "PVSCSI / off": 0.8203, "PVSCSI / on": 0.9139}  # BRIEF.md
     comparison = json.loads((result.folder / "summary" / "comparison" / "figure-1.json").read_text())
-    assert {row["verdict"] for row in comparison["layer"][1]["data"]["values"]} <= {"no significant change", "higher", "lower", "within noise"}
+    assert {row["verdict"] for row in comparison["layer"][1]["data"]["values"]} <= {
+        "no significant change",
+        "higher",
+        "lower",
+        "within noise",
+    }
 
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
     assert all(e.skipped for e in again.executions)
@@ -61,9 +77,15 @@ def test_a_change_to_benchlib_re_executes_the_pages(report) -> None:
     result, reports = report
     figures = PROJECT_ROOT / "benchlib" / "figures.py"
     original = figures.read_bytes()
-    build = [sys.executable, "-c", "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
-             "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
-             "print(sum(not e.skipped for e in r.executions), len(r.executions))", str(PIPELINE), str(reports)]
+    build = [
+        sys.executable,
+        "-c",
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
+        "print(sum(not e.skipped for e in r.executions), len(r.executions))",
+        str(PIPELINE),
+        str(reports),
+    ]
     unchanged = subprocess.run(build, capture_output=True, text=True, check=True, cwd=PROJECT_ROOT).stdout.split()
     assert unchanged == ["0", str(len(result.executions))]
     try:
@@ -77,22 +99,33 @@ def test_a_change_to_benchlib_re_executes_the_pages(report) -> None:
 def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
     pipeline = tmp_path / "p.toml"
     text = PIPELINE.read_text()
-    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", name = "sioc", '
-                                     'parameters = { factor = "sioc", baseline = "off", by = ["controller"] } },'))
+    pipeline.write_text(
+        text.replace(
+            '"notebooks/comparison.ipynb",',
+            '{ notebook = "notebooks/comparison.ipynb", name = "sioc", '
+            'parameters = { factor = "sioc", baseline = "off", by = ["controller"] } },',
+        )
+    )
     loaded = load_pipeline(pipeline)
     assert "sioc" in loaded.summary_names
     assert loaded.summary_parameters[loaded.summary_names.index("sioc")]["baseline"] == "off"
-    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", nmae = "x" },'))
+    pipeline.write_text(
+        text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", nmae = "x" },')
+    )
     with pytest.raises(PipelineError, match="unknown keys \\['nmae'\\]"):
         load_pipeline(pipeline)
-    pipeline.write_text(text.replace('"notebooks/comparison.ipynb",', '"notebooks/comparison.ipynb", "notebooks/comparison.ipynb",'))
+    pipeline.write_text(
+        text.replace('"notebooks/comparison.ipynb",', '"notebooks/comparison.ipynb", "notebooks/comparison.ipynb",')
+    )
     with pytest.raises(PipelineError, match="same page name"):
         load_pipeline(pipeline)
 
 
 def test_missing_cells_are_reported_not_errors(tmp_path: Path) -> None:
     pipeline = tmp_path / "p.toml"
-    pipeline.write_text(PIPELINE.read_text().replace('only = { test = ["seqread"] }', 'only = { test = ["seqread", "seqwrite"] }'))
+    pipeline.write_text(
+        PIPELINE.read_text().replace('only = { test = ["seqread"] }', 'only = { test = ["seqread", "seqwrite"] }')
+    )
     result = build_report(pipeline, reports=tmp_path / "reports")
     assert {"test": "seqwrite", "controller": "LSI", "sioc": "on"} in result.missing_cells
     assert "seqwrite" in (result.folder / "index.html").read_text()
@@ -107,9 +140,23 @@ def test_bad_pipeline(tmp_path: Path) -> None:
 
 def _nbval(notebook: Path, data: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-sanitize-with",
-         str(PROJECT_ROOT / "notebooks" / "sanitize.cfg"), str(notebook)],
-        cwd=notebook.parent, env={**os.environ, "BENCHLIB_DATA": str(data)}, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            "--nbval-sanitize-with",
+            str(PROJECT_ROOT / "notebooks" / "sanitize.cfg"),
+            str(notebook),
+        ],
+        cwd=notebook.parent,
+        env={**os.environ, "BENCHLIB_DATA": str(data)},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -119,12 +166,24 @@ def test_nbval_bites_on_a_changed_raw_number(tmp_path: Path) -> None:
     copy = tmp_path / "nb" / "cell.ipynb"
     copy.parent.mkdir()
     shutil.copy(PROJECT_ROOT / "notebooks" / "cell.ipynb", copy)
-    ingest = [sys.executable, "-m", "benchlib.cli", "ingest", "--quiet", str(data / "raw" / "pvscsi-vs-lsi"),
-              "--processed", str(data / "processed")]
+    ingest = [
+        sys.executable,
+        "-m",
+        "benchlib.cli",
+        "ingest",
+        "--quiet",
+        str(data / "raw" / "pvscsi-vs-lsi"),
+        "--processed",
+        str(data / "processed"),
+    ]
     subprocess.run(ingest, check=True, capture_output=True)
     assert _nbval(copy, data).returncode == 0  # the copy passes on unchanged data
     table = data / "raw" / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv"
-    table.write_text(table.read_text().replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,1149,"))
+    table.write_text(
+        table.read_text().replace(
+            "LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,1149,"
+        )
+    )
     stale = _nbval(copy, data)  # notebooks only read: a changed raw file is refused, not silently drawn from old tables
     assert stale.returncode != 0 and "seqread-128k-per-vm.csv" in stale.stdout and "benchlib ingest" in stale.stdout
     subprocess.run(ingest, check=True, capture_output=True)
@@ -142,12 +201,53 @@ def test_html_report_renders_offline_in_chromium(report) -> None:
     artefacts = PROJECT_ROOT / "reports" / "test-artefacts"
     artefacts.mkdir(parents=True, exist_ok=True)
     page = result.folder / "test=seqread__controller=LSI__sioc=off.html"
-    offline = ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND",
-               "--proxy-server=127.0.0.1:9", "--window-size=1200,1600"]
+    offline = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        "--window-size=1200,1600",
+    ]
     shot = artefacts / "report-cell.png"
-    subprocess.run([browser, *offline, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [browser, *offline, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True
+    )
     assert shot.stat().st_size > 10_000
-    dom = subprocess.run([browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    dom = subprocess.run(
+        [browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     figures = re.findall(r"<div class=\"figure\" id=\"figure-\d+\">(.*?)</div>", dom, flags=re.S)
     assert figures and all("<svg" in f and ("<path" in f or "<rect" in f) for f in figures)
     assert "gus_fio_2" in dom
+
+
+def test_only_a_change_to_the_reports_own_study_re_executes(tmp_path: Path) -> None:
+    """An edit to another study's raw file re-executes nothing; an edit to this study's re-executes its pages."""
+    data = tmp_path / "data"
+    for study in ("pvscsi-vs-lsi", "fio-sample"):
+        shutil.copytree(RAW / study, data / "raw" / study)
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    env.pop("BENCHLIB_PROCESSED", None)
+    build = [
+        sys.executable,
+        "-c",
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
+        "print(sum(not e.skipped for e in r.executions), len(r.executions))",
+        str(PIPELINE),
+        str(tmp_path / "reports"),
+    ]
+
+    def executed() -> list[str]:
+        done = subprocess.run(build, capture_output=True, text=True, check=True, cwd=PROJECT_ROOT, env=env)
+        return done.stdout.split()
+
+    first = executed()
+    assert first[0] == first[1]  # a first build runs everything (it ingested the study first)
+    other = next(p for p in sorted((data / "raw" / "fio-sample").rglob("*.json")) if p.is_file())
+    other.write_text(other.read_text().replace('"jobs"', '"jobs" ', 1))
+    assert executed() == ["0", first[1]]
+    table = data / "raw" / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv"
+    table.write_text(table.read_text().replace(",1148,", ",1149,"))
+    assert executed() == [first[1], first[1]]  # ingested once by the build, then every page re-executed

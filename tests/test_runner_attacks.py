@@ -94,17 +94,20 @@ def _tree(tmp_path: Path) -> Path:
     return tree
 
 
-def _write_plan(tmp_path: Path, *, target: str, profile: str = "p", profile_options: str = 'rw = "randread"',
-                options: str = "") -> Path:
+def _write_plan(
+    tmp_path: Path, *, target: str, profile: str = "p", profile_options: str = 'rw = "randread"', options: str = ""
+) -> Path:
     path = tmp_path / "plan.toml"
-    path.write_text(PLAN.format(target=target, profile=profile, profile_options=profile_options, options=options),
-                    encoding="utf-8")
+    path.write_text(
+        PLAN.format(target=target, profile=profile, profile_options=profile_options, options=options), encoding="utf-8"
+    )
     return path
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchlib.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          check=False, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=300
+    )
 
 
 @pytest.mark.parametrize(
@@ -153,7 +156,7 @@ def test_a_reading_cell_reads_and_fio_itself_refuses_writes(tmp_path: Path, ext4
         ({"profile": "/tmp/abs"}, "a profile name is letters, digits"),
         ({"profile_options": 'rw = "randread", zonemode = "strided"'}, "zones can reach beyond it"),
         ({"profile_options": 'rw = "randread"', "options": "[matrix.qd]\nlevel = [1]"}, "unknown keys ['level']"),
-        ({"profile_options": 'rw = "randread"', "options": "[hosts]\nservers = \"localhost\""}, "must be a list"),
+        ({"profile_options": 'rw = "randread"', "options": '[hosts]\nservers = "localhost"'}, "must be a list"),
         ({"profile_options": 'rw = "randread", exec_prerun = "touch /tmp/pwned"'}, "--allow-option=exec_prerun"),
         ({"profile_options": 'rw = "randread", write_iolog = "/etc/passwd"'}, "writes a file of its own choosing"),
         ({"profile_options": 'rw = "randread", ioengine = "external:/tmp/evil.so"'}, "--allow-option=ioengine"),
@@ -173,12 +176,17 @@ def test_job_lines_come_from_a_closed_vocabulary(tmp_path: Path, change: dict, m
 
 
 def test_matrix_levels_and_hosts_are_checked_too(tmp_path: Path) -> None:
-    plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"',
-                            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "4k\\nfilename=/dev/loop9"]')
+    plan_path = _write_plan(
+        tmp_path,
+        target=f'file = "{tmp_path}/t/{{host}}.dat"',
+        options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "4k\\nfilename=/dev/loop9"]',
+    )
     with pytest.raises(PlanError, match="control character"):
         load_plan(plan_path)
-    plan_path.write_text(plan_path.read_text().replace('levels = ["4k", "4k\\nfilename=/dev/loop9"]', 'levels = ["4k"]')
-                         + '[hosts]\nservers = ["../../etc/x"]\n')
+    plan_path.write_text(
+        plan_path.read_text().replace('levels = ["4k", "4k\\nfilename=/dev/loop9"]', 'levels = ["4k"]')
+        + '[hosts]\nservers = ["../../etc/x"]\n'
+    )
     with pytest.raises(PlanError, match="a fio server is a host name"):
         load_plan(plan_path)
 
@@ -192,8 +200,9 @@ def test_target_paths_fio_would_read_otherwise_are_refused(tmp_path: Path, path:
     user.parent.mkdir()
     user.write_text("someone's data")
     (tmp_path / "x" / "user.dat").write_text("someone's data")
-    plan_path = _write_plan(tmp_path, target=f'file = "{path.format(tmp=tmp_path)}"',
-                            profile_options='rw = "randwrite"')
+    plan_path = _write_plan(
+        tmp_path, target=f'file = "{path.format(tmp=tmp_path)}"', profile_options='rw = "randwrite"'
+    )
     with pytest.raises(PlanError, match=r"\[target\] file"):
         load_plan(plan_path)
     assert user.read_text() == "someone's data" and (tmp_path / "x" / "user.dat").read_text() == "someone's data"
@@ -203,8 +212,11 @@ def test_fio_says_which_files_a_job_opens(tmp_path: Path, fio_binary: str) -> No
     plan = load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"'))
     reading = read_plan(plan, fio_binary)
     assert reading.files == {("p", "local"): (f"{tmp_path}/t/local.dat",)} and not reading.writing
-    allowed = load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"',
-                                    profile_options='rw = "randread", bs = "banana"'))
+    allowed = load_plan(
+        _write_plan(
+            tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', profile_options='rw = "randread", bs = "banana"'
+        )
+    )
     with pytest.raises(FioRefusedJob, match="fio does not accept job p on local"):
         read_plan(allowed, fio_binary)
 
@@ -215,8 +227,19 @@ def _mounted_elsewhere(device: str, tmp_path: Path) -> Iterator[Path]:
     _root_with("unshare", "mount")
     point = tmp_path / "mnt"
     point.mkdir()
-    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               f"mount {device} {point} && echo mounted && sleep 120"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            f"mount {device} {point} && echo mounted && sleep 120",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         if holder.stdout.readline().strip() != "mounted":  # type: ignore[union-attr]
             pytest.skip("cannot mount in a new mount namespace here")
@@ -269,8 +292,12 @@ def test_the_backing_device_of_a_mounted_loop_device_is_in_use(tmp_path: Path) -
 
 
 def _two_cell_plan(tmp_path: Path) -> Path:
-    return _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', profile_options='rw = "randwrite"',
-                       options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]')
+    return _write_plan(
+        tmp_path,
+        target=f'file = "{tmp_path}/t/{{host}}.dat"',
+        profile_options='rw = "randwrite"',
+        options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+    )
 
 
 def _swap_after_first_cell(swap: object) -> object:
@@ -330,11 +357,14 @@ def test_a_file_of_4_kib_beside_a_remote_target_is_not_a_marker(tmp_path: Path, 
     from benchlib.runner.targets import Targets
 
     port = 8791
-    server = subprocess.Popen([fio_binary, f"--server=127.0.0.1,{port}"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [fio_binary, f"--server=127.0.0.1,{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         time.sleep(0.5)
-        plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', profile_options='rw = "randwrite"')
+        plan_path = _write_plan(
+            tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', profile_options='rw = "randwrite"'
+        )
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
         plan = load_plan(plan_path)
         target = Path(plan.target.path_for("127.0.0.1"))
@@ -362,8 +392,12 @@ def test_a_device_link_pointed_elsewhere_mid_plan_is_refused(tmp_path: Path, ext
         link = tmp_path / "by-id" / "bench-disk"
         link.parent.mkdir()
         link.symlink_to(scratch)
-        plan_path = _write_plan(tmp_path, target=f'device = "{link}"', profile_options='rw = "randwrite"',
-                                options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]')
+        plan_path = _write_plan(
+            tmp_path,
+            target=f'device = "{link}"',
+            profile_options='rw = "randwrite"',
+            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+        )
         before = _digest(ext4_device)
 
         def swap() -> None:
@@ -379,9 +413,11 @@ def test_a_device_link_pointed_elsewhere_mid_plan_is_refused(tmp_path: Path, ext
 
 @pytest.mark.parametrize(
     "options",
-    ['[matrix.qd]\noption = "iodepth"\nlevels = ["1"]\n[[profiles]]\nname = "q"\noptions = { bs = "4k" }\n'
-     'sweep = { factor = "profile", option = "rw", levels = ["write", "read"] }',
-     '[matrix.tag]\nlevels = ["w!", "w?"]'],
+    [
+        '[matrix.qd]\noption = "iodepth"\nlevels = ["1"]\n[[profiles]]\nname = "q"\noptions = { bs = "4k" }\n'
+        'sweep = { factor = "profile", option = "rw", levels = ["write", "read"] }',
+        '[matrix.tag]\nlevels = ["w!", "w?"]',
+    ],
 )
 def test_two_cells_never_share_a_folder(tmp_path: Path, options: str) -> None:
     plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', options=options)
@@ -402,10 +438,14 @@ def _run_fio_on(fio: str, tmp_path: Path, target: str, fd: int) -> None:
     subprocess.run([fio, str(job)], capture_output=True, check=True, pass_fds=(fd,), timeout=60)
 
 
-def test_a_name_swapped_after_the_check_does_not_redirect_fio(tmp_path: Path, fio_binary: str, ext4_device: str) -> None:
+def test_a_name_swapped_after_the_check_does_not_redirect_fio(
+    tmp_path: Path, fio_binary: str, ext4_device: str
+) -> None:
     from benchlib.runner.targets import Targets
 
-    plan = load_plan(_write_plan(tmp_path, target=f'file = "{tmp_path}/dir/{{host}}.dat"', profile_options='rw = "write"'))
+    plan = load_plan(
+        _write_plan(tmp_path, target=f'file = "{tmp_path}/dir/{{host}}.dat"', profile_options='rw = "write"')
+    )
     guard = Targets(plan, fio_binary, None)
     guard.prepare(["local"], writes=True)
     victims = tmp_path / "victims"
@@ -439,8 +479,9 @@ def test_a_name_swapped_after_the_check_does_not_redirect_fio(tmp_path: Path, fi
 
 def test_a_loop_device_sharing_a_backing_file_with_a_mounted_one_is_in_use(tmp_path: Path, ext4_device: str) -> None:
     _root_with("mount")
-    backing = subprocess.run(["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    backing = subprocess.run(
+        ["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True, text=True, check=True
+    ).stdout.strip()
     point = tmp_path / "mnt"
     point.mkdir()
     subprocess.run(["mount", ext4_device, str(point)], check=True)
@@ -479,8 +520,9 @@ def test_a_partition_and_its_disk_share_storage(tmp_path: Path) -> None:
     image = tmp_path / "parted.img"
     with open(image, "wb") as handle:
         handle.truncate(64 << 20)
-    subprocess.run(["sfdisk", "--quiet", str(image)], input="label: dos\n,30M\n,\n", text=True, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["sfdisk", "--quiet", str(image)], input="label: dos\n,30M\n,\n", text=True, check=True, capture_output=True
+    )
     done = subprocess.run(["losetup", "--find", "--show", "--partscan", str(image)], capture_output=True, text=True)
     if done.returncode:
         pytest.skip(f"no partitioned loop devices here ({done.stderr.strip()})")
@@ -516,8 +558,12 @@ def test_output_folder_keeps_what_is_not_benchlibs(tmp_path: Path) -> None:
 
 @contextlib.contextmanager
 def _server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[None]:
-    server = subprocess.Popen([*wrapper, fio, f"--server={address},{port}"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [*wrapper, fio, f"--server={address},{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -562,7 +608,15 @@ def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_pa
     (victims / "127.0.0.1.dat").write_bytes(os.urandom(1 << 20))
     before = _digest(victims / "127.0.0.1.dat")
     port = 8793
-    inside = ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'mount --bind {victims} {targets} && exec "$0" "$@"']
+    inside = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        f'mount --bind {victims} {targets} && exec "$0" "$@"',
+    ]
     with _server(fio_binary, "127.0.0.1", port, *inside):
         plan_path = _write_plan(tmp_path, target=f'file = "{targets}/{{host}}.dat"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
@@ -645,8 +699,15 @@ def test_device_named_with_a_template_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_device_a_process_holds_open_is_in_use(tmp_path: Path, ext4_device: str) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", f"import os, time; fd = os.open({ext4_device!r}, os.O_RDWR); "
-                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, time; fd = os.open({ext4_device!r}, os.O_RDWR); print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"  # type: ignore[union-attr]
         with pytest.raises(UnsafeTargetError, match=f"open in process {holder.pid}"):
@@ -702,7 +763,9 @@ def test_the_recorded_study_toml_is_valid_whatever_the_title(tmp_path: Path) -> 
     from benchlib.runner.execute import _study_toml
 
     plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
-    plan_path.write_text(plan_path.read_text().replace('name = "attack"', 'name = "attack"\ntitle = "DEL \\u007F $(id) \\" x"'))
+    plan_path.write_text(
+        plan_path.read_text().replace('name = "attack"', 'name = "attack"\ntitle = "DEL \\u007F $(id) \\" x"')
+    )
     written = tomllib.loads(_study_toml(load_plan(plan_path)))
     assert written["study"]["title"] == 'DEL \x7f $(id) " x'
 
@@ -711,10 +774,15 @@ def test_a_rerun_stops_when_the_device_path_names_another_device(tmp_path: Path,
     blank = tmp_path / "blank.img"
     with open(blank, "wb") as handle:
         handle.truncate(16 << 20)
-    plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"',
-                            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]')
-    backing = subprocess.run(["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    plan_path = _write_plan(
+        tmp_path,
+        target=f'device = "{ext4_device}"',
+        profile_options='rw = "randwrite"',
+        options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+    )
+    backing = subprocess.run(
+        ["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True, text=True, check=True
+    ).stdout.strip()
     subprocess.run(["losetup", "--detach", ext4_device], check=True)
     subprocess.run(["losetup", ext4_device, str(blank)], check=True)  # the study starts on a scratch image
     run_plan(load_plan(plan_path), destroy_data=ext4_device)

@@ -116,23 +116,37 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (("use = \"randread-4k\"", "use = \"randread-8k\""), "no built-in profile 'randread-8k'"),
-        (("hold = { block_size = \"4k\", rate_cap = \"off\" }", "hold = { blocksize = \"4k\" }"),
-         "holds 'blocksize', which [matrix] does not declare"),
-        (("hold = { block_size = \"4k\", rate_cap = \"off\" }", "hold = { block_size = \"8k\" }"),
-         "holds block_size = '8k', not one of ['4k', '64k']"),
-        (("options.on = { rate_iops = 500 }", "options.on = { filename = \"/dev/sda\" }"), "benchlib sets filename itself"),
-        (("options.on = { rate_iops = 500 }", "options.maybe = { rate_iops = 500 }"), "'maybe' is not one of the levels"),
-        (("[target]\nfile = \"/tmp/benchlib-demo/{host}.dat\"", "[target]\nfile = \"relative.dat\""), "must be absolute"),
-        (("size = \"64MiB\"", ""), "needs size ="),
+        (('use = "randread-4k"', 'use = "randread-8k"'), "no built-in profile 'randread-8k'"),
+        (
+            ('hold = { block_size = "4k", rate_cap = "off" }', 'hold = { blocksize = "4k" }'),
+            "holds 'blocksize', which [matrix] does not declare",
+        ),
+        (
+            ('hold = { block_size = "4k", rate_cap = "off" }', 'hold = { block_size = "8k" }'),
+            "holds block_size = '8k', not one of ['4k', '64k']",
+        ),
+        (
+            ("options.on = { rate_iops = 500 }", 'options.on = { filename = "/dev/sda" }'),
+            "benchlib sets filename itself",
+        ),
+        (
+            ("options.on = { rate_iops = 500 }", "options.maybe = { rate_iops = 500 }"),
+            "'maybe' is not one of the levels",
+        ),
+        (('[target]\nfile = "/tmp/benchlib-demo/{host}.dat"', '[target]\nfile = "relative.dat"'), "must be absolute"),
+        (('size = "64MiB"', ""), "needs size ="),
         (("repetitions = 3", "repetitions = 0"), "[run] repetitions must be a whole number >= 1"),
         (("[matrix.controller]", "[matrix.host]"), "'host' is a column benchlib already has"),
         (("[study]", "[stduy]"), "unknown section(s) stduy"),
         (("[run]", "[run\n"), "not valid TOML"),
-        (("[study]", "[hosts]\nservers = [\"127.0.0.2\"]\nfacts_comand = \"ssh {host} sh -s\"\n\n[study]"),
-         "[hosts] has unknown keys ['facts_comand']"),
-        (("[study]", "[hosts]\nservers = [\"127.0.0.2\"]\nfacts_command = \"ssh vm1 sh -s\"\n\n[study]"),
-         "facts_command must be a command with {host} in it"),
+        (
+            ("[study]", '[hosts]\nservers = ["127.0.0.2"]\nfacts_comand = "ssh {host} sh -s"\n\n[study]'),
+            "[hosts] has unknown keys ['facts_comand']",
+        ),
+        (
+            ("[study]", '[hosts]\nservers = ["127.0.0.2"]\nfacts_command = "ssh vm1 sh -s"\n\n[study]'),
+            "facts_command must be a command with {host} in it",
+        ),
     ],
 )
 def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], message: str) -> None:

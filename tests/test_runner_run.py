@@ -60,7 +60,9 @@ options = {{ numjobs = 2, iodepth = 1 }}
 
 def _local_plan(tmp_path: Path, runtime: int = 1, repetitions: int = 2) -> Path:
     path = tmp_path / "plan.toml"
-    path.write_text(LOCAL_PLAN.format(runtime=runtime, repetitions=repetitions, targets=tmp_path / "targets"), encoding="utf-8")
+    path.write_text(
+        LOCAL_PLAN.format(runtime=runtime, repetitions=repetitions, targets=tmp_path / "targets"), encoding="utf-8"
+    )
     return path
 
 
@@ -104,7 +106,11 @@ def test_local_plan_end_to_end_through_ingest(fio_binary: str, tmp_path: Path) -
     assert json_runs["host"].to_list() == [facts["hostname"]] * 8
     assert sorted(json_runs["repetition"].to_list()) == [1, 1, 1, 1, 2, 2, 2, 2]
     assert set(json_runs["controller"]) == {"pvscsi"}
-    by_cell = results.filter(pl.col("profile") == "randread-4k").group_by("block_size").agg(pl.col("block_size_bytes").first())
+    by_cell = (
+        results.filter(pl.col("profile") == "randread-4k")
+        .group_by("block_size")
+        .agg(pl.col("block_size_bytes").first())
+    )
     assert dict(by_cell.iter_rows()) == {"4k": 4096, "16k": 16384}  # the matrix level reached fio
     mix = results.filter(pl.col("profile") == "rwmix-sweep", pl.col("io_count") > 0)
     assert set(zip(mix["write_pct"], mix["direction"], strict=True)) == {("0", "read"), ("100", "write")}
@@ -116,8 +122,12 @@ def test_local_plan_end_to_end_through_ingest(fio_binary: str, tmp_path: Path) -
 
 
 def _start_server(fio: str, host: str, port: int) -> subprocess.Popen:
-    return subprocess.Popen([fio, f"--server=ip:{host},{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [fio, f"--server=ip:{host},{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _wait_listening(host: str, port: int) -> None:
@@ -219,7 +229,11 @@ def test_many_hosts_one_killed_mid_run_then_filled_in(fio_binary: str, tmp_path:
     assert report.ok, report.quarantined
     runs = scan_table(tmp_path / "processed" / "study", "runs").collect().filter(pl.col("format") == "fio-json+")
     results = scan_table(tmp_path / "processed" / "study", "results").collect().join(runs, on="run_id")
-    per_host = results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read").group_by("rate_cap", "host").agg(pl.col("iops").sum())
+    per_host = (
+        results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read")
+        .group_by("rate_cap", "host")
+        .agg(pl.col("iops").sum())
+    )
     assert per_host.height == 2 * len(SERVERS)  # one result per host and cell
     capped = per_host.filter(pl.col("rate_cap") == "on")["iops"]
     assert capped.min() > 150 and capped.max() < 210  # the per-client cap of 200 IOPS held on every host
@@ -228,8 +242,11 @@ def test_many_hosts_one_killed_mid_run_then_filled_in(fio_binary: str, tmp_path:
 def test_a_host_down_from_the_start_is_reported(fio_binary: str, tmp_path: Path, servers: dict) -> None:
     hosts = SERVERS[:2] + ["127.0.0.9"]
     plan_path = tmp_path / "plan.toml"
-    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(hosts), port=PORT)
-                         .replace("runtime_s = 3", "runtime_s = 1"))
+    plan_path.write_text(
+        SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(hosts), port=PORT).replace(
+            "runtime_s = 3", "runtime_s = 1"
+        )
+    )
     summary = run_plan(load_plan(plan_path))
     assert summary.done == 4
     assert "no fio server on 127.0.0.9" in summary.down["127.0.0.9"] and "fio --server" in summary.down["127.0.0.9"]
@@ -240,7 +257,9 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     plan_path = tmp_path / "plan.toml"
     text = SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS[:1]), port=PORT)
     # the facts command a user would write as "ssh {host} sh -s -- {target}", here a local shell
-    plan_path.write_text(text.replace(f"port = {PORT}\n", f'port = {PORT}\nfacts_command = "sh -s -- {{target}} # {{host}}"\n'))
+    plan_path.write_text(
+        text.replace(f"port = {PORT}\n", f'port = {PORT}\nfacts_command = "sh -s -- {{target}} # {{host}}"\n')
+    )
     with pytest.raises(PlanError, match="--allow-facts-command"):  # a shell command runs only when allowed
         load_plan(plan_path)
     plan = load_plan(plan_path, allow_facts_command=True)
@@ -262,7 +281,7 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     claim = read_record()[f"{host} {target}"]
     tail = bytes.fromhex(claim["token"]) * 256
     assert marker.read_bytes() == tail  # the study's own random token, nothing else
-    assert target.stat().st_size == claim["size"] + 4096 and target.read_bytes()[claim["size"]:] == tail
+    assert target.stat().st_size == claim["size"] + 4096 and target.read_bytes()[claim["size"] :] == tail
     summary = run_plan(plan, remote=lambda h: True)
     assert summary.missing == [] and summary.done == 2
     manifest = json.loads(next(plan.output.rglob(RUN_MANIFEST)).read_text())
@@ -271,13 +290,22 @@ def test_remote_targets_are_checked_through_fio(fio_binary: str, tmp_path: Path,
     assert facts["fio_version"] == manifest["fio_version"] and facts["target"] == str(target)
     assert isinstance(facts["target_disks"], list)
     local = host_facts(str(target))  # the facts command ran the facts script: the same facts as for this machine
-    assert facts["kernel"] == local["kernel"] and facts["cpus"] == local["cpus"] and facts["memory_bytes"] == local["memory_bytes"]
+    assert (
+        facts["kernel"] == local["kernel"]
+        and facts["cpus"] == local["cpus"]
+        and facts["memory_bytes"] == local["memory_bytes"]
+    )
     assert facts["target_device"] == local["target_device"]["device"]
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "benchlib.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchlib.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_cells(study: Path, count: int, timeout: float = 60) -> None:
@@ -318,20 +346,30 @@ def test_resume_after_an_interruption(fio_binary: str, tmp_path: Path, stop: sig
 
 def test_cli_dry_run_and_errors(tmp_path: Path) -> None:
     plan_path = _local_plan(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path), "--dry-run"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(plan_path), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0
     assert "cells: 4 per repetition x 2 repetitions = 8 runs" in done.stdout
     assert "randread-4k/block_size=16k/controller=pvscsi: bs=16k" in done.stdout
     assert not (tmp_path / "study").exists() and not (tmp_path / "targets").exists()  # a dry run writes nothing
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(tmp_path / "missing.toml")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(tmp_path / "missing.toml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2 and "no such plan file" in done.stderr and "Traceback" not in done.stderr
 
     foreign = tmp_path / "targets" / "local.dat"
     foreign.parent.mkdir()
     foreign.write_bytes(b"data")
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2 and "benchlib did not create it" in done.stderr and "in [target]" in done.stderr
     assert foreign.read_bytes() == b"data"
 

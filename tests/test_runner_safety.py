@@ -53,9 +53,7 @@ def _sysfs(tmp_path: Path, partitions: dict[str, str] = {}, holders: dict[str, l
 def _procfs(tmp_path: Path, mountinfo: str = "", swaps: str = "") -> Path:
     proc = tmp_path / "proc"
     (proc / "self").mkdir(parents=True)
-    (proc / "self" / "mountinfo").write_text(
-        "22 1 0:21 / /proc rw,nosuid - proc proc rw\n" + mountinfo
-    )
+    (proc / "self" / "mountinfo").write_text("22 1 0:21 / /proc rw,nosuid - proc proc rw\n" + mountinfo)
     (proc / "swaps").write_text("Filename\tType\tSize\tUsed\tPriority\n" + swaps)
     return proc
 
@@ -116,13 +114,21 @@ def test_real_signatures_are_found(tmp_path: Path, tool: str, args: list[str], f
     subprocess.run([tool, *args, str(image)], check=True, capture_output=True)
     assert found in scan_signatures(image)
     with pytest.raises(UnsafeTargetError, match=found.replace("/", ".")):
-        check_device(str(image), writes=True, destroy_data=None, sysfs=_sysfs(tmp_path), procfs=_procfs(tmp_path), dev_id=DEV)
+        check_device(
+            str(image), writes=True, destroy_data=None, sysfs=_sysfs(tmp_path), procfs=_procfs(tmp_path), dev_id=DEV
+        )
 
 
 @pytest.mark.parametrize(
     ("offset", "magic", "found"),
-    [(0, b"XFSB", "xfs file system"), (512, b"LABELONE", "LVM physical volume"), (4096, b"\xfc\x4e\x2b\xa9", "Linux RAID"),
-     (512, b"EFI PART", "GPT partition table"), (65600, b"_BHRfS_M", "btrfs"), (100_000, b"hello", "non-zero data")],
+    [
+        (0, b"XFSB", "xfs file system"),
+        (512, b"LABELONE", "LVM physical volume"),
+        (4096, b"\xfc\x4e\x2b\xa9", "Linux RAID"),
+        (512, b"EFI PART", "GPT partition table"),
+        (65600, b"_BHRfS_M", "btrfs"),
+        (100_000, b"hello", "non-zero data"),
+    ],
 )
 def test_signature_offsets(tmp_path: Path, offset: int, magic: bytes, found: str) -> None:
     image = _image(tmp_path)
@@ -143,7 +149,7 @@ def test_file_targets_only_when_benchlib_created_them(tmp_path: Path) -> None:
     claim = create_file(target, 3 << 20)
     assert marker_for(target).exists() and target.stat().st_size == (3 << 20) + 4096
     assert target.stat().st_blocks * 512 >= 3 << 20  # written, not sparse
-    assert target.read_bytes()[3 << 20:] == bytes.fromhex(claim.token) * 256  # the token after the region
+    assert target.read_bytes()[3 << 20 :] == bytes.fromhex(claim.token) * 256  # the token after the region
     assert check_file(target, claim, 3 << 20) is True
     with pytest.raises(UnsafeTargetError, match="did not create it"):  # without the study's record it is not ours
         check_file(target, None, 3 << 20)

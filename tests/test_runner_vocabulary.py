@@ -22,8 +22,27 @@ from benchlib.runner.vocabulary import RESERVED, UNSAFE, fio_options
 
 pytestmark = pytest.mark.fio
 
-HOSTILE = ["\n", "\r", "\x00", "]", "[", "=", ":", ";", "#", "${HOME}", "\\", " ", "\t", "'", '"', "include /etc/x",
-           "filename=/dev/sda", "\u2028", "\x1b[2J"]
+HOSTILE = [
+    "\n",
+    "\r",
+    "\x00",
+    "]",
+    "[",
+    "=",
+    ":",
+    ";",
+    "#",
+    "${HOME}",
+    "\\",
+    " ",
+    "\t",
+    "'",
+    '"',
+    "include /etc/x",
+    "filename=/dev/sda",
+    "\u2028",
+    "\x1b[2J",
+]
 
 
 def test_pinned_options_cover_the_installed_fio(fio_binary: str) -> None:
@@ -61,10 +80,16 @@ def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a TOML basic string
 
 
-words = st.one_of(st.sampled_from(sorted(fio_options())), st.sampled_from(HOSTILE),
-                  st.builds(lambda a, b: a + b, st.sampled_from(sorted(fio_options())), st.sampled_from(HOSTILE)))
-values = st.one_of(st.sampled_from(["4k", "randread", "randwrite", "1", "0", "libaio", "psync", "100", "/dev/sda"]),
-                   st.sampled_from(HOSTILE), st.text(max_size=12))
+words = st.one_of(
+    st.sampled_from(sorted(fio_options())),
+    st.sampled_from(HOSTILE),
+    st.builds(lambda a, b: a + b, st.sampled_from(sorted(fio_options())), st.sampled_from(HOSTILE)),
+)
+values = st.one_of(
+    st.sampled_from(["4k", "randread", "randwrite", "1", "0", "libaio", "psync", "100", "/dev/sda"]),
+    st.sampled_from(HOSTILE),
+    st.text(max_size=12),
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -81,8 +106,12 @@ def test_random_plans_are_refused_or_exactly_what_they_say(tmp_path: Path, optio
     (cell,) = plan.cells()
     target = plan.target.path_for("local")
     lines = job_text(plan, cell, target).split("\n")  # fio reads a job file line by line, split at \n only
-    meant = [f"filename={target}", f"size={plan.target.size_bytes}", "runtime=1",
-             *(f"{k}={v}" for k, v in sorted(cell.options.items()))]
+    meant = [
+        f"filename={target}",
+        f"size={plan.target.size_bytes}",
+        "runtime=1",
+        *(f"{k}={v}" for k, v in sorted(cell.options.items())),
+    ]
     assert lines == ["[global]", *meant, "", f"[{profile}]", ""]
     for line in meant:  # each line is one option, read by fio as exactly what benchlib meant
         key, _, value = line.partition("=")
@@ -92,19 +121,39 @@ def test_random_plans_are_refused_or_exactly_what_they_say(tmp_path: Path, optio
 
 
 directions = st.fixed_dictionaries(
-    {"rw": st.sampled_from(["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim",
-                            "trimwrite", "randtrimwrite", "randread:4k", "randwrite:8k", "read:2", "rw:4k"])},
+    {
+        "rw": st.sampled_from(
+            [
+                "read",
+                "write",
+                "randread",
+                "randwrite",
+                "rw",
+                "readwrite",
+                "randrw",
+                "trim",
+                "randtrim",
+                "trimwrite",
+                "randtrimwrite",
+                "randread:4k",
+                "randwrite:8k",
+                "read:2",
+                "rw:4k",
+            ]
+        )
+    },
     optional={"rwmixread": st.sampled_from([0, 1, 50, 99, 100]), "rwmixwrite": st.sampled_from([0, 1, 50, 99, 100])},
 )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(options=directions, alias=st.booleans())
-def test_every_cell_in_which_fio_wrote_is_reported_as_writing(tmp_path: Path, fio_binary: str, options: dict,
-                                                               alias: bool) -> None:
+def test_every_cell_in_which_fio_wrote_is_reported_as_writing(
+    tmp_path: Path, fio_binary: str, options: dict, alias: bool
+) -> None:
     if alias:
         options = {("readwrite" if k == "rw" else k): v for k, v in options.items()}
-    inline = "{ " + ", ".join(f"{k} = {_toml(str(v))}" for k, v in options.items()) + ", ioengine = \"psync\" }"
+    inline = "{ " + ", ".join(f"{k} = {_toml(str(v))}" for k, v in options.items()) + ', ioengine = "psync" }'
     path = tmp_path / "plan.toml"
     path.write_text(PLAN.format(tmp=tmp_path, profile='"p"', options=inline), encoding="utf-8")
     plan = load_plan(path)
@@ -113,11 +162,21 @@ def test_every_cell_in_which_fio_wrote_is_reported_as_writing(tmp_path: Path, fi
     scratch = tmp_path / "scratch.dat"
     scratch.write_bytes(b"\0" * (4 << 20))
     job = tmp_path / "job.fio"
-    job.write_text(job_text(plan, cell, str(scratch)).replace("runtime=1", "runtime=1\nio_size=256k")
-                   .replace("time_based=1", "time_based=0"), encoding="utf-8")
-    done = subprocess.run([fio_binary, "--output-format=json", str(job)], capture_output=True, text=True, check=False,
-                          cwd=tmp_path, timeout=60)
-    jobs = json.loads(done.stdout[done.stdout.index("{"):])["jobs"]
+    job.write_text(
+        job_text(plan, cell, str(scratch))
+        .replace("runtime=1", "runtime=1\nio_size=256k")
+        .replace("time_based=1", "time_based=0"),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [fio_binary, "--output-format=json", str(job)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    jobs = json.loads(done.stdout[done.stdout.index("{") :])["jobs"]
     wrote = any(j[d]["io_bytes"] > 0 for j in jobs for d in ("write", "trim"))
     if wrote:
         assert cell.key in reading.writing, (options, jobs[0]["job options"])

@@ -25,8 +25,14 @@ def test_units() -> None:
     assert parse_job_size("64KiB") == 65536 and parse_job_size("4k-64k") is None
     assert parse_binary_size("183MiB") == 183 * 2**20 and parse_binary_size("29854MB") == 29854 * 2**20
     assert parse_binary_size("91.0MiB/s") == pytest.approx(91.0 * 2**20)
-    assert parse_decimal_count("23.3k") == pytest.approx(23300) and parse_decimal_count("3733.6K") == pytest.approx(3733600)
-    assert parse_duration_ns("300") == 300 * 10**9 and parse_duration_ns("5s") == 5 * 10**9 and parse_duration_ns("2m") == 120 * 10**9
+    assert parse_decimal_count("23.3k") == pytest.approx(23300) and parse_decimal_count("3733.6K") == pytest.approx(
+        3733600
+    )
+    assert (
+        parse_duration_ns("300") == 300 * 10**9
+        and parse_duration_ns("5s") == 5 * 10**9
+        and parse_duration_ns("2m") == 120 * 10**9
+    )
 
 
 def test_bucket_layout_round_trips() -> None:
@@ -49,10 +55,13 @@ def test_validate_catches_reader_bugs() -> None:
 
 
 def test_tables_build_and_percentile_expr() -> None:
-    results = pl.DataFrame({
-        "run_id": ["r"], "direction": ["read"],
-        "clat_percentiles": [[{"percentile": 50.0, "value_ns": 10.0}, {"percentile": 99.9, "value_ns": 99.0}]],
-    })
+    results = pl.DataFrame(
+        {
+            "run_id": ["r"],
+            "direction": ["read"],
+            "clat_percentiles": [[{"percentile": 50.0, "value_ns": 10.0}, {"percentile": 99.9, "value_ns": 99.0}]],
+        }
+    )
     tables = Tables.build(results=results)
     assert tables.runs.height == 0
     picked = tables.results.select(percentile_expr("clat", 99.9), percentile_expr("clat", 50.0))
@@ -137,8 +146,19 @@ def test_latency_bins_stored_per_histogram_round_trip_and_are_checked() -> None:
 
 @pytest.mark.parametrize(
     "bins",
-    [{"1,2": 5}, {"": 1}, {"1.5": 2}, {"-5": 1}, {"x": 1}, {"[3]": 1}, {"12": True}, {"12": 1.5}, {"12": -1},
-     {"99999999999999999999": 1}, {"12": 2**63}],
+    [
+        {"1,2": 5},
+        {"": 1},
+        {"1.5": 2},
+        {"-5": 1},
+        {"x": 1},
+        {"[3]": 1},
+        {"12": True},
+        {"12": 1.5},
+        {"12": -1},
+        {"99999999999999999999": 1},
+        {"12": 2**63},
+    ],
 )
 def test_bins_maps_that_are_not_whole_non_negative_numbers_are_refused(bins: dict) -> None:
     """The ordinary path (fio 2.x, or no C part): a key or count that is not a whole number in int64 is an error."""

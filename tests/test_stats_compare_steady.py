@@ -52,7 +52,23 @@ def test_bs_2_mann_whitney_matches_benchstat() -> None:
 
 def test_mc_1_holm_and_bh() -> None:
     """METHODS.md MC-1 (Benjamini & Hochberg 1995 example)."""
-    p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719, 0.6528, 0.7590, 1.000]
+    p = [
+        0.0001,
+        0.0004,
+        0.0019,
+        0.0095,
+        0.0201,
+        0.0278,
+        0.0298,
+        0.0344,
+        0.0459,
+        0.3240,
+        0.4262,
+        0.5719,
+        0.6528,
+        0.7590,
+        1.000,
+    ]
     bh = benjamini_hochberg(p)
     assert bh[:5] == pytest.approx([0.0015, 0.003, 0.0095, 0.035625, 0.0603], abs=1e-6)
     assert (bh <= 0.05).sum() == 4
@@ -85,10 +101,15 @@ def test_comparison_table_benchstat_style() -> None:
         {
             "controller": ["LSI"] * 8 + ["PVSCSI"] * 8 + ["LSI"] * 8 + ["PVSCSI"] * 8,
             "bs": ["4k"] * 16 + ["64k"] * 16,
-            "iops": list(rng.normal(1000, 10, 8)) + list(rng.normal(1000, 10, 8)) + list(rng.normal(500, 5, 8)) + list(rng.normal(400, 5, 8)),
+            "iops": list(rng.normal(1000, 10, 8))
+            + list(rng.normal(1000, 10, 8))
+            + list(rng.normal(500, 5, 8))
+            + list(rng.normal(400, 5, 8)),
         }
     )
-    table = comparison_table(runs, "iops", factor="controller", baseline="LSI", by=["bs"], rng=np.random.default_rng(3), n_resamples=2000)
+    table = comparison_table(
+        runs, "iops", factor="controller", baseline="LSI", by=["bs"], rng=np.random.default_rng(3), n_resamples=2000
+    )
     rows = {r["bs"]: r for r in table.iter_rows(named=True)}
     assert rows["4k"]["delta"] == "~" and rows["4k"]["verdict"] == "no significant change"
     assert rows["64k"]["delta"].startswith("-") and rows["64k"]["verdict"] == "lower"
@@ -99,7 +120,9 @@ def test_comparison_table_benchstat_style() -> None:
 
 def test_too_few_runs_are_warned_about() -> None:
     runs = pl.DataFrame({"c": ["a", "a", "a", "b", "b", "b"], "iops": [1.0, 2, 3, 4, 5, 6]})
-    row = comparison_table(runs, "iops", factor="c", baseline="a", rng=np.random.default_rng(0), n_resamples=100).row(0, named=True)
+    row = comparison_table(runs, "iops", factor="c", baseline="a", rng=np.random.default_rng(0), n_resamples=100).row(
+        0, named=True
+    )
     assert "cannot reach p < 0.05" in row["warnings"] and row["delta"] == "~"
 
 
@@ -109,7 +132,11 @@ def test_runs_needed_grows_with_spread() -> None:
 
 @pytest.mark.parametrize(
     ("window", "steady", "range_pct"),
-    [([1000, 1020, 990, 1010, 1005], True, 2.99), ([800, 850, 900, 950, 1000], False, 22.2), ([900, 930, 960, 990, 1020], False, 12.5)],
+    [
+        ([1000, 1020, 990, 1010, 1005], True, 2.99),
+        ([800, 850, 900, 950, 1000], False, 22.2),
+        ([900, 930, 960, 990, 1020], False, 12.5),
+    ],
 )
 def test_pts_1_to_3(window: list[float], steady: bool, range_pct: float) -> None:
     """METHODS.md PTS-1..3: the slope rule binds in the third."""
@@ -145,7 +172,9 @@ def test_autocorrelation_tools() -> None:
     assert effective_sample_size(ar) < 100
     mean, low, high = batch_means_ci(ar + 10, batches=10)
     assert low < mean < high
-    iid_mean, iid_low, iid_high = block_bootstrap_mean_ci(ar + 10, block=1, rng=np.random.default_rng(1), n_resamples=2000)
+    iid_mean, iid_low, iid_high = block_bootstrap_mean_ci(
+        ar + 10, block=1, rng=np.random.default_rng(1), n_resamples=2000
+    )
     _, b_low, b_high = block_bootstrap_mean_ci(ar + 10, block=20, rng=np.random.default_rng(1), n_resamples=2000)
     assert b_high - b_low > iid_high - iid_low  # blocks keep the correlation: a wider, honest interval
 
@@ -157,18 +186,28 @@ def test_pooled_percentiles_reproduce_fio_group_reporting() -> None:
     pooled = pooled_percentiles(tables.latency_bins, list(reported))
     assert dict(pooled.select("percentile", "value_ns").rows()) == reported
     # split the group's bins into two halves as if they were two jobs: pooling is unchanged
-    halves = pl.concat([
-        tables.latency_bins.with_columns((pl.col("count") // 2).alias("count"), pl.lit(1).alias("job_index")),
-        tables.latency_bins.with_columns((pl.col("count") - pl.col("count") // 2).alias("count"), pl.lit(2).alias("job_index")),
-    ])
+    halves = pl.concat(
+        [
+            tables.latency_bins.with_columns((pl.col("count") // 2).alias("count"), pl.lit(1).alias("job_index")),
+            tables.latency_bins.with_columns(
+                (pl.col("count") - pl.col("count") // 2).alias("count"), pl.lit(2).alias("job_index")
+            ),
+        ]
+    )
     assert pooled_percentiles(halves, list(reported)).equals(pooled)
 
 
 def test_rate_over_runs_is_total_ios_over_total_time() -> None:
-    results = pl.DataFrame({
-        "run_id": ["a", "a", "b"], "cfg": ["x", "x", "x"], "is_aggregate": [False, False, False],
-        "io_count": [100, 100, 600], "io_bytes": [400, 400, 2400], "runtime_ns": [10**9, 10**9, 2 * 10**9],
-    })
+    results = pl.DataFrame(
+        {
+            "run_id": ["a", "a", "b"],
+            "cfg": ["x", "x", "x"],
+            "is_aggregate": [False, False, False],
+            "io_count": [100, 100, 600],
+            "io_bytes": [400, 400, 2400],
+            "runtime_ns": [10**9, 10**9, 2 * 10**9],
+        }
+    )
     row = rate_over_runs(results, ["cfg"]).row(0, named=True)
     assert row["iops"] == pytest.approx(800 / 3) and row["runs"] == 2  # not the mean of 200 and 300
 
@@ -198,8 +237,19 @@ def test_comparison_matrix_rows_by_one_factor_columns_by_another() -> None:
     for bs in ("4k", "64k"):
         for sioc in ("off", "on"):
             for controller, shift in (("LSI", 0.0), ("PVSCSI", 100.0 if (bs, sioc) == ("64k", "on") else 0.0)):
-                rows += [{"bs": bs, "sioc": sioc, "controller": controller, "iops": v} for v in rng.normal(1000 + shift, 5, 8)]
-    table = comparison_table(pl.DataFrame(rows), "iops", factor="controller", baseline="LSI", by=["bs", "sioc"], rng=np.random.default_rng(0), n_resamples=500)
+                rows += [
+                    {"bs": bs, "sioc": sioc, "controller": controller, "iops": v}
+                    for v in rng.normal(1000 + shift, 5, 8)
+                ]
+    table = comparison_table(
+        pl.DataFrame(rows),
+        "iops",
+        factor="controller",
+        baseline="LSI",
+        by=["bs", "sioc"],
+        rng=np.random.default_rng(0),
+        n_resamples=500,
+    )
     matrix = comparison_matrix(table, rows="bs", columns="sioc")
     assert matrix.columns == ["bs", "off", "on"]
     assert matrix.rows() == [("4k", "~", "~"), ("64k", "~", matrix["on"][1])]

@@ -61,11 +61,32 @@ def test_art_finds_an_interaction_only_where_there_is_one() -> None:
 
 
 def test_permutation_test_agrees() -> None:
-    f, p = interaction_permutation_test(_design(np.random.default_rng(5), 300), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    f, p = interaction_permutation_test(
+        _design(np.random.default_rng(5), 300),
+        "iops",
+        "controller",
+        "sioc",
+        rng=np.random.default_rng(0),
+        n_resamples=999,
+    )
     assert p == pytest.approx(1 / 1000) and f > 50
-    f0, p0 = interaction_permutation_test(_design(np.random.default_rng(5), 0), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    f0, p0 = interaction_permutation_test(
+        _design(np.random.default_rng(5), 0),
+        "iops",
+        "controller",
+        "sioc",
+        rng=np.random.default_rng(0),
+        n_resamples=999,
+    )
     assert p0 > 0.05
-    again = interaction_permutation_test(_design(np.random.default_rng(5), 0), "iops", "controller", "sioc", rng=np.random.default_rng(0), n_resamples=999)
+    again = interaction_permutation_test(
+        _design(np.random.default_rng(5), 0),
+        "iops",
+        "controller",
+        "sioc",
+        rng=np.random.default_rng(0),
+        n_resamples=999,
+    )
     assert again == (f0, p0)
 
 
@@ -73,20 +94,55 @@ def test_permutation_test_agrees() -> None:
 # interaction, four observations per cell (rows r1..r3, columns c1..c3, in that order), as
 # distributed with ARTool (dataset Higgins1990Table1).
 HIGGINS_1990_TABLE1 = [
-    11.5, 10.1, 9.9, 10.6, 9.0, 7.4, 8.8, 8.8, 3.8, 6.3, 4.9, 5.3,
-    9.9, 9.8, 9.3, 9.1, 9.3, 7.4, 7.7, 7.9, 4.1, 6.3, 5.5, 5.4,
-    13.9, 16.0, 14.2, 15.2, 13.0, 13.4, 11.2, 12.8, 9.6, 9.6, 11.0, 13.4,
+    11.5,
+    10.1,
+    9.9,
+    10.6,
+    9.0,
+    7.4,
+    8.8,
+    8.8,
+    3.8,
+    6.3,
+    4.9,
+    5.3,
+    9.9,
+    9.8,
+    9.3,
+    9.1,
+    9.3,
+    7.4,
+    7.7,
+    7.9,
+    4.1,
+    6.3,
+    5.5,
+    5.4,
+    13.9,
+    16.0,
+    14.2,
+    15.2,
+    13.0,
+    13.4,
+    11.2,
+    12.8,
+    9.6,
+    9.6,
+    11.0,
+    13.4,
 ]
 
 
 def test_art_matches_the_published_artool_result() -> None:
     """ARTool's reference for Higgins1990Table1 (its test suite, "matches results of the original ARTool"):
     Row F(2, 27) = 29.9925, Column F(2, 27) = 77.8668, Row:Column F(4, 27) = 0.6417, p = 0.6374."""
-    frame = pl.DataFrame({
-        "Row": [f"r{1 + i // 12}" for i in range(36)],
-        "Column": [f"c{1 + (i % 12) // 4}" for i in range(36)],
-        "Response": HIGGINS_1990_TABLE1,
-    })
+    frame = pl.DataFrame(
+        {
+            "Row": [f"r{1 + i // 12}" for i in range(36)],
+            "Column": [f"c{1 + (i % 12) // 4}" for i in range(36)],
+            "Response": HIGGINS_1990_TABLE1,
+        }
+    )
     table = {r["effect"]: r for r in art_anova(frame, "Response", "Row", "Column").iter_rows(named=True)}
     assert round(table["Row"]["F"], 4) == 29.9925 and round(table["Column"]["F"], 4) == 77.8668
     assert round(table["Row:Column"]["F"], 4) == 0.6417 and round(table["Row:Column"]["p"], 4) == 0.6374

@@ -94,7 +94,9 @@ def test_fairness_properties(values: list[float], random: object) -> None:
 
 def test_ll_1() -> None:
     """METHODS.md LL-1: 10,000 IOPS x 3.2 ms = 32; fio's rate-limited example is far below its iodepth."""
-    frame = pl.DataFrame({"iops": [10_000.0, 88.98], "lat_mean_ns": [3.2e6, 4027.34e3], "iodepth": [32, 16], "numjobs": [1, 1]})
+    frame = pl.DataFrame(
+        {"iops": [10_000.0, 88.98], "lat_mean_ns": [3.2e6, 4027.34e3], "iodepth": [32, 16], "numjobs": [1, 1]}
+    )
     checked = queue_check(frame)
     assert checked["outstanding_ios"].to_list() == pytest.approx([32.0, 0.358], abs=1e-3)
     assert checked["queue_state"].to_list() == ["queue-full", "rate-bound"]
@@ -103,7 +105,10 @@ def test_ll_1() -> None:
 def test_published_study_littles_law_gives_32_per_vm() -> None:
     """BRIEF study 1: bandwidth x latency gives about 32 outstanding 128 KiB reads for every VM."""
     seq = _published("seqread128k_per_vm.csv").with_columns(
-        iops=pl.col("bw_mib_s") * MIB / (128 * 1024), lat_mean_ns=pl.col("lat_avg_ms") * 1e6, iodepth=pl.lit(32), numjobs=pl.lit(1)
+        iops=pl.col("bw_mib_s") * MIB / (128 * 1024),
+        lat_mean_ns=pl.col("lat_avg_ms") * 1e6,
+        iodepth=pl.lit(32),
+        numjobs=pl.lit(1),
     )
     checked = queue_check(seq)
     assert checked["outstanding_ios"].min() > 31.5 and checked["outstanding_ios"].max() < 32.5
@@ -183,15 +188,20 @@ def test_virtual_to_native_and_bounds() -> None:
     """BRIEF study 5's shape: ratios per workload and their geometric mean; 66 of 67 GB/s is 98.5% of the bound."""
     from benchlib.stats.efficiency import fraction_of_bound_expr, virtual_to_native
 
-    frame = pl.DataFrame({
-        "env": ["native", "vm", "native", "vm"], "workload": ["randread", "randread", "randwrite", "randwrite"],
-        "iops": [100_000.0, 98_000.0, 80_000.0, 78_400.0],
-    })
+    frame = pl.DataFrame(
+        {
+            "env": ["native", "vm", "native", "vm"],
+            "workload": ["randread", "randread", "randwrite", "randwrite"],
+            "iops": [100_000.0, 98_000.0, 80_000.0, 78_400.0],
+        }
+    )
     table = virtual_to_native(frame, value="iops", environment="env", native="native", by=["workload"])
     per_workload = table.filter(pl.col("workload").is_not_null())["ratio"].to_list()
     assert per_workload == pytest.approx([0.98, 0.98])
     assert table.filter(pl.col("workload").is_null())["ratio"][0] == pytest.approx(0.98)
-    assert pl.DataFrame({"bw": [66e9]}).select(fraction_of_bound_expr("bw", 67e9)).item() == pytest.approx(0.985, abs=1e-3)
+    assert pl.DataFrame({"bw": [66e9]}).select(fraction_of_bound_expr("bw", 67e9)).item() == pytest.approx(
+        0.985, abs=1e-3
+    )
 
 
 def test_fairness_over_time_on_recorded_logs() -> None:

@@ -38,8 +38,11 @@ def _writable(folder: Path) -> None:
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -84,10 +87,12 @@ def test_an_interrupted_ingest_is_refused(study: Path, tmp_path: Path) -> None:
     """Until an ingest finishes, its tables may be partial: readers are told, not handed them."""
     processed = tmp_path / "processed"
     ingest_study(study, processed)
-    code = ("import os, sys\nimport benchlib.ingest as ingest\n"
-            "def die(*args, **kwargs):\n    os._exit(9)\n"
-            "ingest._write_quarantine = die\n"
-            "ingest.ingest_study(sys.argv[1], sys.argv[2])\n")
+    code = (
+        "import os, sys\nimport benchlib.ingest as ingest\n"
+        "def die(*args, **kwargs):\n    os._exit(9)\n"
+        "ingest._write_quarantine = die\n"
+        "ingest.ingest_study(sys.argv[1], sys.argv[2])\n"
+    )
     (study / "seqread-128k-per-vm.csv").write_text((study / "seqread-128k-per-vm.csv").read_text() + "\n")
     done = subprocess.run([sys.executable, "-c", code, str(study), str(processed)], check=False)
     assert done.returncode == 9
@@ -102,8 +107,20 @@ def test_a_report_builds_from_read_only_data_and_runs_every_notebook(tmp_path: P
     shutil.copytree(RAW / "pvscsi-vs-lsi", data / "raw" / "pvscsi-vs-lsi")
     env = {**os.environ, "BENCHLIB_DATA": str(data), "BENCHLIB_REPORTS": str(tmp_path / "reports")}
     env.pop("BENCHLIB_PROCESSED", None)
-    subprocess.run([*CLI, "ingest", "--quiet", str(data / "raw" / "loopback-fio"), str(data / "raw" / "pvscsi-vs-lsi"),
-                    "--processed", str(data / "processed")], check=True, env=env, cwd=PROJECT_ROOT)
+    subprocess.run(
+        [
+            *CLI,
+            "ingest",
+            "--quiet",
+            str(data / "raw" / "loopback-fio"),
+            str(data / "raw" / "pvscsi-vs-lsi"),
+            "--processed",
+            str(data / "processed"),
+        ],
+        check=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+    )
     # one cell of the loopback matrix and all of its summaries; the pvscsi pipeline whole (by the bundle test too)
     pipeline = tmp_path / "loopback-one-cell.toml"
     text = (PROJECT_ROOT / "pipelines" / "loopback-fio.toml").read_text()
@@ -113,8 +130,15 @@ def test_a_report_builds_from_read_only_data_and_runs_every_notebook(tmp_path: P
     _read_only(data)
     try:
         for path in (pipeline, PROJECT_ROOT / "pipelines" / "pvscsi-vs-lsi.toml"):
-            done = subprocess.run([*CLI, "report", str(path)], env=env, cwd=PROJECT_ROOT, capture_output=True,
-                                  text=True, timeout=900, check=False)
+            done = subprocess.run(
+                [*CLI, "report", str(path)],
+                env=env,
+                cwd=PROJECT_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
             assert done.returncode == 0, done.stdout + done.stderr
     finally:
         _writable(data)
@@ -131,13 +155,26 @@ def test_an_unpacked_bundle_on_a_read_only_folder_builds_its_report(tmp_path: Pa
         bundle.extractall(tmp_path / "media", filter="tar")
     root = tmp_path / "media" / "pvscsi-vs-lsi-bundle"
     _read_only(root)
-    env = {key: value for key, value in os.environ.items() if not key.startswith("BENCHLIB_") or key == "BENCHLIB_STATE"}
-    env |= {"BENCHLIB_PROCESSED": str(tmp_path / "peer" / "processed"), "BENCHLIB_REPORTS": str(tmp_path / "peer" / "reports"),
-            "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("BENCHLIB_") or key == "BENCHLIB_STATE"
+    }
+    env |= {
+        "BENCHLIB_PROCESSED": str(tmp_path / "peer" / "processed"),
+        "BENCHLIB_REPORTS": str(tmp_path / "peer" / "reports"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     try:
-        done = subprocess.run([*CLI, "report"], env=env, cwd=root, capture_output=True, text=True, timeout=900, check=False)
-        imported = subprocess.run([sys.executable, "-c", "import benchlib; print(benchlib.__file__)"], env=env, cwd=root,
-                                  capture_output=True, text=True, check=True).stdout
+        done = subprocess.run(
+            [*CLI, "report"], env=env, cwd=root, capture_output=True, text=True, timeout=900, check=False
+        )
+        imported = subprocess.run(
+            [sys.executable, "-c", "import benchlib; print(benchlib.__file__)"],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     finally:
         _writable(root)
     assert done.returncode == 0, done.stdout + done.stderr

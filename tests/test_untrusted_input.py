@@ -21,7 +21,7 @@ from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, load_pipeline
 
 FACTOR = "site<script>document.body.dataset.pwned='factor'</script>&amp"
-LEVEL = "lab\"><img src=x onerror=\"document.body.dataset.pwned='level'\"> & co"
+LEVEL = 'lab"><img src=x onerror="document.body.dataset.pwned=\'level\'"> & co'
 CONTROLLER = "LSI<script>document.body.dataset.pwned='csv'</script>"
 
 
@@ -32,24 +32,31 @@ def _evil_study(data: Path) -> Path:
     table = (RAW / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv").read_text()
     (study / "seqread-128k-per-vm.csv").write_text(table.replace(",LSI,", f",{CONTROLLER},"))
     (study / "study.toml").write_text(
-        "[study]\nname = \"evil <i>&</i>\"\ncitation = \"<script>document.body.dataset.pwned='citation'</script>\"\n"
-        f"[factors]\ncontroller = [{json.dumps(CONTROLLER)}, \"PVSCSI\"]\nsioc = [\"off\", \"on\"]\ntest = [\"seqread\"]\n"
+        '[study]\nname = "evil <i>&</i>"\ncitation = "<script>document.body.dataset.pwned=\'citation\'</script>"\n'
+        f'[factors]\ncontroller = [{json.dumps(CONTROLLER)}, "PVSCSI"]\nsioc = ["off", "on"]\ntest = ["seqread"]\n'
         f"{json.dumps(FACTOR)} = [{json.dumps(LEVEL)}]\n"
-        f"[[files]]\nglob = \"*\"\nlevels = {{ {json.dumps(FACTOR)} = {json.dumps(LEVEL)} }}\n")
+        f'[[files]]\nglob = "*"\nlevels = {{ {json.dumps(FACTOR)} = {json.dumps(LEVEL)} }}\n'
+    )
     return study
 
 
 def test_pipeline_parameter_names_never_become_code(tmp_path: Path) -> None:
     proof = tmp_path / "ran"
     pipeline = tmp_path / "p.toml"
-    for table in (f'[parameters]\n"x = 1\\nimport os; os.system(\'touch {proof}\')\\nz" = 1\n',
-                  '[parameters]\n"class" = 1\n'):
-        pipeline.write_text('[pipeline]\nstudy = "pvscsi-vs-lsi"\naxes = ["controller"]\n'
-                            f'cell_notebook = "notebooks/cell.ipynb"\n{table}')
+    for table in (
+        f"[parameters]\n\"x = 1\\nimport os; os.system('touch {proof}')\\nz\" = 1\n",
+        '[parameters]\n"class" = 1\n',
+    ):
+        pipeline.write_text(
+            '[pipeline]\nstudy = "pvscsi-vs-lsi"\naxes = ["controller"]\n'
+            f'cell_notebook = "notebooks/cell.ipynb"\n{table}'
+        )
         with pytest.raises(PipelineError, match="is not a parameter name"):
             load_pipeline(pipeline)
-    pipeline.write_text('[pipeline]\nstudy = "pvscsi-vs-lsi"\naxes = ["controller"]\ncell_notebook = "notebooks/cell.ipynb"\n'
-                        'summary_notebooks = [{ notebook = "notebooks/claims.ipynb", parameters = { "a b" = 1 } }]\n')
+    pipeline.write_text(
+        '[pipeline]\nstudy = "pvscsi-vs-lsi"\naxes = ["controller"]\ncell_notebook = "notebooks/cell.ipynb"\n'
+        'summary_notebooks = [{ notebook = "notebooks/claims.ipynb", parameters = { "a b" = 1 } }]\n'
+    )
     with pytest.raises(PipelineError, match="summary notebook 1 parameters: 'a b' is not a parameter name"):
         load_pipeline(pipeline)
     assert not proof.exists()
@@ -63,23 +70,38 @@ def test_markup_from_data_is_escaped_in_every_page(tmp_path: Path) -> None:
         pytest.skip("no chromium on this machine")
     _evil_study(tmp_path / "data")
     pipeline = tmp_path / "evil.toml"
-    pipeline.write_text(f'[pipeline]\nstudy = "evil"\ntitle = "<script>document.body.dataset.pwned=\'title\'</script>"\n'
-                        f'axes = ["controller", {json.dumps(FACTOR)}]\ncell_notebook = "notebooks/cell.ipynb"\n'
-                        'summary_notebooks = ["notebooks/study-overview.ipynb"]\n[parameters]\nvalue = "bandwidth_mib_s"\n')
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "report", str(pipeline), "--reports", str(tmp_path / "out")],
-                          env={**os.environ, "BENCHLIB_DATA": str(tmp_path / "data")}, cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=600, check=False)
+    pipeline.write_text(
+        f'[pipeline]\nstudy = "evil"\ntitle = "<script>document.body.dataset.pwned=\'title\'</script>"\n'
+        f'axes = ["controller", {json.dumps(FACTOR)}]\ncell_notebook = "notebooks/cell.ipynb"\n'
+        'summary_notebooks = ["notebooks/study-overview.ipynb"]\n[parameters]\nvalue = "bandwidth_mib_s"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "report", str(pipeline), "--reports", str(tmp_path / "out")],
+        env={**os.environ, "BENCHLIB_DATA": str(tmp_path / "data")},
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     pages = sorted((tmp_path / "out" / "evil").glob("*.html"))
     assert len(pages) == 4  # index, two cells, the overview
     assert all(re.fullmatch(r"[A-Za-z0-9._=-]+\.html", p.name) for p in pages)  # file names carry no markup
-    offline = ["--headless", "--no-sandbox", "--disable-gpu", "--host-resolver-rules=MAP * ~NOTFOUND",
-               "--proxy-server=127.0.0.1:9", "--virtual-time-budget=2000"]
+    offline = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        "--virtual-time-budget=2000",
+    ]
     for page in pages:
         text = page.read_text()
         assert "<script>document" not in text and "<img src=x" not in text, page.name
-        dom = subprocess.run([browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                             timeout=120, check=True).stdout
+        dom = subprocess.run(
+            [browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
         assert "data-pwned" not in dom, page.name  # no script from the data ran
     index = (tmp_path / "out" / "evil" / "index.html").read_text()
     assert "site&lt;script&gt;" in index and "&amp;amp" in index  # shown as the text it is
@@ -107,7 +129,10 @@ def test_a_bundle_packs_what_ingest_reads_and_never_what_a_link_out_of_the_study
     (study / "pipe.csv").unlink()
     (study / "zeros.csv").unlink()
     bundle, links = write_bundle(study, tmp_path / "out", tmp_path / "processed")
-    assert [(name.rsplit("/", 1)[-1], to) for name, to, _ in links] == [("loop", str(study)), ("notes.csv", str(secret))]
+    assert [(name.rsplit("/", 1)[-1], to) for name, to, _ in links] == [
+        ("loop", str(study)),
+        ("notes.csv", str(secret)),
+    ]
     assert (tmp_path / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()
     with tarfile.open(bundle) as archive:
         names = archive.getnames()
@@ -117,7 +142,15 @@ def test_a_bundle_packs_what_ingest_reads_and_never_what_a_link_out_of_the_study
     assert "pvscsi-vs-lsi-bundle/data/raw/pvscsi-vs-lsi/sweeps/rwmix-sweep.csv" in names  # the folder link followed
     assert "notes.csv" in (root / "VERIFY.md").read_text()
     recorded = {r["id"]: r["verdict"] for r in json.loads((root / "verdicts.json").read_text())}
-    done = subprocess.run([sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi"], cwd=root,
-                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert "26 PASS, 6 FAIL, 0 UNSUPPORTED" in done.stdout, done.stdout + done.stderr  # the peer's verdicts...
-    assert sorted(recorded.values()).count("PASS") == 26 and sorted(recorded.values()).count("FAIL") == 6  # ...the author's
+    assert (
+        sorted(recorded.values()).count("PASS") == 26 and sorted(recorded.values()).count("FAIL") == 6
+    )  # ...the author's

@@ -21,8 +21,20 @@ EXPECTED = {
     "vdb__output1/flatfile.html": (["rd1"], 107.5, 0.105, 1.557, 2),
     "vdb__create_file_32T/flatfile.html": (["format_for_rd1"], 390635.0, 48271.4826, 0.0999, 2),
     "vdb__random_read_128T_4K_8HOST/flatfile.html": (["rd1"], 1104872.7091, 4313.7267, 0.1148, 2),
-    "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411/flatfile.html": (["rd1"], 2348508.0678, 9169.2588, 0.0023, 2),
-    "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000/flatfile.html": (["rd1"], 1156601.0847, 9031.4015, 0.0261, 2),
+    "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411/flatfile.html": (
+        ["rd1"],
+        2348508.0678,
+        9169.2588,
+        0.0023,
+        2,
+    ),
+    "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000/flatfile.html": (
+        ["rd1"],
+        1156601.0847,
+        9031.4015,
+        0.0261,
+        2,
+    ),
     "vdbconvert__test/flatfile.html": (["rd1", "rd2", "rd3"], 50.0169, 0.1954, 5.3952, 2),
     "vdbconvert-root__flatfile.html": (["rd1", "rd2", "rd3"], 117.7458, 0.4599, 16.9653, 2),
 }
@@ -40,7 +52,9 @@ def test_flatfile(name: str) -> None:
     assert first_rd["iops"].sum() == pytest.approx(rate, rel=1e-9)
     assert first_rd["bandwidth_bytes_per_s"].sum() == pytest.approx(mb * MIB, rel=1e-9)
     weights = first_rd["iops"] / first_rd["iops"].sum()
-    assert (first_rd["lat_mean_ns"] * weights).sum() == pytest.approx(resp * 1e6, rel=2e-3)  # vdbench's resp is the I/O-weighted mean
+    assert (first_rd["lat_mean_ns"] * weights).sum() == pytest.approx(
+        resp * 1e6, rel=2e-3
+    )  # vdbench's resp is the I/O-weighted mean
     warm = tables.intervals.filter(pl.col("job_name") == rds[0])
     assert set(warm.filter(pl.col("is_warmup"))["job_index"]) == set(range(1, first))
     assert not warm.filter(~pl.col("is_warmup"))["job_index"].is_in(list(range(1, first))).any()
@@ -75,12 +89,47 @@ DATA = Path(__file__).parent / "data" / "vdbench"
 # folder -> (hosts with per-host runs, total runs, first run's avg line of summary.html: rate, MB/sec, resp ms,
 #            n1's (or hd1's) avg rate, version, UTC start of the first run or None)
 FOLDERS = {
-    "vdb__output": (["n1", "n3", "n4", "n5", "n6", "n7", "n8"], 1, (15773.1, 117.55, 1.009), 2293.7, "vdbench50407", "2019-03-08 11:11:38"),
+    "vdb__output": (
+        ["n1", "n3", "n4", "n5", "n6", "n7", "n8"],
+        1,
+        (15773.1, 117.55, 1.009),
+        2293.7,
+        "vdbench50407",
+        "2019-03-08 11:11:38",
+    ),
     "vdb__output1": ([], 1, (107.5, 0.10, 1.557), None, "vdbench50407", "2019-03-08 06:45:13"),
-    "vdb__create_file_32T": ([f"n{i}" for i in range(1, 9)], 1, (390635, 48271, 0.100), 47562, "vdbench50407", "2019-03-08 08:14:55"),
-    "vdb__random_read_128T_4K_8HOST": ([f"n{i}" for i in range(1, 9)], 1, (1104872, 4313.7, 0.115), 108527, "vdbench50407", "2019-03-08 09:23:27"),
-    "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411": ([], 1, (2348508, 9169.2, 0.002), None, "vdbench50407", "2019-04-11 10:01:53"),
-    "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000": ([], 1, (1156601, 9031.4, 0.026), None, "vdbench50407", "2019-04-05 03:31:55"),
+    "vdb__create_file_32T": (
+        [f"n{i}" for i in range(1, 9)],
+        1,
+        (390635, 48271, 0.100),
+        47562,
+        "vdbench50407",
+        "2019-03-08 08:14:55",
+    ),
+    "vdb__random_read_128T_4K_8HOST": (
+        [f"n{i}" for i in range(1, 9)],
+        1,
+        (1104872, 4313.7, 0.115),
+        108527,
+        "vdbench50407",
+        "2019-03-08 09:23:27",
+    ),
+    "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411": (
+        [],
+        1,
+        (2348508, 9169.2, 0.002),
+        None,
+        "vdbench50407",
+        "2019-04-11 10:01:53",
+    ),
+    "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000": (
+        [],
+        1,
+        (1156601, 9031.4, 0.026),
+        None,
+        "vdbench50407",
+        "2019-04-05 03:31:55",
+    ),
     "vdbconvert__test": (["hd1", "hd2"], 3, (50.02, 0.20, 5.395), 25.05, "vdbench50401", None),
 }
 
@@ -120,8 +169,12 @@ def test_output_folder(corpus_ingest: tuple, folder: str) -> None:
     assert sorted(runs["host"].drop_nulls().unique()) == sorted(hosts)
     assert set(runs["tool_version"]) == {version}
     first = results.filter(pl.col("run_id") == totals.sort("document_index")["run_id"][0])
-    assert first["iops"].sum() == pytest.approx(rate, rel=5e-4)  # summary.html's avg line (4-6 digits) vs the flatfile's
-    assert first["bandwidth_bytes_per_s"].sum() / MIB == pytest.approx(mb, rel=5e-3, abs=6e-3)  # printed with 2 decimals
+    assert first["iops"].sum() == pytest.approx(
+        rate, rel=5e-4
+    )  # summary.html's avg line (4-6 digits) vs the flatfile's
+    assert first["bandwidth_bytes_per_s"].sum() / MIB == pytest.approx(
+        mb, rel=5e-3, abs=6e-3
+    )  # printed with 2 decimals
     weights = first["iops"] / first["iops"].sum()
     assert (first["lat_mean_ns"] * weights).sum() / 1e6 == pytest.approx(resp, abs=6e-4, rel=2e-3)
     if start is None:
@@ -140,7 +193,11 @@ def test_per_host_runs_carry_the_workload_and_intervals(corpus_ingest: tuple) ->
     _, tables = corpus_ingest
     runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
     results = tables.results.join(runs.select("run_id", "host", "labels"), on="run_id")
-    assert set(results["rw"]) == {"randrw"} and set(results["block_size_bytes"]) == {4096} and set(results["iodepth"]) == {2}
+    assert (
+        set(results["rw"]) == {"randrw"}
+        and set(results["block_size_bytes"]) == {4096}
+        and set(results["iodepth"]) == {2}
+    )
     assert runs["labels"].to_list()[0] == [{"name": "threads", "value": "2"}]  # "For loops: threads=2"
     intervals = tables.intervals.join(runs.select("run_id", "host"), on="run_id")
     per_run = intervals.filter(pl.col("metric") == "iops").group_by("run_id").agg(pl.col("job_index").n_unique())
@@ -153,7 +210,9 @@ def test_per_host_runs_carry_the_workload_and_intervals(corpus_ingest: tuple) ->
 
 def test_file_system_layout_reads_rates_per_direction(corpus_ingest: tuple) -> None:
     _, tables = corpus_ingest
-    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/", literal=True) & pl.col("host").is_null())
+    runs = tables.runs.filter(
+        pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/", literal=True) & pl.col("host").is_null()
+    )
     result = tables.results.filter(pl.col("run_id") == runs["run_id"][0])
     assert result["direction"].to_list() == ["read"]
     row = result.row(0, named=True)
@@ -164,7 +223,9 @@ def test_file_system_layout_reads_rates_per_direction(corpus_ingest: tuple) -> N
 
 def test_format_run_is_its_own_run(corpus_ingest: tuple) -> None:
     _, tables = corpus_ingest
-    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__create_file_32T/", literal=True) & pl.col("host").is_null())
+    runs = tables.runs.filter(
+        pl.col("source").str.contains("/vdb__create_file_32T/", literal=True) & pl.col("host").is_null()
+    )
     result = tables.results.filter(pl.col("run_id") == runs["run_id"][0]).row(0, named=True)
     assert result["job_name"] == "format_for_rd1" and result["direction"] == "write"
     assert result["block_size_bytes"] is None or result["rw"] != "read"  # not the RD's read workload
@@ -175,8 +236,12 @@ def test_console_text_with_for_loops() -> None:
     assert detect(path) == "vdbench-console"
     tables = read(path)
     labels = [{d["name"]: d["value"] for d in labels} for labels in tables.runs["labels"]]
-    assert labels == [{"xfersize": "4k", "threads": "4"}, {"xfersize": "4k", "threads": "8"},
-                      {"xfersize": "64k", "threads": "4"}, {"xfersize": "64k", "threads": "8"}]
+    assert labels == [
+        {"xfersize": "4k", "threads": "4"},
+        {"xfersize": "4k", "threads": "8"},
+        {"xfersize": "64k", "threads": "4"},
+        {"xfersize": "64k", "threads": "8"},
+    ]
     assert set(tables.runs["tool_version"]) == {"vdbench50407"}
     results = tables.results.sort("run_id", "direction")
     assert results["block_size_bytes"].to_list() == [4096] * 4 + [65536] * 4
@@ -197,8 +262,15 @@ def test_flatfile_for_loop_runs_are_split(tmp_path: Path) -> None:
     looped.write_text(re.sub(r"\brd[23]\b", "rd1", text))
     tables = read(looped)
     assert tables.runs.height == 3
-    assert tables.results.group_by("run_id").agg(pl.col("iops").sum()).sort("run_id")["iops"].to_list() == pytest.approx(
-        read(corpus_dir("vdbench") / "vdbconvert__test/flatfile.html").results.group_by("run_id").agg(pl.col("iops").sum()).sort("run_id")["iops"].to_list())
+    assert tables.results.group_by("run_id").agg(pl.col("iops").sum()).sort("run_id")[
+        "iops"
+    ].to_list() == pytest.approx(
+        read(corpus_dir("vdbench") / "vdbconvert__test/flatfile.html")
+        .results.group_by("run_id")
+        .agg(pl.col("iops").sum())
+        .sort("run_id")["iops"]
+        .to_list()
+    )
 
 
 def test_parameter_files() -> None:
@@ -214,8 +286,12 @@ def test_parameter_files() -> None:
     parm = parse_parmfile(bare, bare.read_text())
     assert len(parm.definitions["wd"]) == 51 and [r["iorate"] for r in parm.definitions["rd"]] == ["50", "500", "5000"]
     own = parse_parmfile(DATA / "vsan_perf.parm", (DATA / "vsan_perf.parm").read_text())
-    assert expand_run(own.definitions["rd"][0]) == [{"xfersize": "4k", "threads": "4"}, {"xfersize": "4k", "threads": "8"},
-                                                    {"xfersize": "64k", "threads": "4"}, {"xfersize": "64k", "threads": "8"}]
+    assert expand_run(own.definitions["rd"][0]) == [
+        {"xfersize": "4k", "threads": "4"},
+        {"xfersize": "4k", "threads": "8"},
+        {"xfersize": "64k", "threads": "4"},
+        {"xfersize": "64k", "threads": "8"},
+    ]
     assert values_of("(1-64,d)") == ["1", "2", "4", "8", "16", "32", "64"]
     assert values_of("(10-30,10)") == ["10", "20", "30"]
 
@@ -265,21 +341,30 @@ def test_rates_over_runs_use_the_measured_intervals(corpus_ingest: tuple) -> Non
     from benchlib.stats.aggregate import rate_over_runs
 
     _, tables = corpus_ingest
-    runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True) & pl.col("host").is_null())
-    results = tables.results.filter(pl.col("run_id").is_in(runs["run_id"].implode())).with_columns(is_aggregate=pl.lit(False))
+    runs = tables.runs.filter(
+        pl.col("source").str.contains("/vdbconvert__test/", literal=True) & pl.col("host").is_null()
+    )
+    results = tables.results.filter(pl.col("run_id").is_in(runs["run_id"].implode())).with_columns(
+        is_aggregate=pl.lit(False)
+    )
     rates = rate_over_runs(results, ["job_name"])
     assert rates["iops"].to_list() == pytest.approx([50.0169, 212.4237, 310.0508], rel=1e-3)  # flatfile avg_2-60 rates
 
 
 def test_response_time_histograms_become_latency_bins(corpus_ingest: tuple) -> None:
-    """histogram.html per run and direction (per host where vdbench50401 writes host histograms); counts cover the avg_ span."""
+    """histogram.html per run and direction; counts cover the avg_ span.
+
+    Per host where vdbench50401 writes host histograms.
+    """
     from benchlib.stats.aggregate import pooled_percentiles
 
     _, tables = corpus_ingest
     runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
     bins = tables.latency_bins.join(runs.select("run_id", "host", "document_index"), on="run_id")
     first = bins.filter(pl.col("document_index") == 0)
-    counts = {r["direction"]: r["count"] for r in first.group_by("direction").agg(pl.col("count").sum()).iter_rows(named=True)}
+    counts = {
+        r["direction"]: r["count"] for r in first.group_by("direction").agg(pl.col("count").sum()).iter_rows(named=True)
+    }
     assert counts == {"read": 2240, "write": 711}  # histogram.html, rd1: "Reads" 2,240 and "Writes" 711 I/Os
     assert sum(counts.values()) == round(50.0169 * 59)  # = rate x the 59 seconds of avg_2-60
     per_host = bins.filter(pl.col("host").is_not_null()).group_by("direction").agg(pl.col("count").sum())

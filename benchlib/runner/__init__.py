@@ -5,5 +5,16 @@ from benchlib.runner.execute import PlanReading, RunInterrupted, RunSummary, rea
 from benchlib.runner.plan import PROFILES, Plan, PlanError, load_plan
 from benchlib.runner.safety import UnsafeTargetError
 
-__all__ = ["PROFILES", "Plan", "PlanError", "PlanReading", "RunInterrupted", "RunSummary", "UnsafeTargetError",
-           "describe_plan", "load_plan", "read_plan", "run_plan"]
+__all__ = [
+    "PROFILES",
+    "Plan",
+    "PlanError",
+    "PlanReading",
+    "RunInterrupted",
+    "RunSummary",
+    "UnsafeTargetError",
+    "describe_plan",
+    "load_plan",
+    "read_plan",
+    "run_plan",
+]

@@ -18,7 +18,7 @@ def _duration(seconds: float) -> str:
 
 
 def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> list[str]:
-    """The lines the dry run prints (and the real run prints before it starts).
+    """Return the lines the dry run prints (and the real run prints before it starts).
 
     ``reading``: fio's own reading of the plan (:func:`benchlib.runner.execute.read_plan`), which says
     which cells write and the exact file or device each host's job opens.
@@ -26,8 +26,11 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     one = plan.cells()
     todo = pending(plan)
     runs = len(one) * plan.repetitions
-    where = (f"{len(plan.servers)} fio servers at once ({', '.join(plan.servers)}, port {plan.port})"
-             if plan.servers else "fio on this machine")
+    where = (
+        f"{len(plan.servers)} fio servers at once ({', '.join(plan.servers)}, port {plan.port})"
+        if plan.servers
+        else "fio on this machine"
+    )
     kind = "file created by benchlib" if plan.target.file else "block device (needs --destroy-data for writes)"
     path = plan.target.file or plan.target.device
     size = plan.target.size_bytes / _MIB
@@ -37,25 +40,35 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
         f"target on each host: {path} ({kind}), {size:,.0f} MiB",
         f"cells: {len(one)} per repetition x {plan.repetitions} repetitions = {runs} runs; "
         f"{runs - len(todo)} done, {len(todo)} to run (order shuffled per repetition, seed {plan.seed})",
-        f"time: {len(todo)} x ({plan.ramp_time_s} s ramp + {plan.runtime_s} s run + ~{cell_seconds(plan) - plan.runtime_s - plan.ramp_time_s:.1f} s start)"
+        f"time: {len(todo)} x ({plan.ramp_time_s} s ramp + {plan.runtime_s} s run + "
+        f"~{cell_seconds(plan) - plan.runtime_s - plan.ramp_time_s:.1f} s start)"
         f" = about {_duration(len(todo) * cell_seconds(plan))}",
     ]
     writing = [c for c in one if c.key in reading.writing]
     layout = f"{size:,.0f} MiB when benchlib creates the file (once)" if plan.target.file else "no lay-out (device)"
     lines.append(
-        f"bytes written per target: {layout}; then {len(writing)} writing cells x {plan.repetitions} x {plan.runtime_s + plan.ramp_time_s} s"
+        f"bytes written per target: {layout}; then {len(writing)} writing cells x {plan.repetitions} x "
+        f"{plan.runtime_s + plan.ramp_time_s} s"
         f" of writes inside the first {size:,.0f} MiB of the target (a block that starts inside and does not"
         " fit ends past it: choose a size that every block size divides)"
     )
     per_profile = Counter(c.profile for c in one)
     writes = {c.profile for c in writing}
-    lines.append("profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items()))
+    lines.append(
+        "profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items())
+    )
     if cells:
         lines.append("cells (options beyond benchlib's defaults; what fio says each host's job writes or reads):")
         for cell in one:
-            extra = {k: v for k, v in cell.options.items() if BASE_OPTIONS.get(k) != v and str(BASE_OPTIONS.get(k)) != v}
+            extra = {
+                k: v for k, v in cell.options.items() if BASE_OPTIONS.get(k) != v and str(BASE_OPTIONS.get(k)) != v
+            }
             verb = "WRITES" if cell.key in reading.writing else "reads only"
-            opened = sorted({(host, f) for (key, host), files in reading.files.items() if key == cell.key for f in files})
+            opened = sorted(
+                {(host, f) for (key, host), files in reading.files.items() if key == cell.key for f in files}
+            )
             where = ", ".join(f if not plan.servers else f"{host}:{f}" for host, f in opened)
-            lines.append(f"  {cell.key}: " + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + f" -> {verb} {where}")
+            lines.append(
+                f"  {cell.key}: " + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + f" -> {verb} {where}"
+            )
     return lines

@@ -82,12 +82,15 @@ class RunSummary:
 
 # ---------------------------------------------------------------- environment
 
+
 def fio_binary() -> str:
-    """The fio executable on PATH."""
+    """Return the fio executable on PATH."""
     found = shutil.which("fio")
     if not found:
-        raise RunError("fio is not installed (or not on PATH); install it, e.g. `apt-get install fio`, "
-                       "or run `python3 tasks.py test`, which installs it where it can")
+        raise RunError(
+            "fio is not installed (or not on PATH); install it, e.g. `apt-get install fio`, "
+            "or run `python3 tasks.py test`, which installs it where it can"
+        )
     return found
 
 
@@ -118,18 +121,20 @@ def _block_device_of(path: Path) -> dict:
         return {"device": None, "note": "not on a block device (overlay, tmpfs or network file system)"}
     node = node.resolve()
     disk = node.parent if (node / "partition").exists() else node
-    scheduler = (disk / "queue" / "scheduler")
+    scheduler = disk / "queue" / "scheduler"
     chosen = None
     if scheduler.exists():
         text = scheduler.read_text().strip()
-        chosen = text[text.find("[") + 1:text.find("]")] if "[" in text else text
+        chosen = text[text.find("[") + 1 : text.find("]")] if "[" in text else text
     model = disk / "device" / "model"
     return {
         "device": disk.name,
         "partition": node.name if node != disk else None,
         "model": model.read_text().strip() if model.exists() else None,
         "scheduler": chosen,
-        "rotational": (disk / "queue" / "rotational").read_text().strip() == "1" if (disk / "queue" / "rotational").exists() else None,
+        "rotational": (disk / "queue" / "rotational").read_text().strip() == "1"
+        if (disk / "queue" / "rotational").exists()
+        else None,
     }
 
 
@@ -162,21 +167,29 @@ name=$(basename "$(readlink -f "$dev" 2>/dev/null)")
 disk=$(lsblk -no PKNAME "/dev/$name" 2>/dev/null | head -n1); [ -n "$disk" ] || disk="$name"
 echo "target_device=$disk"
 [ -r "/sys/block/$disk/device/model" ] && echo "target_model=$(sed 's/ *$//' /sys/block/$disk/device/model)"
-[ -r "/sys/block/$disk/queue/scheduler" ] && echo "target_scheduler=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$disk/queue/scheduler)"
+[ -r "/sys/block/$disk/queue/scheduler" ] && \
+    echo "target_scheduler=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/block/$disk/queue/scheduler)"
 [ -r "/sys/block/$disk/queue/rotational" ] && echo "target_rotational=$(cat /sys/block/$disk/queue/rotational)"
 """
 
 
 def command_facts(command: str, host: str, target: str) -> dict:
-    """A remote host's facts through the plan's ``facts_command`` (e.g. ``ssh {host} sh -s -- {target}``),
-    which gets :data:`FACTS_SCRIPT` on its stdin."""
+    """Return a remote host's facts through the plan's ``facts_command``.
+
+    Return a remote host's facts through the plan's ``facts_command`` (e.g. ``ssh {host} sh -s -- {target}``),
+    which gets :data:`FACTS_SCRIPT` on its stdin.
+    """
     line = command.replace("{host}", shlex.quote(host)).replace("{target}", shlex.quote(target))
     try:
-        done = subprocess.run(line, shell=True, input=FACTS_SCRIPT, capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            line, shell=True, input=FACTS_SCRIPT, capture_output=True, text=True, timeout=60, check=False
+        )
     except subprocess.TimeoutExpired:
         return {"facts_error": f"facts_command did not finish in 60 s: {line}"}
     if done.returncode != 0:
-        return {"facts_error": f"facts_command exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"}
+        return {
+            "facts_error": f"facts_command exited with {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"
+        }
     facts: dict = {}
     for row in done.stdout.splitlines():
         key, sep, value = row.partition("=")
@@ -198,6 +211,7 @@ def reachable(host: str, port: int, timeout: float = 3.0) -> str | None:
 
 # ---------------------------------------------------------------- what fio makes of the plan
 
+
 @dataclass(frozen=True)
 class PlanReading:
     """fio's own reading of every cell: which cells write, and the files each host's job opens."""
@@ -207,7 +221,9 @@ class PlanReading:
 
 
 def read_plan(plan: Plan, fio: str, hosts: list[str] | None = None) -> PlanReading:
-    """Ask fio (``--parse-only``) about every cell's job file on every host: it must accept it, open nothing but
+    """Ask fio about every cell's job file on every host.
+
+    Ask fio (``--parse-only``) about every cell's job file on every host: it must accept it, open nothing but
     the host's target, and say whether it writes (see :mod:`benchlib.runner.reading`).
 
     Raises
@@ -216,6 +232,7 @@ def read_plan(plan: Plan, fio: str, hosts: list[str] | None = None) -> PlanReadi
         When a job would open anything but the target.
     benchlib.runner.reading.FioRefusedJob
         When fio does not accept a job.
+
     """
     hosts = hosts or list(plan.hosts)
     cells = plan.cells()
@@ -224,16 +241,19 @@ def read_plan(plan: Plan, fio: str, hosts: list[str] | None = None) -> PlanReadi
     opened = {(key, host): files[f"{key} on {host}"] for key, host in jobs}
     for (key, host), found in opened.items():
         if found != (plan.target.path_for(host),):
-            raise UnsafeTargetError(f"cell {key} on {host}: fio would open {list(found)}, not only the target "
-                                    f"{plan.target.path_for(host)}; benchlib runs no such job")
+            raise UnsafeTargetError(
+                f"cell {key} on {host}: fio would open {list(found)}, not only the target "
+                f"{plan.target.path_for(host)}; benchlib runs no such job"
+            )
     writing = writing_jobs(fio, {cell.key: jobs[(cell.key, hosts[0])] for cell in cells})
     return PlanReading(writing=frozenset(writing), files=opened)
 
 
 # ---------------------------------------------------------------- plan output
 
+
 def cell_dir(plan: Plan, repetition: int, cell: Cell) -> Path:
-    """The folder of one cell and repetition."""
+    """Return the folder of one cell and repetition."""
     return plan.output / cell.key / f"r{repetition}"
 
 
@@ -254,8 +274,15 @@ def _study_toml(plan: Plan) -> str:
     def q(text: str) -> str:  # a JSON string is a TOML basic string, once DEL is escaped too
         return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
-    lines = [STUDY_HEADER, "[study]", f"name = {q(plan.name)}", f"title = {q(plan.title)}", f"citation = {q(plan.citation)}",
-             "", "[factors]"]
+    lines = [
+        STUDY_HEADER,
+        "[study]",
+        f"name = {q(plan.name)}",
+        f"title = {q(plan.title)}",
+        f"citation = {q(plan.citation)}",
+        "",
+        "[factors]",
+    ]
     lines += [f"{name} = [{', '.join(q(level) for level in levels)}]" for name, levels in plan.study_factors().items()]
     return "\n".join(lines) + "\n"
 
@@ -269,8 +296,10 @@ def _own_file(path: Path, looks_ours: Callable[[str], bool]) -> None:
     except (OSError, ValueError):
         ours = False
     if not ours:
-        raise RunError(f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
-                       "folder of its own (set [run] output in the plan)")
+        raise RunError(
+            f"{path} exists and was not written by `benchlib run`; the plan's output must be a study "
+            "folder of its own (set [run] output in the plan)"
+        )
 
 
 def _write_study(plan: Plan) -> None:
@@ -278,8 +307,10 @@ def _write_study(plan: Plan) -> None:
     text = _study_toml(plan)
     _own_file(path, lambda old: old.startswith(STUDY_HEADER))
     if path.exists() and tomllib.loads(path.read_text(encoding="utf-8")).get("study", {}).get("name") != plan.name:
-        raise RunError(f"{path} holds the runs of study {tomllib.loads(path.read_text(encoding='utf-8'))['study']['name']!r}, "
-                       f"not {plan.name!r}; give this plan an output folder of its own ([run] output)")
+        raise RunError(
+            f"{path} holds the runs of study {tomllib.loads(path.read_text(encoding='utf-8'))['study']['name']!r}, "
+            f"not {plan.name!r}; give this plan an output folder of its own ([run] output)"
+        )
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         replace_file(path, text)
 
@@ -296,14 +327,19 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
     _own_file(path, lambda old: "plan_sha256" in json.loads(old))
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     if earlier.get("target", record["target"]) != record["target"]:
-        raise RunError(f"{plan.output} holds runs made on {earlier['target']}, and the plan now names "
-                       f"{record['target']}; give this plan an output folder of its own ([run] output)")
+        raise RunError(
+            f"{plan.output} holds runs made on {earlier['target']}, and the plan now names "
+            f"{record['target']}; give this plan an output folder of its own ([run] output)"
+        )
     replace_file(path, json.dumps(record, indent=1) + "\n")
 
 
 def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
-    """The option lines of one cell's job on one host (``filename`` first); every word passed the plan's
-    vocabulary check (:mod:`benchlib.runner.vocabulary`)."""
+    """Return the option lines of one cell's job on one host.
+
+    Return the option lines of one cell's job on one host (``filename`` first); every word passed the plan's
+    vocabulary check (:mod:`benchlib.runner.vocabulary`).
+    """
     lines = [f"filename={target}", f"size={plan.target.size_bytes}", f"runtime={plan.runtime_s}"]
     if plan.ramp_time_s:
         lines.append(f"ramp_time={plan.ramp_time_s}")
@@ -311,15 +347,18 @@ def job_lines(plan: Plan, cell: Cell, target: str) -> list[str]:
 
 
 def job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
-    """The fio job file of one cell on one host: the lines fio was asked about, then the job's section.
+    """Return the fio job file of one cell on one host: the lines fio was asked about, then the job's section.
 
     With ``fd`` (a descriptor of ``target`` that benchlib opened and checked) fio opens ``/dev/fd/<fd>``.
     """
     if fd is None:
         return "[global]\n" + "\n".join(job_lines(plan, cell, target)) + f"\n\n[{cell.profile}]\n"
     lines = job_lines(plan, cell, f"/dev/fd/{fd}")
-    return (f"# /dev/fd/{fd} is {target}, opened and checked by benchlib just before fio started\n[global]\n"
-            + "\n".join(lines) + f"\n\n[{cell.profile}]\n")
+    return (
+        f"# /dev/fd/{fd} is {target}, opened and checked by benchlib just before fio started\n[global]\n"
+        + "\n".join(lines)
+        + f"\n\n[{cell.profile}]\n"
+    )
 
 
 def _check_cell_folders(plan: Plan) -> None:
@@ -328,16 +367,25 @@ def _check_cell_folders(plan: Plan) -> None:
     for repetition, cell in plan.order():
         folder = cell_dir(plan, repetition, cell)
         if folder.exists() and folder.resolve() != root / folder.relative_to(plan.output):
-            raise RunError(f"{folder} is reached through a link; benchlib writes only into cell folders it made "
-                           "itself. Remove the link")
+            raise RunError(
+                f"{folder} is reached through a link; benchlib writes only into cell folders it made "
+                "itself. Remove the link"
+            )
 
 
 def _discard_partials(plan: Plan) -> int:
-    """Remove the half-written output of interrupted cells: ``.partial-attempt-N`` folders in the plan's
-    own cell folders, and nothing else (the output folder may hold other things)."""
+    """Remove the half-written output of interrupted cells.
+
+    Remove the half-written output of interrupted cells: ``.partial-attempt-N`` folders in the plan's
+    own cell folders, and nothing else (the output folder may hold other things).
+    """
     _check_cell_folders(plan)
-    stale = [p for repetition, cell in plan.order() for p in cell_dir(plan, repetition, cell).glob(".partial-attempt-*")
-             if p.is_dir() and not p.is_symlink()]
+    stale = [
+        p
+        for repetition, cell in plan.order()
+        for p in cell_dir(plan, repetition, cell).glob(".partial-attempt-*")
+        if p.is_dir() and not p.is_symlink()
+    ]
     for path in stale:
         shutil.rmtree(path)
     return len(stale)
@@ -348,12 +396,16 @@ def _locked(output: Path) -> Iterator[None]:
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise RunError(f"cannot make the plan's output folder {output} ({exc.strerror}); set [run] output to a folder "
-                       "benchlib may write") from None
+        raise RunError(
+            f"cannot make the plan's output folder {output} ({exc.strerror}); set [run] output to a folder "
+            "benchlib may write"
+        ) from None
     try:  # never truncated, never through a link: the file only carries the lock
         fd = os.open(output / ".benchlib-run.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
-        raise RunError(f"cannot lock {output} ({exc.strerror}); the plan's output must be a folder benchlib may write") from None
+        raise RunError(
+            f"cannot lock {output} ({exc.strerror}); the plan's output must be a folder benchlib may write"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -385,16 +437,22 @@ def _die_with_parent() -> None:  # runs in the fio child before exec
 
 # ---------------------------------------------------------------- one cell
 
+
 def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], dict[str, str], dict[str, list[str]]]:
-    """Hosts with error-free results in a fio output file, reasons for the others, and per host
-    the disks under its target as fio reported them (``disk_util``)."""
+    """Return the hosts with error-free results in a fio output file.
+
+    Hosts with error-free results in a fio output file, reasons for the others, and per host
+    the disks under its target as fio reported them (``disk_util``).
+    """
     try:
         tables = read(path, "fio-json")
     except FormatError as exc:
         return set(), dict.fromkeys(hosts, f"fio wrote no usable result ({exc.expected})"), {}
     counters = tables.host_counters.drop_nulls("host")
-    disks = {host: group["instance"].unique(maintain_order=True).to_list()
-             for (host,), group in counters.group_by("host", maintain_order=True)}
+    disks = {
+        host: group["instance"].unique(maintain_order=True).to_list()
+        for (host,), group in counters.group_by("host", maintain_order=True)
+    }
     results = tables.results.join(tables.runs.select("run_id", "host"), on="run_id")
     ok, failed = set(), {}
     for host in hosts:
@@ -403,7 +461,9 @@ def _host_results(path: Path, hosts: list[str], local: bool) -> tuple[set[str], 
         if rows.height and not errors:
             ok.add(host)
         else:
-            failed[host] = f"fio error {errors[0]}" if errors else "no result from this host (it dropped out or never started)"
+            failed[host] = (
+                f"fio error {errors[0]}" if errors else "no result from this host (it dropped out or never started)"
+            )
     return ok, failed, disks
 
 
@@ -416,13 +476,25 @@ def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
             failed[host] += f": {lines[-1]}"
 
 
-def _run_fio(command: list[str], cwd: Path, limit: float, tick: Callable[[float], None],
-             fds: tuple[int, ...] = ()) -> tuple[int, str]:
-    """Run fio in its own session (with ``fds`` open in it); on Ctrl-C stop it (and the servers' jobs),
-    remove ``cwd`` and re-raise."""
+def _run_fio(
+    command: list[str], cwd: Path, limit: float, tick: Callable[[float], None], fds: tuple[int, ...] = ()
+) -> tuple[int, str]:
+    """Run fio in its own session, stopping it on any interruption.
+
+    Run fio in its own session (with ``fds`` open in it); on Ctrl-C stop it (and the servers' jobs),
+    remove ``cwd`` and re-raise.
+    """
     began = time.monotonic()
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_die_with_parent, pass_fds=fds)
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+        pass_fds=fds,
+    )
     try:
         while proc.poll() is None:
             time.sleep(0.2)
@@ -458,10 +530,20 @@ def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, s
             (partial / host).rmdir()
 
 
-def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, hosts: list[str],
-             targets: dict[str, str], order_index: int, tick: Callable[[float], None],
-             remote_facts: dict[str, dict] | None = None, writes: bool = True,
-             fds: dict[str, int] | None = None) -> tuple[set[str], dict[str, str]]:
+def run_cell(
+    plan: Plan,
+    fio: str,
+    version: str,
+    repetition: int,
+    cell: Cell,
+    hosts: list[str],
+    targets: dict[str, str],
+    order_index: int,
+    tick: Callable[[float], None],
+    remote_facts: dict[str, dict] | None = None,
+    writes: bool = True,
+    fds: dict[str, int] | None = None,
+) -> tuple[set[str], dict[str, str]]:
     """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
 
     ``remote_facts``: what each remote host's fio server said about its machine (:func:`server_facts`).
@@ -501,17 +583,24 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
     _sort_logs(partial, hosts, local, failed)
     if stderr.strip():
         (partial / "fio.stderr.txt").write_text(stderr, encoding="utf-8")
-    facts = {h: host_facts(targets[h]) if h not in remote_facts and (local or is_local(h))
-             else {**remote_facts.get(h, {"note": "remote host: only what fio reports"}), "target": targets[h],
-                   "target_disks": disks.get(h, [])}
-             for h in hosts}
+    facts = {
+        h: host_facts(targets[h])
+        if h not in remote_facts and (local or is_local(h))
+        else {
+            **remote_facts.get(h, {"note": "remote host: only what fio reports"}),
+            "target": targets[h],
+            "target_disks": disks.get(h, []),
+        }
+        for h in hosts
+    }
     local_name = facts[hosts[0]]["hostname"] if local else None
     files = {
         p.relative_to(partial).as_posix(): {
             "sha256": sha256_of(p),
             "host": local_name or (p.parent.name if p.parent != partial else None),
         }
-        for p in sorted(partial.rglob("*")) if p.is_file()
+        for p in sorted(partial.rglob("*"))
+        if p.is_file()
     }
     manifest = {
         "benchlib_version": __version__,
@@ -542,6 +631,7 @@ def run_cell(plan: Plan, fio: str, version: str, repetition: int, cell: Cell, ho
 
 
 # ---------------------------------------------------------------- the plan
+
 
 def cell_seconds(plan: Plan) -> float:
     """Estimated wall time of one cell."""
@@ -574,13 +664,24 @@ def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str],
     if plan.facts_command:
         for host in hosts:
             own = command_facts(plan.facts_command, host, plan.target.path_for(host))
-            facts[host] = {**facts[host], **own, "note": "remote host: its fio server's probe and the plan's facts_command"
-                           if "facts_error" not in own else facts[host].get("note")}
+            facts[host] = {
+                **facts[host],
+                **own,
+                "note": "remote host: its fio server's probe and the plan's facts_command"
+                if "facts_error" not in own
+                else facts[host].get("note"),
+            }
     return facts
 
 
-def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[[float, float, str], None] | None = None,
-             remote: Callable[[str], bool] | None = None, reading: PlanReading | None = None) -> RunSummary:
+def run_plan(
+    plan: Plan,
+    *,
+    destroy_data: str | None = None,
+    progress: Callable[[float, float, str], None] | None = None,
+    remote: Callable[[str], bool] | None = None,
+    reading: PlanReading | None = None,
+) -> RunSummary:
     """Run every cell of a plan that is not done yet.
 
     Parameters
@@ -603,6 +704,7 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
         On Ctrl-C or SIGTERM: completed cells are kept, the current one is discarded.
     UnsafeTargetError
         Before anything is written, or before the cell whose target changed.
+
     """
     fio = fio_binary()
     version = fio_version(fio)
@@ -633,9 +735,21 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
                 try:
                     with guard.opened(hosts) as fds:
                         ok, failed = run_cell(
-                            plan, fio, version, repetition, cell, hosts, targets, index,
-                            lambda s, base=spent, lab=label: progress and progress(base + min(s, cell_seconds(plan)), total, lab),
-                            remote_facts, writes, fds)
+                            plan,
+                            fio,
+                            version,
+                            repetition,
+                            cell,
+                            hosts,
+                            targets,
+                            index,
+                            lambda s, base=spent, lab=label: (
+                                progress and progress(base + min(s, cell_seconds(plan)), total, lab)
+                            ),
+                            remote_facts,
+                            writes,
+                            fds,
+                        )
                 except KeyboardInterrupt:
                     raise RunInterrupted(
                         f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
@@ -649,8 +763,9 @@ def run_plan(plan: Plan, *, destroy_data: str | None = None, progress: Callable[
     return summary
 
 
-def _tally(summary: RunSummary, plan: Plan, cell: Cell, repetition: int, ok: set[str], failed: dict[str, str],
-           live: list[str]) -> None:
+def _tally(
+    summary: RunSummary, plan: Plan, cell: Cell, repetition: int, ok: set[str], failed: dict[str, str], live: list[str]
+) -> None:
     summary.done += len(ok)
     for host, reason in failed.items():
         summary.missing.append(Missing(cell.key, repetition, host, reason))

@@ -86,7 +86,11 @@ PROFILES: dict[str, dict] = {
     },
     "rwmix-sweep": {
         "options": {"rw": "randrw", "bs": "4k", "numjobs": 8, "iodepth": 8},
-        "sweep": {"factor": "write_pct", "option": "rwmixwrite", "levels": [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]},
+        "sweep": {
+            "factor": "write_pct",
+            "option": "rwmixwrite",
+            "levels": [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+        },
     },
 }
 
@@ -163,7 +167,7 @@ class Target:
     size_bytes: int
 
     def path_for(self, host: str) -> str:
-        """The target path on ``host`` (``{host}`` in a file path becomes the host name)."""
+        """Return the target path on ``host`` (``{host}`` in a file path becomes the host name)."""
         path = self.file if self.file is not None else self.device
         assert path is not None
         return path.replace("{host}", _safe(host))
@@ -228,7 +232,7 @@ class Plan:
         return ordered
 
     def study_factors(self) -> dict[str, list[str]]:
-        """The factors the recorded study declares: profile, sweep factors, then matrix factors."""
+        """Return the factors the recorded study declares: profile, sweep factors, then matrix factors."""
         factors: dict[str, list[str]] = {"profile": [p.name for p in self.profiles]}
         for profile in self.profiles:
             if profile.sweep_factor:
@@ -244,7 +248,7 @@ def _safe(text: str) -> str:
 
 
 def _text(value: object, path: Path | None = None, where: str = "") -> str:
-    """A plan value as text: a string, a whole or decimal number, or a boolean (1/0); nothing else."""
+    """Return a plan value as text: a string, a whole or decimal number, or a boolean (1/0); nothing else."""
     if isinstance(value, bool):
         return "1" if value else "0"
     if not isinstance(value, str | int | float):
@@ -253,7 +257,7 @@ def _text(value: object, path: Path | None = None, where: str = "") -> str:
 
 
 def _table(path: Path, where: str, value: object, keys: set[str] | None = None) -> dict:
-    """A TOML table, with only ``keys`` when given (a misspelled key is an error, not silently ignored)."""
+    """Return a TOML table, with only ``keys`` when given (a misspelled key is an error, not silently ignored)."""
     if not isinstance(value, dict):
         raise PlanError(f"{path}: {where} must be a table, not {value!r}")
     unknown = sorted(set(value) - keys) if keys is not None else []
@@ -264,7 +268,7 @@ def _table(path: Path, where: str, value: object, keys: set[str] | None = None) 
 
 def _list(path: Path, where: str, value: object) -> list:
     if not isinstance(value, list):
-        raise PlanError(f"{path}: {where} must be a list such as [\"a\", \"b\"], not {value!r}")
+        raise PlanError(f'{path}: {where} must be a list such as ["a", "b"], not {value!r}')
     return value
 
 
@@ -284,15 +288,17 @@ def _option(path: Path, where: str, key: object, value: object, allowed: frozens
 
 def _options(path: Path, where: str, table: object, allowed: frozenset[str]) -> dict[str, str]:
     if not isinstance(table, dict):
-        raise PlanError(f"{path}: {where} must be a table of fio options such as {{ rw = \"randread\", bs = \"4k\" }}")
+        raise PlanError(f'{path}: {where} must be a table of fio options such as {{ rw = "randread", bs = "4k" }}')
     return dict(_option(path, where, k, v, allowed) for k, v in table.items())
 
 
 def _profile_name(path: Path, where: str, name: str) -> str:
-    """A profile name: a folder name of the study and fio's job section name."""
+    """Return a profile name: a folder name of the study and fio's job section name."""
     if not _PROFILE_NAME.fullmatch(name):
-        raise PlanError(f"{path}: {where}: profile name {name!r} is refused: a profile name is letters, digits, "
-                        "'.', '_' and '-' (it names the cell's folder and fio's job section)")
+        raise PlanError(
+            f"{path}: {where}: profile name {name!r} is refused: a profile name is letters, digits, "
+            "'.', '_' and '-' (it names the cell's folder and fio's job section)"
+        )
     return _checked(path, where, name, name_problem(name))
 
 
@@ -303,23 +309,31 @@ def _level(path: Path, where: str, value: object) -> str:
 
 def _factor(path: Path, name: str, table: object, allowed: frozenset[str]) -> Factor:
     if not _FACTOR_NAME.fullmatch(name):
-        raise PlanError(f"{path}: [matrix.{name!r}]: a factor name is a letter, then letters, digits or _ "
-                        "(it becomes a column and a folder name)")
+        raise PlanError(
+            f"{path}: [matrix.{name!r}]: a factor name is a letter, then letters, digits or _ "
+            "(it becomes a column and a folder name)"
+        )
     if name in RUNS or name in _NOT_FACTORS:
         raise PlanError(f"{path}: [matrix.{name}]: {name!r} is a column benchlib already has; rename the factor")
     table = _table(path, f"[matrix.{name}]", table, _KEYS["matrix"])
     if not table.get("levels"):
         raise PlanError(f"{path}: [matrix.{name}] needs levels = [...]")
-    levels = tuple(_level(path, f"[matrix.{name}] levels", v) for v in _list(path, f"[matrix.{name}] levels", table["levels"]))
+    levels = tuple(
+        _level(path, f"[matrix.{name}] levels", v) for v in _list(path, f"[matrix.{name}] levels", table["levels"])
+    )
     if len(set(levels)) != len(levels):
         raise PlanError(f"{path}: [matrix.{name}] lists a level twice: {list(levels)}")
     options: dict[str, dict[str, str]] = {}
     if "option" in table:
         option = str(table["option"])
-        options = dict((level, dict([_option(path, f"[matrix.{name}] option", option, level, allowed)])) for level in levels)
+        options = dict(
+            (level, dict([_option(path, f"[matrix.{name}] option", option, level, allowed)])) for level in levels
+        )
     for level, opts in _table(path, f"[matrix.{name}] options", table.get("options", {})).items():
         if str(level) not in levels:
-            raise PlanError(f"{path}: [matrix.{name}] options.{level}: {level!r} is not one of the levels {list(levels)}")
+            raise PlanError(
+                f"{path}: [matrix.{name}] options.{level}: {level!r} is not one of the levels {list(levels)}"
+            )
         options.setdefault(str(level), {}).update(_options(path, f"[matrix.{name}] options.{level}", opts, allowed))
     return Factor(name, levels, options)
 
@@ -332,31 +346,49 @@ def _profile(path: Path, index: int, entry: object, factors: dict[str, Factor], 
         if base is None:
             raise PlanError(f"{path}: {where}: no built-in profile {entry['use']!r}; built-ins: {', '.join(PROFILES)}")
         name = str(entry.get("name", entry["use"]))
-        options = _options(path, where, base["options"] | _table(path, f"{where} options", entry.get("options", {})), allowed)
+        options = _options(
+            path, where, base["options"] | _table(path, f"{where} options", entry.get("options", {})), allowed
+        )
         sweep = dict(base.get("sweep", {})) | _table(path, f"{where} sweep", entry.get("sweep", {}), _KEYS["sweep"])
     elif "name" in entry and "options" in entry:
         name = str(entry["name"])
         options = _options(path, f"{where} ({name!r}) options", entry["options"], allowed)
         sweep = _table(path, f"{where} sweep", entry.get("sweep", {}), _KEYS["sweep"])
     else:
-        raise PlanError(f"{path}: {where} needs use = \"<built-in>\" or name = ... with options = {{...}}")
+        raise PlanError(f'{path}: {where} needs use = "<built-in>" or name = ... with options = {{...}}')
     _profile_name(path, f"{where} name", name)
     if sweep and not {"factor", "option", "levels"} <= set(sweep):
         raise PlanError(f"{path}: {where} ({name}) sweep needs factor, option and levels")
     if sweep and not _FACTOR_NAME.fullmatch(str(sweep["factor"])):
-        raise PlanError(f"{path}: {where} ({name}) sweep factor {sweep['factor']!r}: a factor name is a letter, "
-                        "then letters, digits or _")
-    levels = tuple(_option(path, f"{where} ({name}) sweep", sweep["option"], v, allowed)[1]
-                   for v in _list(path, f"{where} ({name}) sweep levels", sweep["levels"])) if sweep else ()
-    hold = {str(k): _text(v, path, f"{where} hold") for k, v in _table(path, f"{where} hold", entry.get("hold", {})).items()}
+        raise PlanError(
+            f"{path}: {where} ({name}) sweep factor {sweep['factor']!r}: a factor name is a letter, "
+            "then letters, digits or _"
+        )
+    levels = (
+        tuple(
+            _option(path, f"{where} ({name}) sweep", sweep["option"], v, allowed)[1]
+            for v in _list(path, f"{where} ({name}) sweep levels", sweep["levels"])
+        )
+        if sweep
+        else ()
+    )
+    hold = {
+        str(k): _text(v, path, f"{where} hold") for k, v in _table(path, f"{where} hold", entry.get("hold", {})).items()
+    }
     for factor, level in hold.items():
         if factor not in factors:
-            raise PlanError(f"{path}: {where} ({name}) holds {factor!r}, which [matrix] does not declare "
-                            f"(declared: {', '.join(factors) or 'none'})")
+            raise PlanError(
+                f"{path}: {where} ({name}) holds {factor!r}, which [matrix] does not declare "
+                f"(declared: {', '.join(factors) or 'none'})"
+            )
         if level not in factors[factor].levels:
-            raise PlanError(f"{path}: {where} ({name}) holds {factor} = {level!r}, not one of {list(factors[factor].levels)}")
+            raise PlanError(
+                f"{path}: {where} ({name}) holds {factor} = {level!r}, not one of {list(factors[factor].levels)}"
+            )
     if sweep and (sweep["factor"] in factors or sweep["factor"] in RUNS or sweep["factor"] in _NOT_FACTORS):
-        raise PlanError(f"{path}: {where} ({name}) sweep factor {sweep['factor']!r} clashes with a matrix factor or column")
+        raise PlanError(
+            f"{path}: {where} ({name}) sweep factor {sweep['factor']!r} clashes with a matrix factor or column"
+        )
     return Profile(
         name=name,
         options=options,
@@ -385,20 +417,24 @@ def _target(path: Path, table: object) -> Target:
     table = _table(path, "[target]", table, _KEYS["target"])
     file, device = table.get("file"), table.get("device")
     if (file is None) == (device is None):
-        raise PlanError(f"{path}: [target] needs exactly one of file = \"/path/{{host}}.dat\" or device = \"/dev/...\"")
+        raise PlanError(f'{path}: [target] needs exactly one of file = "/path/{{host}}.dat" or device = "/dev/..."')
     size = parse_job_size(str(table.get("size", ""))) if "size" in table else None
     if not size:
-        raise PlanError(f"{path}: [target] needs size = \"256MiB\" (the region fio works in)")
+        raise PlanError(f'{path}: [target] needs size = "256MiB" (the region fio works in)')
     if file is not None:
         _checked(path, "[target] file", str(file), file_target_problem(str(file)))
     if device is not None:
         _checked(path, "[target] device", str(device), path_problem(str(device)))
     if device is not None and "{" in str(device):
-        raise PlanError(f"{path}: [target] device {device!r}: a device is named exactly, as --destroy-data must name "
-                        "it ({{host}} is for file targets)")
+        raise PlanError(
+            f"{path}: [target] device {device!r}: a device is named exactly, as --destroy-data must name "
+            "it ({{host}} is for file targets)"
+        )
     if size < 1 << 20:
-        raise PlanError(f"{path}: [target] size {table.get('size')!r} is under 1 MiB; give the region fio works in, "
-                        "e.g. size = \"256MiB\"")
+        raise PlanError(
+            f"{path}: [target] size {table.get('size')!r} is under 1 MiB; give the region fio works in, "
+            'e.g. size = "256MiB"'
+        )
     return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
 
 
@@ -407,11 +443,15 @@ def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
     if command is None:
         return None
     if not isinstance(command, str) or "{host}" not in command:
-        raise PlanError(f"{path}: [hosts] facts_command must be a command with {{host}} in it, "
-                        "e.g. \"ssh -o BatchMode=yes {host} sh -s -- {target}\"")
+        raise PlanError(
+            f"{path}: [hosts] facts_command must be a command with {{host}} in it, "
+            'e.g. "ssh -o BatchMode=yes {host} sh -s -- {target}"'
+        )
     if not allowed:
-        raise PlanError(f"{path}: [hosts] facts_command is a shell command benchlib would run on this machine "
-                        f"({command!r}); if you mean it, run with --allow-facts-command")
+        raise PlanError(
+            f"{path}: [hosts] facts_command is a shell command benchlib would run on this machine "
+            f"({command!r}); if you mean it, run with --allow-facts-command"
+        )
     return command
 
 
@@ -427,6 +467,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     ------
     PlanError
         When the file is missing, not TOML, or inconsistent; the message says where and what to do.
+
     """
     path = Path(path)
     if not path.is_file():
@@ -434,26 +475,39 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     data = read_toml(path, PlanError)
     unknown = sorted(set(data) - {"study", "run", "target", "hosts", "matrix", "profiles", "options"})
     if unknown:
-        raise PlanError(f"{path}: unknown section(s) {', '.join(unknown)}; "
-                        "a plan has study, run, target, hosts, matrix, profiles and options")
+        raise PlanError(
+            f"{path}: unknown section(s) {', '.join(unknown)}; "
+            "a plan has study, run, target, hosts, matrix, profiles and options"
+        )
     study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
     run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
     if "target" not in data:
         raise PlanError(f"{path}: no [target]; say where fio may do its I/O (file = ... or device = ...)")
     allowed = frozenset(allow_options)
-    factors = {name: _factor(path, name, table, allowed)
-               for name, table in _table(path, "[matrix]", data.get("matrix", {})).items()}
+    factors = {
+        name: _factor(path, name, table, allowed)
+        for name, table in _table(path, "[matrix]", data.get("matrix", {})).items()
+    }
     if not data.get("profiles"):
-        raise PlanError(f"{path}: no [[profiles]]; add at least one, e.g. [[profiles]] use = \"randread-4k\"")
-    profiles = tuple(_profile(path, i, e, factors, allowed)
-                     for i, e in enumerate(_list(path, "[[profiles]]", data["profiles"])))
+        raise PlanError(f'{path}: no [[profiles]]; add at least one, e.g. [[profiles]] use = "randread-4k"')
+    profiles = tuple(
+        _profile(path, i, e, factors, allowed) for i, e in enumerate(_list(path, "[[profiles]]", data["profiles"]))
+    )
     names = [p.name for p in profiles]
     if len(set(names)) != len(names):
-        raise PlanError(f"{path}: two profiles share a name ({names}); give one of them name = \"...\"")
+        raise PlanError(f'{path}: two profiles share a name ({names}); give one of them name = "..."')
     hosts = _table(path, "[hosts]", data.get("hosts", {}), _KEYS["hosts"])
-    servers = tuple(_checked(path, "[hosts] servers", str(s), None if _HOST.fullmatch(str(s)) else
-                             "a fio server is a host name or address (letters, digits, '.', ':', '-', '_')")
-                    for s in _list(path, "[hosts] servers", hosts.get("servers", [])))
+    servers = tuple(
+        _checked(
+            path,
+            "[hosts] servers",
+            str(s),
+            None
+            if _HOST.fullmatch(str(s))
+            else "a fio server is a host name or address (letters, digits, '.', ':', '-', '_')",
+        )
+        for s in _list(path, "[hosts] servers", hosts.get("servers", []))
+    )
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
     output = path.parent / str(run.get("output", "."))
@@ -473,11 +527,14 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         facts_command=_facts_command(path, hosts, allow_facts_command),
         factors=tuple(factors.values()),
         profiles=profiles,
-        base_options={k: _text(v) for k, v in BASE_OPTIONS.items()} | _options(path, "[options]", data.get("options", {}), allowed),
+        base_options={k: _text(v) for k, v in BASE_OPTIONS.items()}
+        | _options(path, "[options]", data.get("options", {}), allowed),
     )
     keys = [cell.key for cell in plan.cells()]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
-        raise PlanError(f"{path}: two cells would share the folder {twice[0]!r} (levels that differ only in "
-                        "characters a folder name cannot hold, or a name used twice); rename a level or profile")
+        raise PlanError(
+            f"{path}: two cells would share the folder {twice[0]!r} (levels that differ only in "
+            "characters a folder name cannot hold, or a name used twice); rename a level or profile"
+        )
     return plan

@@ -42,11 +42,19 @@ def _fio(fio: str, folder: Path, sections: Sequence[tuple[int, Sequence[str]]], 
     job = folder / "check.fio"
     job.write_text(text, encoding="utf-8")
     try:
-        done = subprocess.run([fio, "--parse-only", *flags, job.name], cwd=folder, capture_output=True, text=True,
-                              timeout=120, check=False)
+        done = subprocess.run(
+            [fio, "--parse-only", *flags, job.name],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise FioRefusedJob("fio did not finish parsing the plan's jobs in 120 s (an option opens something that "
-                            "does not answer, such as a FIFO); check the options") from None
+        raise FioRefusedJob(
+            "fio did not finish parsing the plan's jobs in 120 s (an option opens something that "
+            "does not answer, such as a FIFO); check the options"
+        ) from None
     return done.returncode, done.stdout + done.stderr
 
 
@@ -54,21 +62,26 @@ def _files_per_job(output: str, count: int) -> list[tuple[str, ...]]:
     """Split fio's ``add file`` debug lines by job: each job's first line is its ``filename``."""
     starts = [m.start() for m in _NEW_JOB.finditer(output)] + [len(output)]
     if len(starts) != count + 1:
-        raise FioRefusedJob(f"fio's parse debug output did not show {count} jobs (it showed {len(starts) - 1}); "
-                            "benchlib cannot tell which files the jobs open")
+        raise FioRefusedJob(
+            f"fio's parse debug output did not show {count} jobs (it showed {len(starts) - 1}); "
+            "benchlib cannot tell which files the jobs open"
+        )
     return [tuple(_ADD_FILE.findall(output, starts[i], starts[i + 1])) for i in range(count)]
 
 
 def _refusal(output: str, names: Sequence[str]) -> str:
     output = re.sub(r"benchlib-check-(\d+)", lambda m: names[int(m[1])], output)
-    lines = [line.strip() for line in output.splitlines()
-             if line.strip() and not line.startswith(("parse ", "file ", "fio: set debug"))]
+    lines = [
+        line.strip()
+        for line in output.splitlines()
+        if line.strip() and not line.startswith(("parse ", "file ", "fio: set debug"))
+    ]
     useful = [line for line in lines if "Bad option" in line or "failed" in line or "fio:" in line or "Did you" in line]
     return "; ".join((useful or lines)[-3:]) or "no message"
 
 
 def files_of(fio: str, jobs: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
-    """The files fio would open for each job, given as the option lines (``key=value``, ``filename`` first).
+    """Return the files fio would open for each job, given as the option lines (``key=value``, ``filename`` first).
 
     Raises
     ------
@@ -87,7 +100,7 @@ def files_of(fio: str, jobs: Mapping[str, Sequence[str]]) -> dict[str, tuple[str
 
 
 def writing_jobs(fio: str, jobs: Mapping[str, Sequence[str]]) -> set[str]:
-    """The jobs that write or trim, by fio's own read-only check (and :data:`WRITES_UNLESS`).
+    """Return the jobs that write or trim, by fio's own read-only check (and :data:`WRITES_UNLESS`).
 
     Raises
     ------
@@ -105,7 +118,9 @@ def writing_jobs(fio: str, jobs: Mapping[str, Sequence[str]]) -> set[str]:
                 break
             refused = _DROPPED.search(output)
             if refused is None or "write or trim bit" not in output:
-                raise FioRefusedJob(f"fio refused a job in read-only mode without saying it writes: {_refusal(output, names)}")
+                raise FioRefusedJob(
+                    f"fio refused a job in read-only mode without saying it writes: {_refusal(output, names)}"
+                )
             writes.add(names[int(refused[1])])
             left = [s for s in left if s[0] != int(refused[1])]
     return writes

@@ -5,10 +5,10 @@ Rules (DESIGN.md contract 9):
 * A **file** target is used only if benchlib created it. benchlib creates it
   (never over an existing file, never larger than the free space): the region
   fio works in, then 4 KiB holding a random token (:class:`FileClaim`), recorded
-  in benchlib's state folder on this machine, never in a study. A path that is a link, a file with a second hard link, another
-  inode, or a file without the token (a user's file re-created under a reused
-  inode number) is refused; the marker ``<file>.benchlib-target`` beside it is
-  for people and proves nothing.
+  in benchlib's state folder on this machine, never in a study. A path that is
+  a link, a file with a second hard link, another inode, or a file without the
+  token (a user's file re-created under a reused inode number) is refused; the
+  marker ``<file>.benchlib-target`` beside it is for people and proves nothing.
 * A **block device** is never written unless the user named that exact device
   with ``--destroy-data=<device>``. Even then a device that is in use (mounted,
   in this or any other mount namespace, active swap, held by LVM, RAID,
@@ -89,8 +89,13 @@ class DeviceReport:
     @property
     def in_use(self) -> list[str]:
         """Reasons the device is in use right now (mounted, swap, holders, exclusive users, loop devices on it)."""
-        return ([f"mounted at {m}" for m in self.mounts] + [f"active swap {s}" for s in self.swaps]
-                + [f"held by {h}" for h in self.holders] + self.busy + [f"the loop device {lo} sits on its storage" for lo in self.loops])
+        return (
+            [f"mounted at {m}" for m in self.mounts]
+            + [f"active swap {s}" for s in self.swaps]
+            + [f"held by {h}" for h in self.holders]
+            + self.busy
+            + [f"the loop device {lo} sits on its storage" for lo in self.loops]
+        )
 
     @property
     def contents(self) -> list[str]:
@@ -105,7 +110,7 @@ def scan_signatures(path: str | Path) -> list[str]:
         head = handle.read(_HEAD_BYTES)
     found = []
     for offset, magic, name in SIGNATURES:
-        if head[offset:offset + len(magic)] == magic and name not in found:
+        if head[offset : offset + len(magic)] == magic and name not in found:
             found.append(name)
     if not found and head.strip(b"\0"):
         found.append("non-zero data in its first MiB (no signature benchlib knows)")
@@ -173,7 +178,7 @@ def inspect_device(
 
 
 def _open_by_processes(rdev: int, procfs: Path = Path("/proc")) -> list[str]:
-    """Processes holding the device open (a VM's disk, an NBD or iSCSI target): what ``fuser`` reports."""
+    """Process holding the device open (a VM's disk, an NBD or iSCSI target): what ``fuser`` reports."""
     users = []
     me = os.getpid()
     for proc in procfs.iterdir():
@@ -192,14 +197,19 @@ def _open_by_processes(rdev: int, procfs: Path = Path("/proc")) -> list[str]:
 
 
 def _exclusive_users(device: Path) -> list[str]:
-    """Whether the kernel lets benchlib claim the device: it refuses when the device is mounted (in any mount
-    namespace), a swap area, or held by device mapper, RAID or another exclusive opener."""
+    """Tell whether the kernel lets benchlib claim the device.
+
+    Whether the kernel lets benchlib claim the device: it refuses when the device is mounted (in any mount
+    namespace), a swap area, or held by device mapper, RAID or another exclusive opener.
+    """
     try:
         os.close(os.open(device, os.O_RDONLY | os.O_EXCL))
     except OSError as exc:
         if exc.errno == errno.EBUSY:
-            return ["opened exclusively by someone else (mounted, perhaps in another mount namespace or container, "
-                    "or claimed by swap, device mapper or RAID)"]
+            return [
+                "opened exclusively by someone else (mounted, perhaps in another mount namespace or container, "
+                "or claimed by swap, device mapper or RAID)"
+            ]
         raise UnsafeTargetError(f"{device}: cannot open it to check whether it is in use ({exc.strerror})") from None
     return []
 
@@ -210,7 +220,10 @@ def _dev_id(text: str) -> tuple[int, int] | None:
 
 
 def _storage_of(node: Path) -> set[tuple[int, int]]:
-    """The device itself, its parent disk (for a partition) and its partitions: writing it writes their storage."""
+    """Return the device itself, its parent disk (for a partition) and its partitions.
+
+    Writing the device writes their storage.
+    """
     nodes = [node] + [c for c in node.iterdir() if (c / "partition").exists()]
     if (node / "partition").exists():
         nodes.append(node.parent)
@@ -221,7 +234,7 @@ _LOOP_GET_STATUS64 = 0x4C05
 
 
 def _backing_of(loop: Path) -> tuple[str, tuple] | None:
-    """What a loop device sits on: ``("dev", (major, minor))`` or ``("file", (st_dev, st_ino))``.
+    """Return what a loop device sits on: ``("dev", (major, minor))`` or ``("file", (st_dev, st_ino))``.
 
     Asked of the loop driver itself (``LOOP_GET_STATUS64``), so a backing file that was deleted or
     is visible only in another mount namespace is still known; the path in sysfs is the fallback.
@@ -285,13 +298,17 @@ def check_device(
     UnsafeTargetError
         When the device is in use (or, for a loop device, the block device behind it is), or the
         plan writes to it and ``destroy_data`` is not exactly ``device``.
+
     """
     report = inspect_device(device, sysfs=sysfs, procfs=procfs, dev_id=dev_id)
     in_use = list(report.in_use)
     if report.backing and dev_id is None and _is_block(report.backing):
         behind = inspect_device(report.backing, sysfs=sysfs, procfs=procfs)
-        in_use += [f"its backing device {report.backing} is {reason}" for reason in behind.in_use
-                   if reason != f"the loop device /dev/{Path(os.path.realpath(device)).name} sits on its storage"]
+        in_use += [
+            f"its backing device {report.backing} is {reason}"
+            for reason in behind.in_use
+            if reason != f"the loop device /dev/{Path(os.path.realpath(device)).name} sits on its storage"
+        ]
     if in_use:
         raise UnsafeTargetError(
             f"{device} is in use ({'; '.join(in_use)}); benchlib never writes to a device in use. "
@@ -307,8 +324,11 @@ def check_device(
 
 
 def device_identity(device: str | Path) -> dict:
-    """What identifies a block device across reboots and re-attachments: its number and size, its serial
-    or WWID where the disk reports one, and for a loop device the file behind it."""
+    """Return what identifies a block device across reboots.
+
+    Return what identifies a block device across reboots and re-attachments: its number and size, its serial
+    or WWID where the disk reports one, and for a loop device the file behind it.
+    """
     st = os.stat(device)
     node = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve()
     identity: dict = {"dev": f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}", "sectors": _read(node / "size")}
@@ -338,12 +358,15 @@ def held_exclusively(device: str, rdev: int | None = None) -> Iterator[int]:
     try:
         fd = os.open(device, os.O_RDONLY | os.O_EXCL)
     except OSError as exc:
-        raise UnsafeTargetError(f"{device} became busy ({exc.strerror}): something mounted or claimed it; "
-                                "nothing was written in this cell") from None
+        raise UnsafeTargetError(
+            f"{device} became busy ({exc.strerror}): something mounted or claimed it; nothing was written in this cell"
+        ) from None
     if rdev is not None and os.fstat(fd).st_rdev != rdev:
         os.close(fd)
-        raise UnsafeTargetError(f"{device} now names another device than the one benchlib checked (a link "
-                                "changed); nothing was written in this cell")
+        raise UnsafeTargetError(
+            f"{device} now names another device than the one benchlib checked (a link "
+            "changed); nothing was written in this cell"
+        )
     try:
         yield fd
     finally:
@@ -351,7 +374,10 @@ def held_exclusively(device: str, rdev: int | None = None) -> Iterator[int]:
 
 
 def marker_for(path: str | Path) -> Path:
-    """The marker benchlib leaves beside a file target it created (for people; the proof is the study's record)."""
+    """Return the marker benchlib leaves beside a file target it created.
+
+    It is for people; the proof is the study's record.
+    """
     path = Path(path)
     return path.with_name(path.name + MARKER_SUFFIX)
 
@@ -372,34 +398,36 @@ class FileClaim:
     device: int | None = None
 
     def tail(self) -> bytes:
-        """The bytes after the region: the token repeated."""
+        """Return the bytes after the region: the token repeated."""
         return bytes.fromhex(self.token) * (TAIL_BYTES // 16)
 
     def as_record(self) -> dict:
-        """The claim as benchlib records it (:func:`benchlib.runner.targets.read_record`)."""
+        """Return the claim as benchlib records it (:func:`benchlib.runner.targets.read_record`)."""
         return {k: v for k, v in vars(self).items() if v is not None}
 
     @classmethod
     def from_record(cls, record: object) -> FileClaim | None:
-        """A recorded claim, or None when the record is not one."""
+        """Return a recorded claim, or None when the record is not one."""
         if not isinstance(record, dict) or not isinstance(record.get("token"), str) or len(record["token"]) != 32:
             return None
         try:
             bytes.fromhex(record["token"])
-            return cls(token=record["token"], size=int(record["size"]), inode=record.get("inode"),
-                       device=record.get("device"))
+            return cls(
+                token=record["token"], size=int(record["size"]), inode=record.get("inode"), device=record.get("device")
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
 
 def new_claim(size: int) -> FileClaim:
-    """A claim with a fresh random token, for a file not created yet."""
+    """Return a claim with a fresh random token, for a file not created yet."""
     return FileClaim(token=secrets.token_hex(16), size=size)
 
 
 def _refuse_file(path: Path, why: str) -> UnsafeTargetError:
-    return UnsafeTargetError(f"{path}: {why}; benchlib only writes to files it created itself. "
-                             "Choose a new path in [target]")
+    return UnsafeTargetError(
+        f"{path}: {why}; benchlib only writes to files it created itself. Choose a new path in [target]"
+    )
 
 
 def _marker_is_ours(path: Path) -> bool:
@@ -408,7 +436,9 @@ def _marker_is_ours(path: Path) -> bool:
     if not marker.exists() and not marker.is_symlink():
         return True
     try:
-        return not marker.is_symlink() and json.loads(marker.read_text(encoding="utf-8")).get("created_by") == "benchlib"
+        return (
+            not marker.is_symlink() and json.loads(marker.read_text(encoding="utf-8")).get("created_by") == "benchlib"
+        )
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -437,31 +467,45 @@ def check_file(path: str | Path, claim: FileClaim | None, size: int) -> bool:
     ------
     UnsafeTargetError
         When the path exists and benchlib did not create it, or it was replaced, linked or resized since.
+
     """
     path = Path(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         if not _marker_is_ours(path):
-            raise _refuse_file(path, f"it does not exist, but {marker_for(path).name} beside it is someone's file, "
-                                     "which benchlib would write over") from None
+            raise _refuse_file(
+                path,
+                f"it does not exist, but {marker_for(path).name} beside it is someone's file, "
+                "which benchlib would write over",
+            ) from None
         return False
     if not stat.S_ISREG(st.st_mode):
-        raise _refuse_file(path, "it exists and is not a regular file (a link, a folder or a device: for a block "
-                                 "device write device = ... in [target])")
+        raise _refuse_file(
+            path,
+            "it exists and is not a regular file (a link, a folder or a device: for a block "
+            "device write device = ... in [target])",
+        )
     if st.st_nlink != 1:
         raise _refuse_file(path, f"it has {st.st_nlink} hard links, so writing it writes another name's file too")
     if claim is None:
-        raise _refuse_file(path, "it exists and benchlib did not create it (benchlib's record of its targets "
-                                 "does not name it)")
+        raise _refuse_file(
+            path, "it exists and benchlib did not create it (benchlib's record of its targets does not name it)"
+        )
     if (claim.inode, claim.device) != (st.st_ino, st.st_dev):
         raise _refuse_file(path, "it was replaced since benchlib created it (another file now has its name)")
     if claim.size != size:
-        raise _refuse_file(path, f"benchlib created it for a region of {claim.size:,} bytes and the plan now asks "
-                                 f"for {size:,}; fio would re-create it")
+        raise _refuse_file(
+            path,
+            f"benchlib created it for a region of {claim.size:,} bytes and the plan now asks "
+            f"for {size:,}; fio would re-create it",
+        )
     if _tail_of(path, claim.size) != claim.tail():
-        raise _refuse_file(path, "it does not hold the token benchlib wrote after its region (a file re-created "
-                                 "under the same inode number, or changed by something else)")
+        raise _refuse_file(
+            path,
+            "it does not hold the token benchlib wrote after its region (a file re-created "
+            "under the same inode number, or changed by something else)",
+        )
     return True
 
 
@@ -478,12 +522,18 @@ def create_file(path: str | Path, size: int) -> FileClaim:
         path.parent.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(path.parent).free
     except OSError as exc:
-        raise UnsafeTargetError(f"{path}: cannot create the target's folder ({exc.strerror}); choose another place") from None
+        raise UnsafeTargetError(
+            f"{path}: cannot create the target's folder ({exc.strerror}); choose another place"
+        ) from None
     if size + TAIL_BYTES + _SPARE_BYTES > free:
-        raise UnsafeTargetError(f"{path}: the target needs {size:,} bytes and its file system has {free:,} free "
-                                f"(benchlib leaves {_SPARE_BYTES >> 20} MiB spare); choose a smaller size or another place")
+        raise UnsafeTargetError(
+            f"{path}: the target needs {size:,} bytes and its file system has {free:,} free "
+            f"(benchlib leaves {_SPARE_BYTES >> 20} MiB spare); choose a smaller size or another place"
+        )
     if not _marker_is_ours(path):
-        raise _refuse_file(path, f"{marker_for(path).name} beside it is someone's file, which benchlib would write over")
+        raise _refuse_file(
+            path, f"{marker_for(path).name} beside it is someone's file, which benchlib would write over"
+        )
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
@@ -505,7 +555,9 @@ def create_file(path: str | Path, size: int) -> FileClaim:
         os.close(fd)
         path.unlink(missing_ok=True)
         marker_for(path).unlink(missing_ok=True)
-        raise UnsafeTargetError(f"{path}: creating the target failed ({exc.strerror}); nothing is left behind") from None
+        raise UnsafeTargetError(
+            f"{path}: creating the target failed ({exc.strerror}); nothing is left behind"
+        ) from None
     os.close(fd)
     return claim
 
@@ -519,11 +571,14 @@ def open_claimed(path: str | Path, claim: FileClaim) -> int:
     ------
     UnsafeTargetError
         When the path no longer leads to the claimed file.
+
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
-        raise UnsafeTargetError(f"{path}: cannot open the target ({exc.strerror}); nothing was written in this cell") from None
+        raise UnsafeTargetError(
+            f"{path}: cannot open the target ({exc.strerror}); nothing was written in this cell"
+        ) from None
     st = os.fstat(fd)
     if (st.st_ino, st.st_dev) != (claim.inode, claim.device) or os.pread(fd, TAIL_BYTES, claim.size) != claim.tail():
         os.close(fd)
@@ -532,8 +587,11 @@ def open_claimed(path: str | Path, claim: FileClaim) -> int:
 
 
 def replace_file(path: Path, text: str) -> None:
-    """Write a file of benchlib's own through a new temporary file renamed over it: a link left at ``path`` is
-    replaced, never followed."""
+    """Write a file of benchlib's own, never through a link.
+
+    Write a file of benchlib's own through a new temporary file renamed over it: a link left at ``path`` is
+    replaced, never followed.
+    """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     with open(temporary, "x", encoding="utf-8") as handle:
         handle.write(text)
@@ -547,8 +605,11 @@ def recheck_device(device: str, first: DeviceReport, *, writes: bool, destroy_da
     ------
     UnsafeTargetError
         When the path now names another device, or the device is in use, or the cell writes without the flag.
+
     """
     now = check_device(device, writes=writes, destroy_data=destroy_data)
     if now.rdev != first.rdev:
-        raise UnsafeTargetError(f"{device} now names another device than when the run started (a link changed); "
-                                "nothing was written in this cell")
+        raise UnsafeTargetError(
+            f"{device} now names another device than when the run started (a link changed); "
+            "nothing was written in this cell"
+        )

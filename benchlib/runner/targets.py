@@ -60,7 +60,9 @@ RECORD = "targets.json"
 
 
 def state_folder() -> Path:
-    """Where benchlib keeps what it created on this machine: ``$BENCHLIB_STATE``, else
+    """Return where benchlib keeps what it created on this machine.
+
+    Where benchlib keeps what it created on this machine: ``$BENCHLIB_STATE``, else
     ``$XDG_STATE_HOME/benchlib``, else ``~/.local/state/benchlib``.
 
     The record of targets lives here, not in a study folder: a study copied from elsewhere (a
@@ -73,12 +75,13 @@ def state_folder() -> Path:
 
 
 def read_record() -> dict:
-    """The record of every target benchlib created from this machine: ``{"<host> <path>": claim}``.
+    """Return the record of every target benchlib created from this machine: ``{"<host> <path>": claim}``.
 
     Raises
     ------
     UnsafeTargetError
         When the record is not one benchlib wrote.
+
     """
     path = state_folder() / RECORD
     try:
@@ -88,8 +91,10 @@ def read_record() -> dict:
     except (OSError, ValueError):
         recorded = None
     if path.is_symlink() or not isinstance(recorded, dict):
-        raise UnsafeTargetError(f"{path} is not the record benchlib keeps of the targets it created; move it away "
-                                "(benchlib then treats every existing target as someone else's)")
+        raise UnsafeTargetError(
+            f"{path} is not the record benchlib keeps of the targets it created; move it away "
+            "(benchlib then treats every existing target as someone else's)"
+        )
     return recorded
 
 
@@ -104,15 +109,23 @@ def write_record(key: str, claim: FileClaim | dict) -> None:
         replace_file(folder / RECORD, json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     finally:
         os.close(fd)
+
+
 _PROBE_OPTIONS = ("--readonly", "--clocksource=clock_gettime", "--output-format=json")
 
 
 def on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options: str) -> tuple[int, str]:
     """Run one small job file (text ``job``, its first section naming the file) on a fio server."""
-    path = (workdir / f"{job[1:job.index(']')]}.fio").resolve()
+    path = (workdir / f"{job[1 : job.index(']')]}.fio").resolve()
     path.write_text(job, encoding="utf-8")
-    done = subprocess.run([fio, f"--client={host},{port}", *options, str(path)], cwd=path.parent,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [fio, f"--client={host},{port}", *options, str(path)],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -122,26 +135,40 @@ def _exists_remotely(fio: str, host: str, port: int, path: str, workdir: Path) -
     fio's ``filestat`` engine only stat()s; in read-only mode fio neither creates nor extends
     the file, and a missing one fails with ENOENT.
     """
-    code, said = on_server(fio, host, port, workdir, f"[exists]\nfilename={path}\nioengine=filestat\n"
-                           "allow_file_create=0\nsize=4k\n", *_PROBE_OPTIONS)
+    code, said = on_server(
+        fio,
+        host,
+        port,
+        workdir,
+        f"[exists]\nfilename={path}\nioengine=filestat\nallow_file_create=0\nsize=4k\n",
+        *_PROBE_OPTIONS,
+    )
     if code == 0:
         return True
     if "No such file or directory" in said or '"error" : 2,' in said:
         return False
     if "failed to connect" in said or "Connection refused" in said:
         raise UnsafeTargetError(f"cannot check the target on {host}: no fio server answers on port {port}")
-    reason = " ".join(line.removeprefix("<" + host + ">").strip() for line in said.splitlines()
-                      if "fio:" in line or "err=" in line)[-300:]
-    raise UnsafeTargetError(f"cannot tell whether {path} exists on {host}; fio said: {reason or 'nothing'}. "
-                            "(fio >= 3.19 has the filestat engine benchlib asks with)")
+    reason = " ".join(
+        line.removeprefix("<" + host + ">").strip() for line in said.splitlines() if "fio:" in line or "err=" in line
+    )[-300:]
+    raise UnsafeTargetError(
+        f"cannot tell whether {path} exists on {host}; fio said: {reason or 'nothing'}. "
+        "(fio >= 3.19 has the filestat engine benchlib asks with)"
+    )
 
 
 def _holds(fio: str, host: str, port: int, path: str, claim: FileClaim, offset: int, workdir: Path) -> bool:
     """Whether the remote file holds the claim's token at ``offset`` (4 KiB), read back by fio in read-only mode."""
-    code, _ = on_server(fio, host, port, workdir,
-                        f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
-                        f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
-                        *_PROBE_OPTIONS)
+    code, _ = on_server(
+        fio,
+        host,
+        port,
+        workdir,
+        f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
+        f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
+        *_PROBE_OPTIONS,
+    )
     return code == 0
 
 
@@ -150,8 +177,11 @@ def _own_addresses() -> set[str]:
     own = set()
     with contextlib.suppress(OSError):
         lines = Path("/proc/net/fib_trie").read_text().splitlines()
-        own |= {lines[i - 1].split()[-1] for i, line in enumerate(lines)
-                if "/32 host LOCAL" in line and i and lines[i - 1].strip().startswith("|--")}
+        own |= {
+            lines[i - 1].split()[-1]
+            for i, line in enumerate(lines)
+            if "/32 host LOCAL" in line and i and lines[i - 1].strip().startswith("|--")
+        }
     with contextlib.suppress(OSError):
         for line in Path("/proc/net/if_inet6").read_text().splitlines():
             raw = line.split()[0]
@@ -168,30 +198,48 @@ def is_this_machine(host: str) -> bool:
     return address.is_loopback or address.is_unspecified or str(address) in _own_addresses()
 
 
-_PROBE = re.compile(r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)-bit, os=(?P<os>[^,]+), "
-                    r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+")
+_PROBE = re.compile(
+    r"hostname=(?P<hostname>[^,]+), be=(?P<be>\d), (?P<bits>\d+)-bit, os=(?P<os>[^,]+), "
+    r"arch=(?P<arch>[^,]+), fio=(?P<fio>[^,]+), flags=\d+"
+)
 
 
 def server_facts(fio: str, host: str, port: int, workdir: Path) -> dict:
-    """What a remote fio server says about its machine when a client connects (its probe reply).
+    """Return what a remote fio server says about its machine when a client connects (its probe reply).
 
     fio sends its host name, operating system, architecture, word size and
     fio version, nothing more; the kernel release, CPU model and memory come
     from the plan's ``facts_command`` (:func:`benchlib.runner.execute.command_facts`) when it has one.
     """
-    _, said = on_server(fio, host, port, workdir, "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\n"
-                        "allow_file_create=0\n", "--debug=net", "--readonly")
+    _, said = on_server(
+        fio,
+        host,
+        port,
+        workdir,
+        "[facts]\nfilename=/nonexistent-benchlib-probe\nioengine=filestat\nallow_file_create=0\n",
+        "--debug=net",
+        "--readonly",
+    )
     found = _PROBE.search(said)
     if found is None:
         return {"note": f"remote host: its fio server did not answer the probe ({said.strip()[-200:]})"}
-    return {"hostname": found["hostname"], "os": found["os"], "arch": found["arch"], "bits": int(found["bits"]),
-            "big_endian": found["be"] == "1", "fio_version": found["fio"],
-            "note": "remote host: what its fio server reports (no kernel, CPU model or memory)"}
+    return {
+        "hostname": found["hostname"],
+        "os": found["os"],
+        "arch": found["arch"],
+        "bits": int(found["bits"]),
+        "big_endian": found["be"] == "1",
+        "fio_version": found["fio"],
+        "note": "remote host: what its fio server reports (no kernel, CPU model or memory)",
+    }
 
 
 def server_names_this_machine(fio: str, host: str, port: int, workdir: Path) -> bool:
-    """Whether the fio server at ``host`` says it runs on a machine with this machine's host name (a server in
-    another network namespace of this kernel does: its devices are this machine's)."""
+    """Tell whether the fio server at ``host`` runs on this machine.
+
+    Whether the fio server at ``host`` says it runs on a machine with this machine's host name (a server in
+    another network namespace of this kernel does: its devices are this machine's).
+    """
     name = server_facts(fio, host, port, workdir).get("hostname")
     return name is None or name == socket.gethostname()  # no answer: assume it may be this machine
 
@@ -240,7 +288,9 @@ class Targets:
         return dict(self.paths)
 
     def recheck(self, hosts: list[str], writes: bool) -> None:
-        """Immediately before a cell: every target is still the one checked (same device, same file and token,
+        """Check every target again immediately before a cell.
+
+        Immediately before a cell: every target is still the one checked (same device, same file and token,
         still not in use); the hosts are asked at once.
 
         Raises
@@ -265,9 +315,13 @@ class Targets:
                 else:
                     self._device(host, path, writes)
             elif self.on_servers:
-                if not _holds(self.fio, host, self.plan.port, path, self.claims[host], self.plan.target.size_bytes, scratch):
-                    raise UnsafeTargetError(f"{path} on {host} no longer holds the token benchlib wrote after its region "
-                                            "(replaced, linked elsewhere or removed since); nothing was written in this cell")
+                if not _holds(
+                    self.fio, host, self.plan.port, path, self.claims[host], self.plan.target.size_bytes, scratch
+                ):
+                    raise UnsafeTargetError(
+                        f"{path} on {host} no longer holds the token benchlib wrote after its region "
+                        "(replaced, linked elsewhere or removed since); nothing was written in this cell"
+                    )
             elif not check_file(path, self.claims[host], self.plan.target.size_bytes):
                 raise UnsafeTargetError(f"{path} is gone since the run started; nothing was written in this cell")
         except UnsafeTargetError as exc:
@@ -276,7 +330,9 @@ class Targets:
 
     @contextlib.contextmanager
     def opened(self, hosts: list[str]) -> Iterator[dict[str, int]]:
-        """While a cell runs on this machine: each target opened by benchlib, ``{host: descriptor}`` for fio's
+        """Open every target of this machine for the length of a cell.
+
+        While a cell runs on this machine: each target opened by benchlib, ``{host: descriptor}`` for fio's
         ``/dev/fd/N`` (a device held with ``O_EXCL``, so nothing can mount it meanwhile). Empty for servers.
         """
         with contextlib.ExitStack() as stack:
@@ -296,56 +352,86 @@ class Targets:
             self.devices[host] = check_device(path, writes=writes, destroy_data=self.destroy_data)
             self._same_device_as_before(host, path)
         if self.on_servers and writes and self.destroy_data != self.plan.target.device:
-            raise UnsafeTargetError(f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
-                                    f"remote device; if it may be destroyed on every host, pass "
-                                    f"--destroy-data={self.plan.target.device}")
+            raise UnsafeTargetError(
+                f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
+                f"remote device; if it may be destroyed on every host, pass "
+                f"--destroy-data={self.plan.target.device}"
+            )
 
     def _same_device_as_before(self, host: str, path: str) -> None:
-        """A study continues on the device it started on: a path that now names another device (a disk renamed
-        after a reboot, a loop device attached to another file) stops it."""
+        """Check that a study continues on the device it started on.
+
+        A study continues on the device it started on: a path that now names another device (a disk renamed
+        after a reboot, a loop device attached to another file) stops it.
+        """
         key = f"device {self.plan.output.resolve()} {host} {path}"
         now = device_identity(path)
         before = read_record().get(key)
         if before is None:
             write_record(key, now)
         elif before != now:
-            changed = ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(before) | set(now))
-                                if before.get(k) != now.get(k))
-            raise UnsafeTargetError(f"{path} on {host} is not the device this study ran on before ({changed}); "
-                                    "check what it is now, then give the plan a new output folder")
+            changed = ", ".join(
+                f"{k} {before.get(k)!r} -> {now.get(k)!r}"
+                for k in sorted(set(before) | set(now))
+                if before.get(k) != now.get(k)
+            )
+            raise UnsafeTargetError(
+                f"{path} on {host} is not the device this study ran on before ({changed}); "
+                "check what it is now, then give the plan a new output folder"
+            )
 
     def _names_this_machine(self, host: str) -> bool:
         with self._scratch() as scratch:
             return server_names_this_machine(self.fio, host, self.plan.port, scratch)
 
     def _claim_remote(self, host: str, path: str, claim: FileClaim | None, scratch: Path) -> FileClaim:
-        """Use ``path`` on a fio server only if this study created it; create it when neither it nor its marker exists."""
+        """Use ``path`` on a fio server only if this study created it.
+
+        Create it when neither it nor its marker exists.
+        """
         size, port = self.plan.target.size_bytes, self.plan.port
         if _exists_remotely(self.fio, host, port, path, scratch):
             if claim is None:
-                raise UnsafeTargetError(f"{path} on {host} exists and benchlib did not create it (its record, "
-                                        f"{state_folder() / RECORD}, does not name it); choose a new path in [target]")
+                raise UnsafeTargetError(
+                    f"{path} on {host} exists and benchlib did not create it (its record, "
+                    f"{state_folder() / RECORD}, does not name it); choose a new path in [target]"
+                )
             if claim.size != size:
-                raise UnsafeTargetError(f"{path} on {host}: benchlib created it for a region of {claim.size:,} bytes "
-                                        f"and the plan now asks for {size:,}; choose a new path in [target]")
+                raise UnsafeTargetError(
+                    f"{path} on {host}: benchlib created it for a region of {claim.size:,} bytes "
+                    f"and the plan now asks for {size:,}; choose a new path in [target]"
+                )
             if not _holds(self.fio, host, port, path, claim, size, scratch):
-                raise UnsafeTargetError(f"{path} on {host} does not hold the token benchlib wrote after its region "
-                                        "(replaced or changed since); choose a new path in [target]")
+                raise UnsafeTargetError(
+                    f"{path} on {host} does not hold the token benchlib wrote after its region "
+                    "(replaced or changed since); choose a new path in [target]"
+                )
             return claim
         marker = str(marker_for(path))
         if _exists_remotely(self.fio, host, port, marker, scratch) and (
-                claim is None or not _holds(self.fio, host, port, marker, claim, 0, scratch)):
-            raise UnsafeTargetError(f"{marker} on {host} exists and is not benchlib's marker; benchlib would write "
-                                    "over it. Choose a new path in [target]")
+            claim is None or not _holds(self.fio, host, port, marker, claim, 0, scratch)
+        ):
+            raise UnsafeTargetError(
+                f"{marker} on {host} exists and is not benchlib's marker; benchlib would write "
+                "over it. Choose a new path in [target]"
+            )
         claim = new_claim(size)
         for name, job in ((path, f"offset={size}\nsize={TAIL_BYTES}\n"), (marker, f"size={TAIL_BYTES}\n")):
-            code, said = on_server(self.fio, host, port, scratch,
-                                   f"[create]\nfilename={name}\nrw=write\nbs={TAIL_BYTES}\n{job}ioengine=psync\n"
-                                   f"buffer_pattern=0x{claim.token}\n", "--output-format=json")
+            code, said = on_server(
+                self.fio,
+                host,
+                port,
+                scratch,
+                f"[create]\nfilename={name}\nrw=write\nbs={TAIL_BYTES}\n{job}ioengine=psync\n"
+                f"buffer_pattern=0x{claim.token}\n",
+                "--output-format=json",
+            )
             if code != 0:
                 reason = " ".join(line.strip() for line in said.splitlines() if "fio:" in line or "err=" in line)
-                raise UnsafeTargetError(f"cannot create {name} on {host}: {reason[-300:] or 'fio failed'}; if fio left "
-                                        "a partial file there, remove it, then run again")
+                raise UnsafeTargetError(
+                    f"cannot create {name} on {host}: {reason[-300:] or 'fio failed'}; if fio left "
+                    "a partial file there, remove it, then run again"
+                )
         self._record(f"{host} {path}", claim)
         return claim
 
@@ -357,7 +443,7 @@ class Targets:
 
     @contextlib.contextmanager
     def _scratch(self) -> Iterator[Path]:
-        """A new folder of benchlib's own for probe job files (removed after; nothing else is)."""
+        """Return a new folder of benchlib's own for probe job files (removed after; nothing else is)."""
         self.plan.output.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".benchlib-probe-", dir=self.plan.output))
         try:

@@ -23,23 +23,56 @@ from pathlib import Path
 
 #: Options benchlib sets itself: where the I/O goes, how long it runs, where its logs go.
 RESERVED: dict[str, str] = {
-    **dict.fromkeys(("filename", "directory", "opendir", "filename_format", "unique_filename", "nrfiles", "nr_files",
-                     "unlink", "unlink_each_loop", "allow_file_create", "file_append"),
-                    "benchlib chooses the files fio uses ([target] in the plan)"),
-    **dict.fromkeys(("size", "filesize", "fill_device", "fill_fs", "offset", "fileoffset", "offset_increment",
-                     "zonemode", "zonerange", "zonesize", "zoneskip", "zonecapacity"),
-                    "benchlib sets the region fio works in ([target] size); zones can reach beyond it"),
-    **dict.fromkeys(("runtime", "timeout", "ramp_time"), "benchlib sets how long a cell runs ([run] runtime_s, ramp_time_s)"),
-    **dict.fromkeys(("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log", "per_job_logs", "name"),
-                    "benchlib names the job and its logs (ingest reads them by those names)"),
+    **dict.fromkeys(
+        (
+            "filename",
+            "directory",
+            "opendir",
+            "filename_format",
+            "unique_filename",
+            "nrfiles",
+            "nr_files",
+            "unlink",
+            "unlink_each_loop",
+            "allow_file_create",
+            "file_append",
+        ),
+        "benchlib chooses the files fio uses ([target] in the plan)",
+    ),
+    **dict.fromkeys(
+        (
+            "size",
+            "filesize",
+            "fill_device",
+            "fill_fs",
+            "offset",
+            "fileoffset",
+            "offset_increment",
+            "zonemode",
+            "zonerange",
+            "zonesize",
+            "zoneskip",
+            "zonecapacity",
+        ),
+        "benchlib sets the region fio works in ([target] size); zones can reach beyond it",
+    ),
+    **dict.fromkeys(
+        ("runtime", "timeout", "ramp_time"), "benchlib sets how long a cell runs ([run] runtime_s, ramp_time_s)"
+    ),
+    **dict.fromkeys(
+        ("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log", "per_job_logs", "name"),
+        "benchlib names the job and its logs (ingest reads them by those names)",
+    ),
 }
 
 #: Options that run commands, write files of their own choosing, change the host or switch off fio's own guard.
 UNSAFE: dict[str, str] = {
     **dict.fromkeys(("exec_prerun", "exec_postrun"), "it runs a shell command on the host"),
     **dict.fromkeys(("write_iolog", "verify_dump", "verify_state_save"), "it writes a file of its own choosing"),
-    **dict.fromkeys(("read_iolog", "read_iolog_chunked", "replay_redirect", "merge_blktrace_file", "verify_state_load"),
-                    "it makes fio read a file and do I/O to the devices or files that file names"),
+    **dict.fromkeys(
+        ("read_iolog", "read_iolog_chunked", "replay_redirect", "merge_blktrace_file", "verify_state_load"),
+        "it makes fio read a file and do I/O to the devices or files that file names",
+    ),
     **dict.fromkeys(("cgroup", "cgroup_weight", "cgroup_nodelete"), "it creates and writes control groups on the host"),
     "ioscheduler": "it changes the I/O scheduler of the host's device and leaves it changed",
     "profile": "fio's built-in profiles define their own jobs and devices",
@@ -102,8 +135,23 @@ def path_problem(path: str) -> str | None:
 
 
 #: System folders where a new file can change how the host behaves (``/etc/nologin``, ``sudoers.d``...).
-SYSTEM_FOLDERS = ("/etc", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/usr", "/proc", "/sys", "/dev",
-                  "/run", "/var/lib", "/var/spool", "/root/.ssh")
+SYSTEM_FOLDERS = (
+    "/etc",
+    "/boot",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/usr",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/lib",
+    "/var/spool",
+    "/root/.ssh",
+)
 
 
 def file_target_problem(path: str) -> str | None:
@@ -136,10 +184,14 @@ def option_problem(key: str, value: str, allowed: frozenset[str] = frozenset()) 
     if problem:
         return f"the value: {problem}"
     if key == "ioengine" and value not in ENGINES and key not in allowed:
-        return (f"ioengine {value!r} is not one of {', '.join(sorted(ENGINES))} (engines that only do I/O to the "
-                "target); if you mean it, run with --allow-option=ioengine")
+        return (
+            f"ioengine {value!r} is not one of {', '.join(sorted(ENGINES))} (engines that only do I/O to the "
+            "target); if you mean it, run with --allow-option=ioengine"
+        )
     if key.endswith("_pattern") and "/" in value and key not in allowed:
         return f"{key} {value!r} names a file, which fio would open and read; give the pattern itself (0x..., 'text')"
     if key in ("mem", "iomem") and value not in MEMORY and key not in allowed:
-        return f"{key} {value!r} is not one of {', '.join(sorted(MEMORY))} (a path after ':' would be a file fio creates)"
+        return (
+            f"{key} {value!r} is not one of {', '.join(sorted(MEMORY))} (a path after ':' would be a file fio creates)"
+        )
     return None

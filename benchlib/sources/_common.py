@@ -168,5 +168,5 @@ def strip_host_prefix(source: SourceText) -> tuple[str | None, SourceText]:
 
 
 def run_id(sha256: str, document_index: int, client: str | None) -> str:
-    """The run key: source hash, document number in the file, client (``*`` for aggregates)."""
+    """Return the run key: source hash, document number in the file, client (``*`` for aggregates)."""
     return f"{sha256[:16]}-{document_index}-{client if client is not None else '*'}"

@@ -1,7 +1,7 @@
-"""esxtop batch output (``esxtop -b``): Windows perfmon "PDH-CSV 4.0", into long-form ``host_counters``.
+r"""esxtop batch output (``esxtop -b``): Windows perfmon "PDH-CSV 4.0", into long-form ``host_counters``.
 
 The header's first cell is ``(PDH-CSV 4.0) (UTC)(0)``; every other column is
-``\\\\<host>\\<Object>(<instance>)\\<Counter>`` (objects such as ``Memory`` have no
+``\\<host>\<Object>(<instance>)\<Counter>`` (objects such as ``Memory`` have no
 instance). Raw files quote every field and end every line with a comma;
 files re-saved by spreadsheets lose the quotes, use CRLF or CR-only line ends,
 and shorten the time stamp (``3/26/2015 22:42``, or only ``22:42:26``: then the
@@ -33,7 +33,7 @@ def looks_like_esxtop(head: str) -> bool:
 
 
 def _first_lines(path: Path) -> tuple[str, str]:
-    """The header line and the first sample line (universal newlines: LF, CRLF or CR)."""
+    """Return the header line and the first sample line (universal newlines: LF, CRLF or CR)."""
     try:
         with open(path, encoding="utf-8-sig", newline=None) as handle:
             header = handle.readline()
@@ -55,7 +55,9 @@ def _columns(path: Path, header: list[str]) -> list[dict[str, str | None]]:
         match = _COLUMN.match(cell)
         if match is None:
             raise FormatError(
-                path, f"line 1, column {index + 1}", f"a counter name '\\\\host\\Object(instance)\\Counter', found {cell[:80]!r}"
+                path,
+                f"line 1, column {index + 1}",
+                f"a counter name '\\\\host\\Object(instance)\\Counter', found {cell[:80]!r}",
             )
         parsed.append({"column": f"column_{index}", **match.groupdict()})
     return parsed
@@ -77,7 +79,9 @@ def _wide(path: Path) -> pl.LazyFrame:
         head = handle.read(SNIFF_BYTES)
     if b"\n" not in head and b"\r" in head:  # old-Mac line ends from a spreadsheet re-save (small files)
         text = decode(path, path.read_bytes()).replace("\r", "\n")
-        return pl.read_csv(io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True).lazy()
+        return pl.read_csv(
+            io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True
+        ).lazy()
     return pl.scan_csv(path, has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True)
 
 
@@ -110,18 +114,30 @@ def scan_esxtop(path: str | Path, *, sha256: str | None = None) -> pl.LazyFrame:
 
 
 def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame) -> pl.DataFrame:
-    """The ``runs`` row of an esxtop capture, from its counters (host, first time, span)."""
+    """Return the ``runs`` row of an esxtop capture, from its counters (host, first time, span)."""
     summary = counters.select(
-        pl.col("host").unique().implode().alias("hosts"), pl.col("time").min().alias("start"), pl.col("time").max().alias("end")
+        pl.col("host").unique().implode().alias("hosts"),
+        pl.col("time").min().alias("start"),
+        pl.col("time").max().alias("end"),
     ).collect()
     hosts = summary["hosts"][0].to_list()
     start, end = summary["start"][0], summary["end"][0]
-    return pl.DataFrame([{
-        "run_id": run_id(sha256, 0, None), "tool": "esxtop", "format": "esxtop",
-        "host": hosts[0] if len(hosts) == 1 else None, "is_aggregate": False, "start_time": start,
-        "duration_ns": None if start is None else int((end - start).total_seconds() * 1e9),
-        "sha256": sha256, "source": str(path), "document_index": 0,
-    }])
+    return pl.DataFrame(
+        [
+            {
+                "run_id": run_id(sha256, 0, None),
+                "tool": "esxtop",
+                "format": "esxtop",
+                "host": hosts[0] if len(hosts) == 1 else None,
+                "is_aggregate": False,
+                "start_time": start,
+                "duration_ns": None if start is None else int((end - start).total_seconds() * 1e9),
+                "sha256": sha256,
+                "source": str(path),
+                "document_index": 0,
+            }
+        ]
+    )
 
 
 def read_esxtop(path: str | Path) -> Tables:
@@ -138,6 +154,7 @@ def read_esxtop(path: str | Path) -> Tables:
     ------
     FormatError
         When the first cell is not the PDH-CSV marker or a counter name cannot be read.
+
     """
     path = Path(path)
     sha = sha256_of(path)
@@ -166,7 +183,9 @@ DEVICE_QUEUE_COUNTERS = {
 
 
 def device_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
-    """The esxtop disk-device view: one row per host, device and sample, with DQLEN, ACTV, QUED,
+    """Return the esxtop disk-device view.
+
+    Return the esxtop disk-device view: one row per host, device and sample, with DQLEN, ACTV, QUED,
     %USD, LOAD, commands/s, MB read/written per second and DAVG, KAVG, GAVG, QAVG (ms).
 
     Built from ``host_counters`` of object ``Physical Disk SCSI Device``;
@@ -177,6 +196,8 @@ def device_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.col("counter").replace_strict(DEVICE_QUEUE_COUNTERS).alias("counter"))
     wide = rows.pivot(on="counter", index=["run_id", "host", "instance", "sample", "time"], values="value")
     present = [name for name in DEVICE_QUEUE_COUNTERS.values() if name in wide.columns]
-    return wide.rename({"instance": "device"}).select("run_id", "host", "device", "sample", "time", *present).sort(
-        "host", "device", "sample"
+    return (
+        wide.rename({"instance": "device"})
+        .select("run_id", "host", "device", "sample", "time", *present)
+        .sort("host", "device", "sample")
     )

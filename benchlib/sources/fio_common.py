@@ -39,7 +39,7 @@ def plat_idx_to_val(index: int) -> float:
 
 
 def plat_val_to_idx(value: float) -> int:
-    """The bucket index whose range holds ``value`` (inverse of :func:`plat_idx_to_val`)."""
+    """Return the bucket index whose range holds ``value`` (inverse of :func:`plat_idx_to_val`)."""
     value = int(value)
     if value < (PLAT_VAL << 1):
         return value
@@ -75,7 +75,7 @@ def _flag(options: dict[str, str], name: str) -> bool | None:
 
 
 def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, Any]:
-    """The job-parameter columns of ``results`` from fio job options.
+    """Return the job-parameter columns of ``results`` from fio job options.
 
     Parameters
     ----------
@@ -85,6 +85,7 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
         Fill fio's documented defaults (rw=read, bs=4k, iodepth=1, numjobs=1,
         direct=0, rwmixread=50) for options not given. True when the file
         states the job's options; False when it cannot tell (fio 2.1 JSON).
+
     """
     rw = options.get("rw", "read" if apply_defaults else None)
     rw_mode = rw.split(":")[0] if rw else None
@@ -94,8 +95,10 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
     if mix_read is None and rw_mode in _MIXED and apply_defaults:
         mix_read = 50
     if rw_mode is not None and rw_mode not in _MIXED:
-        mix_read = None if rw_mode not in {"read", "randread", "write", "randwrite", "trim", "randtrim"} else (
-            100 if rw_mode in {"read", "randread"} else 0
+        mix_read = (
+            None
+            if rw_mode not in {"read", "randread", "write", "randwrite", "trim", "randtrim"}
+            else (100 if rw_mode in {"read", "randread"} else 0)
         )
     direct = _flag(options, "direct")
     if direct is None and "buffered" in options:

@@ -70,7 +70,7 @@ def frames_of(packed: dict[str, bytes]) -> tuple[dict[str, pl.DataFrame], pl.Dat
 
 
 def bucket_index(values: np.ndarray) -> np.ndarray:
-    """fio's ``plat_val_to_idx`` for many bucket values at once (see ``fio_common``).
+    """Fio's ``plat_val_to_idx`` for many bucket values at once (see ``fio_common``).
 
     The most significant bit comes from the float exponent, exact for any
     value below 2**53 ns (fio's largest bucket is about 2**34).
@@ -82,7 +82,7 @@ def bucket_index(values: np.ndarray) -> np.ndarray:
 
 
 def bucket_value(index: np.ndarray) -> np.ndarray:
-    """fio's ``plat_idx_to_val`` (the bucket's midpoint) for many bucket indices at once."""
+    """Fio's ``plat_idx_to_val`` (the bucket's midpoint) for many bucket indices at once."""
     index = index.astype(np.int64, copy=False)
     error_bits = np.maximum(index // PLAT_VAL - 1, 0)
     value = np.exp2(error_bits + PLAT_BITS) + (index % PLAT_VAL + 0.5) * np.exp2(error_bits)
@@ -110,22 +110,24 @@ def stored_bins(blocks: pl.DataFrame, keys: np.ndarray, counts: np.ndarray) -> p
         is_index = blocks["key_is_index"].to_numpy()[block]
         index = np.where(is_index, keys, index)
         value = np.where(is_index, bucket_value(keys), value)
-    bins = pl.DataFrame(
-        {
-            "block": pl.Series(block).set_sorted(),  # blocks come in order: polars groups them without hashing
-            "bin_index": pl.Series(index, dtype=pl.Int32),
-            "bin_value_ns": value * blocks["factor"].to_numpy()[block],
-            "count": pl.Series(counts, dtype=pl.Int64),
-        }
-    ).group_by("block", maintain_order=True).agg(BIN_COLUMNS)
-    identity = blocks[bins["block"]]
-    return identity.select(
-        *_IDENTITY, pl.lit(None, pl.Int64).alias("time_ns"), *(bins[name] for name in BIN_COLUMNS)
+    bins = (
+        pl.DataFrame(
+            {
+                "block": pl.Series(block).set_sorted(),  # blocks come in order: polars groups them without hashing
+                "bin_index": pl.Series(index, dtype=pl.Int32),
+                "bin_value_ns": value * blocks["factor"].to_numpy()[block],
+                "count": pl.Series(counts, dtype=pl.Int64),
+            }
+        )
+        .group_by("block", maintain_order=True)
+        .agg(BIN_COLUMNS)
     )
+    identity = blocks[bins["block"]]
+    return identity.select(*_IDENTITY, pl.lit(None, pl.Int64).alias("time_ns"), *(bins[name] for name in BIN_COLUMNS))
 
 
 def finish_bins(stored: pl.DataFrame) -> pl.DataFrame:
-    """Stored ``latency_bins`` (:func:`stored_bins`) as rows, one per bin."""
+    """Turn stored ``latency_bins`` (:func:`stored_bins`) into rows, one per bin."""
     return unnest_bins(stored.lazy()).collect()
 
 
@@ -159,9 +161,9 @@ def read_fio_json(path: str | Path) -> Tables:
     ------
     FormatError
         When the file holds no fio JSON document, is truncated, or no job did I/O.
+
     """
     packer = RowPacker()
     packer.add(Path(path), extract_fio_json(path))
     frames, stored = frames_of(packer.packed())
     return Tables.from_rows({**frames, "latency_bins": finish_bins(stored)})
-

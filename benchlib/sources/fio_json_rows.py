@@ -49,7 +49,7 @@ def looks_like_fio_json_bytes(data: bytes) -> bool:
 
 
 def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
-    """The ``clat``/``lat``/``slat`` block of a direction and its unit in ns (3.x: ns, 2.x: usec)."""
+    """Return the ``clat``/``lat``/``slat`` block of a direction and its unit in ns (3.x: ns, 2.x: usec)."""
     if f"{name}_ns" in section:
         return section[f"{name}_ns"], 1.0
     if name in section:
@@ -59,7 +59,7 @@ def _latency_block(section: dict, name: str) -> tuple[dict | None, float]:
 
 @functools.lru_cache(maxsize=1024)
 def _pct_layout(keys: tuple[str, ...]) -> tuple[tuple[float, ...], list[int] | None]:
-    """The percentiles a key set names, ascending, and which values to take (None: all, as they are).
+    """Return the percentiles a key set names, ascending, and which values to take (None: all, as they are).
 
     Cached: fio prints the same key set in every block.
     """
@@ -70,7 +70,7 @@ def _pct_layout(keys: tuple[str, ...]) -> tuple[tuple[float, ...], list[int] | N
 
 
 def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], list] | None:
-    """A block's percentiles as ``(percentiles, values in ns)``: see :func:`results_frame`."""
+    """Return a block's percentiles as ``(percentiles, values in ns)``: see :func:`results_frame`."""
     if not block or "percentile" not in block:
         return None
     table = block["percentile"]
@@ -87,14 +87,18 @@ def _percentiles(block: dict | None, factor: float) -> tuple[tuple[float, ...], 
 
 #: Per latency kind: its 3.x (ns) key, its 2.x (usec) key, the stat -> column names, its percentile column.
 _LATENCY_COLUMNS = tuple(
-    (f"{name}_ns", name, tuple((stat, f"{name}_{stat}_ns") for stat in ("mean", "stddev", "min", "max")),
-     None if name == "slat" else f"{name}_percentiles")
+    (
+        f"{name}_ns",
+        name,
+        tuple((stat, f"{name}_{stat}_ns") for stat in ("mean", "stddev", "min", "max")),
+        None if name == "slat" else f"{name}_percentiles",
+    )
     for name in ("lat", "clat", "slat")
 )
 
 
 def _latency_columns(section: dict) -> dict[str, Any]:
-    """The latency columns a direction reports (columns it does not report are left out: nulls)."""
+    """Return the latency columns a direction reports (columns it does not report are left out: nulls)."""
     cols: dict[str, Any] = {}
     for key_ns, key_us, stats, percentiles in _LATENCY_COLUMNS:
         block, factor = section.get(key_ns), 1.0
@@ -121,7 +125,7 @@ CutBins = list[tuple[memoryview, memoryview]]
 
 
 def _raw_bins(block: dict | None, factor: float, cut: CutBins) -> tuple[Int64s, Int64s, float, bool] | None:
-    """A json+ ``bins`` map as int64 keys and counts, or None.
+    """Return a json+ ``bins`` map as int64 keys and counts, or None.
 
     Returns ``(keys, counts, factor to ns, keys are bucket indices)``: fio 3.x
     keys are bucket values in the block's unit; fio 2.x keys are bucket
@@ -153,7 +157,7 @@ def _raw_bins(block: dict | None, factor: float, cut: CutBins) -> tuple[Int64s, 
 
 
 def _cut_document(source: SourceText) -> tuple[JsonDocument, CutBins] | None:
-    """A file that is one fio json+ document, parsed with its bins maps cut out of the text first.
+    """Return a file that is one fio json+ document, parsed with its bins maps cut out of the text first.
 
     A heavy json+ file is mostly bins; parsed into Python dicts and converted
     back they cost more than the rest of ingest. ``benchlib._bins`` (C) cuts
@@ -231,8 +235,13 @@ def _global_options(doc: dict) -> dict[str | None, dict[str, str]]:
     return {None: normalise_options(raw)}
 
 
-def _job_params(base: dict[str, str], host: dict[str, str], own: dict | None, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
-    """The job-parameter columns and ``group_reporting`` of a job: global, then per-host, then its own options."""
+def _job_params(
+    base: dict[str, str], host: dict[str, str], own: dict | None, apply_defaults: bool
+) -> tuple[dict[str, Any], bool]:
+    """Return the job-parameter columns and ``group_reporting`` of a job.
+
+    Options apply global first, then per-host, then the job's own.
+    """
     items = (tuple(base.items()), tuple(host.items()), tuple(own.items()) if own else (), apply_defaults)
     try:
         return _params_of(*items)
@@ -242,7 +251,10 @@ def _job_params(base: dict[str, str], host: dict[str, str], own: dict | None, ap
 
 @functools.lru_cache(maxsize=4096)
 def _params_of(base: tuple, host: tuple, own: tuple, apply_defaults: bool) -> tuple[dict[str, Any], bool]:
-    """Cached: a study repeats the same job file in every result file (the dict is shared, never changed)."""
+    """Return the job options, cached.
+
+    A study repeats the same job file in every result file (the dict is shared, never changed).
+    """
     options = {**dict(base), **dict(host), **normalise_options(dict(own))}
     return job_columns(options, apply_defaults=apply_defaults), group_reporting(options)
 
@@ -263,8 +275,10 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
 
 #: One row per json+ bins map: the latency_bins identity columns, plus how to read the keys.
 _IDENTITY = ("run_id", "client", "job_name", "job_index", "direction", "latency_kind")
+
+
 def new_raw_bins() -> dict[str, list]:
-    """An empty accumulator for :func:`stored_bins`."""
+    """Return an empty accumulator for :func:`stored_bins`."""
     return {"blocks": [], "keys": [], "counts": []}
 
 
@@ -284,7 +298,9 @@ def _document_rows(
         position[client] = position.get(client, 0) + 1
         job_index = position[client]
         params, grouped = _job_params(
-            globals_by_host.get(None, {}), globals_by_host.get(client, {}), entry.get("job options"),
+            globals_by_host.get(None, {}),
+            globals_by_host.get(client, {}),
+            entry.get("job options"),
             "job options" in entry or "global options" in data,
         )
         identity = {
@@ -320,9 +336,15 @@ def _document_rows(
                 keys, counts, to_ns, is_index = found
                 bins["blocks"].append(
                     {
-                        "run_id": identity["run_id"], "client": client, "job_name": identity["job_name"],
-                        "job_index": job_index, "direction": direction, "latency_kind": kind, "factor": to_ns,
-                        "key_is_index": is_index, "bins": len(keys),
+                        "run_id": identity["run_id"],
+                        "client": client,
+                        "job_name": identity["job_name"],
+                        "job_index": job_index,
+                        "direction": direction,
+                        "latency_kind": kind,
+                        "factor": to_ns,
+                        "key_is_index": is_index,
+                        "bins": len(keys),
                     }
                 )
                 bins["keys"].append(keys)
@@ -347,7 +369,9 @@ def _start_time(doc: dict) -> datetime | None:
 
 def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]) -> str:
     errors = sorted({e.get("error") for e in entries if isinstance(e, dict) and e.get("error")})
-    messages = [line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line]
+    messages = [
+        line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line
+    ]
     detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
     said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
     return f"at least one job that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
@@ -382,7 +406,7 @@ def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host:
 
 
 def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> dict[str, list | dict[str, list]]:
-    """The rows of a fio JSON file as plain Python data (see :func:`read_fio_json`).
+    """Return the rows of a fio JSON file as plain Python data (see :func:`read_fio_json`).
 
     Ingest packs the rows of many files (:class:`RowPacker`) into one frame per
     table. ``source``: the file already read.
@@ -402,7 +426,9 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
     rows = _document_rows(final, final_index, source, host, cut)
     if not rows["results"]:
         entries, _ = _job_entries(final.data, source, final.start_line)
-        raise FormatError(source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries))
+        raise FormatError(
+            source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries)
+        )
     start = _start_time(final.data)
     durations: dict[tuple[str, str | None, bool], int | None] = {}
     for row in rows["results"]:
@@ -437,13 +463,23 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
 
 
 #: fio's ``disk_util`` keys -> benchlib counters (the same names as the normal report's "Disk stats").
-_DISK_COUNTERS = (("read_ios", "read_ios"), ("write_ios", "write_ios"), ("read_merges", "read_merges"),
-                  ("write_merges", "write_merges"), ("read_ticks", "read_ticks_ms"), ("write_ticks", "write_ticks_ms"),
-                  ("in_queue", "in_queue_ms"), ("util", "util_pct"))
+_DISK_COUNTERS = (
+    ("read_ios", "read_ios"),
+    ("write_ios", "write_ios"),
+    ("read_merges", "read_merges"),
+    ("write_merges", "write_merges"),
+    ("read_ticks", "read_ticks_ms"),
+    ("write_ticks", "write_ticks_ms"),
+    ("in_queue", "in_queue_ms"),
+    ("util", "util_pct"),
+)
 
 
 def _disk_util(doc: JsonDocument, index: int, source: SourceText, host: str | None, run_ids: set[str]) -> list[dict]:
-    """The kernel's statistics of each disk under the run (fio's ``disk_util``; per client in client/server mode)."""
+    """Return the kernel's statistics of each disk under the run.
+
+    These are fio's ``disk_util``; per client in client/server mode.
+    """
     out = []
     for disk in doc.data.get("disk_util") or []:
         if not isinstance(disk, dict) or "name" not in disk:
@@ -454,8 +490,16 @@ def _disk_util(doc: JsonDocument, index: int, source: SourceText, host: str | No
             rid = run_id(source.sha256, index, host)
         for key, counter in _DISK_COUNTERS:
             if isinstance(disk.get(key), (int, float)):
-                out.append({"run_id": rid, "host": client, "object": "fio disk stats", "instance": disk["name"],
-                            "counter": counter, "value": float(disk[key])})
+                out.append(
+                    {
+                        "run_id": rid,
+                        "host": client,
+                        "object": "fio disk stats",
+                        "instance": disk["name"],
+                        "counter": counter,
+                        "value": float(disk[key]),
+                    }
+                )
     return out
 
 

@@ -1,4 +1,6 @@
-"""fio per-interval logs (``write_bw_log``, ``write_iops_log``, ``write_lat_log``)
+"""fio per-interval logs and histogram logs.
+
+fio per-interval logs (``write_bw_log``, ``write_iops_log``, ``write_lat_log``)
 and histogram logs (``write_hist_log``).
 
 Rows are ``time_ms, value, ddir, bs[, offset][, prio]`` (HOWTO "Log File
@@ -74,7 +76,12 @@ def _metric_of(path: Path, metric: str | None) -> tuple[str, int | None]:
 def _direction(ddir: pl.Expr) -> pl.Expr:
     # when/then over three literals costs a third of replace_strict on a billion-byte log
     return (
-        pl.when(ddir == 0).then(pl.lit("read")).when(ddir == 1).then(pl.lit("write")).when(ddir == 2).then(pl.lit("trim"))
+        pl.when(ddir == 0)
+        .then(pl.lit("read"))
+        .when(ddir == 1)
+        .then(pl.lit("write"))
+        .when(ddir == 2)
+        .then(pl.lit("trim"))
     )
 
 
@@ -105,6 +112,7 @@ def scan_fio_log(
     polars.LazyFrame
         In the ``intervals`` schema: ``time_ns`` is the log's ms time stamp in
         ns, ``value`` in bytes/s, IOPS or ns.
+
     """
     path = Path(path)
     metric, job = _metric_of(path, metric)
@@ -158,7 +166,9 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     width = lines[0].count(",") + 1
     bins = width - 3
     if bins not in (_BINS_V2, _BINS_V3) and latency_unit is None:
-        raise FormatError(path, "line 1", f"a histogram log with {_BINS_V2} (fio 2.x) or {_BINS_V3} (fio 3.x) bins, found {bins}")
+        raise FormatError(
+            path, "line 1", f"a histogram log with {_BINS_V2} (fio 2.x) or {_BINS_V3} (fio 3.x) bins, found {bins}"
+        )
     factor = _LATENCY_FACTOR[latency_unit or ("us" if bins == _BINS_V2 else "ns")]
     names = ["time_ms", "ddir", "bs"] + [f"b{i}" for i in range(bins)]
     try:
@@ -166,25 +176,31 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
     _check_counts(path, wide, bins)
-    values = pl.DataFrame({"bin_index": range(bins), "bin_value_ns": [plat_idx_to_val(i) * factor for i in range(bins)]})
+    values = pl.DataFrame(
+        {"bin_index": range(bins), "bin_value_ns": [plat_idx_to_val(i) * factor for i in range(bins)]}
+    )
     long = (
         wide.unpivot(index=["time_ms", "ddir", "bs"], variable_name="bin", value_name="count")
         .filter(pl.col("count") > 0)
         .with_columns(pl.col("bin").str.slice(1).cast(pl.Int32).alias("bin_index"))
         .join(values.with_columns(pl.col("bin_index").cast(pl.Int32)), on="bin_index", how="left")
     )
-    return long.select(
-        pl.lit(run or run_id(sha256_of(path), 0, None)).alias("run_id"),
-        pl.lit(None, pl.String).alias("client"),
-        pl.lit(None, pl.String).alias("job_name"),
-        pl.lit(job, pl.Int32).alias("job_index"),
-        _direction(pl.col("ddir")).alias("direction"),
-        pl.lit(metric.removesuffix("_hist")).alias("latency_kind"),
-        (pl.col("time_ms") * 1_000_000).alias("time_ns"),
-        "bin_index",
-        "bin_value_ns",
-        "count",
-    ).cast(dict(LATENCY_BINS)).sort("time_ns", "direction", "bin_index")
+    return (
+        long.select(
+            pl.lit(run or run_id(sha256_of(path), 0, None)).alias("run_id"),
+            pl.lit(None, pl.String).alias("client"),
+            pl.lit(None, pl.String).alias("job_name"),
+            pl.lit(job, pl.Int32).alias("job_index"),
+            _direction(pl.col("ddir")).alias("direction"),
+            pl.lit(metric.removesuffix("_hist")).alias("latency_kind"),
+            (pl.col("time_ms") * 1_000_000).alias("time_ns"),
+            "bin_index",
+            "bin_value_ns",
+            "count",
+        )
+        .cast(dict(LATENCY_BINS))
+        .sort("time_ns", "direction", "bin_index")
+    )
 
 
 #: No interval of one job completes this many I/Os in one latency bucket: a larger count is not data.
@@ -244,6 +260,7 @@ def read_fio_log(path: str | Path, *, metric: str | None = None, latency_unit: s
     ------
     FormatError
         When rows are not fio log rows or the metric cannot be told.
+
     """
     path = Path(path)
     sha = sha256_of(path)

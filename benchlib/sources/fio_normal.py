@@ -22,7 +22,8 @@ from benchlib.units import latency_factor_ns, parse_binary_size, parse_decimal_c
 
 _VERSION = re.compile(r"^fio-(\d[\w.\-]*)\s*$")
 _JOB_HEADER = re.compile(
-    r"^(?P<name>\S.*?): \(g=(?P<g>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), ioengine=(?P<engine>[\w\-]+), iodepth=(?P<depth>\d+)"
+    r"^(?P<name>\S.*?): \(g=(?P<g>\d+)\): rw=(?P<rw>\w+), bs=(?P<bs>.*?), "
+    r"ioengine=(?P<engine>[\w\-]+), iodepth=(?P<depth>\d+)"
 )
 _BLOCK = re.compile(r"^(?P<name>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DIR_V3 = re.compile(
@@ -170,7 +171,9 @@ class _Parser:
             self.direction[f"{match['kind']}_percentiles"] = []
             return True
         if match := _CPU.match(line):
-            self.block.update(usr_cpu_pct=float(match["usr"]), sys_cpu_pct=float(match["sys"]), context_switches=int(match["ctx"]))
+            self.block.update(
+                usr_cpu_pct=float(match["usr"]), sys_cpu_pct=float(match["sys"]), context_switches=int(match["ctx"])
+            )
             return True
         if match := (_ISSUED_V3.match(line) or _ISSUED_V2.match(line)):
             self.block["issued"] = {"read": int(match["r"]), "write": int(match["w"]), "trim": int(match["t"])}
@@ -183,7 +186,9 @@ class _Parser:
         self.direction = {
             "direction": match["dir"],
             "iops": parse_decimal_count(match["iops"]),
-            "bandwidth_bytes_per_s": parse_binary_size(bandwidth) if not bandwidth.endswith(" B/s") else float(bandwidth[:-4]),
+            "bandwidth_bytes_per_s": parse_binary_size(bandwidth)
+            if not bandwidth.endswith(" B/s")
+            else float(bandwidth[:-4]),
             "io_bytes": int(parse_binary_size(match["io"])),
             "runtime_ns": int(match["run"]) * 1_000_000,
         }
@@ -211,7 +216,19 @@ def _rows_of(inv: _Invocation, index: int, source: SourceText) -> list[dict[str,
             "run_id": run_id(source.sha256, index, None),
             "client": None,
             "job_index": position,
-            **{k: block.get(k) for k in ("job_name", "group_id", "jobs", "error", "is_aggregate", "usr_cpu_pct", "sys_cpu_pct", "context_switches")},
+            **{
+                k: block.get(k)
+                for k in (
+                    "job_name",
+                    "group_id",
+                    "jobs",
+                    "error",
+                    "is_aggregate",
+                    "usr_cpu_pct",
+                    "sys_cpu_pct",
+                    "context_switches",
+                )
+            },
             **params,
             "numjobs": numjobs if params else None,
         }
@@ -233,8 +250,14 @@ def _disk_rows(inv: _Invocation, index: int, source: SourceText) -> list[dict[st
     out = []
     for disk in inv.disks:
         for counter, key in (
-            ("read_ios", "r"), ("write_ios", "w"), ("read_merges", "mr"), ("write_merges", "mw"),
-            ("read_ticks_ms", "tr"), ("write_ticks_ms", "tw"), ("in_queue_ms", "q"), ("util_pct", "u"),
+            ("read_ios", "r"),
+            ("write_ios", "w"),
+            ("read_merges", "mr"),
+            ("write_merges", "mw"),
+            ("read_ticks_ms", "tr"),
+            ("write_ticks_ms", "tw"),
+            ("in_queue_ms", "q"),
+            ("util_pct", "u"),
         ):
             out.append(
                 {
@@ -270,6 +293,7 @@ def read_fio_normal(path: str | Path) -> Tables:
     ------
     FormatError
         When no job result block is found or a result line cannot be read.
+
     """
     source = read_source(path)
     parser = _Parser(source)
@@ -279,7 +303,11 @@ def read_fio_normal(path: str | Path) -> Tables:
     if not invocations:
         failed = [inv for inv in parser.invocations if inv.rows]
         detail = "; every job block reported no I/O (see fio's error lines in the file)" if failed else ""
-        raise FormatError(source.path, "whole file", f"a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line){detail}")
+        raise FormatError(
+            source.path,
+            "whole file",
+            f"a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line){detail}",
+        )
     results: list[dict] = []
     disks: list[dict] = []
     runs: list[dict] = []

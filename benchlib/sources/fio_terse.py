@@ -24,7 +24,16 @@ _TERSE_ANYWHERE = re.compile(r"^[345];fio-[^;\n]*;", re.MULTILINE)
 _DIRECTION_FIELDS = {3: 41, 4: 41, 5: 47}
 _DIRECTIONS = {3: ("read", "write"), 4: ("read", "write", "trim"), 5: ("read", "write", "trim")}
 _TAIL_FIELDS = 5 + 7 + 10 + 12  # cpu, IO depths, latency us buckets, latency ms buckets
-_DISK_FIELDS = ("read_ios", "write_ios", "read_merges", "write_merges", "read_ticks_ms", "write_ticks_ms", "in_queue_ms", "util_pct")
+_DISK_FIELDS = (
+    "read_ios",
+    "write_ios",
+    "read_merges",
+    "write_merges",
+    "read_ticks_ms",
+    "write_ticks_ms",
+    "in_queue_ms",
+    "util_pct",
+)
 
 
 def looks_like_fio_terse(head: str) -> bool:
@@ -88,7 +97,9 @@ def _parse_line(source: SourceText, line_no: int, line: str) -> tuple[list[dict]
         disks = []
         for at in range(expected, len(fields), 9):
             name, *values = fields[at : at + 9]
-            disks.extend({"instance": name, "counter": c, "value": _float(v)} for c, v in zip(_DISK_FIELDS, values, strict=True))
+            disks.extend(
+                {"instance": name, "counter": c, "value": _float(v)} for c, v in zip(_DISK_FIELDS, values, strict=True)
+            )
     except ValueError as exc:
         raise FormatError(source.path, f"line {line_no}", f"numeric terse fields ({exc})") from None
     return [{**identity, **r} for r in rows], disks, fields[1]
@@ -115,6 +126,7 @@ def read_fio_terse(path: str | Path) -> Tables:
     ------
     FormatError
         When the file has no terse line of version 3, 4 or 5, or a line is short.
+
     """
     source = read_source(path)
     results: list[dict] = []
@@ -123,7 +135,9 @@ def read_fio_terse(path: str | Path) -> Tables:
     terse_lines = 0
     for line_no, line in enumerate(source.text.splitlines(), start=1):
         if line.startswith("2;") and line.count(";") > 100:
-            raise FormatError(source.path, f"line {line_no}", "terse version 3, 4 or 5; re-run fio with --terse-version=3")
+            raise FormatError(
+                source.path, f"line {line_no}", "terse version 3, 4 or 5; re-run fio with --terse-version=3"
+            )
         if not _TERSE_LINE.match(line):
             continue
         terse_lines += 1
@@ -161,5 +175,7 @@ def read_fio_terse(path: str | Path) -> Tables:
     )
     frames = {"runs": runs, "results": pl.DataFrame(results, infer_schema_length=None)}
     if disks:
-        frames["host_counters"] = pl.DataFrame(disks).unique(subset=["instance", "counter"], keep="first", maintain_order=True)
+        frames["host_counters"] = pl.DataFrame(disks).unique(
+            subset=["instance", "counter"], keep="first", maintain_order=True
+        )
     return Tables.build(**frames)

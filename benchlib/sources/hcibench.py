@@ -41,7 +41,11 @@ P95_ESTIMATE = "mean + 1.645 x stddev (HCIBench's estimate, not a measured perce
 def looks_like_hcibench_summary(head: str) -> bool:
     """HCIBench's ``-res.txt``: a ``Datastore = <name>`` line, ``=====`` rules and ``IOPS ... IO/S`` lines."""
     first = next((line for line in head.splitlines() if line.strip()), "")
-    return bool(re.match(r"^Datastore\s+=\s*\S", first)) and "=====" in head and bool(re.search(r"^IOPS\s*=.*IO/S", head, re.M | re.I))
+    return (
+        bool(re.match(r"^Datastore\s+=\s*\S", first))
+        and "=====" in head
+        and bool(re.search(r"^IOPS\s*=.*IO/S", head, re.M | re.I))
+    )
 
 
 def _number(path: Path, number: int, text: str) -> float | None:
@@ -82,7 +86,9 @@ def parse_summary(path: Path, text: str) -> list[dict[str, Any]]:
             current = {"datastore": datastore, "line": number}
             records.append(current)
         if current is None:
-            raise FormatError(path, f"line {number}", "'Version:', 'Run Def:' or 'JOB_NAME =' before the figures of a run")
+            raise FormatError(
+                path, f"line {number}", "'Version:', 'Run Def:' or 'JOB_NAME =' before the figures of a run"
+            )
         current[key] = value if key in ("VERSION", "RUN DEF", "JOB_NAME", "VMS") else _number(path, number, value)
     for record in records:
         record["usage"] = usage
@@ -90,7 +96,10 @@ def parse_summary(path: Path, text: str) -> list[dict[str, Any]]:
 
 
 def _settings(path: Path) -> dict[str, str]:
-    """Top-level ``key: value`` settings of the test's ``hcibench.cfg`` (a YAML copy without user names and passwords)."""
+    """Return the top-level ``key: value`` settings of the test's ``hcibench.cfg``.
+
+    It is a YAML copy without user names and passwords.
+    """
     if not path.is_file():
         return {}
     found = {}
@@ -129,6 +138,7 @@ def read_hcibench_summary(path: str | Path) -> Tables:
     ------
     FormatError
         When a figure is not a number or no run is found.
+
     """
     source = read_source(path)
     records = parse_summary(source.path, source.text)
@@ -139,25 +149,54 @@ def read_hcibench_summary(path: str | Path) -> Tables:
         engine = "fio" if "JOB_NAME" in record else "vdbench"
         if "IOPS" not in record:
             raise FormatError(source.path, f"line {record['line']}", "an 'IOPS = ... IO/S' line for this run")
-        labels = {"datastore": record["datastore"], "engine": engine, "vms": record.get("VMS"),
-                  "run_definition": record.get("RUN DEF"),
-                  "p95": P95_ESTIMATE if engine == "vdbench" else "mean of the VMs' 95th percentiles (HCIBench)",
-                  **{f"usage_{k.lower().replace(' ', '_')}": v for k, v in record["usage"].items()},
-                  **{f"hcibench_{k}": v for k, v in settings.items()}}
-        runs.append({"run_id": rid, "tool": "hcibench", "tool_version": record.get("VERSION"), "format": "hcibench-summary",
-                     "is_aggregate": True, "source": str(source.path), "sha256": source.sha256, "document_index": index,
-                     "labels": [{"name": k, "value": str(v)} for k, v in labels.items() if v is not None]})
+        labels = {
+            "datastore": record["datastore"],
+            "engine": engine,
+            "vms": record.get("VMS"),
+            "run_definition": record.get("RUN DEF"),
+            "p95": P95_ESTIMATE if engine == "vdbench" else "mean of the VMs' 95th percentiles (HCIBench)",
+            **{f"usage_{k.lower().replace(' ', '_')}": v for k, v in record["usage"].items()},
+            **{f"hcibench_{k}": v for k, v in settings.items()},
+        }
+        runs.append(
+            {
+                "run_id": rid,
+                "tool": "hcibench",
+                "tool_version": record.get("VERSION"),
+                "format": "hcibench-summary",
+                "is_aggregate": True,
+                "source": str(source.path),
+                "sha256": source.sha256,
+                "document_index": index,
+                "labels": [{"name": k, "value": str(v)} for k, v in labels.items() if v is not None],
+            }
+        )
         base = {"run_id": rid, "job_name": _name(record), "job_index": 1, "is_aggregate": True, "ioengine": engine}
         mib = record.get("THROUGHPUT")
-        results.append({**base, "direction": "total", "iops": record.get("IOPS"),
-                        "bandwidth_bytes_per_s": None if mib is None else mib * MIB,
-                        "lat_mean_ns": _ns(record.get("LATENCY")), "lat_percentiles": _pct(record.get("95%TILE_LAT"))})
+        results.append(
+            {
+                **base,
+                "direction": "total",
+                "iops": record.get("IOPS"),
+                "bandwidth_bytes_per_s": None if mib is None else mib * MIB,
+                "lat_mean_ns": _ns(record.get("LATENCY")),
+                "lat_percentiles": _pct(record.get("95%TILE_LAT")),
+            }
+        )
         for direction, key in (("read", "R"), ("write", "W")):
             if f"{key}_LATENCY" in record:
-                results.append({**base, "direction": direction, "lat_mean_ns": _ns(record[f"{key}_LATENCY"]),
-                                "lat_percentiles": _pct(record.get(f"95%TILE_{key}_LAT"))})
+                results.append(
+                    {
+                        **base,
+                        "direction": direction,
+                        "lat_mean_ns": _ns(record[f"{key}_LATENCY"]),
+                        "lat_percentiles": _pct(record.get(f"95%TILE_{key}_LAT")),
+                    }
+                )
     if not runs:
-        raise FormatError(source.path, "file", "at least one run (a 'Version:'/'Run Def:' or 'JOB_NAME =' block with IOPS)")
+        raise FormatError(
+            source.path, "file", "at least one run (a 'Version:'/'Run Def:' or 'JOB_NAME =' block with IOPS)"
+        )
     return Tables.from_rows({"runs": runs, "results": results})
 
 
@@ -180,32 +219,61 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     polars.DataFrame
         ``source``, ``run``, ``metric``, ``hcibench``, ``benchlib``,
         ``difference_pct``, ``note`` (an empty frame when there is no summary).
+
     """
     rows: list[dict[str, Any]] = []
     summaries = runs.filter(pl.col("format") == "hcibench-summary")
     for summary in summaries.iter_rows(named=True):
         folder = summary["source"].removesuffix("-res.txt") + "/"
-        stores = {_label(r["labels"], "datastore") for r in summaries.filter(pl.col("source") == summary["source"]).iter_rows(named=True)}
+        stores = {
+            _label(r["labels"], "datastore")
+            for r in summaries.filter(pl.col("source") == summary["source"]).iter_rows(named=True)
+        }
         if len(stores) > 1:  # VM files are named by datastore id, the summary by datastore name
-            rows.append({"source": summary["source"], "run": f"{_label(summary['labels'], 'datastore')}", "metric": "datastores",
-                         "hcibench": float(len(stores)), "benchlib": None, "difference_pct": None,
-                         "note": "several datastores: the VM files carry datastore ids, the summary datastore names, "
-                                 "so the VMs cannot be split per datastore here; not checked"})
+            rows.append(
+                {
+                    "source": summary["source"],
+                    "run": f"{_label(summary['labels'], 'datastore')}",
+                    "metric": "datastores",
+                    "hcibench": float(len(stores)),
+                    "benchlib": None,
+                    "difference_pct": None,
+                    "note": "several datastores: the VM files carry datastore ids, the summary datastore names, "
+                    "so the VMs cannot be split per datastore here; not checked",
+                }
+            )
             continue
         vms = runs.filter(pl.col("source").str.starts_with(folder) & ~pl.col("is_aggregate"))
         mine = results.filter(pl.col("run_id") == summary["run_id"])
         engine = _label(summary["labels"], "engine")
         name = mine["job_name"][0]
         if engine == "vdbench":  # the n-th run of the summary is the n-th run of every VM's console
-            position = summaries.filter(pl.col("source") == summary["source"]).get_column("run_id").to_list().index(summary["run_id"])
-            picked = [group.sort("document_index")["run_id"][position]
-                      for _, group in vms.group_by("source", maintain_order=True) if group.height > position]
+            position = (
+                summaries.filter(pl.col("source") == summary["source"])
+                .get_column("run_id")
+                .to_list()
+                .index(summary["run_id"])
+            )
+            picked = [
+                group.sort("document_index")["run_id"][position]
+                for _, group in vms.group_by("source", maintain_order=True)
+                if group.height > position
+            ]
             vm_results = results.filter(pl.col("run_id").is_in(picked))
         else:
-            vm_results = results.filter(pl.col("run_id").is_in(vms["run_id"].implode()) & (pl.col("job_name") == name) & ~pl.col("is_aggregate"))
+            vm_results = results.filter(
+                pl.col("run_id").is_in(vms["run_id"].implode()) & (pl.col("job_name") == name) & ~pl.col("is_aggregate")
+            )
         rows.extend(_compare(summary, mine, vm_results, engine, vms.height and vm_results["run_id"].n_unique()))
-    schema = {"source": pl.String, "run": pl.String, "metric": pl.String, "hcibench": pl.Float64, "benchlib": pl.Float64,
-              "difference_pct": pl.Float64, "note": pl.String}
+    schema = {
+        "source": pl.String,
+        "run": pl.String,
+        "metric": pl.String,
+        "hcibench": pl.Float64,
+        "benchlib": pl.Float64,
+        "difference_pct": pl.Float64,
+        "note": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -228,7 +296,9 @@ def _p95(frame: pl.DataFrame, direction: str) -> list[float]:
     return values
 
 
-def _compare(summary: dict, mine: pl.DataFrame, vms: pl.DataFrame, engine: str | None, vm_count: int) -> list[dict[str, Any]]:
+def _compare(
+    summary: dict, mine: pl.DataFrame, vms: pl.DataFrame, engine: str | None, vm_count: int
+) -> list[dict[str, Any]]:
     label = mine["job_name"][0] or ""
     loops = (_label(summary["labels"], "run_definition") or "").partition("For loops:")[2].strip()
     run = f"{_label(summary['labels'], 'datastore')} / {label}" + (f" ({loops})" if loops and loops != "None" else "")
@@ -237,17 +307,40 @@ def _compare(summary: dict, mine: pl.DataFrame, vms: pl.DataFrame, engine: str |
 
     def add(metric: str, theirs: float | None, ours: float | None, note: str) -> None:
         diff = None if theirs is None or ours in (None, 0) else 100 * (theirs - ours) / ours
-        out.append({"source": summary["source"], "run": run, "metric": metric, "hcibench": theirs, "benchlib": ours,
-                    "difference_pct": diff, "note": note})
+        out.append(
+            {
+                "source": summary["source"],
+                "run": run,
+                "metric": metric,
+                "hcibench": theirs,
+                "benchlib": ours,
+                "difference_pct": diff,
+                "note": note,
+            }
+        )
 
-    add("vms", _number_or_none(_label(summary["labels"], "vms")), float(vm_count), "worker VMs with a result for this run")
-    summed = "sum over VMs (both)" if engine == "vdbench" else (
-        "sum over VMs (both); HCIBench takes each VM's first JSON document with eta 0, which can be the last "
-        "--status-interval snapshot rather than fio's final report that benchlib reads")
+    add(
+        "vms",
+        _number_or_none(_label(summary["labels"], "vms")),
+        float(vm_count),
+        "worker VMs with a result for this run",
+    )
+    summed = (
+        "sum over VMs (both)"
+        if engine == "vdbench"
+        else (
+            "sum over VMs (both); HCIBench takes each VM's first JSON document with eta 0, which can be the last "
+            "--status-interval snapshot rather than fio's final report that benchlib reads"
+        )
+    )
     add("iops", total["iops"], float(vms["iops"].sum()) if vms.height else None, summed)
     bw = vms["bandwidth_bytes_per_s"].sum() if vms.height else None
-    add("bandwidth_mib_s", None if total["bandwidth_bytes_per_s"] is None else total["bandwidth_bytes_per_s"] / MIB,
-        None if bw is None else float(bw) / MIB, summed)
+    add(
+        "bandwidth_mib_s",
+        None if total["bandwidth_bytes_per_s"] is None else total["bandwidth_bytes_per_s"] / MIB,
+        None if bw is None else float(bw) / MIB,
+        summed,
+    )
     mean_note = "HCIBench: plain mean of the VMs' means; benchlib: weighted by each VM's I/Os"
     if total["lat_mean_ns"] is not None:
         add("lat_mean_ms", total["lat_mean_ns"] / 1e6, _ms(_weighted(vms, None)), mean_note)
@@ -256,18 +349,30 @@ def _compare(summary: dict, mine: pl.DataFrame, vms: pl.DataFrame, engine: str |
         if theirs.height:
             add(f"{direction}_lat_mean_ms", _ms(theirs["lat_mean_ns"][0]), _ms(_weighted(vms, direction)), mean_note)
     if engine == "vdbench" and total["lat_percentiles"]:
-        add("lat_p95_ms", total["lat_percentiles"][0]["value_ns"] / 1e6, None,
+        add(
+            "lat_p95_ms",
+            total["lat_percentiles"][0]["value_ns"] / 1e6,
+            None,
             "HCIBench's vdbench 95th percentile is mean + 1.645 x stddev, an estimate assuming normal latencies; "
-            "vdbench's console output has no percentile to check it against (its histogram.html does)")
+            "vdbench's console output has no percentile to check it against (its histogram.html does)",
+        )
     for direction in ("read", "write"):
         theirs = mine.filter(pl.col("direction") == direction)
         reported = theirs["lat_percentiles"].to_list()[0] if theirs.height else None
         if engine == "fio" and reported:
             values = _p95(vms, direction)
-            span = f"the VMs' own 95th percentiles span {min(values) / 1e6:.3f}-{max(values) / 1e6:.3f} ms" if values else "no VM reports one"
-            add(f"{direction}_lat_p95_ms", reported[0]["value_ns"] / 1e6, None,
+            span = (
+                f"the VMs' own 95th percentiles span {min(values) / 1e6:.3f}-{max(values) / 1e6:.3f} ms"
+                if values
+                else "no VM reports one"
+            )
+            add(
+                f"{direction}_lat_p95_ms",
+                reported[0]["value_ns"] / 1e6,
+                None,
                 "HCIBench averages the VMs' 95th percentiles, which is not the 95th percentile of all I/Os; "
-                f"it needs the VMs' latency histograms (fio json+) to pool; {span}")
+                f"it needs the VMs' latency histograms (fio json+) to pool; {span}",
+            )
     return out
 
 

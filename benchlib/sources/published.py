@@ -32,8 +32,13 @@ from benchlib.units import parse_job_size
 MAGIC = "# benchlib published table"
 _MIB = 1024 * 1024
 _MEASURES = {"iops": 1.0, "bw_mib_s": float(_MIB), "lat_avg_ms": 1e6, "cpu_usr_pct": 1.0, "cpu_sys_pct": 1.0}
-_TARGET = {"iops": "iops", "bw_mib_s": "bandwidth_bytes_per_s", "lat_avg_ms": "lat_mean_ns",
-           "cpu_usr_pct": "usr_cpu_pct", "cpu_sys_pct": "sys_cpu_pct"}
+_TARGET = {
+    "iops": "iops",
+    "bw_mib_s": "bandwidth_bytes_per_s",
+    "lat_avg_ms": "lat_mean_ns",
+    "cpu_usr_pct": "usr_cpu_pct",
+    "cpu_sys_pct": "sys_cpu_pct",
+}
 _JOB = {"rw", "bs", "numjobs", "iodepth", "write_pct"}
 _HOST = ("vm", "host")
 _READS = {"read", "randread"}
@@ -41,7 +46,7 @@ _WRITES = {"write", "randwrite"}
 
 
 def looks_like_published(head: str) -> bool:
-    """benchlib's published-table header, or a CSV whose header starts with ``source,`` and names a measurement."""
+    """Benchlib's published-table header, or a CSV whose header starts with ``source,`` and names a measurement."""
     first = head.lstrip("\ufeff").split("\n", 1)[0].strip()
     if first.startswith(MAGIC):
         return True
@@ -73,10 +78,23 @@ def _row(path: Path, number: int, index: int, row: dict[str, str], sha: str, cit
     if citation is not None:
         labels.append({"name": "citation", "value": citation})
     rid = run_id(sha, index, host)
-    run = {"run_id": rid, "tool": "published", "format": "published-table", "host": host,
-           "is_aggregate": False, "sha256": sha, "document_index": index, "labels": labels}
-    result: dict = {"run_id": rid, "client": host, "direction": _direction(row.get("rw")), "is_aggregate": False,
-                    "rw": row.get("rw") or None}
+    run = {
+        "run_id": rid,
+        "tool": "published",
+        "format": "published-table",
+        "host": host,
+        "is_aggregate": False,
+        "sha256": sha,
+        "document_index": index,
+        "labels": labels,
+    }
+    result: dict = {
+        "run_id": rid,
+        "client": host,
+        "direction": _direction(row.get("rw")),
+        "is_aggregate": False,
+        "rw": row.get("rw") or None,
+    }
     for column, factor in _MEASURES.items():
         if column in row:
             value = _number(path, number, column, row[column])
@@ -99,6 +117,7 @@ def read_published(path: str | Path) -> Tables:
     FormatError
         When the header names no measurement, a row has the wrong number of
         fields, or a measurement is not a number.
+
     """
     path = Path(path)
     source = read_source(path)

@@ -75,7 +75,10 @@ def _decoded_head(path: Path, data: bytes, partial: bool) -> str:
 
 
 def detect_head(path: str | Path, head: bytes, partial: bool) -> str:
-    """The format of a file whose first ``SNIFF_BYTES`` are ``head``, read already (``partial``: the file goes on)."""
+    """Return the format of a file whose first ``SNIFF_BYTES`` are ``head``, read already.
+
+    ``partial``: the file goes on.
+    """
     return detect_text(path, _decoded_head(Path(path), head, partial))
 
 
@@ -86,18 +89,19 @@ def detect_all(path: str | Path) -> list[str]:
 
 
 def detect(path: str | Path) -> str:
-    """The format to read ``path`` with, from its content.
+    """Return the format to read ``path`` with, from its content.
 
     Raises
     ------
     FormatError
         When no known format's signature is found.
+
     """
     return detect_text(path, _head(Path(path)))
 
 
 def detect_text(path: str | Path, head: str) -> str:
-    """The format of a file whose first 64 KiB (decoded) are ``head`` (see :func:`detect`)."""
+    """Return the format of a file whose first 64 KiB (decoded) are ``head`` (see :func:`detect`)."""
     if not head or head.isspace():
         raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
     found = next((name for name, sniff in _SNIFFERS.items() if sniff(head)), None)

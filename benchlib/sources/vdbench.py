@@ -33,7 +33,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,29 +52,85 @@ _VERSION = re.compile(r"Vdbench distribution:\s*(vdbench\S+)")
 
 #: Raw-device report columns after the interval label, by count (vdbench50407 splits ``resp max``).
 _RAW_COLUMNS = {
-    12: ("rate", "mib_s", "bytes_io", "read_pct", "resp", "read_resp", "write_resp", "resp_max", "resp_std",
-         "queue_depth", "cpu_total", "cpu_sys"),
-    13: ("rate", "mib_s", "bytes_io", "read_pct", "resp", "read_resp", "write_resp", "read_max", "write_max",
-         "resp_std", "queue_depth", "cpu_total", "cpu_sys"),
+    12: (
+        "rate",
+        "mib_s",
+        "bytes_io",
+        "read_pct",
+        "resp",
+        "read_resp",
+        "write_resp",
+        "resp_max",
+        "resp_std",
+        "queue_depth",
+        "cpu_total",
+        "cpu_sys",
+    ),
+    13: (
+        "rate",
+        "mib_s",
+        "bytes_io",
+        "read_pct",
+        "resp",
+        "read_resp",
+        "write_resp",
+        "read_max",
+        "write_max",
+        "resp_std",
+        "queue_depth",
+        "cpu_total",
+        "cpu_sys",
+    ),
 }
 #: File-system report: (group, sub-header) -> name.
 _FSD_COLUMNS = {
-    ("reqstdops", "rate"): "rate", ("reqstdops", "resp"): "resp", ("cpu%", "total"): "cpu_total",
-    ("cpu%", "sys"): "cpu_sys", ("read", "pct"): "read_pct", ("read", "rate"): "read_rate",
-    ("read", "resp"): "read_resp", ("write", "rate"): "write_rate", ("write", "resp"): "write_resp",
-    ("mb/sec", "read"): "mib_read", ("mb/sec", "write"): "mib_write", ("mb/sec", "total"): "mib_s",
+    ("reqstdops", "rate"): "rate",
+    ("reqstdops", "resp"): "resp",
+    ("cpu%", "total"): "cpu_total",
+    ("cpu%", "sys"): "cpu_sys",
+    ("read", "pct"): "read_pct",
+    ("read", "rate"): "read_rate",
+    ("read", "resp"): "read_resp",
+    ("write", "rate"): "write_rate",
+    ("write", "resp"): "write_resp",
+    ("mb/sec", "read"): "mib_read",
+    ("mb/sec", "write"): "mib_write",
+    ("mb/sec", "total"): "mib_s",
     ("xfer", "size"): "bytes_io",
 }
 #: flatfile column (lower case) -> name.
 _FLAT_COLUMNS = {
-    "rate": "rate", "mb/sec": "mib_s", "bytes/io": "bytes_io", "read%": "read_pct", "resp": "resp",
-    "read_resp": "read_resp", "write_resp": "write_resp", "resp_max": "resp_max", "read_max": "read_max",
-    "write_max": "write_max", "resp_std": "resp_std", "read_std": "read_std", "write_std": "write_std",
-    "queue_depth": "queue_depth", "cpu_used": "cpu_total", "cpu_kernel": "cpu_sys", "xfersize": "xfersize",
-    "threads": "threads", "rdpct": "rdpct", "seekpct": "seekpct", "mb_read": "mib_read", "mb_write": "mib_write",
-    "read_rate": "read_rate", "write_rate": "write_rate", "read_resp_max": "read_max",
-    "write_resp_max": "write_max", "read_resp_std": "read_std", "write_resp_std": "write_std",
-    "resp_std_": "resp_std", "version": "version", "timestamp": "timestamp",
+    "rate": "rate",
+    "mb/sec": "mib_s",
+    "bytes/io": "bytes_io",
+    "read%": "read_pct",
+    "resp": "resp",
+    "read_resp": "read_resp",
+    "write_resp": "write_resp",
+    "resp_max": "resp_max",
+    "read_max": "read_max",
+    "write_max": "write_max",
+    "resp_std": "resp_std",
+    "read_std": "read_std",
+    "write_std": "write_std",
+    "queue_depth": "queue_depth",
+    "cpu_used": "cpu_total",
+    "cpu_kernel": "cpu_sys",
+    "xfersize": "xfersize",
+    "threads": "threads",
+    "rdpct": "rdpct",
+    "seekpct": "seekpct",
+    "mb_read": "mib_read",
+    "mb_write": "mib_write",
+    "read_rate": "read_rate",
+    "write_rate": "write_rate",
+    "read_resp_max": "read_max",
+    "write_resp_max": "write_max",
+    "read_resp_std": "read_std",
+    "write_resp_std": "write_std",
+    "resp_std_": "resp_std",
+    "version": "version",
+    "timestamp": "timestamp",
 }
 
 
@@ -128,8 +184,10 @@ def vdbench_kind(head: str) -> str | None:
         return "console" if _VERSION.search(head[:3000]) and _START.search(_TAG.sub("", head)) else None
     checks = (
         ("flatfile", first.startswith("*") and "'flatfile.html'" in body[:500]),
-        ("summary", first.startswith(("Copyright", "Vdbench summary report"))
-         and "Vdbench summary report" in body[:400]),
+        (
+            "summary",
+            first.startswith(("Copyright", "Vdbench summary report")) and "Vdbench summary report" in body[:400],
+        ),
         ("totals", first == "Run totals"),
         ("host", first.startswith("Host summary report")),
         ("slave", first.startswith("Slave summary report")),
@@ -137,7 +195,10 @@ def vdbench_kind(head: str) -> str | None:
         ("histogram", "histogram." in first or first.startswith("Total response time histogram")),
         ("logfile", bool(_VERSION.search(body[:400])) or "input argument scanned" in body[:800]),
         ("parmscan", bool(re.match(rf"{_TOD} line: ", first))),
-        ("parmfile", first.startswith("* Contents of parameter file") or bool(re.match(r"(hd|sd|wd|rd|fsd|fwd)=", first))),
+        (
+            "parmfile",
+            first.startswith("* Contents of parameter file") or bool(re.match(r"(hd|sd|wd|rd|fsd|fwd)=", first)),
+        ),
     )
     found = next((kind for kind, hit in checks if hit), None)
     return found or ("other" if title or head.lstrip().startswith("<pre>") else None)
@@ -154,7 +215,7 @@ def looks_like_vdbench_console(head: str) -> bool:
 
 
 def looks_like_vdbench_report(head: str) -> bool:
-    """A file of vdbench's HTML output folder other than the flatfile."""
+    """Return a file of vdbench's HTML output folder other than the flatfile."""
     kind = vdbench_kind(head)
     return kind is not None and kind not in ("flatfile", "console")
 
@@ -163,7 +224,7 @@ def looks_like_vdbench_report(head: str) -> bool:
 
 
 def _settings(rest: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(settings, for-loop values) from what follows ``Starting RD=<name>``."""
+    """Return (settings, for-loop values) from what follows ``Starting RD=<name>``."""
     rest = _TAG.sub("", rest)
     loops_text = ""
     if "For loops:" in rest:
@@ -197,6 +258,7 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
     ------
     FormatError
         When an interval line has a column count no vdbench layout has.
+
     """
     blocks: list[Block] = []
     fsd_names: list[str] | None = None
@@ -217,11 +279,19 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
             continue
         values = row.group(3).split()
         names = fsd_names or _RAW_COLUMNS.get(len(values))
-        if not row.group(2)[0].isdigit() and not row.group(2).startswith("avg_") and (names is None or len(names) != len(values)):
+        if (
+            not row.group(2)[0].isdigit()
+            and not row.group(2).startswith("avg_")
+            and (names is None or len(names) != len(values))
+        ):
             continue  # std_/max_ lines of the file-system layout leave columns blank
         if names is None or len(names) != len(values):
-            raise FormatError(path, f"line {number}", f"a vdbench interval line with 12 or 13 values (raw devices) or as many as "
-                                                    f"the file-system header names, found {len(values)}")
+            raise FormatError(
+                path,
+                f"line {number}",
+                f"a vdbench interval line with 12 or 13 values (raw devices) or as many as "
+                f"the file-system header names, found {len(values)}",
+            )
         record: dict[str, Any] = {"interval": row.group(2), "tod": row.group(1)}
         record.update((n, float(v)) for n, v in zip(names, values, strict=True))
         blocks[-1].rows.append(record)
@@ -229,9 +299,14 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
 
 
 _BUCKET = re.compile(r"^\s*([\d.]+)\s+<\s+([\d.]+|max)\s+([\d,]+)\s+[\d.]+\s+[\d.]+")
-_SECTIONS = {"Reads:": "read", "Writes:": "write", "Only reads done for this workload:": "read",
-             "Only writes done for this workload:": "write", "Reads and writes:": "total",
-             "Total of all requested operations since warmup:": "total"}  # file-system runs: no split
+_SECTIONS = {
+    "Reads:": "read",
+    "Writes:": "write",
+    "Only reads done for this workload:": "read",
+    "Only writes done for this workload:": "write",
+    "Reads and writes:": "total",
+    "Total of all requested operations since warmup:": "total",
+}  # file-system runs: no split
 
 
 def parse_histogram(path: Path, text: str) -> list[tuple[Block, dict[str, list[tuple[float, float | None, int]]]]]:
@@ -254,7 +329,9 @@ def parse_histogram(path: Path, text: str) -> list[tuple[Block, dict[str, list[t
         bucket = _BUCKET.match(line)
         if bucket and out and section:
             high = None if bucket.group(2) == "max" else float(bucket.group(2))
-            out[-1][1].setdefault(section, []).append((float(bucket.group(1)), high, int(bucket.group(3).replace(",", ""))))
+            out[-1][1].setdefault(section, []).append(
+                (float(bucket.group(1)), high, int(bucket.group(3).replace(",", "")))
+            )
     return out
 
 
@@ -269,9 +346,19 @@ def histogram_rows(run_ids: list[str], histograms: list, client: str | None) -> 
         kept = {d: b for d, b in sections.items() if d != "total"} or sections
         for direction, buckets in kept.items():
             for index, (low, high, count) in enumerate(buckets):
-                rows.append({"run_id": rid, "client": client, "job_name": block.name, "job_index": 1, "direction": direction,
-                             "latency_kind": "lat", "bin_index": index, "bin_value_ns": (high if high is not None else low) * 1e6,
-                             "count": count})
+                rows.append(
+                    {
+                        "run_id": rid,
+                        "client": client,
+                        "job_name": block.name,
+                        "job_index": 1,
+                        "direction": direction,
+                        "latency_kind": "lat",
+                        "bin_index": index,
+                        "bin_value_ns": (high if high is not None else low) * 1e6,
+                        "count": count,
+                    }
+                )
     return rows
 
 
@@ -298,7 +385,7 @@ def _flat_table(path: Path, text: str) -> tuple[list[str], list[list[str]]]:
 
 
 def parse_flatfile(path: Path, text: str) -> list[Block]:
-    """The runs of a flatfile: a new run starts when ``Run`` changes or the interval count starts again."""
+    """Return the runs of a flatfile: a new run starts when ``Run`` changes or the interval count starts again."""
     header, rows = _flat_table(path, text)
     columns = dict(_FLAT_COLUMNS)
     if "bytes/io" not in header:  # file-system layout: its Xfersize column is the mean transfer, not the setting
@@ -309,8 +396,12 @@ def parse_flatfile(path: Path, text: str) -> list[Block]:
         raw = dict(zip(header, fields, strict=True))
         interval = raw["interval"]
         step = int(interval) if interval.isdigit() else None
-        if (not blocks or blocks[-1].name != raw["run"] or (step is not None and last_interval is not None and step <= last_interval)
-                or (step is not None and blocks[-1].rows and not blocks[-1].rows[-1]["interval"].isdigit())):
+        if (
+            not blocks
+            or blocks[-1].name != raw["run"]
+            or (step is not None and last_interval is not None and step <= last_interval)
+            or (step is not None and blocks[-1].rows and not blocks[-1].rows[-1]["interval"].isdigit())
+        ):
             blocks.append(Block(name=raw["run"], tod=raw["tod"]))
         last_interval = step if step is not None else last_interval
         record: dict[str, Any] = {"interval": interval, "tod": raw["tod"]}
@@ -361,18 +452,26 @@ def direction_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
         resp = row.get(f"{direction}_resp") if share is not None else row.get("resp")
         max_ = row.get(f"{direction}_max", row.get("resp_max") if single else None)
         std = row.get(f"{direction}_std", row.get("resp_std") if single else None)
-        out.append({
-            "direction": direction,
-            "iops": own_rate if own_rate is not None else (None if rate is None else rate * part),
-            "bandwidth_bytes_per_s": own_mib * MIB if own_mib is not None else (None if mib is None else mib * MIB * part),
-            "lat_mean_ns": None if resp is None else resp * 1e6,
-            "lat_max_ns": None if max_ is None else max_ * 1e6,
-            "lat_stddev_ns": None if std is None else std * 1e6,
-        })
+        out.append(
+            {
+                "direction": direction,
+                "iops": own_rate if own_rate is not None else (None if rate is None else rate * part),
+                "bandwidth_bytes_per_s": own_mib * MIB
+                if own_mib is not None
+                else (None if mib is None else mib * MIB * part),
+                "lat_mean_ns": None if resp is None else resp * 1e6,
+                "lat_max_ns": None if max_ is None else max_ * 1e6,
+                "lat_stddev_ns": None if std is None else std * 1e6,
+            }
+        )
     return out
 
 
-_INTERVAL_METRICS = (("iops", "iops", "iops"), ("bw", "bytes_per_s", "bandwidth_bytes_per_s"), ("lat", "ns", "lat_mean_ns"))
+_INTERVAL_METRICS = (
+    ("iops", "iops", "iops"),
+    ("bw", "bytes_per_s", "bandwidth_bytes_per_s"),
+    ("lat", "ns", "lat_mean_ns"),
+)
 
 
 def _interval_rows(rid: str, block: Block, client: str | None, first_measured: int) -> list[dict[str, Any]]:
@@ -386,9 +485,21 @@ def _interval_rows(rid: str, block: Block, client: str | None, first_measured: i
         for row in direction_rows(record):
             for metric, unit, key in _INTERVAL_METRICS:
                 if row[key] is not None:
-                    out.append({"run_id": rid, "client": client, "job_name": block.name, "job_index": int(record["interval"]),
-                                "direction": row["direction"], "time_ns": time_ns, "metric": metric, "unit": unit,
-                                "value": row[key], "is_cumulative": False, "is_warmup": warmup})
+                    out.append(
+                        {
+                            "run_id": rid,
+                            "client": client,
+                            "job_name": block.name,
+                            "job_index": int(record["interval"]),
+                            "direction": row["direction"],
+                            "time_ns": time_ns,
+                            "metric": metric,
+                            "unit": unit,
+                            "value": row[key],
+                            "is_cumulative": False,
+                            "is_warmup": warmup,
+                        }
+                    )
     return out
 
 
@@ -418,7 +529,11 @@ def _workload(block: Block, average: dict[str, Any], parm: ParmFile | None) -> d
         block_size = None  # a transfer-size distribution: no single block size (bytes/io is its mean)
     else:
         block_size = int(xfer) if xfer and xfer > 0 else size_bytes(declared)
-    threads = average.get("threads") if average.get("threads") is not None else _number(pick("threads") or (rd or {}).get("threads"))
+    threads = (
+        average.get("threads")
+        if average.get("threads") is not None
+        else _number(pick("threads") or (rd or {}).get("threads"))
+    )
     if threads is None and rd is not None and "fwd" not in rd:
         threads = 8.0  # vdbench's default for raw devices (vdb__output1 sets none; its flatfile says 8)
     rw = None
@@ -428,10 +543,15 @@ def _workload(block: Block, average: dict[str, Any], parm: ParmFile | None) -> d
     settings = {**(rd or {}), **block.settings}
     elapsed, warmup = _number(settings.get("elapsed")), _number(settings.get("warmup"))
     return {
-        "rw": rw, "rwmixread_pct": read_pct, "block_size_bytes": block_size,
-        "iodepth": int(threads) if threads else None, "numjobs": 1, "ioengine": "vdbench",
+        "rw": rw,
+        "rwmixread_pct": read_pct,
+        "block_size_bytes": block_size,
+        "iodepth": int(threads) if threads else None,
+        "numjobs": 1,
+        "ioengine": "vdbench",
         "runtime_setting_ns": None if elapsed is None else int(elapsed * 1e9),
-        "ramp_time_ns": None if warmup is None else int(warmup * 1e9), "time_based": True,
+        "ramp_time_ns": None if warmup is None else int(warmup * 1e9),
+        "time_based": True,
     }
 
 
@@ -453,8 +573,11 @@ def _loop_values(rd: dict[str, str] | None) -> dict[str, str]:
 
 
 def _seek(value: str | None, wds: list[dict[str, str]]) -> float | None:
-    """Random share of a workload; a raw-device WD without ``seekpct`` is random (vdbench's default:
-    the corpus run ``vdb__output1`` sets none and its flatfile reports ``seekpct`` 100)."""
+    """Return the random share of a workload.
+
+    Random share of a workload; a raw-device WD without ``seekpct`` is random (vdbench's default:
+    the corpus run ``vdb__output1`` sets none and its flatfile reports ``seekpct`` 100).
+    """
     if value is not None:
         return {"sequential": 0.0, "seq": 0.0, "random": 100.0, "eof": 0.0}.get(value.lower(), _number(value))
     fileio = {w.get("fileio", "").split(",")[0].strip("(") for w in wds}
@@ -470,7 +593,7 @@ def _start_time(block: Block, context: Context) -> datetime | None:
     if stamp and context.utc_offset is not None:
         try:
             local = datetime.strptime(stamp.rsplit("-", 1)[0], "%m/%d/%Y-%H:%M:%S")
-            return (local - context.utc_offset).replace(tzinfo=timezone.utc) - timedelta(seconds=_interval_seconds(block) or 0)
+            return (local - context.utc_offset).replace(tzinfo=UTC) - timedelta(seconds=_interval_seconds(block) or 0)
         except ValueError:
             return None
     if context.date and context.utc_offset is not None and block.tod:
@@ -478,7 +601,7 @@ def _start_time(block: Block, context: Context) -> datetime | None:
             local = datetime.strptime(f"{context.date} {block.tod}", "%b %d %Y %H:%M:%S.%f")
         except ValueError:
             return None
-        return (local - context.utc_offset).replace(tzinfo=timezone.utc)
+        return (local - context.utc_offset).replace(tzinfo=UTC)
     return None
 
 
@@ -491,8 +614,18 @@ def _interval_seconds(block: Block) -> float | None:
     return round(gaps[len(gaps) // 2]) or None if gaps else None
 
 
-def blocks_to_rows(blocks: list[Block], *, key: str, first_index: int, sha256: str, source: str, fmt: str,
-                   context: Context, host: str | None = None, is_aggregate: bool = False) -> dict[str, list]:
+def blocks_to_rows(
+    blocks: list[Block],
+    *,
+    key: str,
+    first_index: int,
+    sha256: str,
+    source: str,
+    fmt: str,
+    context: Context,
+    host: str | None = None,
+    is_aggregate: bool = False,
+) -> dict[str, list]:
     """Rows of runs, results and intervals for blocks read from one file.
 
     ``key`` (a file's or a folder's hash) prefixes every run id; run ids count
@@ -513,32 +646,55 @@ def blocks_to_rows(blocks: list[Block], *, key: str, first_index: int, sha256: s
             cpu = average.get("cpu_total")
             workload = _workload(block, average, context.parm)
             for row in direction_rows(average):
-                out["results"].append({
-                    "run_id": rid, "client": host, "job_name": block.name, "job_index": 1, "jobs": 1,
-                    "is_aggregate": is_aggregate, **workload, **row,
-                    "runtime_ns": measured,
-                    "io_count": None if measured is None or row["iops"] is None else int(round(row["iops"] * measured / 1e9)),
-                    "io_bytes": None if measured is None or row["bandwidth_bytes_per_s"] is None
-                    else int(round(row["bandwidth_bytes_per_s"] * measured / 1e9)),
-                    "usr_cpu_pct": None if cpu is None else cpu - (average.get("cpu_sys") or 0.0),
-                    "sys_cpu_pct": average.get("cpu_sys"),
-                })
+                out["results"].append(
+                    {
+                        "run_id": rid,
+                        "client": host,
+                        "job_name": block.name,
+                        "job_index": 1,
+                        "jobs": 1,
+                        "is_aggregate": is_aggregate,
+                        **workload,
+                        **row,
+                        "runtime_ns": measured,
+                        "io_count": None
+                        if measured is None or row["iops"] is None
+                        else int(round(row["iops"] * measured / 1e9)),
+                        "io_bytes": None
+                        if measured is None or row["bandwidth_bytes_per_s"] is None
+                        else int(round(row["bandwidth_bytes_per_s"] * measured / 1e9)),
+                        "usr_cpu_pct": None if cpu is None else cpu - (average.get("cpu_sys") or 0.0),
+                        "sys_cpu_pct": average.get("cpu_sys"),
+                    }
+                )
         steps = [r for r in block.rows if r["interval"].isdigit()]
         version = next((r.get("version") for r in block.rows if r.get("version")), None) or context.version
         labels = [{"name": k, "value": v} for k, v in block.for_loops.items()]
-        out["runs"].append({
-            "run_id": rid, "tool": "vdbench", "tool_version": version, "format": fmt, "host": host,
-            "is_aggregate": is_aggregate, "start_time": _start_time(block, context),
-            "duration_ns": None if seconds is None or not steps else int(round(len(steps) * seconds * 1e9)),
-            "source": source, "sha256": sha256, "document_index": index, "labels": labels,
-        })
+        out["runs"].append(
+            {
+                "run_id": rid,
+                "tool": "vdbench",
+                "tool_version": version,
+                "format": fmt,
+                "host": host,
+                "is_aggregate": is_aggregate,
+                "start_time": _start_time(block, context),
+                "duration_ns": None if seconds is None or not steps else int(round(len(steps) * seconds * 1e9)),
+                "source": source,
+                "sha256": sha256,
+                "document_index": index,
+                "labels": labels,
+            }
+        )
     return out
 
 
 def tables_from_rows(path: Path, rows: dict[str, list]) -> Tables:
     """Tables from the rows of :func:`blocks_to_rows` (a FormatError when there is no run at all)."""
     if not rows["runs"]:
-        raise FormatError(path, "rows", "vdbench runs (a 'Starting RD=' line followed by interval lines, or flatfile rows)")
+        raise FormatError(
+            path, "rows", "vdbench runs (a 'Starting RD=' line followed by interval lines, or flatfile rows)"
+        )
     return Tables.from_rows(rows)
 
 
@@ -549,16 +705,27 @@ def read_vdbench_flatfile(path: str | Path) -> Tables:
     ------
     FormatError
         When the header or a row cannot be read.
+
     """
     source = read_source(path)
     blocks = parse_flatfile(source.path, source.text)
-    rows = blocks_to_rows(blocks, key=source.sha256, first_index=0, sha256=source.sha256, source=str(source.path),
-                          fmt="vdbench-flatfile", context=Context())
+    rows = blocks_to_rows(
+        blocks,
+        key=source.sha256,
+        first_index=0,
+        sha256=source.sha256,
+        source=str(source.path),
+        fmt="vdbench-flatfile",
+        context=Context(),
+    )
     return tables_from_rows(source.path, rows)
 
 
 def _parameter_file_beside(path: Path) -> ParmFile | None:
-    """The one vdbench parameter file (by content) in the console file's folder, e.g. HCIBench's ``vdbench.cfg``."""
+    """Return the one vdbench parameter file (by content) in the console file's folder.
+
+    For example HCIBench's ``vdbench.cfg``.
+    """
     found = []
     for other in sorted(path.parent.iterdir()):
         if other == path or not other.is_file() or other.stat().st_size > 1_000_000:
@@ -588,11 +755,19 @@ def read_vdbench_console(path: str | Path) -> Tables:
     ------
     FormatError
         When an interval line cannot be read or there is no run.
+
     """
     source = read_source(path)
     version = _VERSION.search(source.text)
     blocks = parse_report_text(source.path, source.text)
     context = Context(version=version.group(1) if version else None, parm=_parameter_file_beside(source.path))
-    rows = blocks_to_rows(blocks, key=source.sha256, first_index=0, sha256=source.sha256, source=str(source.path),
-                          fmt="vdbench-console", context=context)
+    rows = blocks_to_rows(
+        blocks,
+        key=source.sha256,
+        first_index=0,
+        sha256=source.sha256,
+        source=str(source.path),
+        fmt="vdbench-console",
+        context=context,
+    )
     return tables_from_rows(source.path, rows)

@@ -40,7 +40,9 @@ from benchlib.sources.vdbench import (
 )
 from benchlib.sources.vdbench_parm import ParmFile, expand_run, parse_parmfile
 
-_CREATED = re.compile(r"created (\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) \S+(?: \((\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) UTC\))?")
+_CREATED = re.compile(
+    r"created (\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) \S+(?: \((\d\d:\d\d:\d\d) (\w{3} \d\d \d{4}) UTC\))?"
+)
 _HOST = re.compile(r"Host summary report\(s\) for host=(\S+)")
 #: What the folder's context files are used for (the run files say so where they are read).
 _CONTEXT_ROLES = {"logfile": "version", "parmfile": "definitions"}
@@ -57,7 +59,7 @@ class FolderResult:
 
 
 def folder_key(members: list[tuple[str, str]]) -> str:
-    """The identity of a folder's content: SHA-256 over its files' (relative path, SHA-256)."""
+    """Return the identity of a folder's content: SHA-256 over its files' (relative path, SHA-256)."""
     digest = hashlib.sha256()
     for rel, sha in sorted(members):
         digest.update(f"{rel}\n{sha}\n".encode())
@@ -87,13 +89,14 @@ def _context(texts: dict[str, tuple[Path, str]], problems: dict[Path, str]) -> C
 
 
 def _merge_flatfile(blocks: list[Block], flat: list[Block]) -> list[Block]:
-    """The report's blocks with the flatfile's rows, when both list the same runs in the same order."""
+    """Return the report's blocks with the flatfile's rows, when both list the same runs in the same order."""
     if [b.name for b in blocks] != [b.name for b in flat]:
         return blocks
     merged = []
     for block, rows in zip(blocks, flat, strict=True):
-        if [r["interval"] for r in block.rows if r["interval"].isdigit() or r["interval"].startswith("avg_")] != \
-                [r["interval"] for r in rows.rows]:
+        if [r["interval"] for r in block.rows if r["interval"].isdigit() or r["interval"].startswith("avg_")] != [
+            r["interval"] for r in rows.rows
+        ]:
             return blocks
         merged.append(Block(block.name, block.for_loops, block.settings, block.tod, rows.rows))
     return merged
@@ -109,6 +112,7 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
     ------
     FormatError
         When no file of the folder holds any run.
+
     """
     by_kind: dict[str, list[tuple[Path, str, str]]] = {}
     result = FolderResult()
@@ -129,10 +133,20 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
     total = _total_blocks(by_kind, result)
     if total is not None:
         path, sha, blocks = total
-        part = blocks_to_rows(blocks, key=key, first_index=0, sha256=sha, source=str(path), fmt="vdbench-output",
-                              context=context, is_aggregate=multi)
+        part = blocks_to_rows(
+            blocks,
+            key=key,
+            first_index=0,
+            sha256=sha,
+            source=str(path),
+            fmt="vdbench-output",
+            context=context,
+            is_aggregate=multi,
+        )
         _extend(rows, part)
-        _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], None, "Total response time histogram")
+        _add_histogram(
+            rows, by_kind, result, [r["run_id"] for r in part["runs"]], None, "Total response time histogram"
+        )
     for path, sha, text in hosts if multi else []:
         _add_host(rows, path, sha, text, key, context, by_kind, result, total[2] if total else [])
     for path, kind in result.kinds.items():
@@ -140,15 +154,31 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
             result.used[path] = _CONTEXT_ROLES.get(kind, "not needed")
     first = files[0][0] if files else Path(".")
     if not rows["runs"]:
-        raise FormatError(first.parent, "folder", "a vdbench output folder with summary.html, totals.html or flatfile.html "
-                                                 "holding at least one run; " + "; ".join(f"{p.name}: {r}" for p, r in result.problems.items()))
+        raise FormatError(
+            first.parent,
+            "folder",
+            "a vdbench output folder with summary.html, totals.html or flatfile.html "
+            "holding at least one run; " + "; ".join(f"{p.name}: {r}" for p, r in result.problems.items()),
+        )
     result.tables = tables_from_rows(first.parent, rows)
     return result
 
 
-def _add_host(rows: dict[str, list], path: Path, sha: str, text: str, key: str, context: Context, by_kind: dict,
-              result: FolderResult, totals: list[Block]) -> None:
-    """The runs of one host report (``n1.html``), labelled with its address and slave count, and its histogram."""
+def _add_host(
+    rows: dict[str, list],
+    path: Path,
+    sha: str,
+    text: str,
+    key: str,
+    context: Context,
+    by_kind: dict,
+    result: FolderResult,
+    totals: list[Block],
+) -> None:
+    """Return the runs of one host report (``n1.html``) and its histogram.
+
+    Runs are labelled with the host's address and slave count.
+    """
     name = _HOST.search(_TAG.sub("", text[:2000]))
     try:
         blocks = parse_report_text(path, text)
@@ -157,13 +187,24 @@ def _add_host(rows: dict[str, list], path: Path, sha: str, text: str, key: str, 
         return
     host = name.group(1) if name else path.stem
     _inherit_workload(blocks, totals)
-    part = blocks_to_rows(blocks, key=key, first_index=len(rows["runs"]), sha256=sha, source=str(path),
-                          fmt="vdbench-output", context=context, host=host)
+    part = blocks_to_rows(
+        blocks,
+        key=key,
+        first_index=len(rows["runs"]),
+        sha256=sha,
+        source=str(path),
+        fmt="vdbench-output",
+        context=context,
+        host=host,
+    )
     system = context.parm.hosts().get(host) if context.parm else None
     slaves = sum(1 for _, _, t in by_kind.get("slave", []) if re.search(rf"for slave={re.escape(host)}-\d+", t[:400]))
     for run in part["runs"]:  # where the host is, and how many slave JVMs vdbench ran on it
-        run["labels"] = [*run["labels"], *([{"name": "system", "value": system}] if system else []),
-                         *([{"name": "slaves", "value": str(slaves)}] if slaves else [])]
+        run["labels"] = [
+            *run["labels"],
+            *([{"name": "system", "value": system}] if system else []),
+            *([{"name": "slaves", "value": str(slaves)}] if slaves else []),
+        ]
     _extend(rows, part)
     _add_histogram(rows, by_kind, result, [r["run_id"] for r in part["runs"]], host, f"{host}.histogram.html")
     result.used[path] = f"per-host runs of {host}"
@@ -190,14 +231,24 @@ def _extend(rows: dict[str, list], part: dict[str, list]) -> None:
         rows[name].extend(part[name])
 
 
-def _add_histogram(rows: dict[str, list], by_kind: dict, result: FolderResult, run_ids: list[str], host: str | None,
-                   marker: str) -> None:
-    """The response-time histogram of the folder (``Total response time histogram.``) or of one host
-    (vdbench50401 writes ``<host>.histogram.html``, headed ``Host response time histogram.``), runs matched by order."""
+def _add_histogram(
+    rows: dict[str, list], by_kind: dict, result: FolderResult, run_ids: list[str], host: str | None, marker: str
+) -> None:
+    """Return the response-time histogram of the folder or of one host.
+
+    Return the response-time histogram of the folder (``Total response time histogram.``) or of one host
+    (vdbench50401 writes ``<host>.histogram.html``, headed ``Host response time histogram.``), runs matched by order.
+    """
     for path, _, text in by_kind.get("histogram", []):
         head = text[:600]
-        mine = (marker in head) if host is None else (f"{host}.histogram.html" in head or
-                                                      (path.name == f"{host}.histogram.html" and "Host response time" in head))
+        mine = (
+            (marker in head)
+            if host is None
+            else (
+                f"{host}.histogram.html" in head
+                or (path.name == f"{host}.histogram.html" and "Host response time" in head)
+            )
+        )
         if not mine:
             continue
         try:
@@ -211,8 +262,13 @@ def _add_histogram(rows: dict[str, list], by_kind: dict, result: FolderResult, r
         return
 
 
-def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: FolderResult) -> tuple[Path, str, list[Block]] | None:
-    """The folder's total runs: summary.html (rows from the flatfile when it agrees), else totals.html, else the flatfile."""
+def _total_blocks(
+    by_kind: dict[str, list[tuple[Path, str, str]]], result: FolderResult
+) -> tuple[Path, str, list[Block]] | None:
+    """Return the folder's total runs.
+
+    From summary.html (rows from the flatfile when it agrees), else totals.html, else the flatfile.
+    """
     flat: tuple[Path, str, list[Block]] | None = None
     for path, sha, text in by_kind.get("flatfile", [])[:1]:
         try:
@@ -243,7 +299,7 @@ def _total_blocks(by_kind: dict[str, list[tuple[Path, str, str]]], result: Folde
 
 
 def member_kind(path: Path) -> str | None:
-    """The vdbench kind of a file of an HTML output folder (None for anything else); reads at most 4 KiB."""
+    """Return the vdbench kind of a file of an HTML output folder (None for anything else); reads at most 4 KiB."""
     with open(path, "rb") as handle:
         if not may_be_member(handle.read(16)):
             return None
@@ -258,7 +314,7 @@ RESULT_KINDS = ("summary", "totals", "flatfile")
 
 
 def output_files(folder: Path) -> list[Path]:
-    """The files of ``folder`` that are vdbench output (by content), sorted."""
+    """Return the files of ``folder`` that are vdbench output (by content), sorted."""
     return [p for p in sorted(folder.iterdir()) if p.is_file() and member_kind(p)]
 
 
@@ -269,6 +325,7 @@ def read_vdbench_output(path: str | Path) -> Tables:
     ------
     FormatError
         When the folder holds no run, or a file of it cannot be read.
+
     """
     path = Path(path)
     members = [(p, sha256_of(p)) for p in output_files(path.parent)]
@@ -280,11 +337,15 @@ def read_vdbench_output(path: str | Path) -> Tables:
 
 
 def read_vdbench_parmfile(path: str | Path) -> Tables:
-    """A bare vdbench parameter file holds definitions, not results: always a FormatError saying what it holds."""
+    """Refuse a bare vdbench parameter file: it holds definitions, not results (a FormatError saying what it holds)."""
     source = read_source(path)
     parm = parse_parmfile(source.path, source.text)
-    raise FormatError(source.path, "file", f"results, but this is a vdbench parameter file ({describe_parmfile(parm)}); "
-                                           "its results are in the output folder vdbench wrote (-o)")
+    raise FormatError(
+        source.path,
+        "file",
+        f"results, but this is a vdbench parameter file ({describe_parmfile(parm)}); "
+        "its results are in the output folder vdbench wrote (-o)",
+    )
 
 
 def describe_parmfile(parm: ParmFile) -> str:

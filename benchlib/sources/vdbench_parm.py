@@ -24,8 +24,18 @@ from benchlib.units import parse_job_size
 
 KINDS = ("hd", "sd", "wd", "rd", "fsd", "fwd")
 #: vdbench's abbreviations of keywords (the user's guide accepts these forms).
-ALIASES = {"xf": "xfersize", "el": "elapsed", "in": "interval", "io": "iorate", "th": "threads", "seek": "seekpct",
-           "forxf": "forxfersize", "forth": "forthreads", "forseek": "forseekpct", "wu": "warmup"}
+ALIASES = {
+    "xf": "xfersize",
+    "el": "elapsed",
+    "in": "interval",
+    "io": "iorate",
+    "th": "threads",
+    "seek": "seekpct",
+    "forxf": "forxfersize",
+    "forth": "forthreads",
+    "forseek": "forseekpct",
+    "wu": "warmup",
+}
 #: Run-definition keywords that make one run per value (``for<name>=`` or a list given to ``<name>=``).
 FOR_KEYWORDS = ("xfersize", "threads", "rdpct", "seekpct", "rhpct", "whpct", "hitarea", "compratio", "hpct")
 _TAG = re.compile(r"<[^>]+>")
@@ -40,7 +50,7 @@ class ParmFile:
     general: dict[str, str] = field(default_factory=dict)
 
     def named(self, kind: str, name: str) -> dict[str, str] | None:
-        """The definition ``kind=name`` (None when absent)."""
+        """Return the definition ``kind=name`` (None when absent)."""
         return next((d for d in self.definitions[kind] if d[kind] == name), None)
 
     def hosts(self) -> dict[str, str]:
@@ -49,11 +59,19 @@ class ParmFile:
 
 
 def looks_like_parmfile(head: str) -> bool:
-    """A bare parameter file: its first definition lines are vdbench's ``sd=``/``wd=``/``rd=``... and there is an ``rd=``."""
-    lines = [line for line in _TAG.sub("", head).splitlines() if line.strip() and not line.lstrip().startswith(("*", "#"))]
+    """Tell whether ``head`` is a bare parameter file.
+
+    Its first definition lines are vdbench's ``sd=``/``wd=``/``rd=``... and there is an ``rd=``.
+    """
+    lines = [
+        line for line in _TAG.sub("", head).splitlines() if line.strip() and not line.lstrip().startswith(("*", "#"))
+    ]
     if not lines or not _LINE.match(lines[0]):
         return False
-    return any(re.match(r"^\s*rd\s*=", line, re.IGNORECASE) for line in lines) and sum(bool(_LINE.match(x)) for x in lines[:20]) >= 2
+    return (
+        any(re.match(r"^\s*rd\s*=", line, re.IGNORECASE) for line in lines)
+        and sum(bool(_LINE.match(x)) for x in lines[:20]) >= 2
+    )
 
 
 def _split(text: str) -> list[str]:
@@ -97,6 +115,7 @@ def parse_parmfile(path: str | Path, text: str) -> ParmFile:
     ------
     FormatError
         When a statement is not ``keyword=value`` pairs.
+
     """
     path = Path(path)
     parm = ParmFile()
@@ -122,7 +141,10 @@ def parse_parmfile(path: str | Path, text: str) -> ParmFile:
 
 
 def values_of(text: str) -> list[str]:
-    """The values of a keyword: ``4k`` -> [4k]; ``(4k,8k)`` -> both; ``(1-64,d)`` doubles; ``(10-50,10)`` steps."""
+    """Return the values of a keyword.
+
+    ``4k`` -> [4k]; ``(4k,8k)`` -> both; ``(1-64,d)`` doubles; ``(10-50,10)`` steps.
+    """
     inner = text.strip()
     if not (inner.startswith("(") and inner.endswith(")")):
         return [inner]
@@ -140,7 +162,7 @@ def values_of(text: str) -> list[str]:
 
 
 def expand_run(rd: dict[str, str]) -> list[dict[str, str]]:
-    """The for-loop values of each run one run definition makes (``[{}]`` when it has none).
+    """Return the for-loop values of each run one run definition makes (``[{}]`` when it has none).
 
     ``for<kw>=`` and a parenthesised list given to ``<kw>=`` both loop. The
     product is listed with the first keyword outermost; vdbench prints the

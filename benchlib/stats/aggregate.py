@@ -17,7 +17,7 @@ def weighted_mean_expr(value: str, weight: str = "io_count") -> pl.Expr:
 
 
 def _sum_or_null(column: str) -> pl.Expr:
-    """The sum, or null when no row reports the value (a sum of nothing is not zero IOPS)."""
+    """Return the sum, or null when no row reports the value (a sum of nothing is not zero IOPS)."""
     return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).otherwise(None).alias(column)
 
 
@@ -26,7 +26,7 @@ ADDITIVE = ("iops", "iops_or_derived", "bandwidth_mib_s", "bandwidth_bytes_per_s
 
 
 def total_expr(value: str) -> pl.Expr:
-    """The total of ``value`` over a group of rows (a run's jobs, directions and hosts).
+    """Return the total of ``value`` over a group of rows (a run's jobs, directions and hosts).
 
     Rates and counts (:data:`ADDITIVE`) add, and are null when no row has one (a
     sum of nothing is not zero); anything else (a latency) is the mean weighted
@@ -40,7 +40,10 @@ def total_expr(value: str) -> pl.Expr:
 
 
 def medians(frame: pl.DataFrame, values: list[str], by: list[str]) -> pl.DataFrame:
-    """The median of each of ``values`` per group of ``by`` (over runs, or over runs and VMs), sorted by the groups."""
+    """Return the median of each of ``values`` per group of ``by``, sorted by the groups.
+
+    The median is over the rows of a group: runs, or runs and VMs.
+    """
     return frame.group_by(by).agg(pl.col(v).median() for v in values).sort(by)
 
 
@@ -61,6 +64,7 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         ``iops``, ``bandwidth_bytes_per_s``, ``lat_mean_ns`` (falling back to
         ``clat_mean_ns`` where total latency is not reported), sorted by
         source and direction.
+
     """
     latency = pl.coalesce(pl.col("lat_mean_ns"), pl.col("clat_mean_ns")).alias("mean_latency_ns")
     per_direction = (
@@ -76,7 +80,17 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     )
     return (
         per_direction.join(runs.select("run_id", "source", "format", "tool_version"), on="run_id", how="left")
-        .select("run_id", "source", "format", "tool_version", "direction", "rows", "iops", "bandwidth_bytes_per_s", "lat_mean_ns")
+        .select(
+            "run_id",
+            "source",
+            "format",
+            "tool_version",
+            "direction",
+            "rows",
+            "iops",
+            "bandwidth_bytes_per_s",
+            "lat_mean_ns",
+        )
         .sort("source", "run_id", "direction")
     )
 
@@ -98,10 +112,15 @@ def pooled_percentiles(bins: pl.DataFrame, percentiles: list[float], by: list[st
         pl.col("count").sum().over(by or pl.lit(0)).alias("total"),
     )
     targets = pl.DataFrame({"percentile": [float(p) for p in percentiles]})
-    crossed = ordered.join(targets, how="cross").filter(pl.col("cumulative") >= pl.col("total") * pl.col("percentile") / 100)
+    crossed = ordered.join(targets, how="cross").filter(
+        pl.col("cumulative") >= pl.col("total") * pl.col("percentile") / 100
+    )
     return (
         crossed.group_by([*by, "percentile"])
-        .agg(pl.col("bin_value_ns").sort_by("bin_index").first().alias("value_ns"), pl.col("total").first().alias("count"))
+        .agg(
+            pl.col("bin_value_ns").sort_by("bin_index").first().alias("value_ns"),
+            pl.col("total").first().alias("count"),
+        )
         .sort([*by, "percentile"])
     )
 

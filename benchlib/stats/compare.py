@@ -127,9 +127,19 @@ def ratio_of_medians_ci(
     return float(np.median(new) / np.median(old)), low, high
 
 
-def _bootstrap_ratio(base: np.ndarray, new: np.ndarray, reduce: Callable[..., np.ndarray], *, rng: np.random.Generator,
-                     n_resamples: int, confidence: float) -> tuple[float, float]:
-    """Percentile interval of ``reduce(new*) / reduce(base*)``, each group resampled on its own, all resamples at once."""
+def _bootstrap_ratio(
+    base: np.ndarray,
+    new: np.ndarray,
+    reduce: Callable[..., np.ndarray],
+    *,
+    rng: np.random.Generator,
+    n_resamples: int,
+    confidence: float,
+) -> tuple[float, float]:
+    """Return the percentile interval of ``reduce(new*) / reduce(base*)``.
+
+    Each group is resampled on its own, all resamples at once.
+    """
     base_star = reduce(base[rng.integers(0, len(base), size=(n_resamples, len(base)))], axis=1)
     new_star = reduce(new[rng.integers(0, len(new), size=(n_resamples, len(new)))], axis=1)
     tail = (1 - confidence) / 2
@@ -148,7 +158,11 @@ def _welch_t(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def mixed_bootstrap_t(
-    base: np.ndarray | list[float], new: np.ndarray | list[float], *, rng: np.random.Generator, n_resamples: int = 100_000
+    base: np.ndarray | list[float],
+    new: np.ndarray | list[float],
+    *,
+    rng: np.random.Generator,
+    n_resamples: int = 100_000,
 ) -> tuple[float, float]:
     """Criterion's test: Welch's t of ``new`` against ``base`` and its p from a mixed bootstrap.
 
@@ -162,7 +176,7 @@ def mixed_bootstrap_t(
     t = float(_welch_t(base, new))
     pooled = np.concatenate([base, new])
     draws = pooled[rng.integers(0, len(pooled), size=(n_resamples, len(pooled)))]
-    t_star = _welch_t(draws[:, : len(base)], draws[:, len(base):])
+    t_star = _welch_t(draws[:, : len(base)], draws[:, len(base) :])
     t_star = t_star[np.isfinite(t_star)]
     below = int((t_star < t).sum())
     return t, 2 * min(below, len(t_star) - below) / len(t_star)
@@ -177,15 +191,19 @@ def relative_change_ci(
     n_resamples: int = 100_000,
     confidence: float = 0.95,
 ) -> tuple[float, float, float]:
-    """``new / base - 1`` of the mean (or median) with a percentile bootstrap interval, each group resampled on its own."""
+    """Return ``new / base - 1`` of the mean (or median) with a percentile bootstrap interval.
+
+    Each group is resampled on its own.
+    """
     base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
     reduce = np.mean if statistic == "mean" else np.median
     low, high = _bootstrap_ratio(base, new, reduce, rng=rng, n_resamples=n_resamples, confidence=confidence)
     return float(reduce(new) / reduce(base) - 1), low - 1, high - 1
 
 
-def change_verdict(low: float, high: float, p: float, *, noise: float = 0.01, alpha: float = 0.05,
-                   lower_is_better: bool = True) -> str:
+def change_verdict(
+    low: float, high: float, p: float, *, noise: float = 0.01, alpha: float = 0.05, lower_is_better: bool = True
+) -> str:
     """Criterion's verdict on a relative change with interval ``[low, high]`` and test p.
 
     ``p >= alpha``: "no change"; an interval wholly beyond the noise band on the
@@ -203,7 +221,7 @@ def change_verdict(low: float, high: float, p: float, *, noise: float = 0.01, al
 
 
 def throughput_change(time_change: float) -> float:
-    """A relative change of time per operation as the relative change of throughput: ``1 / (1 + dt) - 1``."""
+    """Return a relative change of time per operation as the relative change of throughput: ``1 / (1 + dt) - 1``."""
     return 1 / (1 + time_change) - 1
 
 
@@ -224,7 +242,7 @@ def benjamini_hochberg(p_values: np.ndarray | list[float]) -> np.ndarray:
 
 
 def runs_needed(values: np.ndarray | list[float], *, relative_error: float = 0.05, confidence: float = 0.95) -> int:
-    """Runs needed for the mean's CI half-width to be ``relative_error`` of the mean (HB15: n = (s·t/(e·x̄))²).
+    """Run needed for the mean's CI half-width to be ``relative_error`` of the mean (HB15: n = (s·t/(e·x̄))²).
 
     Iterates because t depends on n; uses the observed spread of ``values``.
     """
@@ -241,10 +259,12 @@ def runs_needed(values: np.ndarray | list[float], *, relative_error: float = 0.0
 
 
 def sample_warnings(n: int) -> list[str]:
-    """What a reader should know about a sample of ``n`` runs."""
+    """Return what a reader should know about a sample of ``n`` runs."""
     warnings = []
     if n < MIN_RUNS_FOR_TEST:
-        warnings.append(f"{n} runs: the Mann-Whitney test cannot reach p < 0.05 below {MIN_RUNS_FOR_TEST} runs per side")
+        warnings.append(
+            f"{n} runs: the Mann-Whitney test cannot reach p < 0.05 below {MIN_RUNS_FOR_TEST} runs per side"
+        )
     if n < MIN_RUNS_FOR_MEDIAN_CI:
         warnings.append(f"{n} runs: no 95% interval for the median exists below {MIN_RUNS_FOR_MEDIAN_CI} runs")
     return warnings
@@ -270,7 +290,7 @@ def comparison_table(
     n_resamples: int = 10_000,
     equivalence: float = 0.02,
 ) -> pl.DataFrame:
-    """A benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
+    """Return a benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
 
     Parameters
     ----------
@@ -301,6 +321,7 @@ def comparison_table(
         Hodges–Lehmann shift, the ratio of medians with its bootstrap interval,
         ``delta`` (benchstat's column: ``~`` when not significant, else
         ``+x.xx%``), ``verdict`` and ``warnings``; sorted by the group.
+
     """
     by = by or []
     rows = []
@@ -310,7 +331,11 @@ def comparison_table(
             other = group.filter(pl.col(factor) == level)[value].drop_nulls().to_numpy()
             if len(base) == 0 or len(other) == 0:
                 continue
-            rows.append(_compare_pair(dict(zip(by, key, strict=False)) if by else {}, factor, level, base, other, rng, n_resamples))
+            rows.append(
+                _compare_pair(
+                    dict(zip(by, key, strict=False)) if by else {}, factor, level, base, other, rng, n_resamples
+                )
+            )
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
@@ -338,7 +363,13 @@ def comparison_table(
 
 
 def _compare_pair(
-    group: dict, factor: str, level: object, base: np.ndarray, other: np.ndarray, rng: np.random.Generator, n_resamples: int
+    group: dict,
+    factor: str,
+    level: object,
+    base: np.ndarray,
+    other: np.ndarray,
+    rng: np.random.Generator,
+    n_resamples: int,
 ) -> dict:
     base_median, base_pct = _describe(base)
     other_median, other_pct = _describe(other)
@@ -368,7 +399,7 @@ def _compare_pair(
 
 
 def comparison_matrix(table: pl.DataFrame, *, rows: str, columns: str, cell: str = "delta") -> pl.DataFrame:
-    """A comparison table laid out benchstat-style: one factor down, another across.
+    """Return a comparison table laid out benchstat-style: one factor down, another across.
 
     ``table`` is the output of :func:`comparison_table` grouped by at least
     ``rows`` and ``columns``; each cell shows ``cell`` (``delta`` by default:

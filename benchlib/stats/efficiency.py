@@ -14,7 +14,7 @@ RECONCILE_TOLERANCE = 0.02
 
 
 def cpu_pct_expr(usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
-    """usr + sys CPU, percent of one CPU."""
+    """Usr + sys CPU, percent of one CPU."""
     return (pl.col(usr) + pl.col(sys)).alias("cpu_pct")
 
 
@@ -64,6 +64,7 @@ def virtual_to_native(frame: pl.DataFrame, *, value: str, environment: str, nati
         Per workload and non-native environment: ``native_value``, ``value`` and
         ``ratio``; plus one row per environment with ``by`` columns null holding
         the geometric mean of the ratios.
+
     """
     base = frame.filter(pl.col(environment) == native).select(*by, pl.col(value).alias("native_value"))
     ratios = (

@@ -21,13 +21,20 @@ ALIGN_DIGITS = 8
 
 def _design(a: np.ndarray, b: np.ndarray, terms: tuple[str, ...]) -> tuple[np.ndarray, dict[str, slice]]:
     """Sum-to-zero (effect) coded design matrix with an intercept, and each term's columns."""
+
     def effect_columns(codes: np.ndarray) -> np.ndarray:
         levels = np.unique(codes)
         cols = [(codes == lv).astype(float) - (codes == levels[-1]).astype(float) for lv in levels[:-1]]
         return np.column_stack(cols) if cols else np.empty((len(codes), 0))
 
     blocks = {"A": effect_columns(a), "B": effect_columns(b)}
-    blocks["A:B"] = np.column_stack([blocks["A"][:, i] * blocks["B"][:, j] for i in range(blocks["A"].shape[1]) for j in range(blocks["B"].shape[1])])
+    blocks["A:B"] = np.column_stack(
+        [
+            blocks["A"][:, i] * blocks["B"][:, j]
+            for i in range(blocks["A"].shape[1])
+            for j in range(blocks["B"].shape[1])
+        ]
+    )
     columns = [np.ones((len(a), 1))]
     where: dict[str, slice] = {}
     start = 1
@@ -99,8 +106,17 @@ def art_anova(frame: pl.DataFrame, value: str, a: str, b: str) -> pl.DataFrame:
         f, df, df_res, p = anova_two_way(ranks, codes_a, codes_b)[effect]
         on_aligned = anova_two_way(aligned, codes_a, codes_b)
         others = max(on_aligned[t][0] for t in on_aligned if t != effect)
-        rows.append({"effect": name, "F": f, "df": df, "df_residual": df_res, "p": p,
-                     "aligned_sum": float(aligned.sum()), "other_effects_max_F": others})
+        rows.append(
+            {
+                "effect": name,
+                "F": f,
+                "df": df,
+                "df_residual": df_res,
+                "p": p,
+                "aligned_sum": float(aligned.sum()),
+                "other_effects_max_F": others,
+            }
+        )
     return pl.DataFrame(rows)
 
 

@@ -21,7 +21,7 @@ def jain_expr(x: pl.Expr) -> pl.Expr:
 
 
 def max_min_ratio_expr(x: pl.Expr) -> pl.Expr:
-    """The largest value over the smallest (inf when one member got nothing)."""
+    """Return the largest value over the smallest (inf when one member got nothing)."""
     return x.max() / x.min()
 
 
@@ -68,6 +68,7 @@ def fairness_table(
         ``total`` (the unnormalised sum), ``lowest`` and ``highest`` (member
         names) and ``outlier`` (the member furthest from the group mean),
         sorted by the group columns.
+
     """
     by = by or []
     x = share_normalised(value, shares)
@@ -88,13 +89,21 @@ def fairness_table(
     return aggregated.sort(by) if by else aggregated.drop("_all")
 
 
-def jain_per_interval(intervals: pl.DataFrame, *, member: str = "host", value: str = "value", time_ns: str = "time_ns",
-                      interval_s: float = 1.0) -> pl.DataFrame:
+def jain_per_interval(
+    intervals: pl.DataFrame,
+    *,
+    member: str = "host",
+    value: str = "value",
+    time_ns: str = "time_ns",
+    interval_s: float = 1.0,
+) -> pl.DataFrame:
     """Jain's index across members in each interval of ``interval_s``: ``time_s``, ``jain``, ``members``.
 
     fio's per-host logs stamp the same second a few ms apart, so each time is put in its interval first.
     """
     step = interval_s * 1e9
     data = intervals.with_columns(((pl.col(time_ns) / step).round() * interval_s).alias("time_s"))
-    data = data.group_by("time_s").agg(jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members"))
+    data = data.group_by("time_s").agg(
+        jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members")
+    )
     return data.select("time_s", "jain", "members").sort("time_s")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import polars as pl
 
 
-def counters_during_runs(runs: pl.DataFrame, host_counters: pl.DataFrame, *, skip_first_sample: bool = True) -> pl.DataFrame:
+def counters_during_runs(
+    runs: pl.DataFrame, host_counters: pl.DataFrame, *, skip_first_sample: bool = True
+) -> pl.DataFrame:
     """Host counter rows whose time falls inside a benchmark run's window, labelled with that run.
 
     Parameters
@@ -25,6 +27,7 @@ def counters_during_runs(runs: pl.DataFrame, host_counters: pl.DataFrame, *, ski
         [start, start + duration] holds the sample), sorted by run, object,
         instance, counter and time. A sample inside two overlapping runs
         appears once per run.
+
     """
     windows = runs.filter(pl.col("start_time").is_not_null() & pl.col("duration_ns").is_not_null()).select(
         pl.col("run_id").alias("benchmark_run_id"),
@@ -42,4 +45,6 @@ def counters_during_runs(runs: pl.DataFrame, host_counters: pl.DataFrame, *, ski
         .filter((pl.col("time") >= pl.col("window_start")) & (pl.col("time") <= pl.col("window_end")))
         .select("time", "benchmark_run_id")
     )
-    return samples.join(membership, on="time").sort("benchmark_run_id", "object", "instance", "counter", "time", nulls_last=True)
+    return samples.join(membership, on="time").sort(
+        "benchmark_run_id", "object", "instance", "counter", "time", nulls_last=True
+    )

@@ -35,6 +35,7 @@ def queue_check(frame: pl.DataFrame, *, iops: str = "iops", latency_ns: str = "l
         ``queue_state``: ``"rate-bound"`` (under 80% of the configured depth:
         submission-, CPU- or throttle-bound), ``"queue-full"`` (at or above it:
         the device queue sets latency), or null when the depth is unknown.
+
     """
     configured = (pl.col("iodepth") * pl.col("numjobs")).cast(pl.Float64).alias("configured_depth")
     out = frame.with_columns(outstanding_ios_expr(iops, latency_ns), configured)
@@ -86,6 +87,7 @@ def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] 
     SweepShape
         ``knee_*`` are None when the sweep has fewer than 5 points or no knee;
         ``drops_after_peak`` when the last point is more than 10% below the peak.
+
     """
     order = sorted(range(len(depths)), key=lambda i: depths[i])
     x = [depths[i] for i in order]
@@ -97,7 +99,7 @@ def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] 
     knee = None
     if len(x) >= MIN_SWEEP_POINTS:
         located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
-        knee = None if located.knee is None else round(2 ** located.knee)
+        knee = None if located.knee is None else round(2**located.knee)
     note = "no knee" if knee is None else f"knee at {knee}"
     if len(x) < MIN_SWEEP_POINTS:
         note = f"{len(x)} points: a knee needs at least {MIN_SWEEP_POINTS}"
@@ -116,7 +118,9 @@ def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] 
     )
 
 
-def where_ios_wait(guest_latency_ms: float, gavg_ms: float, kavg_ms: float, qued: float, davg_ms: float, *, davg_high_ms: float = 2.0) -> list[str]:
+def where_ios_wait(
+    guest_latency_ms: float, gavg_ms: float, kavg_ms: float, qued: float, davg_ms: float, *, davg_high_ms: float = 2.0
+) -> list[str]:
     """Where I/Os queue, by the rules of BRIEF study 3 (esxtop against the guest's latency).
 
     Guest latency above GAVG means queuing in the guest (its per-disk or adapter
@@ -136,6 +140,12 @@ def where_ios_wait(guest_latency_ms: float, gavg_ms: float, kavg_ms: float, qued
 
 def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
     """Mean KAVG, DAVG and GAVG (ms) per host and device, from :func:`benchlib.sources.esxtop.device_queue_view`."""
-    return queue.group_by("host", "device").agg(
-        pl.col("KAVG_ms").mean().alias("KAVG"), pl.col("DAVG_ms").mean().alias("DAVG"), pl.col("GAVG_ms").mean().alias("GAVG")
-    ).sort("host", "device")
+    return (
+        queue.group_by("host", "device")
+        .agg(
+            pl.col("KAVG_ms").mean().alias("KAVG"),
+            pl.col("DAVG_ms").mean().alias("DAVG"),
+            pl.col("GAVG_ms").mean().alias("GAVG"),
+        )
+        .sort("host", "device")
+    )

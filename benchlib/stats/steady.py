@@ -49,7 +49,7 @@ def steady_windows(values: np.ndarray | list[float], window: int = 5) -> int | N
 
 
 def fio_ss(values: np.ndarray | list[float], *, metric: str, limit: float, percent: bool) -> tuple[float, bool]:
-    """fio's ``ss=`` criterion on a window: ``(criterion value, attained)``.
+    """Fio's ``ss=`` criterion on a window: ``(criterion value, attained)``.
 
     ``metric`` is ``"deviation"`` (max |y − mean|) or ``"slope"`` (least-squares
     slope per sample); with ``percent`` both are relative to the mean, in percent.
@@ -81,7 +81,9 @@ def effective_sample_size(values: np.ndarray | list[float]) -> float:
     return len(values) * (1 - rho) / (1 + rho)
 
 
-def batch_means_ci(values: np.ndarray | list[float], *, batches: int = 10, confidence: float = 0.95) -> tuple[float, float, float]:
+def batch_means_ci(
+    values: np.ndarray | list[float], *, batches: int = 10, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """Mean of an autocorrelated series with a batch-means interval: ``(mean, low, high)``."""
     y = np.asarray(values, dtype=float)
     size = len(y) // batches
