@@ -9,6 +9,11 @@
 
 Run ``python bench/make_inputs.py`` first, then ``python bench/bench_ingest.py``.
 Results are appended to ``bench/results.md``.
+
+``python bench/bench_ingest.py --against <folder>`` times instead the json+ ingest of
+this checkout against another checkout of benchlib (``git worktree add <folder> <commit>``,
+with its compiled ``benchlib/_bins*.so`` copied in), the two alternating in one run, so
+that a refactor is measured against the code it replaced on the same machine, minutes apart.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
 
 
-def _child(code: str) -> dict:
+def _child(code: str, cwd: Path = HERE.parent) -> dict:
     """Run ``code`` in a fresh Python process; it prints one JSON line.
 
     Peak RSS is the larger of the process's and its largest worker's.
@@ -35,7 +40,7 @@ def _child(code: str) -> dict:
         "peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
         "print(_j.dumps({**RESULT, 'peak_rss_mb': peak / 1024}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", wrapped], check=True, capture_output=True, text=True, cwd=HERE.parent)
+    out = subprocess.run([sys.executable, "-c", wrapped], check=True, capture_output=True, text=True, cwd=cwd)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -131,7 +136,40 @@ def bench_log(tmp: Path) -> dict:
     }
 
 
+def bench_against(tmp: Path, other: Path, rounds: int = 7) -> dict:
+    """json+ ingest of this checkout and of ``other``, alternating; first ingests and unchanged re-ingests."""
+    source = WORK / "jsonplus"
+    study = tmp / "raw" / "jsonplus"
+    study.mkdir(parents=True)
+    for f in sorted(source.glob("*.json")):
+        (study / f.name).symlink_to(f)
+    import benchlib
+
+    assert Path(benchlib.__file__).parent.parent == HERE.parent, "run this with the checkout's own Python path"
+    times: dict[str, list[dict]] = {"this": [], "other": []}
+    for i in range(rounds):
+        for name, root in (("other", other), ("this", HERE.parent)) if i % 2 else (("this", HERE.parent), ("other", other)):
+            code = BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{name}-{i}")
+            times[name].append(_child(code, cwd=root))
+    out = {"files": len(list(study.iterdir())), "rounds (alternating, order swapped each round)": rounds}
+    for name in ("other", "this"):
+        first = sorted(r["seconds"] for r in times[name])
+        again = sorted(r["unchanged_seconds"] for r in times[name])
+        out[f"{name}: first ingest s (min / median / max)"] = f"{first[0]:.3f} / {first[rounds // 2]:.3f} / {first[-1]:.3f}"
+        out[f"{name}: unchanged re-ingest s (min / median / max)"] = f"{again[0]:.3f} / {again[rounds // 2]:.3f} / {again[-1]:.3f}"
+        out[f"{name}: quarantined"] = times[name][-1]["quarantined"]
+    median = {n: sorted(r["seconds"] for r in times[n])[rounds // 2] for n in times}
+    out["this / other, first ingest medians"] = median["this"] / median["other"]
+    return out
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--against":
+        other = Path(sys.argv[2]).resolve()
+        with tempfile.TemporaryDirectory() as tmp:
+            result = bench_against(Path(tmp), other)
+        record(f"json+ ingest against {other.name}", list(result.items()))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         json_result = bench_json(Path(tmp) / "json")
         log_result = bench_log(Path(tmp) / "log")

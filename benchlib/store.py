@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,31 +59,32 @@ def study_key(study: Study) -> str:
     return digest.hexdigest()
 
 
-def ingest_inputs(study: Study) -> Iterator[tuple[Path, str, str | None]]:
-    """Return the files an ingest reads: tool outputs, ``study.toml`` and ``benchlib run``'s records (which set levels).
+def is_ingest_input(path: Path, rel: str) -> bool:
+    """Tell whether ingest reads this file of a study: tool output, ``study.toml``, ``benchlib run``'s records."""
+    return rel == STUDY_FILE or path.name == RUN_MANIFEST or not NOT_OUTPUT.search(rel)
 
-    Yields ``(path, path relative to the study, why it is left out or None)`` as
-    :func:`benchlib.study.study_files` does.
-    """
-    for path, rel, left_out in study_files(study.folder):
-        if rel == STUDY_FILE or path.name == RUN_MANIFEST or not NOT_OUTPUT.search(rel):
-            yield path, rel, left_out
+
+def file_state(path: Path, left_out: str | None) -> list[int]:
+    """Return ``[size, mtime_ns]`` of a raw file (of what a link leads to; ``[-1, -1]`` for one not read)."""
+    if left_out:
+        return [-1, -1]
+    try:
+        info = path.stat()
+    except OSError:
+        return [-1, -1]
+    return [info.st_size, info.st_mtime_ns]
 
 
 def raw_state(study: Study) -> dict[str, list[int]]:
-    """``path in the study -> [size, mtime_ns]`` of every file an ingest reads (links: of what they lead to)."""
-    state = {}
-    for path, rel, left_out in ingest_inputs(study):
-        if left_out:
-            state[rel] = [-1, -1]
-            continue
-        try:
-            info = path.stat()
-        except OSError:
-            state[rel] = [-1, -1]
-            continue
-        state[rel] = [info.st_size, info.st_mtime_ns]
-    return state
+    """Return ``path in the study -> [size, mtime_ns]`` of every file an ingest reads.
+
+    Ingest records the same while it lists the study (:func:`benchlib.ingest.triage.raw_files`).
+    """
+    return {
+        rel: file_state(path, left_out)
+        for path, rel, left_out in study_files(study.folder)
+        if is_ingest_input(path, rel)
+    }
 
 
 def read_manifest(processed: Path) -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -236,7 +235,7 @@ def test_a_first_ingest_sorts_out_what_the_batches_hashed_as_when_this_process_h
     """
     import codecs
 
-    monkeypatch.setattr("benchlib.ingest.JSON_BATCH", 2)
+    monkeypatch.setattr("benchlib.ingest.batches.BATCH", 2)
     runs = tmp_path / "runs"
     _many_runs(runs, 4)
     text = [(runs / f"run-{i:04d}.json").read_text() for i in range(4)]
@@ -282,8 +281,8 @@ def test_files_hashed_in_chunks_ingest_as_files_held_whole(
 ) -> None:
     """A first ingest hashes large files in chunks (a 1 GB log must not sit in memory): same manifest, same tables."""
     whole = ingest_study(study, tmp_path / "whole")
-    monkeypatch.setattr("benchlib.ingest_worker.WHOLE_BYTES", 100)  # every file of the study is "large" now
-    monkeypatch.setattr("benchlib.ingest_worker.SNIFF_BYTES", 200)  # and its head shorter than the file
+    monkeypatch.setattr("benchlib.sources.fio_json_batch.WHOLE_BYTES", 100)  # every file of the study is "large" now
+    monkeypatch.setattr("benchlib.sources.fio_json_batch.SNIFF_BYTES", 200)  # and its head shorter than the file
     chunked = ingest_study(study, tmp_path / "chunked")
     assert chunked.ingested == whole.ingested and chunked.skipped == whole.skipped and not chunked.quarantined
     manifest = [json.loads((r.processed / "manifest.json").read_text())["files"] for r in (whole, chunked)]
@@ -330,78 +329,6 @@ def test_two_ingests_of_one_study_at_once_leave_every_row_once(tmp_path: Path) -
     assert tables.results.height == JSON_BATCH + 50
 
 
-def test_workers_run_polars_on_one_thread_and_this_process_is_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers already fill two cores; polars threads in each only competed with the other worker."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from benchlib.ingest import _pool_context, _warm_pool
-
-    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
-    _warm_pool()
-    assert "POLARS_MAX_THREADS" not in os.environ
-    with ProcessPoolExecutor(1, mp_context=_pool_context()) as pool:
-        assert pool.submit(pl.thread_pool_size).result() == 1
-
-
-def test_batches_run_everywhere_and_come_back_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches queued while the workers start, run by workers and by this process, return whole and in order."""
-    from benchlib.ingest import _Batches
-
-    monkeypatch.setattr("benchlib.ingest.JSON_BATCH", 3)  # many small batches: many hand-overs between threads
-    for _ in range(3):
-        _queue_and_collect(_Batches(sum, workers=2), 3)  # two workers and this process
-
-
-def test_this_process_runs_a_batch_only_while_it_would_not_keep_the_workers_waiting() -> None:
-    """It must use every result (build and write the frames) itself.
-
-    Taking batches from an idle-to-be worker only delays that.
-    """
-    from benchlib.ingest import _Batches
-
-    class Feeding:
-        def is_alive(self) -> bool:
-            return True
-
-    batches = _Batches(sum, workers=1)
-    batches.batches = [[0]] * 10
-    for _ in range(4):
-        batches.queued.put(0)
-    assert batches._worth_running_here()  # no pace known yet: take one and measure
-    batches.feeder = Feeding()  # type: ignore[assignment]
-    batches.submitted, batches.received = 2, 0  # two with the worker, four queued: 6 x 50 ms left there
-    batches.run_time, batches.use_time = 0.05, 0.02
-    batches.yielded = 0  # ten results still to use: 200 ms, and 50 ms more to run one here
-    assert batches._worth_running_here()  # 250 ms <= 300 ms
-    batches.use_time = 0.03  # 300 + 50 ms: this process would finish after the worker
-    assert not batches._worth_running_here()
-    batches.yielded = 6  # four results left to use: 120 + 50 ms
-    assert batches._worth_running_here()
-    batches.feeder = None  # no workers: this process runs everything
-    batches.use_time = 1.0
-    assert batches._worth_running_here()
-
-
-def _queue_and_collect(batches: object, size: int) -> None:
-    import time
-
-    items = 400 * size + 2
-    try:
-        for item in range(size):
-            batches.add(item)
-        deadline = time.monotonic() + 60
-        while (
-            not batches.submitted and batches.feed_error is None and time.monotonic() < deadline
-        ):  # workers up: the feeder hands on as they come
-            time.sleep(0.01)
-        for item in range(size, items):
-            batches.add(item)
-        results = batches.results()
-    finally:
-        batches.close()
-    assert results == [sum(range(start, min(start + size, items))) for start in range(0, items, size)]
-
-
 def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(study: Path, tmp_path: Path) -> None:
     from benchlib.errors import BenchlibError
     from benchlib.schema import SCHEMA_VERSION
@@ -419,17 +346,3 @@ def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(stu
         load_study_tables(report.processed)
     assert ingest_study(study, tmp_path / "processed").ingested  # a new ingest rebuilds every part
     assert load_study_tables(report.processed).latency_bins.height > 0
-
-
-def test_batches_all_run_here_when_worker_processes_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchlib import ingest
-    from benchlib.ingest import _Batches
-
-    class NoProcesses:
-        def Pool(self, processes: int) -> None:  # noqa: N802 -- multiprocessing's name
-            raise OSError(11, "Resource temporarily unavailable")
-
-    monkeypatch.setattr(ingest, "_pool_context", NoProcesses)
-    monkeypatch.setattr(ingest, "_warm_pool", lambda: None)
-    monkeypatch.setattr(ingest, "JSON_BATCH", 3)
-    _queue_and_collect(_Batches(sum, workers=2), 3)

@@ -88,9 +88,9 @@ def test_an_interrupted_ingest_is_refused(study: Path, tmp_path: Path) -> None:
     processed = tmp_path / "processed"
     ingest_study(study, processed)
     code = (
-        "import os, sys\nimport benchlib.ingest as ingest\n"
+        "import os, sys\nimport benchlib.ingest as ingest\nimport benchlib.ingest.parts as parts\n"
         "def die(*args, **kwargs):\n    os._exit(9)\n"
-        "ingest._write_quarantine = die\n"
+        "parts.write_quarantine = die\n"
         "ingest.ingest_study(sys.argv[1], sys.argv[2])\n"
     )
     (study / "seqread-128k-per-vm.csv").write_text((study / "seqread-128k-per-vm.csv").read_text() + "\n")

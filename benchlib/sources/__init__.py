@@ -2,7 +2,8 @@
 
 ``detect(path)`` sniffs a file's content (never its name) and returns the
 format whose reader should read it; ``read(path)`` does both. Adding a format
-means one module and one entry in each of ``registry.READERS`` and ``registry._SNIFFERS``.
+means one module and one :class:`~benchlib.sources.registry.Format` record passed to
+``registry.register``: the record is all ingest knows of a format.
 
 This package imports no reader until one of its names is used, so that
 ingest's worker processes can import the fio JSON extractor
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["READERS", "detect", "detect_all", "detect_head", "detect_text", "read"]
+__all__ = ["FORMATS", "Format", "detect", "detect_all", "detect_head", "detect_text", "read", "register", "unregister"]
 
 
 def __getattr__(name: str) -> Any:

@@ -221,7 +221,8 @@ def _check_counts(path: Path, wide: pl.DataFrame, bins: int) -> None:
         )
 
 
-def _log_run(path: Path, sha: str, fmt: str, duration_ns: int | None) -> pl.DataFrame:
+def log_run(path: Path, sha: str, fmt: str, duration_ns: int | None) -> pl.DataFrame:
+    """Return the ``runs`` row of one fio log (``fmt``: ``fio-log`` or ``fio-hist-log``)."""
     return pl.DataFrame(
         [
             {
@@ -269,9 +270,9 @@ def read_fio_log(path: str | Path, *, metric: str | None = None, latency_unit: s
     is_hist = (name_metric or "").endswith("_hist") or lines[0].count(",") + 1 > 16
     if is_hist:
         bins = read_fio_hist_log(path, run=run_id(sha, 0, None))
-        return Tables.build(runs=_log_run(path, sha, "fio-hist-log", bins["time_ns"].max()), latency_bins=bins)
+        return Tables.build(runs=log_run(path, sha, "fio-hist-log", bins["time_ns"].max()), latency_bins=bins)
     try:
         intervals = scan_fio_log(path, metric=metric, latency_unit=latency_unit, sha256=sha).collect()
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"numeric fio log rows ({str(exc).splitlines()[0]})") from None
-    return Tables.build(runs=_log_run(path, sha, "fio-log", intervals["time_ns"].max()), intervals=intervals)
+    return Tables.build(runs=log_run(path, sha, "fio-log", intervals["time_ns"].max()), intervals=intervals)

@@ -1,11 +1,13 @@
-"""What ingest's worker processes run on fio JSON files: text to packed rows, without polars or numpy.
+"""fio JSON files in batches, as ingest's worker processes read them: text to packed rows, without polars.
 
-A worker imports only this module and what it needs (orjson, benchlib's C
-part, the fio JSON extractor), which takes a few hundredths of a second:
-when workers imported polars and every reader, starting one took 0.29 s of
-the 0.7 s it took to ingest 5,000 json+ files on two cores. On a first
-ingest the workers also hash the files, so the main process only lists them
-and builds the frames from the packed rows (``benchlib.ingest``).
+The fio JSON record of the format registry (:mod:`benchlib.sources.registry`)
+names :func:`extract_json_batch` as the work its worker processes do. A worker
+imports only this module and what it needs (orjson, benchlib's C part, the fio
+JSON extractor), which takes a few hundredths of a second: when workers
+imported polars and every reader, starting one took 0.29 s of the 0.7 s it took
+to ingest 5,000 json+ files on two cores. On a first ingest the workers also
+hash the files, so the main process only lists them and builds the frames from
+the packed rows (:func:`benchlib.sources.fio_json.frames_of`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,116 @@
+"""Provenance: which study, source, factor levels, repetition and host each raw file's runs belong to.
+
+Levels come from ``study.toml`` (its ``[[files]]`` globs), from the ``benchlib-run.json``
+that ``benchlib run`` writes beside each run's output (levels, repetition, and which host
+wrote which file), and from HCIBench's case folders (a worker VM's file is named after it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import polars as pl
+
+from benchlib.errors import StudyError
+from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study
+
+
+def clear_caches() -> None:
+    """Forget what was read of the study's folders (at the start of every ingest)."""
+    _run_manifest.cache_clear()
+    _hcibench_case.cache_clear()
+    _folder_facts.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _run_manifest(folder: Path, study_folder: Path) -> tuple[Path, dict] | None:
+    """Return the ``benchlib-run.json`` written by ``benchlib run`` in ``folder`` or the nearest folder above it."""
+    while True:
+        path = folder / RUN_MANIFEST
+        if path.is_file():
+            try:
+                return folder, json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise StudyError(
+                    f"{path}: not valid JSON ({exc}); it was written by benchlib run, restore it"
+                ) from None
+        if folder == study_folder or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+@functools.lru_cache(maxsize=4096)
+def _hcibench_case(folder: Path) -> bool:
+    """Whether ``folder`` is an HCIBench test case folder: ``<case>-res.txt`` beside it, or its ``hcibench.cfg``."""
+    return (folder.parent / f"{folder.name}-res.txt").is_file() or (folder / "hcibench.cfg").is_file()
+
+
+def _run_levels(study: Study, rel: str) -> dict:
+    """Factor levels, repetition and host that ``benchlib run`` recorded for a raw file (empty if none).
+
+    A worker VM's file in an HCIBench test case folder is named after the VM:
+    that name is its runs' host.
+    """
+    folder_rel, _, name = rel.rpartition("/")
+    hcibench, found, prefix = _folder_facts(study.folder, folder_rel)
+    if hcibench and name.endswith((".txt", ".json")):
+        return {"run_host": name.rsplit(".", 1)[0]}
+    if found is None:
+        return {}
+    folder, manifest = found
+    levels = {k: str(v) for k, v in manifest.get("levels", {}).items()}
+    for factor, level in levels.items():
+        if factor not in study.factors or level not in study.factors[factor]:
+            raise StudyError(
+                f"{folder / RUN_MANIFEST}: level {factor} = {level!r} is not declared in "
+                f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml"
+            )
+    entry = manifest.get("files", {}).get(rel[len(prefix) :], {})
+    return {**levels, "repetition": manifest.get("repetition"), "run_host": entry.get("host")}
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_facts(study_folder: Path, folder_rel: str) -> tuple[bool, tuple[Path, dict] | None, str]:
+    """Per folder of a study: HCIBench test case or not, its run manifest, and that manifest's folder as a prefix."""
+    folder = study_folder / folder_rel if folder_rel else study_folder
+    found = _run_manifest(folder, study_folder)
+    prefix = "" if found is None or found[0] == study_folder else found[0].relative_to(study_folder).as_posix() + "/"
+    return _hcibench_case(folder), found, prefix
+
+
+def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
+    """``sha256 -> source, factor levels, repetition, host`` for the raw files of one part."""
+    rows = [
+        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel), **_run_levels(study, rel)}
+        for rel, sha in members
+    ]
+    schema = {
+        "sha256": pl.String,
+        "source": pl.String,
+        "repetition": pl.Int32,
+        "run_host": pl.String,
+        **{f: pl.String for f in study.factors},
+    }
+    return pl.from_dicts(rows, schema=schema)
+
+
+def check_levels(study: Study, runs: pl.DataFrame) -> None:
+    """Refuse a run whose factor level ``study.toml`` does not declare."""
+    for factor, levels in study.factors.items():
+        unknown = runs.filter(pl.col(factor).is_not_null() & ~pl.col(factor).is_in(levels))
+        if unknown.height:
+            raise StudyError(
+                f"{study.folder / STUDY_FILE}: {unknown['source'][0]} has {factor} = {unknown[factor][0]!r}, "
+                f"not one of the declared levels {levels}; add it to [factors]"
+            )
+
+
+def recorded_by_run(study: Study, rel: str) -> bool:
+    """Tell whether ``benchlib run`` lists this file among a run's outputs.
+
+    If it does, equal bytes elsewhere are another run's data.
+    """
+    found = _run_manifest((study.folder / rel).parent, study.folder)
+    return found is not None and (study.folder / rel).relative_to(found[0]).as_posix() in found[1].get("files", {})

@@ -1,0 +1,168 @@
+"""Triage: list a study's raw files and sort each one out before anything is read.
+
+Every file takes the same path, on a first ingest as on a repeated one; only
+who hashes it differs. A file is skipped (an empty log, or the same bytes as a
+file met earlier), kept as it is (unchanged since the last ingest), set aside as
+a copy (equal bytes that ``benchlib run`` recorded as another run's output), or
+read: then its format is detected from its first bytes and it goes to the
+worker batches (the registry's row-extracted format), is held for its folder
+(a file that may belong to a folder read as one unit), goes to its own reader,
+or, with no format, to quarantine.
+
+On a repeated ingest this process hashes every file here (:func:`list_and_sort`).
+On a first ingest there is nothing to compare with: files go unhashed to the
+batches, whose workers hash them while they extract them, and
+:func:`benchlib.ingest.reading.finish_row_batch` sorts them out with
+:func:`sort_out` and :func:`classify`, in the same order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlib.errors import FormatError
+from benchlib.ingest.batches import PARALLEL_FROM, Batches, warm_pool, worker_count
+from benchlib.ingest.provenance import recorded_by_run
+from benchlib.ingest.state import IngestState, Item
+from benchlib.sources._common import SNIFF_BYTES
+from benchlib.sources.registry import FORMATS, detect_head, empty_file_reason, may_be_folder_member
+from benchlib.store import NOT_OUTPUT, file_state, is_ingest_input
+from benchlib.study import STUDY_FILE, study_files
+
+_CHUNK = 1 << 20
+
+
+def raw_files(state: IngestState, on_many: Callable[[], None] = lambda: None) -> list[tuple[Path, str]]:
+    """List the raw output files of a study, sorted by path.
+
+    Returns ``(path, path relative to the study)``; files that cannot be read
+    (links out of the study, FIFOs, devices: :func:`benchlib.study.study_files`)
+    go to the report's skipped files. The size and time of every file ingest
+    reads go to ``state.raw_files`` (see :func:`benchlib.store.raw_state`). ``on_many`` runs once, as soon as more than
+    ``PARALLEL_FROM`` files are found.
+    """
+    found = []
+    for path, rel, left_out in study_files(state.study.folder):
+        if is_ingest_input(path, rel):  # taken before any file is read: one that changes later shows as changed
+            state.raw_files[rel] = file_state(path, left_out)
+        if rel == STUDY_FILE or NOT_OUTPUT.search(rel):
+            continue
+        if left_out:
+            state.report.skipped.append((rel, left_out))
+            continue
+        found.append((path, rel))
+        if len(found) == PARALLEL_FROM + 1:
+            on_many()
+    return sorted(found, key=lambda item: item[1])
+
+
+def fingerprint(path: Path) -> tuple[str, bytes, int]:
+    """Return a file's SHA-256, its first ``SNIFF_BYTES`` (to detect its format) and its size, in one pass."""
+    with open(path, "rb", buffering=0) as handle:
+        data = handle.read(_CHUNK)  # a small file in one read (and one more that finds the end)
+        head, digest, size = data[:SNIFF_BYTES], hashlib.sha256(data), len(data)
+        while data := handle.read(_CHUNK):
+            digest.update(data)
+            size += len(data)
+    return digest.hexdigest(), head, size
+
+
+def copy_key(sha: str, rel: str) -> str:
+    """Return the identity of a file whose bytes equal another run's file: its hash salted with its path."""
+    return hashlib.sha256(f"{sha}\n{rel}".encode()).hexdigest()
+
+
+def sort_out(state: IngestState, path: Path, rel: str, sha: str, empty: bool) -> bool:
+    """Tell whether to read a file; if not, it was skipped, kept unchanged, or set aside as a copy."""
+    report = state.report
+    reason = empty_file_reason(path.name) if empty else None
+    if reason:
+        report.skipped.append((rel, reason))
+        return False
+    same = state.seen.setdefault(sha, [])
+    copy = bool(same) and recorded_by_run(state.study, rel)
+    same.append(rel)
+    previous = state.previous.get(rel, {})
+    if same[0] != rel and not copy:
+        report.skipped.append((rel, f"same content as {same[0]}"))
+    elif previous.get("sha256") == sha and ("key" in previous) == copy:
+        state.current[rel] = previous
+        report.unchanged.append(rel)
+    elif copy:
+        state.copies.append((path, rel, sha))
+    else:
+        state.todo.append((path, rel, sha))
+        return True
+    return False
+
+
+def _head(path: Path) -> tuple[bytes, bool]:
+    """Return a file's first ``SNIFF_BYTES`` and whether it goes on after them."""
+    with open(path, "rb") as handle:
+        head = handle.read(SNIFF_BYTES + 1)
+    return head[:SNIFF_BYTES], len(head) > SNIFF_BYTES
+
+
+def classify(
+    state: IngestState, item: Item, rows: Callable[[Item], None], head: bytes | None = None, partial: bool = False
+) -> None:
+    """Detect a file's format from its first bytes and send it on.
+
+    Files of the row-extracted format go to ``rows``, files that may belong to a
+    folder read as a unit are held, others go to their own reader, and a file
+    with no known format is quarantined with why.
+    """
+    path, rel, _ = item
+    try:
+        if head is None:
+            head, partial = _head(path)
+        found: str | FormatError = detect_head(path, head, partial)
+    except OSError as exc:
+        state.report.quarantine(rel, f"file: a readable file ({exc.strerror})")
+        return
+    except FormatError as exc:
+        found = exc
+    if may_be_folder_member(head[:16]):
+        state.held.append(item)
+        state.held_formats[rel] = found
+    else:
+        route(state, item, found, rows)
+
+
+def route(state: IngestState, item: Item, found: str | FormatError, rows: Callable[[Item], None]) -> None:
+    """Send a file whose format is ``found`` on: to ``rows``, to its own reader, or (no format) to quarantine."""
+    if isinstance(found, FormatError):
+        state.report.quarantine(item[1], found)
+    elif FORMATS[found].rows is not None:
+        rows(item)
+    else:
+        path, rel, sha = item
+        state.others.append((path, rel, sha, found))  # type: ignore[arg-type]
+
+
+def list_and_sort(state: IngestState, batches: Batches) -> None:
+    """List every raw file; sort out those this process hashes; queue the rest for the worker batches.
+
+    On a first ingest (``state.previous`` empty) files are only listed here and go
+    to ``batches`` unhashed; otherwise every file is hashed here and sorted out
+    (see the module documentation).
+    """
+
+    def many() -> None:
+        batches.workers = worker_count()
+        if batches.workers:
+            warm_pool()  # its imports overlap with listing and hashing the files
+
+    for path, rel in raw_files(state, many):
+        if not state.previous:
+            batches.add((path, rel, None))
+            continue
+        try:
+            sha, head, size = fingerprint(path)
+        except OSError as exc:
+            state.report.quarantine(rel, f"file: a readable file ({exc.strerror})")
+            continue
+        if sort_out(state, path, rel, sha, size == 0):
+            classify(state, (path, rel, sha), batches.add, head, size > len(head))
