@@ -55,8 +55,9 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 from benchlib.schema import Tables, label_expr
-from benchlib.stats.efficiency import cpu_pct_expr
+from benchlib.stats.efficiency import cpu_pct_expr, iops_per_cpu_pct_expr
 from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
+from benchlib.stats.queueing import outstanding_ios_expr
 from benchlib.tomlfile import read_toml
 
 CLAIMS_FILE = "claims.toml"
@@ -131,15 +132,15 @@ def claims_frame(tables: Tables) -> pl.DataFrame:
     runs = runs.with_columns(label_expr(n).alias(n) for n in names if n not in runs.columns)
     frame = tables.results.join(runs.drop("labels"), on="run_id", how="inner", suffix="_run")
     iops = pl.coalesce(pl.col("iops"), pl.col("bandwidth_bytes_per_s") / pl.col("block_size_bytes"))
-    return frame.with_columns(
+    frame = frame.with_columns(
         (pl.col("bandwidth_bytes_per_s") / _MIB).alias("bandwidth_mib_s"),
         (pl.col("lat_mean_ns") / 1e6).alias("lat_mean_ms"),
         cpu_pct_expr().alias("cpu_pct"),
         iops.alias("iops_or_derived"),
-        (pl.col("iops") / cpu_pct_expr()).alias("iops_per_cpu_pct"),
+        iops_per_cpu_pct_expr(),
         pl.col("host").alias("vm"),
-        (iops * pl.col("lat_mean_ns") / 1e9).alias("outstanding_ios"),
     )
+    return frame.with_columns(outstanding_ios_expr("iops_or_derived"))
 
 
 # ------------------------------------------------------------------ loading

@@ -16,6 +16,8 @@ import polars as pl
 from benchlib.paths import RAW
 from benchlib.schema import Tables
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
+from benchlib.stats.aggregate import median_of_run_totals
+from benchlib.stats.queueing import device_latency_split
 from benchlib.store import open_study
 
 
@@ -57,8 +59,7 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
     One value per VM/host (per group of ``by``): each run's total (directions and jobs added for
     rates, I/O-weighted for latencies), then the median over repetitions.
     """
-    per_run = frame.group_by("run_id", member, *by).agg(total_expr(value))
-    return per_run.group_by(*by, member).agg(pl.col(value).median(), pl.len().alias("runs")).sort(*by, member)
+    return median_of_run_totals(frame, value, [*by, member])
 
 
 def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
@@ -192,14 +193,10 @@ def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: i
 
 
 def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
-    """Where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
+    """Return where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
 
-    Per run and host: fio's mean latency (what the application saw), the
-    block layer's time per I/O (``(read_ticks + write_ticks) / (read_ios +
-    write_ios)``, iostat's await), the mean number of I/Os in the device queue
-    (``in_queue`` over the run time, iostat's aqu-sz) and its utilisation;
-    then the median per group. Latency above await was spent above the block
-    layer (in the guest: file system, page cache, fio's own queue).
+    Joins each run's application latency to its disk counters; the arithmetic
+    (iostat's await and aqu-sz, the medians) is :func:`benchlib.stats.queueing.device_latency_split`.
     """
     counters = (
         open_study(study)
@@ -213,26 +210,7 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
         .group_by("run_id", *by)
         .agg(total_expr("lat_mean_ms").alias("app_latency_ms"), total_expr("iops"), pl.col("runtime_ns").max())
     )
-    view = guest.join(counters, on="run_id", how="inner").with_columns(
-        ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / (pl.col("read_ios") + pl.col("write_ios"))).alias(
-            "device_await_ms"
-        ),
-        (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
-    )
-    view = view.with_columns(
-        ((pl.col("read_ios") + pl.col("write_ios")) / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s")
-    )
-    medians = view.group_by(*by).agg(
-        pl.col("app_latency_ms").median(),
-        pl.col("device_await_ms").median(),
-        pl.col("device_ios_per_s").median(),
-        pl.col("device_queue").median(),
-        pl.col("util_pct").median(),
-        pl.col("instance").first().alias("device"),
-        pl.len().alias("host_runs"),
-    )
-    above = (pl.col("app_latency_ms") - pl.col("device_await_ms")).clip(lower_bound=0).alias("above_device_ms")
-    return medians.with_columns(above).sort(by)
+    return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
 
 
 def esxtop_view(study: str) -> pl.DataFrame:

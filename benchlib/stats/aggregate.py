@@ -47,6 +47,15 @@ def medians(frame: pl.DataFrame, values: list[str], by: list[str]) -> pl.DataFra
     return frame.group_by(by).agg(pl.col(v).median() for v in values).sort(by)
 
 
+def median_of_run_totals(frame: pl.DataFrame, value: str, by: list[str], run: str = "run_id") -> pl.DataFrame:
+    """Return each run's total of ``value`` (:func:`total_expr`), then its median per group of ``by``.
+
+    Columns: ``by``, ``value`` and ``runs`` (how many runs the median is over), sorted by the groups.
+    """
+    per_run = frame.group_by(run, *by).agg(total_expr(value))
+    return per_run.group_by(*by).agg(pl.col(value).median(), pl.len().alias("runs")).sort(*by)
+
+
 def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     """One row per run and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
 

@@ -149,3 +149,34 @@ def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("host", "device")
     )
+
+
+def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return where latency was spent per group of ``by``, from the kernel's disk statistics (fio's ``disk_util``).
+
+    ``runs`` has one row per run and host: ``app_latency_ms`` (what the application
+    saw), ``runtime_ns`` and the counters ``read_ios``, ``write_ios``,
+    ``read_ticks_ms``, ``write_ticks_ms``, ``in_queue_ms``, ``util_pct`` and
+    ``instance``. Per run: the block layer's time per I/O (``device_await_ms``,
+    iostat's await), the mean number of I/Os in the device queue
+    (``device_queue``, iostat's aqu-sz) and ``device_ios_per_s``; then the
+    median per group, and ``above_device_ms``: latency spent above the block
+    layer (in the guest: file system, page cache, fio's own queue).
+    """
+    ios = pl.col("read_ios") + pl.col("write_ios")
+    view = runs.with_columns(
+        ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / ios).alias("device_await_ms"),
+        (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
+        (ios / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s"),
+    )
+    medians = view.group_by(*by).agg(
+        pl.col("app_latency_ms").median(),
+        pl.col("device_await_ms").median(),
+        pl.col("device_ios_per_s").median(),
+        pl.col("device_queue").median(),
+        pl.col("util_pct").median(),
+        pl.col("instance").first().alias("device"),
+        pl.len().alias("host_runs"),
+    )
+    above = (pl.col("app_latency_ms") - pl.col("device_await_ms")).clip(lower_bound=0).alias("above_device_ms")
+    return medians.with_columns(above).sort(by)
