@@ -2,9 +2,9 @@
 
 A processed study holds one folder of Parquet parts per table, ``manifest.json``
 (which raw file, by SHA-256, went into which part), ``quarantine.csv`` (the files
-that could not be read, and why) and ``raw-files.json`` (the size and modification
-time of every raw file the ingest read, taken before it read them). Ingest
-(:mod:`benchlib.ingest`) writes them; notebooks, the report and the claims read
+that could not be read, and why) and ``raw-files.json`` (the size, modification
+time and SHA-256 of every raw file the ingest read, the first two taken before it
+read them). Ingest (:mod:`benchlib.ingest`) writes them; notebooks, the report and the claims read
 them through :func:`open_study`, which first checks that they still describe the
 raw files. When they do not (a raw file changed, appeared or went away, the
 ``study.toml`` changed, an ingest was interrupted, or an older benchlib wrote
@@ -32,7 +32,7 @@ from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study, load_study, study_fi
 
 MANIFEST = "manifest.json"
 QUARANTINE = "quarantine.csv"
-#: ``{"study_key": ..., "files": {path in the study: [size, mtime_ns]}}``, written last by an ingest.
+#: ``{"study_key": ..., "files": {path in the study: [size, mtime_ns, sha256]}}``, written last by an ingest.
 RAW_STATE = "raw-files.json"
 #: Files of a study folder that are not tool output (notes, scripts, plans, benchlib's own records).
 NOT_OUTPUT = re.compile(
@@ -59,9 +59,18 @@ def study_key(study: Study) -> str:
     return digest.hexdigest()
 
 
+#: Files that are not tool output but decide what a file's runs are (levels, repetition, host).
+PROVENANCE_FILES = (RUN_MANIFEST, "hcibench.cfg")
+
+
 def is_ingest_input(path: Path, rel: str) -> bool:
-    """Tell whether ingest reads this file of a study: tool output, ``study.toml``, ``benchlib run``'s records."""
-    return rel == STUDY_FILE or path.name == RUN_MANIFEST or not NOT_OUTPUT.search(rel)
+    """Tell whether ingest reads this file: tool output, ``study.toml``, the records that set levels or hosts."""
+    return rel == STUDY_FILE or path.name in PROVENANCE_FILES or not NOT_OUTPUT.search(rel)
+
+
+def file_sha256(path: Path) -> str | None:
+    """Return a file's SHA-256 (None when it cannot be read)."""
+    return _sha256(path)
 
 
 def file_state(path: Path, left_out: str | None) -> list[int]:
@@ -142,9 +151,10 @@ def staleness(study: Study, processed: Path) -> str | None:
     manifest = read_manifest(processed).get("files", {})
     changed = []
     for rel in sorted(set(before) & set(now) - {STUDY_FILE}):  # the study key covers study.toml's content
-        if before[rel] != now[rel]:
-            known = manifest.get(rel, {}).get("sha256")
-            if known is None or now[rel][0] != before[rel][0] or _sha256(study.folder / rel) != known:
+        size_time, recorded_sha = before[rel][:2], (before[rel][2:] or [None])[0]
+        if size_time != now[rel]:
+            known = recorded_sha or manifest.get(rel, {}).get("sha256")
+            if known is None or now[rel][0] != size_time[0] or _sha256(study.folder / rel) != known:
                 changed.append(rel)
     added, removed = sorted(set(now) - set(before)), sorted(set(before) - set(now))
     parts = [

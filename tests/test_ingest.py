@@ -121,7 +121,7 @@ def test_inspect_prints_format_and_summary(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.parametrize("stream", [False, True])
 def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large logs and esxtop captures are streamed to Parquet; the result is the same table."""
-    import benchlib.ingest as ingest_module
+    import benchlib.ingest.reading as reading
     from tests.conftest import corpus_dir
 
     study = tmp_path / "raw" / "mixed"
@@ -129,9 +129,15 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
     # copies in the test's own folder: ingest does not follow links out of a study
     shutil.copyfile(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv", study / "esxtop.csv")
     shutil.copyfile(corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log", study / "fio_bw.1.log")
-    monkeypatch.setattr(ingest_module, "STREAM_BYTES", 0 if stream else 1 << 40)
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0 if stream else 1 << 40)
+    streamed = []
+    write = reading.write_parquet
+    monkeypatch.setattr(
+        reading, "write_parquet", lambda frame, target: (streamed.append(target.parent.name), write(frame, target))
+    )
     report = ingest_study(study, tmp_path / "processed")
     assert report.ok and sorted(report.ingested) == ["esxtop.csv", "fio_bw.1.log"]
+    assert sorted(streamed) == (["host_counters", "intervals"] if stream else [])  # the lazy path really ran
     tables = load_study_tables(report.processed)
     assert tables.host_counters.height == 22890 and tables.intervals.height == 15
     assert tables.runs.filter(pl.col("format") == "esxtop")["duration_ns"][0] == 10 * 10**9

@@ -72,7 +72,10 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
     with open(processed / ".ingest.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another ingest of this study finishes first
         key = study_key(study)
-        previous = previous_entries(processed, key)
+        # the last ingest's manifest is trusted only if that ingest finished (it wrote the raw-file state last):
+        # after an interrupted one, the parts may no longer hold what the manifest says
+        finished = (processed / RAW_STATE).exists()
+        previous = previous_entries(processed, key) if finished else {}
         if not previous:  # first ingest, or study.toml or the schema changed: rebuild every part
             for part in processed.glob("*/*.parquet"):
                 part.unlink()

@@ -17,6 +17,7 @@ import orjson
 import polars as pl
 
 from benchlib.ingest.provenance import check_levels, study_frame
+from benchlib.ingest.provenance import digest as provenance_digest
 from benchlib.ingest.state import IngestState
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, label_expr, nest_bins, validate_stored_bins
 from benchlib.store import MANIFEST, QUARANTINE, RAW_STATE
@@ -116,6 +117,8 @@ def finish(state: IngestState, key: str) -> None:
     report = state.report
     report.ingested.sort()
     report.quarantined.sort()
+    for rel, entry in state.current.items():
+        entry.setdefault("provenance", provenance_digest(state.study, rel))
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "study": state.study.name,
@@ -125,9 +128,9 @@ def finish(state: IngestState, key: str) -> None:
     write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2), state.processed / MANIFEST)
     write_quarantine(state.processed, report.quarantined)
     remove_unlisted_parts(state.processed, {entry["part"] for entry in state.current.values()})
-    write_bytes(
-        orjson.dumps({"study_key": key, "files": dict(sorted(state.raw_files.items()))}), state.processed / RAW_STATE
-    )
+    hashes = {**state.hashes, **{rel: entry["sha256"] for rel, entry in state.current.items()}}
+    files = {rel: [*size_time, hashes.get(rel)] for rel, size_time in sorted(state.raw_files.items())}
+    write_bytes(orjson.dumps({"study_key": key, "files": files}), state.processed / RAW_STATE)
 
 
 def remove_unlisted_parts(processed: Path, parts: set[str]) -> None:

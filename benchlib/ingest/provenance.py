@@ -8,6 +8,7 @@ wrote which file), and from HCIBench's case folders (a worker VM's file is named
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 
@@ -78,6 +79,16 @@ def _folder_facts(study_folder: Path, folder_rel: str) -> tuple[bool, tuple[Path
     found = _run_manifest(folder, study_folder)
     prefix = "" if found is None or found[0] == study_folder else found[0].relative_to(study_folder).as_posix() + "/"
     return _hcibench_case(folder), found, prefix
+
+
+def digest(study: Study, rel: str) -> str:
+    """Return a short digest of what provenance gives a raw file's runs (levels, repetition, host).
+
+    Kept in the file's manifest entry: when a ``benchlib-run.json`` or an HCIBench case
+    folder changes what a file's runs are, the file is read again although its bytes are not.
+    """
+    facts = {**study.levels_for(rel), **_run_levels(study, rel)}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:

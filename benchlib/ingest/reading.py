@@ -21,7 +21,7 @@ import polars as pl
 
 from benchlib.errors import FormatError
 from benchlib.ingest.batches import BATCH, Batches, worker_count
-from benchlib.ingest.parts import forget_stale, write_parquet, write_part
+from benchlib.ingest.parts import drop_source, forget_stale, write_parquet, write_part
 from benchlib.ingest.state import IngestReport, IngestState, Item
 from benchlib.ingest.triage import classify, copy_key, list_and_sort, route, sort_out
 from benchlib.schema import TABLES, Tables
@@ -53,6 +53,11 @@ class LogUnits:
                     self.by_folder.setdefault(str(Path(done).parent), []).append(entry["tool_version"])
         near = self.by_folder.get(str(Path(rel).parent), [])
         return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
+
+
+def _unit(name: str, unit: str) -> dict:
+    """Return the latency unit a log was read with, for its manifest entry (it may change later)."""
+    return {"latency_unit": unit} if FORMATS[name].latency_unit_from_study else {}
 
 
 def _tool_version(tables: Tables) -> str | None:
@@ -152,6 +157,39 @@ def _members_by_folder(state: IngestState, record: Format, claimed: set[str]) ->
     return list(by_folder.values())
 
 
+def _reopen_changed_folders(state: IngestState, record: Format) -> None:
+    """Put every unchanged file of a folder whose membership changed back with the held files, to be read again.
+
+    A unit is read again whole when one of its files changed, came or went; a
+    member file kept on its own (a flatfile alone in its folder) joins the unit
+    when the folder's other files arrive.
+    """
+    folder = record.folder
+    assert folder is not None  # noqa: S101 -- only folder formats come here
+    unchanged = set(state.report.unchanged)
+    units: dict[str, list[str]] = {}
+    for rel, entry in state.previous.items():
+        if "unit" in entry:
+            units.setdefault(entry["unit"], []).append(rel)
+    broken = {unit for unit, rels in units.items() if not all(rel in unchanged for rel in rels)}
+    active = {str(Path(rel).parent) for _, rel, _ in state.held}
+    for rel in sorted(unchanged):
+        entry = state.current[rel]
+        path = state.study.folder / rel
+        joins = "unit" not in entry and str(Path(rel).parent) in active and folder.kind(path)
+        if entry.get("unit") not in broken and not joins:
+            continue
+        del state.current[rel]
+        state.report.unchanged.remove(rel)
+        item = (path, rel, entry["sha256"])
+        state.held.append(item)
+        state.todo.append(item)
+        try:
+            state.held_formats[rel] = detect(path) if entry["format"] == record.name else entry["format"]
+        except FormatError as exc:
+            state.held_formats[rel] = exc
+
+
 def folder_units(state: IngestState) -> tuple[list[tuple[Format, list[tuple[str, str]]]], list[Item]]:
     """Return the folders to (re)read as units, and the held files left to read one by one.
 
@@ -164,6 +202,7 @@ def folder_units(state: IngestState) -> tuple[list[tuple[Format, list[tuple[str,
     for record in folder_formats():
         folder = record.folder
         assert folder is not None  # noqa: S101 -- folder_formats() returns only these
+        _reopen_changed_folders(state, record)
         for files in _members_by_folder(state, record, claimed):
             key = folder.key([(rel, sha) for rel, (sha, _) in files.items()])
             if len(files) < 2 or not {k for _, k in files.values()} & set(folder.result_kinds):
@@ -228,7 +267,7 @@ def _ingest_file(state: IngestState, path: Path, rel: str, sha: str, name: str, 
     else:
         tables = read_file(path, name, unit)
     write_part(state.study, state.processed, part, tables, [(rel, sha)])
-    return {"sha256": sha, "format": name, "part": part, "tool_version": _tool_version(tables)}
+    return {"sha256": sha, "format": name, "part": part, "tool_version": _tool_version(tables), **_unit(name, unit)}
 
 
 def _ingest_copy(state: IngestState, path: Path, rel: str, sha: str, unit: str) -> dict:
@@ -241,7 +280,8 @@ def _ingest_copy(state: IngestState, path: Path, rel: str, sha: str, unit: str) 
         **{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame for name, frame in tables.items()}
     )
     write_part(state.study, state.processed, key[:16], tables, [(rel, sha)])
-    return {"sha256": sha, "key": key, "format": name, "part": key[:16], "tool_version": _tool_version(tables)}
+    entry = {"sha256": sha, "key": key, "format": name, "part": key[:16], "tool_version": _tool_version(tables)}
+    return {**entry, **_unit(name, unit)}
 
 
 def read_small_batch(batch: list[tuple[Path, str, str, str, str]], study: Study, processed: Path) -> tuple[str, list]:
@@ -277,10 +317,12 @@ def _read_small_files(state: IngestState, small: list[tuple[Path, str, str, str,
     finally:
         batches.close()
     formats = {rel: name for _, rel, _, name, _ in small}
+    units = {rel: unit for _, rel, _, _, unit in small}
     for part, outcomes in outputs:
         for rel, sha, error in outcomes:
             if error is None:
-                state.current[rel] = {"sha256": sha, "format": formats[rel], "part": part, "tool_version": None}
+                entry = {"sha256": sha, "format": formats[rel], "part": part, "tool_version": None}
+                state.current[rel] = {**entry, **_unit(formats[rel], units[rel])}
                 state.report.ingested.append(rel)
             else:
                 state.report.quarantine(rel, error)
@@ -292,6 +334,29 @@ def _why_no_results(path: Path, name: str) -> str:
     except FormatError as exc:
         return exc.expected
     return "holds no results"
+
+
+def _logs_whose_unit_changed(state: IngestState, units: LogUnits) -> list[tuple[Path, str, str, str]]:
+    """Unchanged logs whose latency unit is no longer the one they were read with, their rows dropped.
+
+    A log's unit comes from the tool version of the output beside it: a fio 2.x
+    JSON file added beside an unchanged log changes how the log must be read.
+    """
+    again = []
+    for rel in list(state.report.unchanged):
+        entry = state.current[rel]
+        record = FORMATS.get(entry.get("format", ""))
+        if record is None or not record.latency_unit_from_study or "unit" in entry:
+            continue
+        if entry.get("latency_unit", "ns") != units(rel):
+            drop_source(state.processed, entry["part"], entry.get("key") or entry["sha256"])
+            del state.current[rel]
+            state.report.unchanged.remove(rel)
+            if "key" in entry:
+                state.copies.append((state.study.folder / rel, rel, entry["sha256"]))
+            else:
+                again.append((state.study.folder / rel, rel, entry["sha256"], entry["format"]))
+    return again
 
 
 def read_the_rest(state: IngestState) -> None:
@@ -311,6 +376,7 @@ def read_the_rest(state: IngestState) -> None:
         else:
             _one(state, rel, functools.partial(_ingest_file, state, path, rel, sha, name, "ns"))
     units = LogUnits(state)
+    later += _logs_whose_unit_changed(state, units)
     small = []
     for path, rel, sha, name in later:
         if FORMATS[name].small_files_in_batches and path.stat().st_size <= STREAM_BYTES:

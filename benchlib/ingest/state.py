@@ -47,6 +47,8 @@ class IngestState:
     salt: str = ""
     #: ``path in the study -> [size, mtime_ns]`` of every file ingest reads, taken as the study is listed
     raw_files: dict[str, list[int]] = field(default_factory=dict)
+    #: ``path in the study -> sha256`` of every file hashed (by triage or a worker)
+    hashes: dict[str, str] = field(default_factory=dict)
     #: manifest entries of this ingest, by path in the study
     current: dict[str, dict] = field(default_factory=dict)
     #: sha256 -> the files that have it, in the order they were met

@@ -24,11 +24,12 @@ from pathlib import Path
 
 from benchlib.errors import FormatError
 from benchlib.ingest.batches import PARALLEL_FROM, Batches, warm_pool, worker_count
+from benchlib.ingest.provenance import digest as provenance_digest
 from benchlib.ingest.provenance import recorded_by_run
 from benchlib.ingest.state import IngestState, Item
 from benchlib.sources._common import SNIFF_BYTES
 from benchlib.sources.registry import FORMATS, detect_head, empty_file_reason, may_be_folder_member
-from benchlib.store import NOT_OUTPUT, file_state, is_ingest_input
+from benchlib.store import NOT_OUTPUT, file_sha256, file_state, is_ingest_input
 from benchlib.study import STUDY_FILE, study_files
 
 _CHUNK = 1 << 20
@@ -48,6 +49,8 @@ def raw_files(state: IngestState, on_many: Callable[[], None] = lambda: None) ->
         if is_ingest_input(path, rel):  # taken before any file is read: one that changes later shows as changed
             state.raw_files[rel] = file_state(path, left_out)
         if rel == STUDY_FILE or NOT_OUTPUT.search(rel):
+            if rel in state.raw_files and not left_out:  # a record that sets levels: small, hashed here
+                state.hashes[rel] = file_sha256(path)
             continue
         if left_out:
             state.report.skipped.append((rel, left_out))
@@ -77,6 +80,7 @@ def copy_key(sha: str, rel: str) -> str:
 def sort_out(state: IngestState, path: Path, rel: str, sha: str, empty: bool) -> bool:
     """Tell whether to read a file; if not, it was skipped, kept unchanged, or set aside as a copy."""
     report = state.report
+    state.hashes[rel] = sha
     reason = empty_file_reason(path.name) if empty else None
     if reason:
         report.skipped.append((rel, reason))
@@ -85,9 +89,10 @@ def sort_out(state: IngestState, path: Path, rel: str, sha: str, empty: bool) ->
     copy = bool(same) and recorded_by_run(state.study, rel)
     same.append(rel)
     previous = state.previous.get(rel, {})
+    unchanged = previous.get("sha256") == sha and ("key" in previous) == copy
     if same[0] != rel and not copy:
         report.skipped.append((rel, f"same content as {same[0]}"))
-    elif previous.get("sha256") == sha and ("key" in previous) == copy:
+    elif unchanged and previous.get("provenance") == provenance_digest(state.study, rel):
         state.current[rel] = previous
         report.unchanged.append(rel)
     elif copy:
