@@ -206,34 +206,40 @@ def time_series(
 def comparison(
     table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline"
 ) -> alt.TopLevelMixin:
-    """Draw a setting comparison: change of the median, its interval, the verdict.
+    """Draw a setting comparison: the change, its exact interval where one exists, the verdict.
 
-    Return a setting comparison from ``stats.compare.comparison_table``: the change of the median in percent,
-    its bootstrap interval, and the verdict (``~`` where not significant after Holm).
+    From :func:`benchlib.stats.compare.comparison_table`: the Hodges-Lehmann change in
+    percent, its interval (none for ``descriptive only`` or ``not testable at this n``),
+    coloured by verdict and labelled with benchstat's delta where significant, else the verdict.
     """
     data = (
         table.with_columns(
             _joined(label).alias("comparison"),
             ((pl.col("ratio_low") - 1) * 100).alias("low_pct"),
             ((pl.col("ratio_high") - 1) * 100).alias("high_pct"),
+            pl.when(pl.col("delta") == "~").then(pl.col("verdict")).otherwise(pl.col("delta")).alias("label"),
         )
-        .select("comparison", "change_pct", "low_pct", "high_pct", "delta", "verdict")
+        .with_columns(pl.coalesce("high_pct", "change_pct").alias("label_at"))
+        .select("comparison", "change_pct", "low_pct", "high_pct", "label_at", "label", "delta", "verdict")
         .sort("comparison")
     )
     y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=None)
     verdicts = sorted(data["verdict"].unique().to_list())
     colour = alt.Color("verdict:N", sort=verdicts, title="verdict")
+    x_title = "change against the baseline (%), with its 95% interval"
     rule = (
-        _chart(data)
+        _chart(data.filter(pl.col("low_pct").is_not_null()))
         .mark_rule()
-        .encode(x=alt.X("low_pct:Q", title="change of the median (%)"), x2="high_pct:Q", y=y, color=colour)
+        .encode(x=alt.X("low_pct:Q", title=x_title), x2="high_pct:Q", y=y, color=colour)
     )
     point = (
         _chart(data)
         .mark_point(filled=True, size=60)
-        .encode(x="change_pct:Q", y=y, color=colour, tooltip=["comparison:N", "delta:N", "verdict:N"])
+        .encode(
+            x=alt.X("change_pct:Q", title=x_title), y=y, color=colour, tooltip=["comparison:N", "delta:N", "verdict:N"]
+        )
     )
-    text = _chart(data).mark_text(align="left", dx=8).encode(x="high_pct:Q", y=y, text="delta:N")
+    text = _chart(data).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
     return alt.layer(zero, rule, point, text).properties(title=title)
 

@@ -17,6 +17,7 @@ notebook runs from a read-only checkout or an unpacked verification bundle.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -47,13 +48,28 @@ class StaleStudyError(BenchlibError):
     """The processed tables of a study are missing, or no longer describe its raw files."""
 
 
+@functools.cache
+def readers_digest() -> str:
+    """Return a digest of the code that turns raw files into tables: the readers, the schema, the units."""
+    package = Path(__file__).resolve().parent
+    files = sorted(
+        [*(package / "sources").rglob("*.py"), package / "schema.py", package / "units.py", package / "_bins.c"]
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        if path.is_file():
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def study_key(study: Study) -> str:
     """Return what every part of a processed study depends on besides its own raw file.
 
-    That is the schema and ``study.toml``.
+    That is ``study.toml``, the schema and the code of the readers (a reader that now reads
+    a file differently must not leave the old rows standing).
     """
     declaration = study.folder / STUDY_FILE
-    digest = hashlib.sha256(f"schema={SCHEMA_VERSION}".encode())
+    digest = hashlib.sha256(f"schema={SCHEMA_VERSION}\nreaders={readers_digest()}".encode())
     if declaration.exists():
         digest.update(declaration.read_bytes())
     return digest.hexdigest()
@@ -146,7 +162,7 @@ def staleness(study: Study, processed: Path) -> str | None:
         return "its last ingest did not finish (or an older benchlib wrote it)"
     recorded = orjson.loads((processed / RAW_STATE).read_bytes())
     if recorded.get("study_key") != study_key(study):
-        return f"{STUDY_FILE} (or benchlib's schema) changed since the last ingest"
+        return f"{STUDY_FILE}, benchlib's schema or its readers changed since the last ingest"
     before, now = recorded.get("files", {}), raw_state(study)
     manifest = read_manifest(processed).get("files", {})
     changed = []

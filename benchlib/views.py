@@ -128,9 +128,11 @@ def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame
 def run_totals(study: str, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
     """One value per run with its factor levels: the experimental unit of a comparison.
 
-    A run is one tool invocation (a fio client/server run counts its hosts
-    together: rates add, latencies are I/O-weighted) or one row of a
-    published per-VM table.
+    A run is one repetition of one configuration: one tool invocation across
+    all its hosts at once (a fio client/server run counts its hosts together:
+    rates add, latencies are I/O-weighted), or all rows of one configuration
+    in a published per-VM table (its VMs ran at once). Its members are never
+    replicates (METHODS.md R1).
     """
     keys = ["sha256", "document_index", *factors]
     return _study_rows(study, only).group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)

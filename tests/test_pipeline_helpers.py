@@ -31,9 +31,12 @@ def test_a_run_is_one_invocation_across_its_hosts() -> None:
     assert (joined["iops"] >= joined["iops_fio"]).all()
 
 
-def test_published_rows_are_their_own_units() -> None:
+def test_the_vms_of_a_published_table_are_one_run() -> None:
+    """Five VMs measured at once are one run of their configuration (METHODS.md R1), not five."""
     units = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
-    assert units.group_by("controller", "sioc").len()["len"].to_list() == [5, 5, 5, 5]
+    assert units.group_by("controller", "sioc").len()["len"].to_list() == [1, 1, 1, 1]
+    lsi_off = units.filter((pl.col("controller") == "LSI") & (pl.col("sioc") == "off"))["bandwidth_mib_s"]
+    assert lsi_off.to_list() == [401 + 1148 + 203 + 326 + 204]  # BRIEF.md: the five VMs together
     members = member_values("pvscsi-vs-lsi", "bandwidth_mib_s", by=["controller", "sioc"], only={"test": ["seqread"]})
     lsi_off = members.filter((pl.col("controller") == "LSI") & (pl.col("sioc") == "off"))
     assert lsi_off["bandwidth_mib_s"].max() / lsi_off["bandwidth_mib_s"].min() == pytest.approx(

@@ -61,12 +61,10 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     jain = {row["configuration"]: round(row["jain"], 4) for row in fairness["layer"][0]["data"]["values"]}
     assert jain == {"LSI / off": 0.6245, "LSI / on": 0.9793, "PVSCSI / off": 0.8203, "PVSCSI / on": 0.9139}  # BRIEF.md
     comparison = json.loads((result.folder / "summary" / "comparison" / "figure-1.json").read_text())
-    assert {row["verdict"] for row in comparison["layer"][1]["data"]["values"]} <= {
-        "no significant change",
-        "higher",
-        "lower",
-        "within noise",
-    }
+    # the five VMs of each configuration are one run: one run each side, nothing to test
+    assert {row["verdict"] for row in comparison["layer"][2]["data"]["values"]} == {"descriptive only"}
+    page = (result.folder / "comparison.html").read_text()
+    assert "no significant change" not in page and "nothing here is evidence of an effect" in page
 
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
     assert all(e.skipped for e in again.executions)

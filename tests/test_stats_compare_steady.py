@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from benchlib.paths import RAW
@@ -13,13 +17,19 @@ from benchlib.stats.aggregate import pooled_percentiles, rate_over_runs
 from benchlib.stats.compare import (
     benjamini_hochberg,
     cliffs_delta,
+    cliffs_delta_interval,
     comparison_table,
+    design_summary,
+    geomean_row,
     hodges_lehmann,
     holm,
     mann_whitney,
     median_ci,
+    min_p,
     ratio_of_medians_ci,
     runs_needed,
+    runs_to_test,
+    shift_interval,
 )
 from benchlib.stats.steady import (
     batch_means_ci,
@@ -78,12 +88,17 @@ def test_mc_1_holm_and_bh() -> None:
     assert holm(p[::-1])[::-1] == pytest.approx(adjusted)  # input order is kept
 
 
-def test_effect_sizes() -> None:
-    x, y = [1, 2, 3, 4], [3, 4, 5, 6]
-    assert cliffs_delta(y, x) == pytest.approx((13 - 1) / 16)  # 13 pairs greater, 1 smaller, 2 ties
-    assert cliffs_delta([5, 6], [1, 2]) == 1.0 and cliffs_delta([1, 2], [5, 6]) == -1.0
+def test_effect_sizes_share_one_sign_convention() -> None:
+    """Every effect is of ``new`` against ``base``: positive when new is higher."""
+    base, new = [1, 2, 3, 4], [3, 4, 5, 6]
+    assert cliffs_delta(base, new) == pytest.approx((13 - 1) / 16)  # 13 pairs greater, 1 smaller, 2 ties
+    assert cliffs_delta([1, 2], [5, 6]) == 1.0 and cliffs_delta([5, 6], [1, 2]) == -1.0
     assert cliffs_delta([1, 2], [1, 2]) == 0.0
-    assert hodges_lehmann(x, y) == 2.0
+    assert hodges_lehmann(base, new) == 2.0
+    ratio, low, high = shift_interval([10, 11, 12, 13, 14, 15], [20, 22, 24, 26, 28, 30])
+    assert ratio == pytest.approx(2.0) and low < 2.0 < high and low > 1
+    delta, d_low, d_high = cliffs_delta_interval(base, new)
+    assert d_low < delta < d_high and -1 <= d_low and d_high <= 1
 
 
 def test_ratio_of_medians_interval_contains_estimate_and_is_seeded() -> None:
@@ -95,35 +110,123 @@ def test_ratio_of_medians_interval_contains_estimate_and_is_seeded() -> None:
     assert ratio == pytest.approx(1.1) and low <= ratio <= high
 
 
-def test_comparison_table_benchstat_style() -> None:
-    rng = np.random.default_rng(1)
-    runs = pl.DataFrame(
-        {
-            "controller": ["LSI"] * 8 + ["PVSCSI"] * 8 + ["LSI"] * 8 + ["PVSCSI"] * 8,
-            "bs": ["4k"] * 16 + ["64k"] * 16,
-            "iops": list(rng.normal(1000, 10, 8))
-            + list(rng.normal(1000, 10, 8))
-            + list(rng.normal(500, 5, 8))
-            + list(rng.normal(400, 5, 8)),
-        }
-    )
+def _study(effects: dict[str, float], runs: int, seed: int, cv: float = 0.03) -> pl.DataFrame:
+    """Runs of a baseline and of other levels whose median is ``1 + effect`` times the baseline's, per block size."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for bs, effect in effects.items():
+        for controller, factor in (("LSI", 1.0), ("PVSCSI", 1.0 + effect)):
+            rows += [
+                {"bs": bs, "controller": controller, "iops": v} for v in 1000 * factor * rng.lognormal(0, cv, runs)
+            ]
+    return pl.DataFrame(rows)
+
+
+def test_ten_runs_per_side_and_a_true_20_percent_gain_read_improved() -> None:
+    table = comparison_table(_study({"4k": 0.20}, 10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
+    row = table.row(0, named=True)
+    assert row["verdict"] == "improved" and row["delta"].startswith("+")
+    assert 1.02 < row["ratio_low"] < 1.2 < row["ratio_high"] and row["p_holm"] < 0.001
+    assert row["effect"] == "large" and row["cliffs_low"] > 0.5
+
+
+def test_identical_distributions_and_thirty_runs_per_side_read_equivalent() -> None:
     table = comparison_table(
-        runs, "iops", factor="controller", baseline="LSI", by=["bs"], rng=np.random.default_rng(3), n_resamples=2000
+        _study({"4k": 0.0}, 30, seed=2, cv=0.02), "iops", factor="controller", baseline="LSI", by=["bs"]
     )
-    rows = {r["bs"]: r for r in table.iter_rows(named=True)}
-    assert rows["4k"]["delta"] == "~" and rows["4k"]["verdict"] == "no significant change"
-    assert rows["64k"]["delta"].startswith("-") and rows["64k"]["verdict"] == "lower"
-    assert rows["64k"]["effect"] == "large" and rows["64k"]["ratio_high"] < 1
-    assert rows["64k"]["p"] < 0.001 and rows["64k"]["p_holm"] >= rows["64k"]["p"]
-    assert rows["4k"]["warnings"] == ""
+    row = table.row(0, named=True)
+    assert row["verdict"] == "equivalent", row["note"]
+    assert 0.98 <= row["ratio_low"] and row["ratio_high"] <= 1.02 and row["effect"] == "negligible"
 
 
-def test_too_few_runs_are_warned_about() -> None:
-    runs = pl.DataFrame({"c": ["a", "a", "a", "b", "b", "b"], "iops": [1.0, 2, 3, 4, 5, 6]})
-    row = comparison_table(runs, "iops", factor="c", baseline="a", rng=np.random.default_rng(0), n_resamples=100).row(
-        0, named=True
+def test_a_change_the_design_could_not_detect_is_not_called_no_change() -> None:
+    """3 runs per side: p can never be below 0.1 (0.8 over 8 rows), so no verdict may claim 'no change'."""
+    effects = {f"bs{i}": (1.32 if i == 0 else 0.0) for i in range(8)}
+    table = comparison_table(_study(effects, 3, seed=3), "iops", factor="controller", baseline="LSI", by=["bs"])
+    assert set(table["verdict"]) == {"not testable at this n"}
+    assert (table["p_min"] == 0.1).all() and table["delta"].to_list() == ["~"] * 8
+    note = table.filter(pl.col("bs") == "bs0")["note"][0]
+    assert "0.1 (0.8 after Holm over 8 comparisons)" in note and "6 runs per side" in note
+    summary = design_summary(table)
+    assert "8 comparisons" in summary and "cannot test" in summary and "6 runs per configuration" in summary
+    assert "no significant change" not in " ".join(table["note"]) + summary
+
+
+def test_unequal_groups_are_judged_by_their_own_smallest_p() -> None:
+    """3 vs 10 runs can reach p = 0.007 (METHODS V-1): testable, unlike 3 vs 3."""
+    rng = np.random.default_rng(4)
+    runs = pl.DataFrame({"c": ["a"] * 10 + ["b"] * 3, "iops": [*rng.normal(1000, 10, 10), *rng.normal(1500, 10, 3)]})
+    row = comparison_table(runs, "iops", factor="c", baseline="a").row(0, named=True)
+    assert row["p_min"] == pytest.approx(2 / 286) and row["verdict"] == "improved"
+
+
+def test_one_run_per_configuration_is_descriptive_only() -> None:
+    runs = pl.DataFrame({"c": ["a", "b"], "iops": [1000.0, 1300.0]})
+    row = comparison_table(runs, "iops", factor="c", baseline="a").row(0, named=True)
+    assert row["verdict"] == "descriptive only" and row["p"] is None and row["effect"] is None
+    assert row["ratio_low"] is None and row["change_pct"] == pytest.approx(30.0)
+
+
+def test_a_rate_capped_tiny_change_is_not_a_large_effect() -> None:
+    """2000 vs 1999.33 IOPS under a cap: δ is 'large' by Hess-Kromrey, but inside the practical band negligible."""
+    runs = pl.DataFrame({"c": ["a"] * 6 + ["b"] * 6, "iops": [2000.0] * 6 + [1999.33] * 6})
+    row = comparison_table(runs, "iops", factor="c", baseline="a").row(0, named=True)
+    assert row["cliffs_delta"] == -1.0 and row["effect"] == "negligible" and row["verdict"] == "equivalent"
+
+
+def test_latency_is_better_lower() -> None:
+    runs = _study({"4k": -0.3}, 8, seed=5).rename({"iops": "lat_mean_ns"})
+    row = comparison_table(runs, "lat_mean_ns", factor="controller", baseline="LSI", by=["bs"]).row(0, named=True)
+    assert row["verdict"] == "improved"
+
+
+def test_bad_input_is_one_clear_error() -> None:
+    runs = _study({"4k": 0.1}, 5, seed=6)
+    with pytest.raises(ValueError, match=r"baseline 'lsi' is not a level of controller; its levels: LSI, PVSCSI"):
+        comparison_table(runs, "iops", factor="controller", baseline="lsi", by=["bs"])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        bad = runs.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(float("nan")).otherwise("iops").alias("iops"))
+        comparison_table(bad, "iops", factor="controller", baseline="LSI", by=["bs"])
+    with pytest.raises(ValueError, match="no column 'bandwidth'"):
+        comparison_table(runs, "bandwidth", factor="controller", baseline="LSI")
+    assert comparison_table(
+        runs.filter(pl.col("controller") == "LSI"), "iops", factor="controller", baseline="LSI"
+    ).is_empty()
+
+
+@given(st.randoms(use_true_random=False))
+@settings(max_examples=25, deadline=None)
+def test_results_do_not_depend_on_row_order(random: object) -> None:
+    runs = _study({"4k": 0.05, "64k": 0.0}, 6, seed=7)
+    order = list(range(runs.height))
+    random.shuffle(order)  # type: ignore[attr-defined]
+    first = comparison_table(runs, "iops", factor="controller", baseline="LSI", by=["bs"])
+    again = comparison_table(runs[order], "iops", factor="controller", baseline="LSI", by=["bs"])
+    assert first.equals(again)
+
+
+def test_geomean_row_is_benchstats() -> None:
+    table = comparison_table(
+        _study({"4k": 0.2, "64k": 0.0}, 6, seed=8), "iops", factor="controller", baseline="LSI", by=["bs"]
     )
-    assert "cannot reach p < 0.05" in row["warnings"] and row["delta"] == "~"
+    row = geomean_row(table)
+    expected = np.exp(np.log(table["median"]).mean()) / np.exp(np.log(table["median_baseline"]).mean()) - 1
+    assert row["change_pct"] == pytest.approx(100 * expected)
+
+
+def test_v_1_smallest_attainable_p_and_runs_to_test() -> None:
+    """METHODS.md G3b V-1."""
+    assert min_p(3, 3) == pytest.approx(0.1) and min_p(4, 4) == pytest.approx(0.02857, abs=1e-5)
+    assert min_p(5, 5) == pytest.approx(0.007937, abs=1e-6) and min_p(6, 6) == pytest.approx(0.002165, abs=1e-6)
+    assert min_p(3, 10) == pytest.approx(0.006993, abs=1e-6)
+    assert runs_to_test(1) == 4 and runs_to_test(8) == 6
+
+
+def test_mann_whitney_is_exact_for_3_against_26() -> None:
+    """The normal approximation at 3 vs 26 made p about ten times too large; exact up to 50 per side."""
+    x, y = [101.0, 102.0, 103.0], [float(v) for v in range(1, 27)]
+    _, p = mann_whitney(x, y)
+    assert p == pytest.approx(2 / math.comb(29, 3))
 
 
 def test_runs_needed_grows_with_spread() -> None:
@@ -247,8 +350,6 @@ def test_comparison_matrix_rows_by_one_factor_columns_by_another() -> None:
         factor="controller",
         baseline="LSI",
         by=["bs", "sioc"],
-        rng=np.random.default_rng(0),
-        n_resamples=500,
     )
     matrix = comparison_matrix(table, rows="bs", columns="sioc")
     assert matrix.columns == ["bs", "off", "on"]

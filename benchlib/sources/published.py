@@ -14,8 +14,13 @@ these describe the job: ``rw``, ``bs``, ``numjobs``, ``iodepth``,
 ``write_pct``; ``vm`` (or ``host``) names the host. Every other column
 (``controller``, ``sioc``, ``test``, ``iops_per_cpu_pct_reported``...) is kept
 as a label of the row's run, and ingest fills study factors of the same name
-from it. Each row is one run with ``tool = "published"``; the row's figures are
-one ``results`` row with direction ``read``, ``write`` or ``total``.
+from it. Each row is one member (a VM, a host) of a run with ``tool = "published"``;
+the row's figures are one ``results`` row with direction ``read``, ``write`` or ``total``.
+
+Rows that differ only in their host and figures are the members of one run (the
+experimental unit, METHODS.md R1: five VMs measured at once are one run of that
+configuration, not five), so they share the run's ``document_index``; a row that
+repeats a host of its configuration starts another run of it.
 """
 
 from __future__ import annotations
@@ -133,11 +138,18 @@ def read_published(path: str | Path) -> Tables:
         raise FormatError(path, f"line {header_line}", "a citation: a '# citation: ...' line or a 'source' column")
     sha = sha256_of(path)
     runs, results = [], []
-    for index, (number, text) in enumerate(body[1:]):
+    runs_of: dict[tuple, int] = {}  # (configuration, repeat of a host in it) -> document index
+    repeats: dict[tuple, int] = {}  # (configuration, host) -> rows seen
+    for number, text in body[1:]:
         fields = next(csv.reader(io.StringIO(text)))
         if len(fields) != len(header):
             raise FormatError(path, f"line {number}", f"{len(header)} fields as in the header, found {len(fields)}")
         row = dict(zip(header, fields, strict=True))
+        configuration = tuple((k, v) for k, v in row.items() if k not in _MEASURES and k not in _HOST)
+        host = next((row[h] for h in _HOST if row.get(h)), None)
+        repeat = repeats.get((configuration, host), 0)
+        repeats[(configuration, host)] = repeat + 1
+        index = runs_of.setdefault((configuration, repeat), len(runs_of))
         run, result = _row(path, number, index, row, sha, citation)
         runs.append(run)
         results.append(result)

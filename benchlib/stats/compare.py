@@ -1,12 +1,26 @@
-"""Comparing configurations soundly (METHODS.md A2, A3, G1, G2).
+"""Comparing configurations soundly (METHODS.md A2, A3, G1, G2, G3b).
 
 The experimental unit is the run: every function here takes one value per
-run (IOPS, bandwidth, mean latency of that run), never per-second samples.
-Randomness only through an explicit ``numpy.random.Generator``.
+run (IOPS, bandwidth, mean latency of that run), never per-second samples and
+never the VMs of one run. Every comparison is of ``new`` against ``base`` (the
+baseline): a positive change, shift or δ means ``new`` is higher. Randomness only
+through an explicit ``numpy.random.Generator`` (the bootstrap functions; the
+comparison table itself is exact and needs none).
+
+A comparison's verdict says only what its design can support (G3b):
+
+* ``improved`` / ``regressed``: significant after the family's correction, and the
+  interval of the change lies outside the practical band;
+* ``equivalent``: the interval lies inside the band;
+* ``inconclusive``: neither;
+* ``not testable at this n``: even the most extreme data could not reach α after
+  the correction (the smallest attainable p says why, and how many runs would do);
+* ``descriptive only``: one run per configuration: no test, no interval.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,12 +28,13 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-#: Below this many runs per side the Mann–Whitney test cannot reach p < 0.05 (benchstat).
-MIN_RUNS_FOR_TEST = 4
 #: Below this many runs no 95% order-statistic interval for the median exists.
 MIN_RUNS_FOR_MEDIAN_CI = 6
-#: Exact (permutation) Mann–Whitney p up to this many runs per side, as benchstat does with ties.
-EXACT_LIMIT = 25
+#: Exact Mann–Whitney p (ties included) while both sides have at most this many runs: benchstat's limit
+#: without ties (with ties it stops at 25; the exact distribution with ties costs milliseconds at 50 here).
+EXACT_LIMIT = 50
+#: The verdicts of :func:`comparison_table`.
+VERDICTS = ("improved", "regressed", "equivalent", "inconclusive", "not testable at this n", "descriptive only")
 
 
 @dataclass(frozen=True)
@@ -68,10 +83,83 @@ def mann_whitney(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> tu
     corrections beyond. Two-sided p = min(1, 2·min(P(U ≤ u), P(U ≥ u))).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    _check_values(x, "x")
+    _check_values(y, "y")
     if max(len(x), len(y)) > EXACT_LIMIT:
         result = stats.mannwhitneyu(x, y, alternative="two-sided", method="asymptotic")
         return float(result.statistic), float(result.pvalue)
     return _exact_u(x, y)
+
+
+def _check_values(values: np.ndarray, name: str) -> None:
+    if len(values) == 0:
+        raise ValueError(f"{name}: no values (one value per run is needed)")
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"{name}: {int((~np.isfinite(values)).sum())} value(s) are NaN or infinite; a run without "
+            "a value must be left out, not compared"
+        )
+
+
+def min_p(n_base: int, n_new: int) -> float:
+    """Return the smallest two-sided exact Mann–Whitney p with these runs per side: ``2 / C(n1 + n2, n1)`` (G3b)."""
+    return min(1.0, 2 / math.comb(n_base + n_new, n_base))
+
+
+def runs_to_test(family: int = 1, alpha: float = 0.05) -> int:
+    """Return the runs per side with which a family of ``family`` comparisons can reject at ``alpha`` (Holm).
+
+    The smallest n with ``family x 2 / C(2n, n) <= alpha``: 4 alone, 6 for a family of 8 (G3b, test V-1).
+    """
+    n = 1
+    while family * min_p(n, n) > alpha:
+        n += 1
+    return n
+
+
+def _u_distribution(n1: int, n2: int) -> np.ndarray:
+    """Return P(U = u) for u = 0..n1·n2 under no difference and no ties (U: pairs with the x above the y).
+
+    The values are placed in increasing order; an x placed when k x's and r - 1 - k y's
+    are below it adds r - 1 - k to U. Vectorised over U, so 50 + 50 runs take milliseconds.
+    """
+    total = n1 * n2
+    ways = np.zeros((n1 + 1, total + 1))
+    ways[0, 0] = 1.0
+    for r in range(1, n1 + n2 + 1):
+        for k in range(min(r - 1, n1 - 1), max(-1, r - 2 - n2), -1):  # k x's below; at most n2 y's below
+            below = r - 1 - k
+            ways[k + 1, below:] += ways[k, : total + 1 - below]
+    return ways[n1] / ways[n1].sum()
+
+
+def shift_interval(
+    base: np.ndarray | list[float], new: np.ndarray | list[float], confidence: float = 0.95
+) -> tuple[float, float | None, float | None]:
+    """Return the Hodges–Lehmann ratio of ``new`` to ``base`` with its exact distribution-free interval.
+
+    On the log scale (so the change is a ratio, as a percent change is): the
+    estimate is the median of the pairwise ``log(new_j) - log(base_i)``, the
+    interval Moses' ``[D_(c+1), D_(N-c)]`` with ``c`` the largest count that
+    ``P(U <= c) <= (1 - confidence) / 2`` allows (Hollander & Wolfe, ch. 4.3). Exact
+    for any continuous distribution that differs only by a factor; no resampling, so
+    the same runs give the same interval in any order. ``(ratio, None, None)`` when
+    no interval at this confidence exists with so few runs (then neither can the
+    test reject), or when a value is not positive.
+    """
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    _check_values(base, "baseline")
+    _check_values(new, "new")
+    if (base <= 0).any() or (new <= 0).any():
+        return float(np.median(new) / np.median(base)), None, None
+    differences = np.sort((np.log(new)[None, :] - np.log(base)[:, None]).ravel())
+    estimate = float(np.exp(np.median(differences)))
+    cdf = np.cumsum(_u_distribution(len(base), len(new)))
+    allowed = np.flatnonzero(cdf <= (1 - confidence) / 2 + 1e-12)
+    if len(allowed) == 0:
+        return estimate, None, None
+    c = int(allowed[-1])
+    return estimate, float(np.exp(differences[c])), float(np.exp(differences[len(differences) - c - 1]))
 
 
 def _exact_u(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -90,11 +178,39 @@ def _exact_u(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(u), float(min(1.0, 2 * min(below, above)))
 
 
-def cliffs_delta(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
-    """Cliff's δ = P(X > Y) − P(X < Y), in [−1, 1]."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    diff = np.sign(x[:, None] - y[None, :])
-    return float(diff.mean())
+def cliffs_delta(base: np.ndarray | list[float], new: np.ndarray | list[float]) -> float:
+    """Return Cliff's δ of ``new`` against ``base``: P(new > base) − P(new < base), in [−1, 1]."""
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    return float(np.sign(new[None, :] - base[:, None]).mean())
+
+
+def cliffs_delta_interval(
+    base: np.ndarray | list[float], new: np.ndarray | list[float], confidence: float = 0.95
+) -> tuple[float, float | None, float | None]:
+    """Return Cliff's δ of ``new`` against ``base`` with Cliff's (1996) asymmetric interval.
+
+    The consistent variance estimate of δ from the dominance matrix, and the
+    interval ``(δ − δ³ ± z·s·√((1 − δ²)² + z²s²)) / (1 − δ² + z²s²)`` (as R's
+    ``effsize::cliff.delta``); None below 2 runs per side.
+    """
+    base, new = np.sort(np.asarray(base, dtype=float)), np.sort(np.asarray(new, dtype=float))  # sums in one order
+    dominance = np.sign(new[None, :] - base[:, None])  # rows: base runs, columns: new runs
+    delta = float(dominance.mean())
+    n1, n2 = dominance.shape
+    if n1 < 2 or n2 < 2:
+        return delta, None, None
+    by_base, by_new = dominance.mean(axis=1), dominance.mean(axis=0)
+    s_base = ((by_base - delta) ** 2).sum() / (n1 - 1)
+    s_new = ((by_new - delta) ** 2).sum() / (n2 - 1)
+    s_all = ((dominance - delta) ** 2).sum() / ((n1 - 1) * (n2 - 1))
+    variance = max(((n2 - 1) * s_base + (n1 - 1) * s_new + s_all) / (n1 * n2), 0.0)
+    z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    spread = z * math.sqrt(variance) * math.sqrt((1 - delta**2) ** 2 + z**2 * variance)
+    scale = 1 - delta**2 + z**2 * variance
+    if scale <= 0:
+        return delta, delta, delta
+    low, high = (delta - delta**3 - spread) / scale, (delta - delta**3 + spread) / scale
+    return delta, float(max(-1.0, low)), float(min(1.0, high))
 
 
 def cliffs_magnitude(delta: float) -> str:
@@ -103,10 +219,10 @@ def cliffs_magnitude(delta: float) -> str:
     return "negligible" if size < 0.147 else "small" if size < 0.33 else "medium" if size < 0.474 else "large"
 
 
-def hodges_lehmann(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
-    """Hodges–Lehmann shift of y against x: the median of all pairwise differences y_j − x_i."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return float(np.median(y[None, :] - x[:, None]))
+def hodges_lehmann(base: np.ndarray | list[float], new: np.ndarray | list[float]) -> float:
+    """Return the Hodges–Lehmann shift of ``new`` against ``base``: the median of all differences new_j − base_i."""
+    base, new = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    return float(np.median(new[None, :] - base[:, None]))
 
 
 def ratio_of_medians_ci(
@@ -258,24 +374,17 @@ def runs_needed(values: np.ndarray | list[float], *, relative_error: float = 0.0
     return n
 
 
-def sample_warnings(n: int) -> list[str]:
-    """Return what a reader should know about a sample of ``n`` runs."""
-    warnings = []
-    if n < MIN_RUNS_FOR_TEST:
-        warnings.append(
-            f"{n} runs: the Mann-Whitney test cannot reach p < 0.05 below {MIN_RUNS_FOR_TEST} runs per side"
-        )
-    if n < MIN_RUNS_FOR_MEDIAN_CI:
-        warnings.append(f"{n} runs: no 95% interval for the median exists below {MIN_RUNS_FOR_MEDIAN_CI} runs")
-    return warnings
-
-
 def _describe(values: np.ndarray) -> tuple[float, float | None]:
     """Median and benchstat's ± (the larger relative distance to the interval's ends), if an interval exists."""
     ci = median_ci(values)
     if ci.low is None or ci.high is None or ci.median == 0:
         return ci.median, None
     return ci.median, max(ci.high / ci.median - 1, 1 - ci.low / ci.median)
+
+
+def _higher_is_better(value: str) -> bool:
+    """Throughput is better higher; latency, time and CPU lower."""
+    return not any(part in value for part in ("lat", "_ns", "_ms", "_us", "cpu", "time"))
 
 
 def comparison_table(
@@ -286,116 +395,205 @@ def comparison_table(
     baseline: str,
     by: list[str] | None = None,
     alpha: float = 0.05,
-    rng: np.random.Generator,
-    n_resamples: int = 10_000,
-    equivalence: float = 0.02,
+    band: float = 0.02,
+    higher_is_better: bool | None = None,
+    confidence: float = 0.95,
 ) -> pl.DataFrame:
     """Return a benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
 
     Parameters
     ----------
     frame
-        One row per run: the ``value`` column and the factor columns.
+        One row per run (the experimental unit: one invocation across all its
+        hosts, never a VM of one): the ``value`` column and the factor columns.
     value
-        What to compare (IOPS, bandwidth, latency); one value per run.
+        What to compare (IOPS, bandwidth, latency).
     factor, baseline
         The factor whose levels are compared, and the level the others are compared with.
     by
         The other factors: one comparison per combination of their levels.
     alpha
-        Significance level, applied to Holm-adjusted p over the whole table (the family).
-    rng
-        The only source of randomness (bootstrap of the ratio of medians).
-    n_resamples
-        Bootstrap resamples per comparison.
-    equivalence
-        Practical-equivalence band: a significant change smaller than this
-        fraction is reported as ``within noise``.
+        Significance level, for Holm-adjusted p over the whole table: the family
+        is every comparison in the table, and the table says so.
+    band
+        Practical band: a change within ±``band`` (a fraction) is no practical
+        change; ``equivalent`` needs the whole interval inside it, ``improved`` or
+        ``regressed`` the whole interval outside.
+    higher_is_better
+        Whether a higher ``value`` is an improvement (default: from the name;
+        latency, time and CPU are better lower).
+    confidence
+        Of the intervals (the change's, Cliff's δ's, the medians').
 
     Returns
     -------
     polars.DataFrame
-        One row per group and non-baseline level: runs on each side, medians
-        with their exact 95% intervals (``*_ci_pct`` as benchstat's ±%), the
-        change in percent, Mann–Whitney p and its Holm adjustment, Cliff's δ,
-        Hodges–Lehmann shift, the ratio of medians with its bootstrap interval,
-        ``delta`` (benchstat's column: ``~`` when not significant, else
-        ``+x.xx%``), ``verdict`` and ``warnings``; sorted by the group.
+        One row per group and non-baseline level, sorted by the group: runs on
+        each side; medians with benchstat's ± (``*_ci_pct``, None below 6 runs);
+        ``median_change_pct`` and ``delta`` (benchstat's ``~`` or ``%+.2f%%``);
+        the change ``change_pct`` (Hodges–Lehmann ratio of new to baseline, in
+        percent) with its exact interval ``ratio_low``/``ratio_high``;
+        Mann–Whitney ``u``, ``p``, ``p_holm``, the smallest attainable ``p_min``
+        and the ``family`` size; Cliff's δ with ``cliffs_low``/``cliffs_high``
+        and its ``effect`` word (``negligible`` within the band);
+        ``hodges_lehmann`` (the shift in the value's unit); ``verdict`` (see the
+        module documentation) and ``note`` (what the design can say, in words).
+
+    Raises
+    ------
+    ValueError
+        When the baseline is not a level of the factor (the message names the
+        levels), a column is missing, or a value is NaN or infinite.
 
     """
     by = by or []
+    missing = [c for c in (value, factor, *by) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"no column {', '.join(map(repr, missing))}; the frame has {', '.join(frame.columns)}")
+    levels = frame[factor].drop_nulls().unique().sort().to_list()
+    if baseline not in levels:
+        raise ValueError(f"baseline {baseline!r} is not a level of {factor}; its levels: {', '.join(map(str, levels))}")
+    better = _higher_is_better(value) if higher_is_better is None else higher_is_better
     rows = []
     for key, group in frame.sort([*by, factor]).group_by(by or [pl.lit(0).alias("_all")], maintain_order=True):
-        base = group.filter(pl.col(factor) == baseline)[value].drop_nulls().to_numpy()
+        where = dict(zip(by, key, strict=False)) if by else {}
+        base = _values(group, value, factor, baseline, where)
         for level in [lv for lv in group[factor].unique(maintain_order=True).to_list() if lv != baseline]:
-            other = group.filter(pl.col(factor) == level)[value].drop_nulls().to_numpy()
-            if len(base) == 0 or len(other) == 0:
-                continue
-            rows.append(
-                _compare_pair(
-                    dict(zip(by, key, strict=False)) if by else {}, factor, level, base, other, rng, n_resamples
-                )
-            )
+            new = _values(group, value, factor, level, where)
+            if len(base) and len(new):
+                rows.append({**where, factor: level, **_compare_pair(base, new, confidence)})
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
-    adjusted = holm(table["p"].to_numpy())
-    return table.with_columns(pl.Series("p_holm", adjusted)).with_columns(
-        pl.when(pl.col("p_holm") > alpha)
-        .then(pl.lit("~"))
-        .otherwise(
-            pl.format(
-                "{}{}%",
-                pl.when(pl.col("change_pct") > 0).then(pl.lit("+")).otherwise(pl.lit("")),
-                pl.col("change_pct").round(2).cast(pl.String),
-            )
+    return _verdicts(table, alpha=alpha, band=band, better=better)
+
+
+def _values(group: pl.DataFrame, value: str, factor: str, level: object, where: dict) -> np.ndarray:
+    values = group.filter(pl.col(factor) == level)[value].drop_nulls().to_numpy().astype(float)
+    if not np.isfinite(values).all():
+        place = ", ".join(f"{k} {v}" for k, v in {**where, factor: level}.items())
+        raise ValueError(
+            f"{value} at {place}: NaN or infinite values; leave a run without a value out, do not compare it"
         )
-        .alias("delta"),
-        pl.when(pl.col("p_holm") > alpha)
-        .then(pl.lit("no significant change"))
-        .when(pl.col("change_pct").abs() < equivalence * 100)
-        .then(pl.lit("within noise"))
-        .when(pl.col("change_pct") > 0)
-        .then(pl.lit("higher"))
-        .otherwise(pl.lit("lower"))
-        .alias("verdict"),
+    return values
+
+
+def _compare_pair(base: np.ndarray, new: np.ndarray, confidence: float) -> dict:
+    base, new = np.sort(base), np.sort(new)  # every sum in one order: the same runs in any row order, the same bits
+    base_median, base_pct = _describe(base)
+    new_median, new_pct = _describe(new)
+    u, p = mann_whitney(new, base)
+    ratio, low, high = shift_interval(base, new, confidence)
+    delta, delta_low, delta_high = cliffs_delta_interval(base, new, confidence)
+    return {
+        "runs_baseline": len(base),
+        "runs": len(new),
+        "median_baseline": base_median,
+        "median_baseline_ci_pct": None if base_pct is None else 100 * base_pct,
+        "median": new_median,
+        "median_ci_pct": None if new_pct is None else 100 * new_pct,
+        "median_change_pct": 100 * (new_median / base_median - 1) if base_median else None,
+        "change_pct": 100 * (ratio - 1),
+        "ratio": ratio,
+        "ratio_low": low,
+        "ratio_high": high,
+        "u": u,
+        "p": p,
+        "p_min": min_p(len(base), len(new)),
+        "cliffs_delta": delta,
+        "cliffs_low": delta_low,
+        "cliffs_high": delta_high,
+        "hodges_lehmann": hodges_lehmann(base, new),
+    }
+
+
+def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -> pl.DataFrame:
+    family = table.height
+    table = table.with_columns(pl.Series("p_holm", holm(table["p"].to_numpy())), pl.lit(family).alias("family"))
+    verdicts, notes, effects, deltas = [], [], [], []
+    for row in table.iter_rows(named=True):
+        verdict, note = _verdict(row, alpha=alpha, band=band, better=better, family=family)
+        verdicts.append(verdict)
+        notes.append(note)
+        inside = abs(row["ratio"] - 1) < band
+        effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
+        significant = verdict not in ("not testable at this n", "descriptive only") and row["p_holm"] <= alpha
+        change = row["median_change_pct"]
+        deltas.append(f"{change:+.2f}%" if significant and change is not None else "~")
+    table = table.with_columns(
+        pl.Series("delta", deltas),
+        pl.Series("verdict", verdicts),
+        pl.Series("effect", effects),
+        pl.Series("note", notes),
+    )
+    alone = pl.col("verdict") == "descriptive only"  # one run each: a p or an effect size would say nothing
+    return table.with_columns(
+        pl.when(~alone).then(pl.col(c)).alias(c) for c in ("p", "p_holm", "u", "cliffs_delta", "effect")
     )
 
 
-def _compare_pair(
-    group: dict,
-    factor: str,
-    level: object,
-    base: np.ndarray,
-    other: np.ndarray,
-    rng: np.random.Generator,
-    n_resamples: int,
-) -> dict:
-    base_median, base_pct = _describe(base)
-    other_median, other_pct = _describe(other)
-    u, p = mann_whitney(other, base)
-    ratio, ratio_low, ratio_high = ratio_of_medians_ci(base, other, rng=rng, n_resamples=n_resamples)
-    delta = cliffs_delta(other, base)
-    return {
-        **group,
-        factor: level,
-        "runs_baseline": len(base),
-        "runs": len(other),
-        "median_baseline": base_median,
-        "median_baseline_ci_pct": None if base_pct is None else 100 * base_pct,
-        "median": other_median,
-        "median_ci_pct": None if other_pct is None else 100 * other_pct,
-        "change_pct": 100 * (other_median / base_median - 1),
-        "u": u,
-        "p": p,
-        "cliffs_delta": delta,
-        "effect": cliffs_magnitude(delta),
-        "hodges_lehmann": hodges_lehmann(base, other),
-        "ratio_of_medians": ratio,
-        "ratio_low": ratio_low,
-        "ratio_high": ratio_high,
-        "warnings": "; ".join(sample_warnings(min(len(base), len(other)))),
-    }
+def _verdict(row: dict, *, alpha: float, band: float, better: bool, family: int) -> tuple[str, str]:
+    """Return a comparison's verdict and what its design can say, in words (METHODS.md G3b)."""
+    n1, n2 = row["runs_baseline"], row["runs"]
+    if n1 == 1 and n2 == 1:
+        return "descriptive only", (
+            "One run per configuration: these numbers describe two runs; no test or interval is possible"
+        )
+    attainable = min(1.0, family * row["p_min"])
+    corrected = f" ({attainable:.3g} after Holm over {family} comparisons)" if family > 1 else ""
+    if attainable > alpha:
+        need = runs_to_test(family, alpha)
+        return "not testable at this n", (
+            f"{n1} vs {n2} runs: the smallest p these runs allow is {row['p_min']:.3g}{corrected}, above "
+            f"α = {alpha}; {need} runs per side would make the test possible"
+        )
+    low, high = row["ratio_low"], row["ratio_high"]
+    if low is None or high is None:
+        return "inconclusive", f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
+    low, high = low - 1, high - 1
+    where = f"the change's interval is {100 * low:+.2f}% to {100 * high:+.2f}%, the practical band ±{100 * band:g}%"
+    if row["p_holm"] <= alpha and (low > band or high < -band):
+        up = low > band
+        return (
+            "improved" if up == better else "regressed"
+        ), f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
+    if -band <= low and high <= band:
+        return "equivalent", f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
+    return "inconclusive", f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
+
+
+def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
+    """Return, in words, the family a comparison table corrects over and what its design can test."""
+    if table.is_empty():
+        return "No comparison: no group has runs of both the baseline and another level."
+    family = int(table["family"][0])
+    counts = table["verdict"].value_counts().sort("verdict")
+    tally = "; ".join(f"{n} {v}" for v, n in counts.iter_rows())
+    text = (
+        f"The family is the {family} comparison{'s' if family > 1 else ''} of this table, Holm-corrected at "
+        f"α = {alpha}. Verdicts: {tally}."
+    )
+    untestable = table.filter(pl.col("verdict") == "not testable at this n")
+    if untestable.height == table.height:
+        need = runs_to_test(family, alpha)
+        text += (
+            f" No comparison can reach α with these runs (the smallest p any of them allows is "
+            f"{table['p_min'].min():.3g}, {min(1.0, family * table['p_min'].min()):.3g} after correction): "
+            f"the table describes, it cannot test; {need} runs per configuration would make every row testable."
+        )
+    descriptive = table.filter(pl.col("verdict") == "descriptive only")
+    if descriptive.height == table.height:
+        text += " Every configuration was run once: nothing here is evidence of an effect of the setting."
+    return text
+
+
+def geomean_row(table: pl.DataFrame) -> dict[str, float | None]:
+    """Return benchstat's bottom row: the geometric means of the baseline and new medians, and their change."""
+    if table.is_empty() or (table["median_baseline"] <= 0).any() or (table["median"] <= 0).any():
+        return {"median_baseline": None, "median": None, "change_pct": None}
+    base = float(np.exp(np.log(table["median_baseline"].to_numpy()).mean()))
+    new = float(np.exp(np.log(table["median"].to_numpy()).mean()))
+    return {"median_baseline": base, "median": new, "change_pct": 100 * (new / base - 1)}
 
 
 def comparison_matrix(table: pl.DataFrame, *, rows: str, columns: str, cell: str = "delta") -> pl.DataFrame:
