@@ -32,7 +32,10 @@ ratio            ``of`` / ``to``: two extra selections, each reduced by ``reduce
 percent_change   from ``from`` to ``to`` (two extra selections), in percent
 argmax           the level of ``over`` where the metric is largest
 lowest           the ``k`` levels of ``over`` with the smallest metric (sorted)
-monotonic        "increasing", "decreasing" or "neither" along ``over`` (numeric order)
+monotonic        "increasing", "decreasing", "flat" or "neither" along ``over`` (numeric
+                 order): every step must change by at least ``step`` (a fraction or a
+                 tolerance word; default the ``trend`` tolerance, else 0) to count
+                 as a rise or a fall, and a step smaller than that is flat
 trails           max of ``lower`` / min of ``higher``: below 1 when every one trails
 each             every row's metric; ``expect`` must hold for each
 reconcile        every row's ``reported`` column against iops / (usr + sys CPU), the
@@ -54,7 +57,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.schema import Tables, label_expr
+from benchlib.schema import TABLES, Tables, label_expr
 from benchlib.stats.efficiency import cpu_pct_expr, iops_per_cpu_pct_expr
 from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
 from benchlib.stats.queueing import outstanding_ios_expr
@@ -117,6 +120,11 @@ class Verdict:
     recomputed: str
     verdict: str
     tolerance: str = ""
+    #: runs the claim's numbers come from (the experimental unit), and the fewest of any configuration read
+    runs: int = 0
+    runs_per_configuration: int = 0
+    #: what those runs can support: the arithmetic of a verdict is not evidence of an effect with one run each
+    note: str = ""
 
 
 def claims_frame(tables: Tables) -> pl.DataFrame:
@@ -299,7 +307,7 @@ def _two_selections(frame: pl.DataFrame, claim: Claim) -> float:
     return _reduce(_extra(frame, claim, "lower"), claim, "max") / _reduce(_extra(frame, claim, "higher"), claim, "min")
 
 
-def _along(frame: pl.DataFrame, claim: Claim) -> Any:
+def _along(frame: pl.DataFrame, claim: Claim, step: float = 0.0) -> Any:
     ordered = _ordered(frame, claim)
     if ordered.height == 0:
         raise _Unsupported(f"no {claim.metric} in the selected rows")
@@ -309,11 +317,16 @@ def _along(frame: pl.DataFrame, claim: Claim) -> Any:
     if claim.compute == "lowest":
         k = int(claim.params.get("k", 1))
         return sorted(str(v) for v in ordered.sort("_metric")[over][:k])
-    steps = ordered["_metric"].diff().drop_nulls()
-    return "increasing" if (steps > 0).all() else "decreasing" if (steps < 0).all() else "neither"
+    values = ordered["_metric"]
+    steps = (values.diff() / values.shift(1).abs()).drop_nulls()  # relative change per step
+    if (steps >= step).all() and (steps > 0).all():
+        return "increasing"
+    if (steps <= -step).all() and (steps < 0).all():
+        return "decreasing"
+    return "flat" if (steps.abs() < step).all() else "neither"
 
 
-def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> Any:
+def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float = 0.0) -> Any:
     how = claim.compute
     if how in _REDUCERS:
         return _reduce(frame, claim, how)
@@ -323,7 +336,7 @@ def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> Any:
         return _two_selections(frame, claim)
     if how == "reconcile":
         return _reconcile(frame, claim, base)
-    return _along(frame, claim)
+    return _along(frame, claim, step)
 
 
 def _close(value: float, target: float, rel: float) -> bool:
@@ -373,19 +386,67 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
     return ", ".join(f"{k} {_show(v)}" for k, v in claim.expect.items())
 
 
-def verify_claim(frame: pl.DataFrame, claim: Claim, tolerances: dict[str, float]) -> Verdict:
-    """Recompute one claim over ``claims_frame`` and judge it."""
+def _step(claim: Claim, tolerances: dict[str, float]) -> float:
+    """Return the smallest relative change per step that counts as a rise or a fall (``monotonic``)."""
+    step = claim.params.get("step", tolerances.get("trend", 0.0))
+    if isinstance(step, str):
+        if step not in tolerances:
+            raise ClaimError(f"claim {claim.id}: step {step!r} is not a word of [tolerances]")
+        return tolerances[step]
+    return float(step)
+
+
+#: Job parameters that make two runs different configurations even under the same factor levels.
+_JOB = ("rw", "block_size_bytes", "iodepth", "numjobs", "rwmixread_pct", "ioengine")
+
+
+def _runs_read(
+    frame: pl.DataFrame, claim: Claim, selected: pl.DataFrame, factors: tuple[str, ...]
+) -> tuple[int, int, int]:
+    """Return the runs a claim read, the fewest runs of any configuration it read, and how many configurations.
+
+    A configuration is what the runs were set to: the study's factors, the claim's ``over`` and
+    ``by`` columns and the job's parameters; runs of one configuration are its repetitions.
+    """
+    extras = [key for key in ("of", "to", "from", "lower", "higher") if isinstance(claim.params.get(key), dict)]
+    # two selections read only their own rows (taken from the selected ones)
+    parts = [_select(selected, claim.params[key], claim) for key in extras] or [selected]
+    wanted = [*factors, *claim.by, str(claim.params.get("over", "")), *_JOB]
+    columns = list(dict.fromkeys(c for c in wanted if c in frame.columns))
+    rows = pl.concat([p.select("sha256", "document_index", *columns) for p in parts], how="vertical").unique()
+    if rows.is_empty():
+        return 0, 0, 0
+    per = rows.group_by(columns or pl.lit(0)).agg(pl.struct("sha256", "document_index").n_unique().alias("runs"))
+    return rows.select("sha256", "document_index").unique().height, int(per["runs"].min()), per.height
+
+
+def _note(claim: Claim, runs: int, fewest: int, configurations: int) -> str:
+    if runs == 0:
+        return ""
+    if fewest == 1 and configurations > 1:
+        return "one run per configuration: the arithmetic holds or not, but it is not evidence of an effect"
+    if fewest == 1:
+        return "one run: the numbers describe that run"
+    return f"{fewest} or more runs per configuration"
+
+
+def verify_claim(
+    frame: pl.DataFrame, claim: Claim, tolerances: dict[str, float], factors: tuple[str, ...] = ()
+) -> Verdict:
+    """Recompute one claim over ``claims_frame`` and judge it; say how many runs it rests on."""
     selected = _select(frame, claim.where, claim)
     for column in claim.by:
         if column not in frame.columns:
             raise ClaimError(f"claim {claim.id}: by names {column!r}, not a column or label of the data")
     groups = selected.partition_by(list(claim.by), as_dict=True, maintain_order=True) if claim.by else {(): selected}
     shown, passed = [], []
+    tolerance = _tolerance_text(claim, tolerances)
     try:
         if not groups:
             raise _Unsupported("no rows match the claim's selection")
+        step = _step(claim, tolerances)
         for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
-            value = _compute(group, claim, frame)
+            value = _compute(group, claim, frame, step)
             if claim.compute == "reconcile":
                 for name, reported, recomputed in value:
                     if recomputed is None:
@@ -399,14 +460,33 @@ def verify_claim(frame: pl.DataFrame, claim: Claim, tolerances: dict[str, float]
             shown.append(f"{label}: {_show(value)}" if label else _show(value))
             passed.append(_judge(value, claim, tolerances))
     except _Unsupported as exc:
-        return Verdict(claim, str(exc), UNSUPPORTED, _tolerance_text(claim, tolerances))
+        return Verdict(claim, str(exc), UNSUPPORTED, tolerance)
+    runs, fewest, configurations = _runs_read(frame, claim, selected, factors)
+    facts = {"runs": runs, "runs_per_configuration": fewest, "note": _note(claim, runs, fewest, configurations)}
     if not passed:
-        return Verdict(claim, "; ".join(shown), UNSUPPORTED, _tolerance_text(claim, tolerances))
-    verdict = PASS if all(passed) else FAIL
-    return Verdict(claim, "; ".join(shown), verdict, _tolerance_text(claim, tolerances))
+        return Verdict(claim, "; ".join(shown), UNSUPPORTED, tolerance, **facts)
+    return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
+
+
+def verdict_record(verdict: Verdict) -> dict[str, Any]:
+    """Return a verdict as plain data (``benchlib verify --json``, a peer's CI)."""
+    claim = verdict.claim
+    return {
+        "id": claim.id,
+        "section": claim.section,
+        "says": claim.says,
+        "stated": claim.stated,
+        "recomputed": verdict.recomputed,
+        "tolerance": verdict.tolerance,
+        "verdict": verdict.verdict,
+        "runs": verdict.runs,
+        "runs_per_configuration": verdict.runs_per_configuration,
+        "note": verdict.note,
+    }
 
 
 def verify(tables: Tables, claims: list[Claim], tolerances: dict[str, float]) -> list[Verdict]:
-    """Every claim's verdict, in file order."""
+    """Return every claim's verdict, in file order, each with the runs it rests on."""
     frame = claims_frame(tables)
-    return [verify_claim(frame, claim, tolerances) for claim in claims]
+    factors = tuple(c for c in tables.runs.columns if c not in TABLES["runs"] and c in frame.columns)
+    return [verify_claim(frame, claim, tolerances, factors) for claim in claims]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -214,7 +215,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     """Ingest the study, recompute every claim of its claims.toml, print the verdicts; 1 on any FAIL."""
-    from benchlib.claims import FAIL, load_claims, verify
+    from benchlib.claims import FAIL, load_claims, verdict_record, verify
     from benchlib.store import load_study_tables
 
     claims, tolerances = load_claims(args.study)
@@ -222,16 +223,33 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     if not report.ok:
         _print_report(console, report)
     verdicts = verify(load_study_tables(report.processed), claims, tolerances)
-    table = Table(title=f"{escape(report.study)}: {len(verdicts)} claims", title_justify="left", show_lines=False)
-    for column in ("claim", "section", "says", "stated", "recomputed", "tolerance", "verdict"):
-        table.add_column(column, overflow="fold")
     colours = {"PASS": "green", "FAIL": "bold red", "UNSUPPORTED": "yellow"}
+    counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
+    if args.json:
+        record = {"study": report.study, "counts": counts, "verdicts": [verdict_record(v) for v in verdicts]}
+        text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.json).write_text(text, encoding="utf-8")
+            console.print(f"wrote {args.json}", highlight=False, markup=False)
+        return 1 if counts[FAIL] else 0
+    table = Table(title=f"{escape(report.study)}: {len(verdicts)} claims", title_justify="left", show_lines=False)
+    for column in ("claim", "section", "says", "stated", "recomputed", "tolerance", "verdict", "runs"):
+        table.add_column(column, overflow="fold")
     for v in verdicts:
         texts = (v.claim.id, v.claim.section, v.claim.says, v.claim.stated, v.recomputed, v.tolerance)
-        table.add_row(*(escape(str(t)) for t in texts), f"[{colours[v.verdict]}]{v.verdict}[/]")
+        runs = f"{v.runs}: {v.note}" if v.note else str(v.runs)
+        table.add_row(*(escape(str(t)) for t in texts), f"[{colours[v.verdict]}]{v.verdict}[/]", escape(runs))
     console.print(table)
-    counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    if verdicts and all(v.runs_per_configuration == 1 for v in verdicts if v.runs):
+        console.print(
+            "Every configuration these claims read was run once: PASS and FAIL judge the arithmetic of the "
+            "write-up's numbers, not whether a setting had an effect.",
+            highlight=False,
+            markup=False,
+        )
     return 1 if counts[FAIL] else 0
 
 
@@ -312,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
     check.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
+    check.add_argument("--json", metavar="FILE", help="write the verdicts as JSON to FILE ('-': standard output)")
     check.set_defaults(func=cmd_verify)
     bundle = verbs.add_parser("bundle", help="a verification bundle of a study for a peer")
     bundle.add_argument("study", help="study folder with claims.toml")

@@ -102,6 +102,8 @@ def claim_table(study: str) -> pl.DataFrame:
                 "recomputed": v.recomputed,
                 "tolerance": v.tolerance,
                 "verdict": v.verdict,
+                "runs": v.runs,
+                "note": v.note,
             }
             for v in verdicts
         ]

@@ -53,7 +53,7 @@ def test_every_assertion_of_the_write_up_is_a_claim(verdicts: dict) -> None:
 
 def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     failing = {k for k, v in verdicts.items() if v.verdict == "FAIL"}
-    assert failing == {"9", "12b", "22", "23", "24b", "25"}
+    assert failing == {"4a", "9", "12b", "22", "23", "24b", "25"}
     assert not [k for k, v in verdicts.items() if v.verdict == "UNSUPPORTED"]
     assert verdicts["1"].recomputed == "5.66"  # 1148 / 203
     assert verdicts["9"].recomputed == "LSI: -24.5; PVSCSI: 27.3"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
@@ -65,6 +65,20 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     assert rows["seqread/LSI"] == "8,563 vs 1,158" and rows["seqwrite/LSI"] == "1,807 vs 1,810"
     assert verdicts["26"].verdict == "PASS" and "31.9" in verdicts["26"].recomputed
     assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
+
+
+def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:
+    """'Kept gaining past depth 32': +0.5% and +1.0% per doubling while latency doubled is not gaining (trend = 5%)."""
+    assert verdicts["4a"].recomputed == "neither" and verdicts["4a"].verdict == "FAIL"
+    assert verdicts["13"].recomputed == "decreasing"  # -16% then -12%: a fall at every step
+
+
+def test_every_verdict_says_how_many_runs_it_rests_on(verdicts: dict) -> None:
+    """Every configuration of the write-up was run once: a PASS is arithmetic, not evidence of an effect."""
+    assert all(v.runs >= 1 and v.runs_per_configuration == 1 for v in verdicts.values())
+    assert verdicts["1"].runs == 1 and verdicts["1"].note == "one run: the numbers describe that run"
+    sioc = verdicts["9"]  # SIOC's effect on the aggregate: two configurations per controller, one run each
+    assert sioc.runs == 4 and sioc.note.startswith("one run per configuration") and "not evidence" in sioc.note
 
 
 def test_a_changed_raw_number_changes_the_verdict(tmp_path: Path) -> None:
@@ -85,7 +99,7 @@ def test_cli_verify_prints_the_table_and_exits_1_on_fail(tmp_path: Path, capsys:
     assert main(["verify", str(STUDY), "--processed", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "pvscsi-vs-lsi: 32 claims" in out  # the 26 assertions, six of them in two parts
-    assert "26 PASS, 6 FAIL, 0 UNSUPPORTED" in out
+    assert "25 PASS, 7 FAIL, 0 UNSUPPORTED" in out
 
 
 CLAIM = """
@@ -194,5 +208,16 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 1 and "26 PASS, 6 FAIL, 0 UNSUPPORTED" in done.stdout
+    assert done.returncode == 1 and "25 PASS, 7 FAIL, 0 UNSUPPORTED" in done.stdout
+    machine = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi", "--json", "-"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    record = json.loads(machine.stdout)  # a peer's CI reads this
+    assert machine.returncode == 1 and record["counts"] == {"PASS": 25, "FAIL": 7, "UNSUPPORTED": 0}
+    assert {r["id"]: r["verdict"] for r in record["verdicts"]} == recorded
+    assert all(r["runs_per_configuration"] == 1 and r["note"] for r in record["verdicts"])
     assert (root / "data" / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()  # its own processed folder
