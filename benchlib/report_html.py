@@ -33,17 +33,34 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def _inline(text: str) -> str:
+    escaped = html.escape(text)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    escaped = re.sub(r"(?<![*\w])\*([^*\s][^*]*?)\*(?![*\w])", r"<em>\1</em>", escaped)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
+
+
 def _markdown(text: str) -> str:
-    """Return the little Markdown the notebooks use (headings, paragraphs, **bold**, `code`) as HTML."""
+    """Return the little Markdown the notebooks use as HTML.
+
+    Headings, paragraphs, lists of ``- `` lines, **bold**, *italics* and `code`; every
+    character of the text is escaped first.
+    """
     blocks = []
     for block in text.strip().split("\n\n"):
-        escaped = html.escape(block)
-        escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
-        escaped = re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
-        heading = re.match(r"(#{1,4}) (.*)", escaped)
-        blocks.append(
-            f"<h{len(heading[1]) + 1}>{heading[2]}</h{len(heading[1]) + 1}>" if heading else f"<p>{escaped}</p>"
-        )
+        lines = block.splitlines()
+        heading = re.match(r"(#{1,4}) (.*)", lines[0]) if lines else None
+        if heading:
+            level = len(heading[1]) + 1
+            blocks.append(f"<h{level}>{_inline(heading[2])}</h{level}>")
+            lines = lines[1:]
+            if not lines:
+                continue
+            block = "\n".join(lines)
+        if all(line.startswith("- ") for line in lines):
+            blocks.append("<ul>" + "".join(f"<li>{_inline(line[2:])}</li>" for line in lines) + "</ul>")
+        else:
+            blocks.append(f"<p>{_inline(block)}</p>")
     return "\n".join(blocks)
 
 
