@@ -20,12 +20,14 @@ from benchlib.stats.compare import (
     cliffs_delta_interval,
     comparison_table,
     design_summary,
+    distinct_resamples,
     geomean_row,
     hodges_lehmann,
     holm,
     mann_whitney,
     median_ci,
     min_p,
+    plan_two_levels,
     ratio_of_medians_ci,
     runs_needed,
     runs_to_test,
@@ -231,6 +233,42 @@ def test_mann_whitney_is_exact_for_3_against_26() -> None:
 
 def test_runs_needed_grows_with_spread() -> None:
     assert runs_needed([100, 101, 99, 100, 100]) < runs_needed([100, 130, 70, 110, 90])
+
+
+def test_two_level_plan_worked_example() -> None:
+    """KJ13 Eq. 3 by hand: runs [1, 3], [5, 7], [9, 11]: S1² = 2, S2² = 16, n1 = 2, so T1² = 2 and
+    T2² = 16 - 2/2 = 15; a run costing 30 iterations gives r1 = ceil(sqrt(30 x 2 / 15)) = 2."""
+    frame = pl.DataFrame({"run_id": ["a", "a", "b", "b", "c", "c"], "iops": [1.0, 3, 5, 7, 9, 11]})
+    plan = plan_two_levels(frame, "iops", cost_of_run=30, cost_of_iteration=1, relative_error=0.5)
+    assert (plan.within_variance, plan.between_variance) == (2.0, 15.0)
+    assert plan.iterations_per_run == 2
+    # runs: t(r2 - 1) x sqrt((15 + 2/2) / r2) <= 0.5 x 6: at 9, 2.306 x 4/3 = 3.07 > 3; at 10, 2.262 x 4/3.162 = 2.86
+    assert plan.runs == 10
+
+
+def test_two_level_plan_puts_effort_where_the_variance_is() -> None:
+    rng = np.random.default_rng(11)
+    rows = [
+        {"run_id": r, "iops": 1000 + run_shift + noise}
+        for r, run_shift in enumerate(rng.normal(0, 10, 40))
+        for noise in rng.normal(0, 30, 20)
+    ]
+    plan = plan_two_levels(pl.DataFrame(rows), "iops", cost_of_run=100, cost_of_iteration=1)
+    assert 20 <= plan.iterations_per_run <= 45  # sqrt(100 x 900 / 100) = 30 with the true variances
+    quiet = plan_two_levels(pl.DataFrame(rows), "iops", cost_of_run=1, cost_of_iteration=1)
+    assert quiet.iterations_per_run < plan.iterations_per_run  # cheap runs: repeat runs, not iterations
+    with pytest.raises(ValueError, match="at least 2 runs of at least 2 iterations"):
+        plan_two_levels(pl.DataFrame({"run_id": ["a"], "iops": [1.0]}), "iops", cost_of_run=1, cost_of_iteration=1)
+
+
+def test_a_bootstrap_with_too_few_distinct_resamples_draws_no_interval() -> None:
+    """3 runs a side give 10 x 10 different resamples: no 95% interval is claimed from them."""
+    assert distinct_resamples(3) == 10 and distinct_resamples(6) == 462
+    ratio, low, high = ratio_of_medians_ci([100, 101, 102], [110, 111, 112], rng=np.random.default_rng(0))
+    assert ratio == pytest.approx(111 / 101) and low is None and high is None
+    a = ratio_of_medians_ci([100, 102, 98, 101, 99, 100], [110, 112, 108, 111, 109, 110], rng=np.random.default_rng(5))
+    b = ratio_of_medians_ci([99, 100, 101, 98, 102, 100], [112, 108, 111, 110, 109, 110], rng=np.random.default_rng(5))
+    assert a == b  # row order does not move it
 
 
 @pytest.mark.parametrize(
