@@ -196,6 +196,17 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False
     )
+    if summary.stopping:
+        met = sum(state.met for state, _ in summary.stopping.values())
+        console.print(
+            f"adaptive repetitions ({plan.adaptive.rule.text if plan.adaptive else ''}): {met} of "
+            f"{len(summary.stopping)} cells met the rule; every decision is in benchlib-repetitions.json",
+            markup=False,
+            highlight=False,
+        )
+        for cell, (state, words) in summary.stopping.items():
+            if not state.met:
+                console.print(f"  [yellow]{escape(cell)}[/]: {escape(words)}", highlight=False)
     for host, reason in sorted(summary.down.items()):
         console.print(f"  [red]host {escape(host)}[/]: {escape(reason)}", highlight=False)
     for missing in summary.missing:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from benchlib.runner.execute import PlanReading, cell_seconds, pending
+from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan
+from benchlib.runner.repetitions import PrecisionRule, parse_rule
+from benchlib.stats.compare import runs_needed
+
+#: The precision the dry run plans for when the plan sets none (Hoefler & Belli's example wording).
+DEFAULT_RULE = parse_rule("iops within 5%")
 
 _MIB = 1024 * 1024
 
@@ -26,6 +31,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     one = plan.cells()
     todo = pending(plan)
     runs = len(one) * plan.repetitions
+    adaptive = plan.adaptive
     where = (
         f"{len(plan.servers)} fio servers at once ({', '.join(plan.servers)}, port {plan.port})"
         if plan.servers
@@ -44,6 +50,14 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
         f"~{cell_seconds(plan) - plan.runtime_s - plan.ramp_time_s:.1f} s start)"
         f" = about {_duration(len(todo) * cell_seconds(plan))}",
     ]
+    if adaptive:
+        most = len(one) * (adaptive.maximum - plan.repetitions)
+        lines.append(
+            f"repetitions: adaptive, {plan.repetitions} to {adaptive.maximum} per cell, until "
+            f"{adaptive.rule.text!r} ({adaptive.rule.describe()}); each round reruns only the cells "
+            f"not yet there: up to {most} more runs, about {_duration(most * cell_seconds(plan))} more; "
+            f"decisions go to benchlib-repetitions.json"
+        )
     writing = [c for c in one if c.key in reading.writing]
     layout = f"{size:,.0f} MiB when benchlib creates the file (once)" if plan.target.file else "no lay-out (device)"
     lines.append(
@@ -57,6 +71,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     lines.append(
         "profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items())
     )
+    lines += planning(plan)
     if cells:
         lines.append("cells (options beyond benchlib's defaults; what fio says each host's job writes or reads):")
         for cell in one:
@@ -71,4 +86,36 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
             lines.append(
                 f"  {cell.key}: " + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + f" -> {verb} {where}"
             )
+    return lines
+
+
+def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
+    """Say, from the runs already recorded, how precise each cell is and how many runs the rule needs.
+
+    ``rule``: the adaptive plan's rule, else ``iops within 5%``. Runs needed follow Hoefler & Belli
+    (n = (s·t/(e·x̄))², the observed spread of the run totals); nothing is said of a cell with fewer than
+    two complete runs. Returns no lines when no cell has two.
+    """
+    rule = rule or (plan.adaptive.rule if plan.adaptive else DEFAULT_RULE)
+    assert isinstance(rule, PrecisionRule)
+    states = [cell_stopping(plan, c, plan.max_repetitions, rule=rule) for c in plan.cells()]
+    known = [s for s in states if s.runs >= 2]
+    if not known:
+        return []
+    lines = [
+        f"earlier runs: {len(known)} of {len(states)} cells have 2 or more complete runs; precision of the "
+        f"run total against {rule.text!r} ({rule.describe()}), and runs needed (Hoefler & Belli, from their spread):"
+    ]
+    for s in known:
+        values = list(s.values)
+        mean = sum(values) / len(values)
+        now = "no interval yet" if s.half_width is None else f"±{s.half_width * 100:.1f}%"
+        if mean <= 0:
+            need = "cannot say (mean run total is 0)"
+        else:
+            n = runs_needed(values, relative_error=rule.within, confidence=rule.confidence)
+            need = "met" if s.met else f"about {n} runs"
+        lines.append(f"  {s.cell}: {s.runs} runs, {now} now; {need}")
+    met = sum(s.met for s in known)
+    lines.append(f"  {met} of {len(known)} cells meet the rule now")
     return lines

@@ -40,6 +40,7 @@ from benchlib import __version__
 from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan
 from benchlib.runner.reading import files_of, writing_jobs
+from benchlib.runner.repetitions import CellStopping, PrecisionRule, outcome, run_total, stopping, write_record
 from benchlib.runner.safety import UnsafeTargetError, replace_file
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
@@ -48,6 +49,7 @@ from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
 
 PLAN_RECORD = "benchlib-plan.json"
+REPETITIONS_RECORD = "benchlib-repetitions.json"
 STUDY_HEADER = "# written by `benchlib run` from its plan; edit the plan, not this file\n"
 START_OVERHEAD_S = 1.5  # fio start-up and connection per cell, for the time estimate
 
@@ -78,6 +80,8 @@ class RunSummary:
     already: int = 0
     missing: list[Missing] = field(default_factory=list)
     down: dict[str, str] = field(default_factory=dict)
+    #: adaptive plans: where each cell stands against the precision rule, and in words
+    stopping: dict[str, tuple[CellStopping, str]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- environment
@@ -323,6 +327,13 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         "target": plan.target.file or plan.target.device,
         "order": [{"repetition": r, "cell": c.key} for r, c in order],
     }
+    if plan.adaptive:
+        record["repetitions"] = {
+            "min": plan.repetitions,
+            "max": plan.adaptive.maximum,
+            "until": plan.adaptive.rule.text,
+            "decisions": REPETITIONS_RECORD,
+        }
     path = plan.output / PLAN_RECORD
     _own_file(path, lambda old: "plan_sha256" in json.loads(old))
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -361,10 +372,17 @@ def job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
     )
 
 
+def _every_folder(plan: Plan) -> Iterator[tuple[int, Cell]]:
+    """Every (repetition, cell) the plan may run, adaptive repetitions included."""
+    for cell in plan.cells():
+        for repetition in range(1, plan.max_repetitions + 1):
+            yield repetition, cell
+
+
 def _check_cell_folders(plan: Plan) -> None:
     """Refuse cell folders reached through a link: benchlib writes and deletes inside them."""
     root = plan.output.resolve()
-    for repetition, cell in plan.order():
+    for repetition, cell in _every_folder(plan):
         folder = cell_dir(plan, repetition, cell)
         if folder.exists() and folder.resolve() != root / folder.relative_to(plan.output):
             raise RunError(
@@ -382,7 +400,7 @@ def _discard_partials(plan: Plan) -> int:
     _check_cell_folders(plan)
     stale = [
         p
-        for repetition, cell in plan.order()
+        for repetition, cell in _every_folder(plan)
         for p in cell_dir(plan, repetition, cell).glob(".partial-attempt-*")
         if p.is_dir() and not p.is_symlink()
     ]
@@ -722,13 +740,15 @@ def run_plan(
         guard = Targets(plan, fio, destroy_data)
         targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
-        total = len(todo) * cell_seconds(plan)
+        extra = len(plan.cells()) * (plan.max_repetitions - plan.repetitions)
+        total = (len(todo) + extra) * cell_seconds(plan)  # an adaptive plan's most
         spent = 0.0
-        for count, (index, repetition, cell, missing) in enumerate(todo, 1):
+
+        def run_one(index: int, repetition: int, cell: Cell, missing: list[str], label: str) -> None:
+            nonlocal spent
             hosts = [h for h in missing if h in live]
             for host in sorted(set(missing) - set(hosts)):
                 summary.missing.append(Missing(cell.key, repetition, host, summary.down.get(host, "host down")))
-            label = f"{count}/{len(todo)} {cell.key} r{repetition}"
             if hosts:
                 writes = cell.key in reading.writing
                 guard.recheck(hosts, writes)
@@ -753,14 +773,71 @@ def run_plan(
                 except KeyboardInterrupt:
                     raise RunInterrupted(
                         f"interrupted during {cell.key} (repetition {repetition}); its partial output was discarded. "
-                        f"{summary.already + summary.done} of {len(order) * len(plan.hosts)} host runs are done; "
+                        f"{summary.already + summary.done} host runs are done; "
                         "run the same command again to continue"
                     ) from None
                 _tally(summary, plan, cell, repetition, ok, failed, live)
             spent += cell_seconds(plan)
             if progress and hosts:
                 progress(spent, total, label)
+
+        for count, (index, repetition, cell, missing) in enumerate(todo, 1):
+            run_one(index, repetition, cell, missing, f"{count}/{len(todo)} {cell.key} r{repetition}")
+        if plan.adaptive:
+            summary.stopping = _adaptive_rounds(plan, len(order), run_one)
     return summary
+
+
+def cell_stopping(
+    plan: Plan, cell: Cell, upto: int, totals: dict | None = None, rule: PrecisionRule | None = None
+) -> CellStopping:
+    """Where ``cell`` stands against a precision rule after repetitions ``1 .. upto`` (those that exist).
+
+    ``rule``: the adaptive plan's rule unless given. ``totals``: a cache of run totals by folder and attempts.
+    """
+    rule = rule or (plan.adaptive.rule if plan.adaptive else None)
+    assert rule is not None
+    folders = []
+    for repetition in range(1, upto + 1):
+        folder = cell_dir(plan, repetition, cell)
+        if not folder.is_dir():
+            break
+        folders.append(folder)
+    cache = totals if totals is not None else {}
+
+    def total(folder: Path) -> float | None:
+        key = (folder, rule.metric, tuple(sorted(p.name for p in folder.glob("attempt-*"))))
+        if key not in cache:
+            cache[key] = run_total(folder, plan.hosts, rule.metric, RUN_MANIFEST)
+        return cache[key]
+
+    return stopping(cell.key, folders, rule, total)
+
+
+def _adaptive_rounds(
+    plan: Plan, fixed: int, run_one: Callable[[int, int, Cell, list[str], str], None]
+) -> dict[str, tuple[CellStopping, str]]:
+    """Run each cell once more per round until its rule holds or it reaches the maximum; record every decision."""
+    assert plan.adaptive is not None
+    cells = plan.cells()
+    totals: dict = {}
+    maximum = plan.adaptive.maximum
+    for repetition in range(plan.repetitions + 1, maximum + 1):
+        states = [cell_stopping(plan, c, repetition - 1, totals) for c in cells]
+        write_record(plan.output / REPETITIONS_RECORD, plan.adaptive.rule, plan.repetitions, maximum, states)
+        going = {s.cell for s in states if s.complete and not s.met and s.runs == repetition - 1}
+        if not going:
+            break
+        round_cells = plan.round_order(repetition, [c for c in cells if c.key in going])
+        base = fixed + (repetition - plan.repetitions - 1) * len(cells)
+        for position, cell in enumerate(round_cells):
+            missing = sorted(set(plan.hosts) - hosts_done(cell_dir(plan, repetition, cell)))
+            if missing:
+                label = f"round {repetition} ({position + 1}/{len(round_cells)}) {cell.key} r{repetition}"
+                run_one(base + position, repetition, cell, missing, label)
+    states = [cell_stopping(plan, c, maximum, totals) for c in cells]
+    write_record(plan.output / REPETITIONS_RECORD, plan.adaptive.rule, plan.repetitions, maximum, states)
+    return {s.cell: (s, outcome(s, plan.adaptive.rule, maximum)) for s in states}
 
 
 def _tally(

@@ -9,7 +9,7 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     [run]
     runtime_s = 3            # per cell, after ramp_time_s
     ramp_time_s = 1
-    repetitions = 3
+    repetitions = 3          # or adaptive: { min = 3, max = 10, until = "iops within 5%" }
     seed = 20261122          # order of cells: shuffled per repetition with this seed
     output = "data/raw/loopback-fio"   # relative to the plan file
 
@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
+from benchlib.runner.repetitions import PrecisionRule, parse_rule
 from benchlib.runner.vocabulary import file_target_problem, name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
@@ -174,8 +175,16 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Adaptive:
+    """Repetitions beyond the fixed ones: each cell once more per round until ``rule`` holds or it has ``maximum``."""
+
+    maximum: int
+    rule: PrecisionRule
+
+
+@dataclass(frozen=True)
 class Plan:
-    """A parsed plan file."""
+    """A parsed plan file. ``repetitions``: every cell's fixed runs (an adaptive plan's ``min``)."""
 
     path: Path
     name: str
@@ -193,6 +202,12 @@ class Plan:
     profiles: tuple[Profile, ...]
     base_options: dict[str, str]
     facts_command: str | None = None
+    adaptive: Adaptive | None = None
+
+    @property
+    def max_repetitions(self) -> int:
+        """The most repetitions a cell can get."""
+        return self.adaptive.maximum if self.adaptive else self.repetitions
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -230,6 +245,12 @@ class Plan:
             rng.shuffle(shuffled)
             ordered.extend((repetition, c) for c in shuffled)
         return ordered
+
+    def round_order(self, repetition: int, cells: list[Cell]) -> list[Cell]:
+        """Return the cells of one adaptive round (``repetition`` > ``repetitions``), shuffled with the plan's seed."""
+        shuffled = sorted(cells, key=lambda c: c.key)
+        random.Random(f"{self.seed}:{repetition}").shuffle(shuffled)
+        return shuffled
 
     def study_factors(self) -> dict[str, list[str]]:
         """Return the factors the recorded study declares: profile, sweep factors, then matrix factors."""
@@ -413,6 +434,31 @@ def _bounded(path: Path, table: dict, key: str, default: int, maximum: int, sect
     return value
 
 
+def _repetitions(path: Path, run: dict) -> tuple[int, Adaptive | None]:
+    value = run.get("repetitions", 3)
+    if not isinstance(value, dict):
+        return _bounded(path, run, "repetitions", 3, 10_000), None
+    where = "[run] repetitions"
+    table = _table(path, where, value, {"min", "max", "until"})
+    missing = [k for k in ("min", "max", "until") if k not in table]
+    if missing:
+        raise PlanError(
+            f"{path}: {where} needs min, max and until (missing {', '.join(missing)}), e.g. "
+            '{ min = 3, max = 10, until = "iops within 5%" }'
+        )
+    minimum = _bounded(path, table, "min", 3, 10_000, section="run.repetitions")
+    maximum = _bounded(path, table, "max", 10, 10_000, section="run.repetitions")
+    if minimum < 2 or maximum <= minimum:
+        raise PlanError(
+            f"{path}: {where}: min must be at least 2 (an interval needs two runs) and max above min, "
+            f"not min = {minimum}, max = {maximum}"
+        )
+    rule = parse_rule(str(table["until"]))
+    if isinstance(rule, str):
+        raise PlanError(f"{path}: {where} until: {rule}")
+    return minimum, Adaptive(maximum, rule)
+
+
 def _target(path: Path, table: object) -> Target:
     table = _table(path, "[target]", table, _KEYS["target"])
     file, device = table.get("file"), table.get("device")
@@ -511,6 +557,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
     output = path.parent / str(run.get("output", "."))
+    repetitions, adaptive = _repetitions(path, run)
     plan = Plan(
         path=path,
         name=str(study.get("name", output.resolve().name)),
@@ -519,7 +566,8 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         output=output,
         runtime_s=_positive_int(path, run, "runtime_s", 60),
         ramp_time_s=_positive_int(path, run, "ramp_time_s", 0, minimum=0),
-        repetitions=_bounded(path, run, "repetitions", 3, 10_000),
+        repetitions=repetitions,
+        adaptive=adaptive,
         seed=_positive_int(path, run, "seed", 0, minimum=0),
         target=_target(path, data["target"]),
         servers=servers,

@@ -372,21 +372,22 @@ def benjamini_hochberg(p_values: np.ndarray | list[float]) -> np.ndarray:
     return stats.false_discovery_control(np.asarray(p_values, dtype=float), method="bh")
 
 
-def runs_needed(values: np.ndarray | list[float], *, relative_error: float = 0.05, confidence: float = 0.95) -> int:
-    """Run needed for the mean's CI half-width to be ``relative_error`` of the mean (HB15: n = (s·t/(e·x̄))²).
+def runs_needed(
+    values: np.ndarray | list[float], *, relative_error: float = 0.05, confidence: float = 0.95, most: int = 100_000
+) -> int:
+    """Return the runs needed for the mean's CI half-width to be ``relative_error`` of the mean.
 
-    Iterates because t depends on n; uses the observed spread of ``values``.
+    Hoefler & Belli: the smallest n >= 2 with n >= (s·t(n−1)/(e·x̄))², using the observed spread of
+    ``values`` (at least 2 of them, with a positive mean). ``most`` caps the search.
     """
     x = np.asarray(values, dtype=float)
-    s, mean = x.std(ddof=1), x.mean()
-    n = max(len(x), 2)
-    for _ in range(100):
-        t = stats.t.ppf(1 - (1 - confidence) / 2, n - 1)
-        needed = int(np.ceil((s * t / (relative_error * mean)) ** 2))
-        if needed <= n:
-            return max(needed, 2)
-        n = needed
-    return n
+    if len(x) < 2 or not np.all(np.isfinite(x)) or x.mean() <= 0:
+        raise ValueError("runs_needed: give at least 2 finite values with a positive mean")
+    cv = x.std(ddof=1) / x.mean()
+    n = np.arange(2, most + 1)
+    t = stats.t.ppf(0.5 + confidence / 2, n - 1)
+    enough = n >= (cv * t / relative_error) ** 2
+    return int(n[np.argmax(enough)]) if enough.any() else most
 
 
 @dataclass(frozen=True)
