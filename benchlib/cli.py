@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 from rich.console import Console
@@ -27,6 +28,9 @@ from benchlib.sources import detect_all, read
 from benchlib.sources.hcibench import check_summary
 from benchlib.stats import summarise_runs
 from benchlib.store import scan_table
+
+if TYPE_CHECKING:
+    from benchlib.runner import Plan, RunSummary
 
 _MIB = 1024 * 1024
 
@@ -162,6 +166,22 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _print_stopping(console: Console, plan: Plan, summary: RunSummary) -> None:
+    """Say how an adaptive plan's repetitions ended: how many cells met the rule, and which did not."""
+    if not summary.stopping or plan.adaptive is None:
+        return
+    met = sum(state.met for state, _ in summary.stopping.values())
+    console.print(
+        f"adaptive repetitions ({plan.adaptive.rule.text}): {met} of {len(summary.stopping)} cells met the rule; "
+        "every decision is in benchlib-repetitions.json",
+        markup=False,
+        highlight=False,
+    )
+    for cell, (state, words) in summary.stopping.items():
+        if not state.met:
+            console.print(f"  [yellow]{escape(cell)}[/]: {escape(words)}", highlight=False)
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Print the plan; unless --dry-run, run what is not done yet with a progress bar."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -196,17 +216,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False
     )
-    if summary.stopping:
-        met = sum(state.met for state, _ in summary.stopping.values())
-        console.print(
-            f"adaptive repetitions ({plan.adaptive.rule.text if plan.adaptive else ''}): {met} of "
-            f"{len(summary.stopping)} cells met the rule; every decision is in benchlib-repetitions.json",
-            markup=False,
-            highlight=False,
-        )
-        for cell, (state, words) in summary.stopping.items():
-            if not state.met:
-                console.print(f"  [yellow]{escape(cell)}[/]: {escape(words)}", highlight=False)
+    _print_stopping(console, plan, summary)
     for host, reason in sorted(summary.down.items()):
         console.print(f"  [red]host {escape(host)}[/]: {escape(reason)}", highlight=False)
     for missing in summary.missing:

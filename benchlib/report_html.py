@@ -23,6 +23,9 @@ _STYLE = (
     "body{font-family:'DejaVu Sans',sans-serif;max-width:1100px;margin:2em auto;color:#222}"
     "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
     ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}"
+    ".benchlib-table{overflow-x:auto;margin:0.8em 0}th{background:#f3f3f3}"
+    "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}"
+    "td.txt{text-align:left;max-width:36em}caption{text-align:left;font-weight:bold;padding:4px 0}"
 )
 
 

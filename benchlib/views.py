@@ -196,6 +196,40 @@ def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: i
     return series.sort("host", "time_ns")
 
 
+#: The run totals :func:`run_seconds` can give per second, and the fio log metric behind each (rates add across hosts).
+RUN_SECONDS_METRICS = {"iops": "iops", "bandwidth_bytes_per_s": "bw", "bandwidth_mib_s": "bw"}
+
+
+def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: dict | None = None) -> pl.DataFrame:
+    """Per-second totals of every run (fio's logs): the iterations of a two-level plan.
+
+    One row per run and whole second after the ramp (rows fio marks as warm-up are left out): the
+    hosts' values added (IOPS, bandwidth), with ``run`` (the configuration and repetition) and ``factors``.
+    Seconds that not every host of the run logged are left out: their sum is no run total.
+    """
+    opened = open_study(study)
+    runs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only or {})
+    runs = runs.select("run_id", "repetition", *factors).collect()
+    series = (
+        opened.scan("intervals")
+        .filter(
+            pl.col("run_id").is_in(runs["run_id"].implode()),
+            pl.col("metric") == metric,
+            ~pl.col("is_warmup").fill_null(False),
+        )
+        .select("run_id", "time_ns", "value")
+        .collect()
+        .join(runs, on="run_id")
+        .with_columns(((pl.col("time_ns") + 500_000_000) // 1_000_000_000).alias("second"))  # 999 ms and 1,005 ms: 1 s
+    )
+    keys = [*factors, "repetition", "second"]
+    totals = series.group_by(keys).agg(pl.col("value").sum().alias(metric), pl.col("run_id").n_unique().alias("hosts"))
+    # a second only some hosts logged (one host's last interval) is not the run's total: leave it out
+    totals = totals.filter(pl.col("hosts") == pl.col("hosts").max().over(*factors, "repetition")).drop("hosts")
+    run = pl.concat_str([pl.col(c).cast(pl.String) for c in [*factors, "repetition"]], separator="/")
+    return totals.with_columns(run.alias("run")).sort(keys)
+
+
 def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
     """Return where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
 

@@ -455,6 +455,89 @@ def plan_two_levels(
     return TwoLevelPlan(r1, runs, within, between, note)
 
 
+#: Iterations per run from which :func:`two_level_table` measures their lag-1 autocorrelation.
+LAG_FROM = 10
+
+
+def two_level_table(
+    frame: pl.DataFrame,
+    value: str,
+    *,
+    by: list[str],
+    run: str = "run",
+    cost_of_run: float,
+    cost_of_iteration: float = 1.0,
+    relative_error: float = 0.05,
+    confidence: float = 0.95,
+) -> pl.DataFrame:
+    """Return :func:`plan_two_levels` for every group of ``by``: whether to run longer or more often.
+
+    ``frame``: one row per iteration (a per-second sample of a run's total) with its ``run``. Groups
+    with fewer than 2 runs of 2 iterations get no plan and say so. ``lag1`` is the mean lag-1
+    autocorrelation of the iterations within a run: KJ's plan assumes independent iterations, and
+    per-second samples seldom are (positive ``lag1`` makes the plan ask for too few runs).
+
+    Columns: ``by``, ``runs_now``, ``iterations_now`` (mean per run), ``within_variance``,
+    ``between_variance``, ``iterations_per_run``, ``runs``, ``lag1``, ``note``.
+    """
+    rows = []
+    for key, group in frame.sort([*by, run]).group_by(by, maintain_order=True):
+        where = dict(zip(by, key, strict=True))
+        per_run = [g[value].to_numpy() for _, g in group.group_by(run, maintain_order=True)]
+        lags = [
+            float(np.corrcoef(x[:-1], x[1:])[0, 1])
+            for x in per_run
+            if len(x) >= LAG_FROM and x[:-1].std() and x[1:].std()
+        ]
+        out = {
+            **where,
+            "runs_now": len(per_run),
+            "iterations_now": float(np.mean([len(x) for x in per_run])),
+            "lag1": float(np.mean(lags)) if lags else None,
+        }
+        try:
+            plan = plan_two_levels(
+                group,
+                value,
+                run=run,
+                cost_of_run=cost_of_run,
+                cost_of_iteration=cost_of_iteration,
+                relative_error=relative_error,
+                confidence=confidence,
+            )
+        except ValueError as exc:
+            rows.append(
+                out
+                | {
+                    "within_variance": None,
+                    "between_variance": None,
+                    "iterations_per_run": None,
+                    "runs": None,
+                    "note": str(exc),
+                }
+            )
+            continue
+        note = plan.note
+        if out["iterations_now"] < LAG_FROM:
+            note += (
+                f"; {out['iterations_now']:.3g} iterations per run are too few to check that they are "
+                f"independent ({LAG_FROM} or more): a first plan, to be redone from longer runs"
+            )
+        elif out["lag1"] is not None and out["lag1"] > 0.2:
+            note += f"; iterations are autocorrelated (lag-1 r = {out['lag1']:.2f}): take the runs as a lower bound"
+        rows.append(
+            out
+            | {
+                "within_variance": plan.within_variance,
+                "between_variance": plan.between_variance,
+                "iterations_per_run": plan.iterations_per_run,
+                "runs": plan.runs,
+                "note": note,
+            }
+        )
+    return pl.DataFrame(rows)
+
+
 def _describe(values: np.ndarray) -> tuple[float, float | None]:
     """Median and benchstat's ± (the larger relative distance to the interval's ends), if an interval exists."""
     ci = median_ci(values)
@@ -666,6 +749,82 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     if descriptive.height == table.height:
         text += " Every configuration was run once: nothing here is evidence of an effect of the setting."
     return text
+
+
+#: The most runs per side :func:`runs_to_settle` searches; beyond it the change sits on the band's edge.
+SETTLE_MOST = 1000
+
+
+def runs_to_settle(
+    frame: pl.DataFrame,
+    value: str,
+    *,
+    factor: str,
+    baseline: str,
+    by: list[str] | None = None,
+    alpha: float = 0.05,
+    band: float = 0.02,
+) -> pl.DataFrame:
+    """Return, per comparison of :func:`comparison_table`, about how many runs per side would reach a verdict.
+
+    A plan from the observed spread, not a promise (the next runs move the estimate too). On the log
+    scale, with the pooled standard deviation ``s`` of the runs of both sides and the observed change
+    ``d`` (difference of mean logs), the change's interval has half-width about
+    ``t(2n−2, 1 − α/(2m))·s·√(2/n)`` with n runs per side and m comparisons in the family (Holm's
+    worst case). A verdict needs the interval clear of the band's edge ``b = ln(1 + band)``: outside
+    it (improved or regressed) when ``|d| > b``, inside it (equivalent) otherwise. ``runs`` is the
+    smallest n that does this, and at least what makes the exact test possible
+    (:func:`runs_to_test`); None with ``why`` when it cannot be said: one run per side gives no
+    spread, or more than :data:`SETTLE_MOST` runs would be needed.
+
+    Columns: ``by``, ``factor``, ``runs_baseline``, ``runs_now``, ``spread_pct`` (``s`` as a
+    percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` (per side) and ``why``.
+    """
+    by = by or []
+    table = comparison_table(frame, value, factor=factor, baseline=baseline, by=by, alpha=alpha, band=band)
+    if table.is_empty():
+        return pl.DataFrame()
+    family = table.height
+    floor = runs_to_test(family, alpha)
+    edge = math.log1p(band)
+    n = np.arange(2, SETTLE_MOST + 1)
+    factor_t = stats.t.ppf(1 - alpha / (2 * family), 2 * n - 2) * np.sqrt(2 / n)
+    rows = []
+    for row in table.iter_rows(named=True):
+        where = {k: row[k] for k in by}
+        base = np.log(
+            _values(frame.filter(*(pl.col(k) == v for k, v in where.items())), value, factor, baseline, where)
+        )
+        new = np.log(
+            _values(frame.filter(*(pl.col(k) == v for k, v in where.items())), value, factor, row[factor], where)
+        )
+        sides = [x for x in (base, new) if len(x) >= 2]
+        out = {**where, factor: row[factor], "runs_baseline": len(base), "runs_now": len(new)}
+        if not sides:
+            rows.append(
+                out
+                | {
+                    "spread_pct": None,
+                    "change_pct": None,
+                    "runs": None,
+                    "why": f"one run per side has no spread to plan from: run each {floor} times, then ask again",
+                }
+            )
+            continue
+        s = math.sqrt(sum((len(x) - 1) * x.var(ddof=1) for x in sides) / sum(len(x) - 1 for x in sides))
+        d = float(new.mean() - base.mean())
+        margin = abs(abs(d) - edge)
+        goal = "outside" if abs(d) > edge else "inside"
+        enough = factor_t * s <= margin
+        found = int(n[np.argmax(enough)]) if enough.any() else None
+        change = 100 * math.expm1(d)
+        if found is None:
+            why = f"the change sits on the band's edge: more than {SETTLE_MOST:,} runs per side"
+        else:
+            found = max(found, floor)
+            why = f"to show the change {goal} the ±{100 * band:g}% band"
+        rows.append(out | {"spread_pct": 100 * s, "change_pct": change, "runs": found, "why": why})
+    return pl.DataFrame(rows)
 
 
 def geomean_row(table: pl.DataFrame) -> dict[str, float | None]:

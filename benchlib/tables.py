@@ -1,0 +1,157 @@
+"""Tables a reader can take in: human column names with units, readable numbers, every row.
+
+``show(frame)`` returns an object that notebooks display as an HTML table (and as
+aligned plain text, which nbval compares and a terminal prints). Nothing is cut:
+no "…" rows, no truncated strings. Numbers get three significant digits (whole
+numbers keep every digit, with thousands separators); a missing value prints as
+"—", never 0, NaN or inf. Every string is escaped: a label from a raw file stays
+text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+
+import polars as pl
+
+#: Column names in words, with units. A column not listed keeps its name, underscores as spaces.
+LABELS = {
+    "iops": "IOPS",
+    "bandwidth_mib_s": "Bandwidth (MiB/s)",
+    "bandwidth_bytes_per_s": "Bandwidth (B/s)",
+    "lat_mean_ns": "Mean latency (ns)",
+    "clat_mean_ns": "Mean completion latency (ns)",
+    "runs": "Runs",
+    "runs_baseline": "Runs (baseline)",
+    "runs_now": "Runs (new)",
+    "median": "Median (new)",
+    "median_baseline": "Median (baseline)",
+    "delta": "Δ (benchstat)",
+    "change_pct": "Change (%)",
+    "ratio_low": "Ratio, low",
+    "ratio_high": "Ratio, high",
+    "p_holm": "p (Holm)",
+    "effect": "Effect",
+    "verdict": "Verdict",
+    "spread_pct": "Spread of runs (%)",
+    "why": "Why",
+    "iterations_now": "Seconds per run (now)",
+    "iterations_per_run": "Seconds per run (plan)",
+    "note": "Note",
+    "block_size": "Block size",
+    "rate_cap": "Rate cap",
+    "ioengine": "I/O engine",
+    "profile": "Profile",
+    "controller": "Controller",
+    "sioc": "SIOC",
+}
+MISSING = "—"
+
+
+def label(column: str, labels: Mapping[str, str] | None = None) -> str:
+    """Return the words for a column: ``labels`` first, then :data:`LABELS`, then the name itself."""
+    return (labels or {}).get(column) or LABELS.get(column) or column.replace("_", " ")
+
+
+def number(value: object, digits: int = 3) -> str:
+    """Format one value: integers whole with separators, floats to ``digits`` significant digits."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 10 ** (digits - 1):
+            return f"{value:,.0f}"
+        decimals = digits - 1 - math.floor(math.log10(abs(value)))
+        return f"{value:,.{decimals}f}"
+    return str(value)
+
+
+class Shown:
+    """A formatted table: ``_repr_html_`` for notebooks and reports, ``__repr__`` as aligned text."""
+
+    def __init__(self, header: list[str], rows: list[list[str]], numeric: list[bool], caption: str) -> None:
+        self.header, self.rows, self.numeric, self.caption = header, rows, numeric, caption
+
+    def __repr__(self) -> str:
+        """Return the table as aligned plain text."""
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.header)]
+
+        def line(cells: list[str]) -> str:
+            return "  ".join(
+                c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, self.numeric, strict=True)
+            ).rstrip()
+
+        body = [line(self.header), line(["-" * w for w in widths]), *(line(r) for r in self.rows)]
+        return "\n".join(([self.caption] if self.caption else []) + body)
+
+    def _repr_html_(self) -> str:
+        def cell(tag: str, text: str, right: bool) -> str:
+            return f'<{tag} class="{"num" if right else "txt"}">{html.escape(text)}</{tag}>'
+
+        head = "".join(cell("th", h, n) for h, n in zip(self.header, self.numeric, strict=True))
+        body = "".join(
+            "<tr>" + "".join(cell("td", c, n) for c, n in zip(r, self.numeric, strict=True)) + "</tr>"
+            for r in self.rows
+        )
+        caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        table = f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return f'<div class="benchlib-table">{table}</div>'
+
+
+def show(
+    frame: pl.DataFrame,
+    *,
+    labels: Mapping[str, str] | None = None,
+    digits: int = 3,
+    caption: str = "",
+) -> Shown:
+    """Return ``frame`` as a readable table, every row and every character of it."""
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    rows = [[number(v, digits) for v in row] for row in frame.iter_rows()]
+    return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
+
+
+def _signed(value: float | None) -> str:
+    return MISSING if value is None or not math.isfinite(value) else f"{value:+.2f}%"
+
+
+def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.DataFrame:
+    """Return a :func:`~benchlib.stats.compare.comparison_table` as a reader's table.
+
+    Runs per side, both medians, the change with its interval in one column (benchstat's
+    ``%+.2f%%``), the Holm-adjusted p, the effect and the verdict; "—" where a value cannot exist.
+    """
+    rows = []
+    for row in table.iter_rows(named=True):
+        low, high = row["ratio_low"], row["ratio_high"]
+        interval = (
+            "" if low is None or high is None else f" ({_signed(100 * (low - 1))} to {_signed(100 * (high - 1))})"
+        )
+        rows.append(
+            {
+                **{k: row[k] for k in [*by, factor]},
+                "runs_pair": f"{row['runs_baseline']} / {row['runs']}",
+                "median_baseline": row["median_baseline"],
+                "median": row["median"],
+                "change": _signed(row["change_pct"]) + interval,
+                "p_holm": row["p_holm"],
+                "effect": row["effect"] or MISSING,
+                "verdict": row["verdict"],
+            }
+        )
+    return pl.DataFrame(
+        rows, schema_overrides={"median_baseline": pl.Float64, "median": pl.Float64, "p_holm": pl.Float64}
+    )
+
+
+LABELS |= {
+    "change": "Change, new vs baseline (95% interval)",
+    "runs_pair": "Runs (baseline / new)",
+}

@@ -1,0 +1,104 @@
+"""How many runs a comparison needs, longer runs or more, and tables a reader can take in."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from benchlib.stats.compare import SETTLE_MOST, comparison_table, runs_to_settle, two_level_table
+from benchlib.tables import MISSING, comparison_rows, number, show
+from benchlib.views import run_seconds
+
+
+def _sides(base: list[float], new: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({"controller": ["LSI"] * len(base) + ["PVSCSI"] * len(new), "iops": [*base, *new], "bs": "4k"})
+
+
+def _lognormal(effect: float, runs: int, cv: float, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return _sides(list(1000 * rng.lognormal(0, cv, runs)), list(1000 * (1 + effect) * rng.lognormal(0, cv, runs)))
+
+
+def test_runs_to_settle_is_the_first_n_whose_interval_clears_the_band() -> None:
+    frame = _lognormal(0.20, 3, 0.10, seed=3)
+    row = runs_to_settle(frame, "iops", factor="controller", baseline="LSI", by=["bs"]).row(0, named=True)
+    logs = {k: np.log(frame.filter(controller=k)["iops"].to_numpy()) for k in ("LSI", "PVSCSI")}
+    s = math.sqrt((logs["LSI"].var(ddof=1) + logs["PVSCSI"].var(ddof=1)) / 2)
+    margin = abs(logs["PVSCSI"].mean() - logs["LSI"].mean()) - math.log(1.02)
+    n = row["runs"]
+
+    def width(k: int) -> float:
+        return stats.t.ppf(0.975, 2 * k - 2) * s * math.sqrt(2 / k)
+
+    assert row["spread_pct"] == pytest.approx(100 * s) and "outside" in row["why"]
+    assert width(n) <= margin and (n == 4 or width(n - 1) > margin)  # 4: the exact test's floor
+    # and with that many runs the comparison does read improved (seeded: one draw, checked)
+    assert (
+        comparison_table(_lognormal(0.20, n, 0.10, seed=3), "iops", factor="controller", baseline="LSI")["verdict"][0]
+        == "improved"
+    )
+
+
+def test_runs_to_settle_says_when_it_cannot() -> None:
+    one = runs_to_settle(_sides([1000.0], [1100.0]), "iops", factor="controller", baseline="LSI")
+    assert one["runs"][0] is None and "no spread" in one["why"][0]
+    base = [1000.0, 1010, 990, 1005]
+    edge = _sides(base, [1.02 * v for v in base])  # exactly +2%: on the ±2% band's edge
+    row = runs_to_settle(edge, "iops", factor="controller", baseline="LSI", band=0.02).row(0, named=True)
+    assert row["runs"] is None and f"{SETTLE_MOST:,}" in row["why"]
+    same = runs_to_settle(_lognormal(0.0, 30, 0.02, seed=2), "iops", factor="controller", baseline="LSI")
+    assert "inside" in same["why"][0] and same["runs"][0] <= 30
+
+
+def test_two_level_table_recovers_the_variances_of_a_known_hierarchy() -> None:
+    rng = np.random.default_rng(5)
+    rows = [
+        {"config": c, "run": f"{c}{r}", "iops": 1000 + shift + noise}
+        for c in ("a", "b")
+        for r, shift in enumerate(rng.normal(0, 20, 80))
+        for noise in rng.normal(0, 30, 20)
+    ]
+    table = two_level_table(pl.DataFrame(rows), "iops", by=["config"], cost_of_run=100)
+    for row in table.iter_rows(named=True):
+        assert row["within_variance"] == pytest.approx(900, rel=0.15)
+        assert row["between_variance"] == pytest.approx(400, rel=0.4)
+        assert 10 <= row["iterations_per_run"] <= 25 and row["runs"] >= 5  # sqrt(100 x 900 / 400) = 15
+        assert abs(row["lag1"]) < 0.2 and "too few" not in row["note"]
+    short = two_level_table(pl.DataFrame(rows).filter(pl.col("iops") > 0).head(6), "iops", by=["config"], cost_of_run=1)
+    assert short["runs"][0] is None and "at least 2 runs" in short["note"][0]
+
+
+def test_run_seconds_keeps_only_seconds_every_host_logged() -> None:
+    factors = ["profile", "block_size", "ioengine", "rate_cap"]
+    seconds = run_seconds("loopback-fio", factors, only={"profile": ["randread"], "rate_cap": ["on"]})
+    assert seconds.height > 0
+    # four servers capped at 500 IOPS each: every kept second is their sum, none a lone host's last interval
+    assert seconds["iops"].min() > 1900 and seconds["iops"].max() < 2100
+
+
+def test_show_prints_every_row_and_character_and_says_unknown() -> None:
+    long = "x" * 300
+    frame = pl.DataFrame(
+        {"name": [f"vm{i}" for i in range(40)] + ["<script>alert(1)</script>"], "iops": [*range(40), None]}
+    ).with_columns(pl.lit(long).alias("note"), pl.lit(float("nan")).alias("p"))
+    shown = show(frame)
+    text, page = repr(shown), shown._repr_html_()
+    assert text.count("\n") == 42 and long in text and "…" not in text  # header, rule, 41 rows
+    assert "&lt;script&gt;" in page and "<script>" not in page
+    assert MISSING in text and "nan" not in text.lower() and "None" not in text
+    assert number(44646.45) == "44,646" and number(0.0767412) == "0.0767" and number(3) == "3"
+    assert number(1.5e-9) == "0.00000000150" and number(float("inf")) == MISSING
+
+
+def test_comparison_rows_put_the_interval_beside_the_change() -> None:
+    table = comparison_table(_lognormal(0.20, 10, 0.10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
+    row = comparison_rows(table, by=["bs"], factor="controller").row(0, named=True)
+    low, high = table["ratio_low"][0], table["ratio_high"][0]
+    assert row["runs_pair"] == "10 / 10" and row["verdict"] == "improved"
+    assert row["change"] == f"{table['change_pct'][0]:+.2f}% ({100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%)"
+    one = comparison_table(_sides([1000.0], [1100.0]), "iops", factor="controller", baseline="LSI")
+    assert comparison_rows(one, by=[], factor="controller")["effect"][0] == MISSING
