@@ -323,29 +323,51 @@ def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index
 
 
 def fairness_summary(
-    table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs per configuration"
+    table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs within each run"
 ) -> alt.TopLevelMixin:
-    """Jain's index per group from ``stats.fairness_table``, the highest/lowest ratio written beside each bar."""
+    """Jain's index per configuration from :func:`benchlib.stats.fairness_over_runs`.
+
+    The bar is the median over runs of the index within each run; the black tick is the worst run.
+    Beside it: the runs, the highest/lowest ratio (median over runs) and whether rate caps set the shares.
+    """
+    spread = (
+        pl.when(pl.col("max_min_median").is_null())
+        .then(pl.lit("a VM got nothing"))
+        .otherwise(pl.format("max/min {}x", pl.col("max_min_median").round(2)))
+    )
+    note = pl.concat_str(
+        pl.format("{} run", pl.col("runs")),
+        pl.when(pl.col("runs") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
+        pl.lit(", "),
+        spread,
+        pl.when(pl.col("capped_runs") > 0).then(pl.lit(", rate-capped")).otherwise(pl.lit("")),
+    )
     data = (
-        table.with_columns(
-            _joined(by).alias("configuration"),
-            pl.format("{}x", pl.col("max_min_ratio").round(2)).alias("spread"),
-        )
-        .select("configuration", "jain", "spread", "members")
+        table.with_columns(_joined(by).alias("configuration"), note.alias("note"))
+        .select("configuration", "jain_median", "jain_worst", "note", "runs", "winners")
         .sort("configuration")
     )
     y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
+    x_scale = alt.Scale(domain=[0, 1])
+    tooltip = [
+        "configuration:N",
+        alt.Tooltip("jain_median:Q", format=".4f", title="median Jain over runs"),
+        alt.Tooltip("jain_worst:Q", format=".4f", title="worst run"),
+        "note:N",
+        alt.Tooltip("winners:Q", title="different VMs on top"),
+    ]
     bars = (
         _chart(data)
         .mark_bar(color=PALETTE[0])
         .encode(
-            x=alt.X("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index (1 = equal shares)"),
+            x=alt.X("jain_median:Q", scale=x_scale, title="Jain's index within a run (1 = equal shares)"),
             y=y,
-            tooltip=["configuration:N", alt.Tooltip("jain:Q", format=".4f"), "spread:N", "members:Q"],
+            tooltip=tooltip,
         )
     )
-    text = _chart(data).mark_text(align="left", dx=4).encode(x="jain:Q", y=y, text="spread:N")
-    return alt.layer(bars, text).properties(title=title)
+    worst = _chart(data).mark_tick(color="black", thickness=2, size=16).encode(x="jain_worst:Q", y=y, tooltip=tooltip)
+    text = _chart(data).mark_text(align="left", dx=4).encode(x="jain_median:Q", y=y, text="note:N")
+    return alt.layer(bars, worst, text).properties(title=title)
 
 
 def latency_split(

@@ -34,7 +34,7 @@ from benchlib.errors import BenchlibError
 
 # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
 # 5: latency_bins stored one row per histogram, its bins as lists
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
@@ -78,6 +78,7 @@ RESULTS = pl.Schema(
         "runtime_setting_ns": pl.Int64,
         "ramp_time_ns": pl.Int64,
         "time_based": pl.Boolean,
+        "rate_limited": pl.Boolean,
         "io_count": pl.Int64,
         "io_bytes": pl.Int64,
         "runtime_ns": pl.Int64,

@@ -3,7 +3,8 @@
 ``show(frame)`` returns an object that notebooks display as an HTML table (and as
 aligned plain text, which nbval compares and a terminal prints). Nothing is cut:
 no "…" rows, no truncated strings. Numbers get three significant digits (whole
-numbers keep every digit, with thousands separators); a missing value prints as
+numbers keep every digit, with thousands separators; a column shares one number of
+decimals); a missing value prints as
 "—", never 0, NaN or inf. Every string is escaped: a label from a raw file stays
 text.
 """
@@ -55,8 +56,18 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
     return (labels or {}).get(column) or LABELS.get(column) or column.replace("_", " ")
 
 
-def number(value: object, digits: int = 3) -> str:
-    """Format one value: integers whole with separators, floats to ``digits`` significant digits."""
+def _decimals(value: float, digits: int) -> int:
+    """Decimals that show ``value`` to ``digits`` significant digits (0 for values of that many digits or more)."""
+    if value == 0 or abs(value) >= 10 ** (digits - 1):
+        return 0
+    return digits - 1 - math.floor(math.log10(abs(value)))
+
+
+def number(value: object, digits: int = 3, decimals: int | None = None) -> str:
+    """Format one value: integers whole with separators, floats to ``digits`` significant digits.
+
+    ``decimals``: a column's shared number of decimals (see :func:`show`), instead of the value's own.
+    """
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return MISSING
     if isinstance(value, bool):
@@ -64,13 +75,23 @@ def number(value: object, digits: int = 3) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 10 ** (digits - 1):
-            return f"{value:,.0f}"
-        decimals = digits - 1 - math.floor(math.log10(abs(value)))
-        return f"{value:,.{decimals}f}"
+        places = _decimals(value, digits) if decimals is None else decimals
+        return f"{value:,.{places}f}"
     return str(value)
+
+
+def _column_decimals(values: list[object], digits: int) -> int | None:
+    """Return one number of decimals for a float column.
+
+    The most any value needs, but at most ``digits`` + 2 significant digits for its largest value
+    (so 0.9998 and 1 read 0.9998 and 1.0000, not 0.9998 and 1.000).
+    """
+    floats = [abs(v) for v in values if isinstance(v, float) and math.isfinite(v)]
+    if not floats:
+        return None
+    largest = max(floats)
+    whole = math.floor(math.log10(largest)) + 1 if largest >= 1 else 1
+    return max(0, min(max(_decimals(v, digits) for v in floats), digits + 2 - whole))
 
 
 class Shown:
@@ -114,7 +135,10 @@ def show(
 ) -> Shown:
     """Return ``frame`` as a readable table, every row and every character of it."""
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
-    rows = [[number(v, digits) for v in row] for row in frame.iter_rows()]
+    places = [
+        _column_decimals(frame[c].to_list(), digits) if frame[c].dtype.is_float() else None for c in frame.columns
+    ]
+    rows = [[number(v, digits, p) for v, p in zip(row, places, strict=True)] for row in frame.iter_rows()]
     return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
 
 

@@ -182,6 +182,28 @@ def member_values(
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
 
 
+def member_run_totals(
+    study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
+) -> pl.DataFrame:
+    """Each member's total in each run, for fairness within a run (:func:`benchlib.stats.fairness_over_runs`).
+
+    Columns: ``by``, ``run`` (the repetition, or the source file where a study has none), ``member``,
+    ``value`` and ``rate_limited`` (the member's job had a rate cap, when the tool says so). Rows without
+    a member, and runs without any value of ``value``, are left out.
+    """
+    frame = _study_rows(study, only)
+    run = (
+        pl.when(pl.col("repetition").is_not_null())
+        .then(pl.format("run {}", pl.col("repetition")))
+        .otherwise(pl.format("{} #{}", pl.col("source"), pl.col("document_index")))
+    )
+    totals = frame.with_columns(run.alias("run")).group_by(["sha256", "document_index", "run", *by, member])
+    totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
+    # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
+    totals = totals.filter(pl.col(value).is_not_null().any().over("sha256", "document_index"))
+    return totals.drop("sha256", "document_index").sort([*by, "run", member])
+
+
 def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
     """Per-interval values of one cell and repetition, per host (fio's logs; directions added per interval)."""
     opened = open_study(study)

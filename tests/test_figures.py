@@ -194,15 +194,16 @@ def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
 
 
 def test_fairness_summary_writes_jain_and_spread(published: pl.DataFrame) -> None:
-    from benchlib.stats import fairness_table
+    from benchlib.stats import fairness_over_runs
 
     seqread = published.filter((pl.col("test") == "seqread") & (pl.col("table") == "seqread_per_vm"))
-    table = fairness_table(seqread, "bandwidth_mib_s", member="vm", by=["controller", "sioc"])
+    seqread = seqread.with_columns(pl.lit("the table").alias("run"))  # a published per-VM table is one run
+    table = fairness_over_runs(seqread, "bandwidth_mib_s", member="vm", run="run", by=["controller", "sioc"])
     spec = figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
-    bars, text = spec["layer"]
+    bars, worst, text = spec["layer"]
     rows = {r["configuration"]: r for r in bars["data"]["values"]}
-    assert round(rows["LSI / off"]["jain"], 4) == 0.6245 and rows["LSI / off"]["spread"] == "5.66x"
-    assert text["encoding"]["text"]["field"] == "spread"
+    assert round(rows["LSI / off"]["jain_median"], 4) == 0.6245 and rows["LSI / off"]["note"] == "1 run, max/min 5.66x"
+    assert text["encoding"]["text"]["field"] == "note" and worst["encoding"]["x"]["field"] == "jain_worst"
     assert spec == figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from benchlib.stats import (
     cpus_used_expr,
     cycles_per_io_expr,
+    fairness_over_runs,
     fairness_table,
     iops_per_cpu_pct_expr,
     queue_check,
@@ -75,6 +76,37 @@ def test_published_study_fairness() -> None:
     assert rows[("LSI", "off")]["outlier"] == "gus_fio_2"
     totals = {k: round(v["total"]) for k, v in rows.items()}
     assert totals == {("LSI", "off"): 2282, ("LSI", "on"): 1723, ("PVSCSI", "off"): 1794, ("PVSCSI", "on"): 2283}
+
+
+def test_a_rotating_winner_is_three_unfair_runs_not_one_fair_summary() -> None:
+    """Three runs, a different VM on top each time: Jain 0.645 in every run, though the per-VM
+    medians over runs (the old method) are all equal and read 1.000."""
+    shares = [4.31, 1.0, 1.0]
+    rows = [{"run": f"r{r}", "vm": f"vm{(i + r) % 3}", "iops": shares[i]} for r in range(3) for i in range(3)]
+    frame = pl.DataFrame(rows)
+    medians = frame.group_by("vm").agg(pl.col("iops").median())
+    assert fairness_table(medians, "iops", member="vm")["jain"][0] == pytest.approx(1.0)  # what it used to show
+    row = fairness_over_runs(frame, "iops", member="vm", run="run").row(0, named=True)
+    jain = 6.31**2 / (3 * (4.31**2 + 2))  # (Σx)² / (n·Σx²) = 0.645
+    assert row["jain_median"] == pytest.approx(jain) == pytest.approx(row["jain_worst"]) and round(jain, 3) == 0.645
+    assert row["runs"] == 3 and row["runs_below"] == 3 and row["winners"] == 3
+    assert row["max_min_median"] == pytest.approx(4.31)
+
+
+def test_fairness_refuses_a_missing_member_and_says_so_when_one_got_nothing() -> None:
+    frame = pl.DataFrame({"run": ["a"] * 3, "vm": ["x", "y", "z"], "iops": [100.0, None, 50.0]})
+    with pytest.raises(ValueError, match="iops of vm 'y' at run a is None"):
+        fairness_over_runs(frame, "iops", member="vm", run="run")
+    starved = fairness_table(pl.DataFrame({"vm": ["x", "y"], "iops": [100.0, 0.0]}), "iops", member="vm")
+    assert starved["max_min_ratio"][0] is None and starved["starved"][0] == 1  # not inf
+
+
+def test_rate_capped_runs_are_counted() -> None:
+    frame = pl.DataFrame(
+        {"run": ["a", "a", "b", "b"], "vm": ["x", "y"] * 2, "iops": [500.0] * 4, "capped": [True, True, False, False]}
+    )
+    row = fairness_over_runs(frame, "iops", member="vm", run="run", capped="capped").row(0, named=True)
+    assert row["capped_runs"] == 1 and row["jain_median"] == 1.0
 
 
 @settings(max_examples=200, deadline=None)

@@ -552,7 +552,18 @@ def _workload(block: Block, average: dict[str, Any], parm: ParmFile | None) -> d
         "runtime_setting_ns": None if elapsed is None else int(elapsed * 1e9),
         "ramp_time_ns": None if warmup is None else int(warmup * 1e9),
         "time_based": True,
+        "rate_limited": _rate_limited(settings.get("iorate")),
     }
+
+
+def _rate_limited(iorate: str | None) -> bool | None:
+    """Tell whether a run definition's ``iorate`` caps it (a number) or not (``max``, ``curve``); None when unknown."""
+    if iorate is None:
+        return None
+    word = iorate.strip().lower()
+    if word.startswith(("max", "curve", "uncontrolled")):
+        return False
+    return bool(re.match(r"[0-9.]+", word)) or None
 
 
 def _workloads_of(rd: dict[str, str] | None, parm: ParmFile | None) -> list[dict[str, str]]:

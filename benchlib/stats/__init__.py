@@ -2,7 +2,14 @@
 
 from benchlib.stats.aggregate import ADDITIVE, medians, summarise_runs, total_expr, weighted_mean_expr
 from benchlib.stats.efficiency import cpus_used_expr, cycles_per_io_expr, iops_per_cpu_pct_expr, reconcile
-from benchlib.stats.fairness import fairness_table, gini_expr, jain_expr, jain_per_interval, max_min_ratio_expr
+from benchlib.stats.fairness import (
+    fairness_over_runs,
+    fairness_table,
+    gini_expr,
+    jain_expr,
+    jain_per_interval,
+    max_min_ratio_expr,
+)
 from benchlib.stats.queueing import device_latency_means, outstanding_ios_expr, queue_check
 
 __all__ = [
@@ -10,6 +17,7 @@ __all__ = [
     "cpus_used_expr",
     "cycles_per_io_expr",
     "device_latency_means",
+    "fairness_over_runs",
     "fairness_table",
     "gini_expr",
     "iops_per_cpu_pct_expr",

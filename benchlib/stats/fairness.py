@@ -63,20 +63,23 @@ def fairness_table(
     Returns
     -------
     polars.DataFrame
-        Per group: ``members``, ``jain``, ``max_min_ratio`` (inf when a member
-        got nothing), ``cv`` (sample, ddof=1), ``gini``, ``min``, ``max``,
+        Per group: ``members``, ``jain``, ``max_min_ratio`` (null when a member
+        got nothing: unbounded, and ``starved`` counts such members), ``cv``
+        (sample, ddof=1), ``gini``, ``min``, ``max``,
         ``total`` (the unnormalised sum), ``lowest`` and ``highest`` (member
         names) and ``outlier`` (the member furthest from the group mean),
         sorted by the group columns.
 
     """
     by = by or []
+    _check_members(frame, value, member, by)
     x = share_normalised(value, shares)
     furthest = (x - x.mean()).abs().arg_max()
     aggregated = frame.group_by(by or pl.lit(0).alias("_all"), maintain_order=True).agg(
         pl.len().alias("members"),
         jain_expr(x).alias("jain"),
-        max_min_ratio_expr(x).alias("max_min_ratio"),
+        pl.when(x.min() > 0).then(max_min_ratio_expr(x)).alias("max_min_ratio"),
+        (x == 0).sum().alias("starved"),
         (x.std(ddof=1) / x.mean()).alias("cv"),
         gini_expr(x).alias("gini"),
         x.min().alias("min"),
@@ -87,6 +90,84 @@ def fairness_table(
         pl.col(member).get(furthest).alias("outlier"),
     )
     return aggregated.sort(by) if by else aggregated.drop("_all")
+
+
+def _check_members(frame: pl.DataFrame, value: str, member: str, by: list[str]) -> None:
+    """Refuse a member without a value: fairness over the members that have one would be another question."""
+    bad = frame.filter(pl.col(value).is_null() | pl.col(value).is_nan() | (pl.col(value) < 0))
+    if bad.height:
+        row = bad.row(0, named=True)
+        where = ", ".join(f"{k} {row[k]}" for k in by)
+        raise ValueError(
+            f"{value} of {member} {row[member]!r}{' at ' + where if where else ''} is "
+            f"{row[value]!r}: fairness needs every member's value; leave the whole run out or find the value"
+        )
+
+
+#: Jain's index below which a run counts as unfair in :func:`fairness_over_runs` (a common choice; say yours).
+UNFAIR_BELOW = 0.9
+
+
+def fairness_over_runs(
+    frame: pl.DataFrame,
+    value: str,
+    *,
+    member: str,
+    run: str,
+    by: list[str] | None = None,
+    shares: str | None = None,
+    capped: str | None = None,
+    threshold: float = UNFAIR_BELOW,
+) -> pl.DataFrame:
+    """Fairness within each run, then summarised over the runs of each group (METHODS.md C1, R1).
+
+    Members share a datastore within one run; across runs they do not meet. So Jain's index and the
+    highest/lowest ratio are computed per run, then summarised: three runs where a different VM wins
+    each time are three unfair runs (the per-VM medians over runs would look fair and hide it).
+
+    Parameters
+    ----------
+    frame
+        One row per run and member: each member's total in that run.
+    run
+        The column naming the run (one repetition of one configuration).
+    capped
+        Optional boolean column: the member's job was rate-limited (a cap makes shares equal by
+        construction; ``capped_runs`` says how many runs had one).
+    threshold
+        A run with Jain's index below it counts in ``runs_below``.
+
+    Returns
+    -------
+    polars.DataFrame
+        Per group: ``runs``, ``members`` (most in one run), ``jain_median``, ``jain_worst`` and
+        ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null when a member got
+        nothing: ``starved_runs`` counts those), ``winners`` (how many different members were highest
+        across the runs; more than one is a rotating winner) and ``capped_runs``, sorted by the groups.
+
+    """
+    by = by or []
+    per_run = fairness_table(frame, value, member=member, by=[*by, run], shares=shares)
+    if capped is not None:
+        flags = frame.group_by([*by, run]).agg(pl.col(capped).fill_null(False).any().alias("_capped"))
+        per_run = per_run.join(flags, on=[*by, run], how="left")
+    else:
+        per_run = per_run.with_columns(pl.lit(False).alias("_capped"))
+    keys = by or [pl.lit(0).alias("_all")]
+    summary = per_run.group_by(keys, maintain_order=True).agg(
+        pl.len().alias("runs"),
+        pl.col("members").max(),
+        pl.col("jain").median().alias("jain_median"),
+        pl.col("jain").min().alias("jain_worst"),
+        pl.col(run).get(pl.col("jain").arg_min()).alias("worst_run"),
+        (pl.col("jain") < threshold).sum().alias("runs_below"),
+        pl.col("max_min_ratio").median().alias("max_min_median"),
+        pl.col("max_min_ratio").max().alias("max_min_worst"),
+        (pl.col("starved") > 0).sum().alias("starved_runs"),
+        pl.col("highest").n_unique().alias("winners"),
+        pl.col("_capped").sum().alias("capped_runs"),
+    )
+    return summary.sort(by) if by else summary.drop("_all")
 
 
 def jain_per_interval(
