@@ -164,7 +164,7 @@ def cpu_efficiency(
         .mark_bar()
         .encode(
             x=alt.X(f"{setting}:N", title=None, sort=sorted(data[setting].unique().to_list())),
-            y=alt.Y(f"{value}:Q", title=value),
+            y=alt.Y(f"{value}:Q", title="IOPS per % of one CPU" if value == "iops_per_cpu_pct" else value),
             color=alt.Color(f"{setting}:N", title=setting),
             column=alt.Column(f"{test}:N", title=None, sort=sorted(data[test].unique().to_list())),
         )

@@ -17,6 +17,7 @@ from benchlib.paths import RAW
 from benchlib.schema import Tables
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import median_of_run_totals
+from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import device_latency_split
 from benchlib.store import open_study
 
@@ -143,19 +144,21 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
 def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
     """Return IOPS per CPU% per VM and group.
 
-    IOPS per CPU% per VM (host) and group: each run's IOPS (directions added) over its guest CPU%
-    (usr + sys), then the median over the VM's runs.
+    IOPS per percent of one CPU per VM (host) and group: each run's IOPS (directions added) over the
+    CPU its jobs used (:func:`benchlib.stats.efficiency.run_efficiency`: a group_reporting row counts
+    numjobs times), then the median over the VM's runs. Runs without a usable CPU figure are left out
+    and counted in ``runs_without_cpu``.
     """
-    frame = _study_rows(study, only)
-    per_run = frame.group_by("run_id", member, *by).agg(
-        total_expr("iops_or_derived").alias("iops"), pl.col("cpu_pct").max().alias("cpu_pct")
-    )
-    per_run = per_run.with_columns((pl.col("iops") / pl.col("cpu_pct")).alias("iops_per_cpu_pct")).drop_nulls(
-        "iops_per_cpu_pct"
-    )
+    per_run = run_efficiency(_study_rows(study, only), member=member, by=by)
     return (
         per_run.group_by(*by, member)
-        .agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("runs"))
+        .agg(
+            pl.col("iops_per_cpu_pct").drop_nulls().median(),
+            pl.col("cpu_used_pct").filter(pl.col("reason").is_null()).median().alias("cpu_pct"),
+            pl.col("reason").is_null().sum().alias("runs"),
+            pl.col("reason").is_not_null().sum().alias("runs_without_cpu"),
+        )
+        .filter(pl.col("runs") > 0)
         .sort(*by, member)
     )
 

@@ -28,6 +28,54 @@ def cpus_used_expr(numjobs: str = "numjobs", usr: str = "usr_cpu_pct", sys: str 
     return (pl.col(numjobs) * cpu_pct_expr(usr, sys) / 100).alias("cpus_used")
 
 
+def cpu_used_pct_expr(jobs: str = "jobs", usr: str = "usr_cpu_pct", sys: str = "sys_cpu_pct") -> pl.Expr:
+    """Percent of one CPU a result row's jobs used: (usr + sys) × the jobs the row stands for.
+
+    A ``group_reporting`` row stands for ``numjobs`` jobs and reports their average CPU; a per-job
+    row stands for one. Rows that say nothing of their jobs count as one.
+    """
+    return (cpu_pct_expr(usr, sys) * pl.coalesce(pl.col(jobs), pl.lit(1))).alias("cpu_used_pct")
+
+
+def _sum_or_null(column: str) -> pl.Expr:
+    return pl.when(pl.col(column).is_not_null().any()).then(pl.col(column).sum()).alias(column)
+
+
+def run_efficiency(frame: pl.DataFrame, *, member: str, by: list[str], run: list[str] | None = None) -> pl.DataFrame:
+    """IOPS per percent of one CPU, per run and member, with the CPU of every job counted once.
+
+    ``frame``: result rows (no tool aggregates) with ``iops_or_derived``, ``usr_cpu_pct``,
+    ``sys_cpu_pct``, ``jobs``, ``client``, ``job_index``, ``run_id`` and the ``member`` and ``by``
+    columns; ``run``: the columns that name a run (default ``run_id``). A job's read and write rows
+    report the same CPU, so each job counts once; a ``group_reporting`` row counts ``numjobs`` times.
+
+    Returns per run and member: ``iops``, ``cpu_used_pct`` (percent of one CPU; 800 = eight CPUs),
+    ``iops_per_cpu_pct`` and ``reason``: null efficiency with a reason where there is no CPU figure,
+    the CPU is 0 (nothing to divide by) or there is no IOPS figure, never 0, inf or NaN.
+    """
+    run = run or ["run_id"]
+    keys = [*run, member, *by]
+    job = list(dict.fromkeys([*keys, "run_id", "client", "job_index"]))
+    per_job = frame.group_by(job).agg(
+        _sum_or_null("iops_or_derived").alias("iops"),
+        cpu_used_pct_expr().first(),
+    )
+    totals = per_job.group_by(keys).agg(
+        _sum_or_null("iops"),
+        _sum_or_null("cpu_used_pct"),
+    )
+    reason = (
+        pl.when(pl.col("cpu_used_pct").is_null())
+        .then(pl.lit("no CPU figure"))
+        .when(pl.col("cpu_used_pct") <= 0)
+        .then(pl.lit("0% CPU reported: nothing to divide by"))
+        .when(pl.col("iops").is_null())
+        .then(pl.lit("no IOPS figure"))
+    )
+    ratio = pl.when(reason.is_null()).then(pl.col("iops") / pl.col("cpu_used_pct"))
+    return totals.with_columns(ratio.alias("iops_per_cpu_pct"), reason.alias("reason")).sort(keys)
+
+
 def cycles_per_io_expr(clock_hz: float, iops: str = "iops", cpus_used: str = "cpus_used") -> pl.Expr:
     """CPU cycles per I/O at a given clock: CPUs used × clock / IOPS."""
     return (pl.col(cpus_used) * clock_hz / pl.col(iops)).alias("cycles_per_io")

@@ -1,0 +1,73 @@
+"""IOPS per CPU% from real fio runs: eight jobs reported as one group count their CPU eight times."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from benchlib.claims import claims_frame
+from benchlib.sources import read
+from benchlib.stats.efficiency import run_efficiency
+
+pytestmark = pytest.mark.fio
+
+JOB = """
+[global]
+filename={target}
+size=16m
+rw=randrw
+bs=4k
+ioengine=psync
+direct=0
+numjobs=8
+time_based=1
+runtime=2
+{grouping}
+[mix]
+"""
+
+
+def _run(fio: str, folder: Path, grouping: str) -> pl.DataFrame:
+    job = folder / f"{grouping or 'per-job'}.fio"
+    job.write_text(JOB.format(target=folder / "target.dat", grouping=grouping), encoding="utf-8")
+    out = folder / f"{grouping or 'per-job'}.json"
+    subprocess.run([fio, "--output-format=json+", f"--output={out}", str(job)], check=True, capture_output=True)
+    frame = claims_frame(read(out, "fio-json")).filter(~pl.col("is_aggregate"))
+    return frame.with_columns(pl.lit("local").alias("vm"))
+
+
+def test_a_group_of_eight_jobs_counts_eight_jobs_cpu(fio_binary: str, tmp_path: Path) -> None:
+    grouped = _run(fio_binary, tmp_path, "group_reporting=1")
+    per_job = _run(fio_binary, tmp_path, "")
+    assert grouped["jobs"].unique().to_list() == [8] and per_job["job_index"].n_unique() == 8
+    a = run_efficiency(grouped, member="vm", by=[]).row(0, named=True)
+    b = run_efficiency(per_job, member="vm", by=[]).row(0, named=True)
+    # the same workload twice: the CPU used and the efficiency agree within run-to-run noise
+    assert a["cpu_used_pct"] == pytest.approx(b["cpu_used_pct"], rel=0.5)
+    assert a["iops_per_cpu_pct"] == pytest.approx(b["iops_per_cpu_pct"], rel=0.5)
+    # the old reading (a group's IOPS over one job's CPU) was about numjobs times too high
+    group_cpu = grouped.group_by("job_index").agg(pl.col("cpu_pct").first())["cpu_pct"].sum()
+    assert a["iops"] / group_cpu > 4 * b["iops_per_cpu_pct"]
+    # each job's read and write rows report one CPU figure: counted once, not per direction
+    assert per_job.filter(pl.col("direction") == "write").height == 8
+
+
+def test_no_cpu_figure_gives_a_reason_not_a_number() -> None:
+    frame = pl.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "vm": ["x", "x", "x"],
+            "client": [None] * 3,
+            "job_index": [1, 1, 1],
+            "jobs": [1, 1, 1],
+            "iops_or_derived": [100.0, 100.0, None],
+            "usr_cpu_pct": [0.0, None, 1.0],
+            "sys_cpu_pct": [0.0, None, 1.0],
+        }
+    )
+    table = run_efficiency(frame, member="vm", by=[])
+    assert table["iops_per_cpu_pct"].to_list() == [None, None, None]
+    assert table["reason"].to_list() == ["0% CPU reported: nothing to divide by", "no CPU figure", "no IOPS figure"]
