@@ -64,7 +64,7 @@ def _summary_table(report: IngestReport) -> Table:
     runs = scan_table(report.processed, "runs").collect()
     summary = summarise_runs(runs, scan_table(report.processed, "results").collect())
     table = Table(title=f"{report.study}: runs", title_justify="left")
-    for column in ("source", "format", "version", "dir", "rows", "IOPS", "MiB/s", "mean lat (us)"):
+    for column in ("source", "format", "version", "phase", "dir", "rows", "IOPS", "MiB/s", "mean lat (us)"):
         table.add_column(column, justify="right" if column in ("rows", "IOPS", "MiB/s", "mean lat (us)") else "left")
     for row in summary.iter_rows(named=True):
         lat = row["lat_mean_ns"]
@@ -72,6 +72,7 @@ def _summary_table(report: IngestReport) -> Table:
             row["source"],
             row["format"],
             row["tool_version"] or "",
+            "" if row["phase"] is None else str(row["phase"]),
             row["direction"],
             str(row["rows"]),
             _fmt(row["iops"]),

@@ -50,10 +50,17 @@ class StaleStudyError(BenchlibError):
 
 @functools.cache
 def readers_digest() -> str:
-    """Return a digest of the code that turns raw files into tables: the readers, the schema, the units."""
+    """Return a digest of the code that turns raw files into tables: readers, ingest, schema, units, study."""
     package = Path(__file__).resolve().parent
     files = sorted(
-        [*(package / "sources").rglob("*.py"), package / "schema.py", package / "units.py", package / "_bins.c"]
+        [
+            *(package / "sources").rglob("*.py"),
+            *(package / "ingest").rglob("*.py"),
+            package / "schema.py",
+            package / "units.py",
+            package / "study.py",
+            package / "_bins.c",
+        ]
     )
     digest = hashlib.sha256()
     for path in files:

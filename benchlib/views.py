@@ -58,9 +58,13 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
     """Return one value per VM (host) per group.
 
     One value per VM/host (per group of ``by``): each run's total (directions and jobs added for
-    rates, I/O-weighted for latencies), then the median over repetitions.
+    rates, I/O-weighted for latencies), then the median over repetitions; per phase (``group_id``)
+    when fio's groups ran one after another.
     """
-    return median_of_run_totals(frame, value, [*by, member])
+    phased = frame.with_columns(
+        pl.concat_str(pl.col("run_id"), pl.col("group_id").fill_null(0), separator="/").alias("_run")
+    )
+    return median_of_run_totals(phased, value, [*by, member], run="_run")
 
 
 def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
@@ -135,10 +139,14 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
     all its hosts at once (a fio client/server run counts its hosts together:
     rates add, latencies are I/O-weighted), or all rows of one configuration
     in a published per-VM table (its VMs ran at once). Its members are never
-    replicates (METHODS.md R1).
+    replicates (METHODS.md R1). fio groups that ran one after another (``stonewall``)
+    are phases of a run, never added together: one row per run and ``phase``; a
+    study whose runs have several phases compares them phase by phase (put ``phase``
+    in the comparison's ``by``).
     """
-    keys = ["sha256", "document_index", *factors]
-    return _study_rows(study, only).group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
+    keys = ["sha256", "document_index", "phase", *factors]
+    rows = _study_rows(study, only).with_columns(pl.col("group_id").fill_null(0).alias("phase"))
+    return rows.group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
 
 
 def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
@@ -199,6 +207,12 @@ def member_run_totals(
         pl.when(pl.col("repetition").is_not_null())
         .then(pl.format("run {}", pl.col("repetition")))
         .otherwise(pl.format("{} #{}", pl.col("source"), pl.col("document_index")))
+    )
+    phase = pl.col("group_id").fill_null(0)
+    run = (
+        pl.when(phase.n_unique().over("sha256", "document_index") > 1)
+        .then(pl.format("{} phase {}", run, phase))
+        .otherwise(run)
     )
     totals = frame.with_columns(run.alias("run")).group_by(["sha256", "document_index", "run", *by, member])
     totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -69,7 +70,23 @@ def _run_levels(study: Study, rel: str) -> dict:
                 f"{study.folder / STUDY_FILE}; run `benchlib run` on the plan again to rewrite study.toml"
             )
     entry = manifest.get("files", {}).get(rel[len(prefix) :], {})
-    return {**levels, "repetition": manifest.get("repetition"), "run_host": entry.get("host")}
+    return {
+        **levels,
+        "repetition": manifest.get("repetition"),
+        "run_host": entry.get("host"),
+        "run_span_ns": _span_ns(manifest),
+    }
+
+
+def _span_ns(manifest: dict) -> int | None:
+    """How long the fio invocation took, from the start and end times ``benchlib run`` recorded."""
+    try:
+        start = datetime.fromisoformat(str(manifest["start_time"]))
+        end = datetime.fromisoformat(str(manifest["end_time"]))
+    except (KeyError, ValueError):
+        return None
+    span = int((end - start).total_seconds() * 1e9)
+    return span if span > 0 else None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -102,6 +119,7 @@ def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
         "source": pl.String,
         "repetition": pl.Int32,
         "run_host": pl.String,
+        "run_span_ns": pl.Int64,
         **{f: pl.String for f in study.factors},
     }
     return pl.from_dicts(rows, schema=schema)

@@ -367,6 +367,24 @@ def _start_time(doc: dict) -> datetime | None:
     return datetime.fromtimestamp(stamp / 1000 - elapsed, tz=UTC)
 
 
+def _span_ns(doc: dict, client: str | None, server_mode: bool) -> int | None:
+    """Return how long the run lasted on one host, start of its first job to the end of fio's run.
+
+    From fio's own clock where the file has it (``timestamp_ms`` minus the first ``job_start``), else
+    fio's ``elapsed`` seconds (the whole run, ramp and every stonewalled group included); None when
+    neither is there (the longest job's runtime then stands in).
+    """
+    jobs = [j for j in (doc.get("client_stats") or doc.get("jobs") or []) if isinstance(j, dict)]
+    if server_mode and client is not None:
+        jobs = [j for j in jobs if j.get("hostname") == client] or jobs
+    starts = [j["job_start"] for j in jobs if isinstance(j.get("job_start"), int | float) and j["job_start"] > 0]
+    end = doc.get("timestamp_ms")
+    if starts and isinstance(end, int | float) and end >= min(starts):
+        return int((end - min(starts)) * 1_000_000)
+    elapsed = [j["elapsed"] for j in jobs if isinstance(j.get("elapsed"), int | float) and j["elapsed"] > 0]
+    return int(max(elapsed) * 1_000_000_000) if elapsed else None
+
+
 def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]) -> str:
     errors = sorted({e.get("error") for e in entries if isinstance(e, dict) and e.get("error")})
     messages = [
@@ -431,11 +449,16 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
         )
     start = _start_time(final.data)
     durations: dict[tuple[str, str | None, bool], int | None] = {}
+    server_mode = "client_stats" in final.data
     for row in rows["results"]:
         key = (row["run_id"], row["client"], row["is_aggregate"])
         runtime = row.get("runtime_ns")
         previous = durations.get(key)
         durations[key] = runtime if previous is None else max(previous, runtime or 0)
+    for key in durations:
+        span = _span_ns(final.data, key[1], server_mode)
+        if span is not None:
+            durations[key] = span
     fmt = "fio-json+" if rows["latency_bins"]["blocks"] else "fio-json"
     runs = [
         {

@@ -57,7 +57,7 @@ def median_of_run_totals(frame: pl.DataFrame, value: str, by: list[str], run: st
 
 
 def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
-    """One row per run and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
+    """One row per run, phase and direction: summed IOPS and bandwidth, I/O-weighted mean latency.
 
     Parameters
     ----------
@@ -69,7 +69,8 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        Columns ``run_id``, ``source``, ``format``, ``direction``, ``rows``,
+        Columns ``run_id``, ``source``, ``format``, ``phase`` (fio's group: stonewalled groups ran one
+        after another and are never added together), ``direction``, ``rows``,
         ``iops``, ``bandwidth_bytes_per_s``, ``lat_mean_ns`` (falling back to
         ``clat_mean_ns`` where total latency is not reported), sorted by
         source and direction.
@@ -79,7 +80,7 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     per_direction = (
         results.filter(~pl.col("is_aggregate"))
         .with_columns(latency, io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9))
-        .group_by("run_id", "direction")
+        .group_by("run_id", "group_id", "direction")
         .agg(
             pl.len().alias("rows"),
             _sum_or_null("iops"),
@@ -94,13 +95,14 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
             "source",
             "format",
             "tool_version",
+            pl.col("group_id").alias("phase"),
             "direction",
             "rows",
             "iops",
             "bandwidth_bytes_per_s",
             "lat_mean_ns",
         )
-        .sort("source", "run_id", "direction")
+        .sort("source", "run_id", "phase", "direction", nulls_last=True)
     )
 
 
@@ -137,19 +139,22 @@ def pooled_percentiles(bins: pl.DataFrame, percentiles: list[float], by: list[st
 def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """IOPS and bandwidth over several runs as total I/Os (bytes) over total time, per group.
 
-    Sums per run first (jobs and clients add), then divides the groups' total
+    Sums per run and phase first (jobs and clients of one phase add; fio groups that ran one after
+    another, stonewalled, are phases and count their own runtime), then divides the groups' total
     I/Os and bytes by their total runtime, so long runs weigh more than short
     ones, as a rate must (METHODS.md R4).
     """
+    if "group_id" not in results.columns:  # a table that knows no groups: one phase per run
+        results = results.with_columns(pl.lit(None, dtype=pl.Int32).alias("group_id"))
     per_run = (
         results.filter(~pl.col("is_aggregate"))
-        .group_by([*by, "run_id"])
+        .group_by([*by, "run_id", "group_id"])
         .agg(pl.col("io_count").sum(), pl.col("io_bytes").sum(), pl.col("runtime_ns").max())
     )
     return (
         per_run.group_by(by)
         .agg(
-            pl.len().alias("runs"),
+            pl.col("run_id").n_unique().alias("runs"),
             (pl.col("io_count").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("iops"),
             (pl.col("io_bytes").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("bandwidth_bytes_per_s"),
         )
