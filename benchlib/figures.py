@@ -282,9 +282,11 @@ def esxtop_latency_stack(
 ) -> alt.TopLevelMixin:
     """Draw KAVG and DAVG per device, stacked to GAVG.
 
-    KAVG and DAVG per device stacked to GAVG, from :func:`benchlib.stats.device_latency_means`;
-    the guest-measured latency per device as a tick when given.
+    KAVG and DAVG per device stacked to GAVG (each weighted by commands), from
+    :func:`benchlib.stats.device_latency_means`; devices without commands are left out; the
+    guest-measured latency per device as a tick when given.
     """
+    means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
     means = means.with_columns(pl.concat_str("host", pl.lit(" "), "device").alias("where")).sort("where")
     long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
         "where", "part"
@@ -294,7 +296,7 @@ def esxtop_latency_stack(
         _chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"),
+            x=alt.X("ms:Q", stack="zero", title="mean latency per command (ms)"),
             y=y,
             color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
             order=alt.Order("part:N", sort="descending"),
@@ -391,7 +393,7 @@ def latency_split(
         _chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("ms:Q", stack="zero", title="mean latency (ms)"),
+            x=alt.X("ms:Q", stack="zero", title="mean latency per command (ms)"),
             y=y,
             color=alt.Color("part:N", sort=list(parts), title=None),
             order=alt.Order("part:N", sort="ascending"),

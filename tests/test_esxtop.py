@@ -116,3 +116,31 @@ def test_counters_during_runs() -> None:
     placed = counters_during_runs(runs, counters)
     by_run = placed.group_by("benchmark_run_id").agg(pl.col("sample").unique().sort()).sort("benchmark_run_id")
     assert by_run.rows() == [("early", [1]), ("late", [2])]
+
+
+def test_device_latency_is_weighted_by_commands_and_skips_idle_and_first_samples() -> None:
+    """An idle sample (0 commands) and esxtop's all-zero first sample do not pull the mean down."""
+    import polars as pl
+
+    from benchlib.stats import device_latency_means
+
+    queue = pl.DataFrame(
+        {
+            "host": ["esx1"] * 4 + ["esx1"] * 2,
+            "device": ["naa.1"] * 4 + ["naa.idle"] * 2,
+            "sample": [0, 1, 2, 3, 1, 2],
+            "CMDS_per_s": [0.0, 100.0, 0.0, 300.0, 0.0, 0.0],
+            "DAVG_ms": [0.0, 10.0, 0.0, 20.0, 0.0, 0.0],
+            "KAVG_ms": [0.0, 1.0, 0.0, 2.0, 0.0, 0.0],
+            "GAVG_ms": [0.0, 11.0, 0.0, 22.0, 0.0, 0.0],
+            "ACTV": [0.0, 4.0, 0.0, 8.0, 0.0, 0.0],
+            "QUED": [0.0, 0.0, 0.0, 3.0, 0.0, 0.0],
+            "DQLEN": [64.0] * 6,
+        }
+    )
+    rows = {r["device"]: r for r in device_latency_means(queue).iter_rows(named=True)}
+    busy = rows["naa.1"]
+    assert busy["DAVG"] == (100 * 10 + 300 * 20) / 400 == 17.5  # a plain mean over samples 0-3 gives 7.5
+    assert busy["GAVG"] == (100 * 11 + 300 * 22) / 400 and busy["samples"] == 3
+    assert busy["ACTV"] == 4.0 and busy["QUED"] == 1.0 and busy["DQLEN"] == 64.0  # queues: plain means, idle included
+    assert rows["naa.idle"]["DAVG"] is None and rows["naa.idle"]["commands"] == 0.0  # no commands: no latency

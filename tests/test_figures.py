@@ -169,7 +169,11 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     by_where: dict[str, float] = {}
     for row in parts:
         by_where[row["where"]] = by_where.get(row["where"], 0.0) + row["ms"]
-    gavg = queue.group_by("host", "device").agg(pl.col("GAVG_ms").mean())
+    busy = queue.filter(pl.col("sample") > 0, pl.col("CMDS_per_s") > 0)
+    gavg = busy.group_by("host", "device").agg(
+        ((pl.col("GAVG_ms") * pl.col("CMDS_per_s")).sum() / pl.col("CMDS_per_s").sum()).alias("mean")
+    )
+    assert gavg.height and set(by_where) == {f"{h} {d}" for h, d, _ in gavg.iter_rows()}
     for host, device, mean in gavg.iter_rows():
         assert by_where[f"{host} {device}"] == pytest.approx(mean, abs=0.02)
     guest = {w: 1.0 for w in by_where}

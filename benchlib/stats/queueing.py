@@ -139,13 +139,42 @@ def where_ios_wait(
 
 
 def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
-    """Mean KAVG, DAVG and GAVG (ms) per host and device, from :func:`benchlib.sources.esxtop.device_queue_view`."""
+    """Per host and device: KAVG, DAVG, GAVG (ms) weighted by commands per second, and the queues.
+
+    From :func:`benchlib.sources.esxtop.device_queue_view`. esxtop's latencies are per command, so a
+    sample's mean counts as many times as it had commands: an idle sample (0 commands) says nothing
+    about latency and weighs nothing (a plain mean would average its 0 in). esxtop's first sample
+    (``sample`` 0) is always zero and is left out. ``ACTV``, ``QUED`` and ``DQLEN`` are plain means
+    over the samples (a queue length averaged over equal intervals). ``commands`` is the mean
+    commands per second; a device without any command has no latency (null), never 0.
+    """
+    data = queue.filter(pl.col("sample") > 0) if "sample" in queue.columns else queue
+    weight = pl.col("CMDS_per_s").fill_null(0) if "CMDS_per_s" in data.columns else pl.lit(1.0)
+
+    def weighted(column: str) -> pl.Expr:
+        if column not in data.columns:
+            return pl.lit(None, dtype=pl.Float64).alias(column.removesuffix("_ms"))
+        valid = pl.col(column).is_not_null() & (weight > 0)
+        total = weight.filter(valid).sum()
+        mean = (pl.col(column) * weight).filter(valid).sum() / total
+        return pl.when(total > 0).then(mean).alias(column.removesuffix("_ms"))
+
+    def plain(column: str) -> pl.Expr:
+        return pl.col(column).mean() if column in data.columns else pl.lit(None, dtype=pl.Float64).alias(column)
+
     return (
-        queue.group_by("host", "device")
+        data.group_by("host", "device")
         .agg(
-            pl.col("KAVG_ms").mean().alias("KAVG"),
-            pl.col("DAVG_ms").mean().alias("DAVG"),
-            pl.col("GAVG_ms").mean().alias("GAVG"),
+            weighted("KAVG_ms"),
+            weighted("DAVG_ms"),
+            weighted("GAVG_ms"),
+            plain("ACTV"),
+            plain("QUED"),
+            plain("DQLEN"),
+            (pl.col("CMDS_per_s").mean() if "CMDS_per_s" in data.columns else pl.lit(None, dtype=pl.Float64)).alias(
+                "commands"
+            ),
+            pl.len().alias("samples"),
         )
         .sort("host", "device")
     )
