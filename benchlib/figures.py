@@ -20,7 +20,7 @@ import altair as alt
 import polars as pl
 
 from benchlib.stats.fairness import jain_expr
-from benchlib.stats.queueing import sweep_shape
+from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
 
 WIDTH, HEIGHT = 420, 260
 FONT = "DejaVu Sans"
@@ -96,6 +96,8 @@ def iodepth_sweep(
     data = data.with_columns((pl.col(latency_ns) / 1e6).alias("latency_ms"))
     knees = []
     for part in data.partition_by(keys, maintain_order=True) if keys else [data]:
+        if part.height < MIN_SWEEP_POINTS:
+            continue
         shape = sweep_shape(part[depth].cast(pl.Float64).to_list(), part[iops].to_list(), part[latency_ns].to_list())
         if shape.knee_depth is not None:
             knees.append(

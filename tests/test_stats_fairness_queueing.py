@@ -192,22 +192,51 @@ def test_sweep_shape_on_a_saturating_sweep() -> None:
     iops = [5000, 9800, 18500, 30000, 38000, 40000, 40300, 40700]
     latency = [d / i * 1e9 for d, i in zip(depths, iops, strict=True)]  # Little's law with a full queue
     shape = sweep_shape(depths, iops, latency)
-    assert shape.knee_depth in (8, 16) and not shape.drops_after_peak
+    # from 16 no doubling adds 10% (38,000 -> 40,000 is +5%), and 38,000 is 93% of the peak
+    assert shape.knee_depth == 16 and shape.saturated and not shape.drops_after_peak
     assert shape.knee_latency_ns == pytest.approx(shape.knee_depth / shape.knee_iops * 1e9)
+    assert shape.knee_outstanding == pytest.approx(16) and shape.note.startswith("saturated at 16")
+    assert shape.latency_knee_depth == 16  # from 16, latency grows about as fast as depth
+    assert sweep_shape(depths, iops, latency, method="kneedle").knee_depth in (8, 16)  # Kneedle, kept as an option
 
 
-def test_published_iodepth_sweep_peak_then_drop() -> None:
-    """BRIEF study 1: gus_fio_2 peaked at depth 32 and fell; gus_fio_4 kept gaining."""
+def test_linear_then_flat_has_its_knee_at_the_corner() -> None:
+    depths = [1, 2, 4, 8, 16, 32, 64, 128]
+    iops = [1000.0 * min(d, 32) for d in depths]
+    latency = [d / i * 1e9 for d, i in zip(depths, iops, strict=True)]
+    shape = sweep_shape(depths, iops, latency)
+    assert shape.knee_depth == 32 and shape.saturated and shape.latency_knee_depth == 32
+    assert sweep_shape(depths, iops, latency, method="kneedle").knee_depth != 32  # what Kneedle made of it
+
+
+def test_a_sweep_still_rising_has_no_plateau_and_says_so() -> None:
+    depths = [1, 2, 4, 8, 16]
+    iops = [40000 * q / (q + 16) for q in depths]
+    shape = sweep_shape(depths, iops)
+    assert (
+        shape.knee_depth is None
+        and shape.note == "no plateau: IOPS still rose 50% per doubling at the largest depth, 16"
+    )
+    longer = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    # +11% from 64 to 128, +6% and +3% after: the knee is 128 (92% of the peak at 512)
+    assert sweep_shape(longer, [40000 * q / (q + 16) for q in longer]).knee_depth == 128
+    with pytest.raises(ValueError, match="at least 3 depths"):
+        sweep_shape([16, 32], [1.0, 2.0])
+
+
+def test_published_iodepth_sweep_peak_then_drop_and_saturation() -> None:
+    """BRIEF study 1, four depths each: gus_fio_2 peaked at 32 and fell; gus_fio_4 saturated at 32."""
     sweep = _published("iodepth_sweep.csv")
     shapes = {
         vm: sweep_shape(g["iodepth"].to_list(), g["iops"].to_list(), (g["lat_avg_ms"] * 1e6).to_list())
         for (vm,), g in sweep.group_by("vm")
     }
-    assert shapes["gus_fio_2"].peak_depth == 32 and shapes["gus_fio_2"].drops_after_peak
-    assert shapes["gus_fio_2"].drop_fraction == pytest.approx(1 - 19274 / 30885)
-    assert shapes["gus_fio_4"].peak_depth == 128 and not shapes["gus_fio_4"].drops_after_peak
-    assert shapes["gus_fio_4"].knee_depth is None  # 4 points: too few for a knee, and it says so
-    assert "at least 5" in shapes["gus_fio_4"].note
+    two, four = shapes["gus_fio_2"], shapes["gus_fio_4"]
+    assert two.peak_depth == 32 and two.drops_after_peak and two.note.startswith("peak then drop at 32")
+    assert two.drop_fraction == pytest.approx(1 - 19274 / 30885)  # the largest drop after the peak, at 128
+    assert four.knee_depth == 32 and four.saturated and four.note.startswith("saturated at 32")
+    assert not four.drops_after_peak and four.peak_depth == 128
+    assert four.knee_outstanding == pytest.approx(40120 * 0.80e-3)  # 32.1 I/Os outstanding at depth 32
 
 
 def test_where_ios_wait_study_3() -> None:

@@ -50,15 +50,24 @@ def queue_check(frame: pl.DataFrame, *, iops: str = "iops", latency_ns: str = "l
     )
 
 
-#: A sweep needs at least this many points for a knee (METHODS.md D3).
-MIN_SWEEP_POINTS = 5
-#: A drop of more than this fraction after the peak is "peak then drop", not noise.
+#: A sweep needs at least this many points to say anything of its shape.
+MIN_SWEEP_POINTS = 3
+#: Kneedle needs at least this many points (METHODS.md D3); the plateau rule works from 3.
+MIN_KNEEDLE_POINTS = 5
+#: A knee must already have this fraction of the sweep's peak IOPS.
+PLATEAU_FRACTION = 0.90
+#: A drop of more than this fraction below the peak, at any later depth, is "peak then drop", not noise.
 PEAK_DROP_FRACTION = 0.10
+#: Past the knee, a doubling of depth that adds less than this share of IOPS adds nothing worth its latency.
+FLAT_GAIN = 0.10
+#: The latency knee: the first depth whose next step multiplies latency by at least this much per doubling
+#: of depth (a full queue: IOPS flat, so by Little's law latency grows with depth).
+LATENCY_GROWTH = 1.8
 
 
 @dataclass(frozen=True)
 class SweepShape:
-    """What an iodepth (or numjobs) sweep shows: its knee, its peak, and whether it falls after the peak."""
+    """What an iodepth (or numjobs) sweep shows: its knee, its peak, and what happens after them."""
 
     knee_depth: float | None
     knee_iops: float | None
@@ -68,10 +77,19 @@ class SweepShape:
     drops_after_peak: bool
     drop_fraction: float
     note: str
+    #: past the knee IOPS stay flat (under 10% per doubling) while latency keeps rising
+    saturated: bool = False
+    #: the first depth after which latency grows about as fast as depth (None when it never does)
+    latency_knee_depth: float | None = None
+    #: Little's-law outstanding I/Os at the knee (IOPS × latency), beside the configured depth
+    knee_outstanding: float | None = None
+    method: str = "plateau"
 
 
-def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] | None = None) -> SweepShape:
-    """Knee (Kneedle on log2 depth, S = 1), peak and "peak then drop" of one sweep.
+def sweep_shape(
+    depths: list[float], iops: list[float], latency_ns: list[float] | None = None, *, method: str = "plateau"
+) -> SweepShape:
+    """Knee, peak, saturation and "peak then drop" of one sweep, from 3 points up.
 
     Parameters
     ----------
@@ -80,32 +98,56 @@ def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] 
     iops
         The median IOPS at each depth.
     latency_ns
-        Optional mean latency at each depth; reported at the knee.
+        Optional mean latency at each depth: gives the latency knee, saturation and the
+        outstanding I/Os at the knee.
+    method
+        ``"plateau"`` (default): the knee is the first depth after which no doubling of depth
+        adds 10% or more IOPS, and which already has 90% of the sweep's peak; a sweep still
+        gaining at its largest depth has none and says so. ``"kneedle"``: Kneedle on log2 depth
+        (S = 1), which needs 5 points.
 
     Returns
     -------
     SweepShape
-        ``knee_*`` are None when the sweep has fewer than 5 points or no knee;
-        ``drops_after_peak`` when the last point is more than 10% below the peak.
+        ``drops_after_peak`` when any depth after the peak is more than 10% below it
+        (``drop_fraction`` is the largest such drop); ``saturated`` when, past the knee, every
+        doubling adds under 10% IOPS while latency rises; ``note`` says it in words.
 
     """
+    if method not in ("plateau", "kneedle"):
+        raise ValueError(f"method must be 'plateau' or 'kneedle', not {method!r}")
     order = sorted(range(len(depths)), key=lambda i: depths[i])
-    x = [depths[i] for i in order]
-    y = [iops[i] for i in order]
-    lat = [latency_ns[i] for i in order] if latency_ns is not None else None
-    peak = max(range(len(y)), key=lambda i: y[i])
-    drop = 1 - y[-1] / y[peak]
-    drops = peak < len(y) - 1 and drop > PEAK_DROP_FRACTION
-    knee = None
-    if len(x) >= MIN_SWEEP_POINTS:
-        located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
-        knee = None if located.knee is None else round(2**located.knee)
-    note = "no knee" if knee is None else f"knee at {knee}"
+    x = [float(depths[i]) for i in order]
+    y = [float(iops[i]) for i in order]
+    lat = [float(latency_ns[i]) for i in order] if latency_ns is not None else None
     if len(x) < MIN_SWEEP_POINTS:
-        note = f"{len(x)} points: a knee needs at least {MIN_SWEEP_POINTS}"
+        raise ValueError(f"a sweep needs at least {MIN_SWEEP_POINTS} depths to have a shape, not {len(x)}")
+    peak = max(range(len(y)), key=lambda i: y[i])
+    after = y[peak + 1 :]
+    drop = 1 - min(after) / y[peak] if after else 0.0
+    drops = drop > PEAK_DROP_FRACTION
+    knee, why = _knee(x, y, method)
+    at = x.index(knee) if knee is not None else None
+    latency_knee = _latency_knee(x, lat) if lat is not None else None
+    saturated = (
+        at is not None
+        and lat is not None
+        and at < len(x) - 1
+        and not drops
+        and all(_gain_per_doubling(x, y, i) < FLAT_GAIN for i in range(at, len(x) - 1))
+        and lat[-1] > lat[at]
+    )
     if drops:
-        note += f"; peak at {x[peak]:g} then {100 * drop:.0f}% lower at {x[-1]:g}"
-    at = x.index(knee) if knee in x else None
+        worst = peak + 1 + after.index(min(after))
+        note = f"peak then drop at {x[peak]:g}: {100 * drop:.0f}% lower at {x[worst]:g}"
+    elif saturated:
+        note = f"saturated at {knee:g}: beyond it more depth adds latency, not IOPS"
+    elif knee is not None:
+        note = f"knee at {knee:g}"
+    else:
+        note = why
+    if latency_knee is not None:
+        note += f"; latency grows with depth from {latency_knee:g}"
     return SweepShape(
         knee_depth=knee,
         knee_iops=None if at is None else y[at],
@@ -115,7 +157,44 @@ def sweep_shape(depths: list[float], iops: list[float], latency_ns: list[float] 
         drops_after_peak=drops,
         drop_fraction=drop,
         note=note,
+        saturated=saturated,
+        latency_knee_depth=latency_knee,
+        knee_outstanding=None if at is None or lat is None else y[at] * lat[at] / 1e9,
+        method=method,
     )
+
+
+def _knee(x: list[float], y: list[float], method: str) -> tuple[float | None, str]:
+    """Return the knee depth, or None and why there is none."""
+    if method == "kneedle":
+        if len(x) < MIN_KNEEDLE_POINTS:
+            return None, f"{len(x)} points: Kneedle needs at least {MIN_KNEEDLE_POINTS}"
+        located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
+        if located.knee is None:
+            return None, "no knee (Kneedle)"
+        return min(x, key=lambda v: abs(math.log2(v) - located.knee)), ""
+    top = max(y)
+    for i in range(len(x) - 1):
+        later = all(_gain_per_doubling(x, y, j) < FLAT_GAIN for j in range(i, len(x) - 1))
+        if later and y[i] >= PLATEAU_FRACTION * top:
+            return x[i], ""
+    gain = _gain_per_doubling(x, y, len(x) - 2)
+    return None, f"no plateau: IOPS still rose {100 * gain:.0f}% per doubling at the largest depth, {x[-1]:g}"
+
+
+def _gain_per_doubling(x: list[float], y: list[float], i: int) -> float:
+    """IOPS gained from point i to i + 1, per doubling of depth (0 when depth does not grow)."""
+    doublings = math.log2(x[i + 1] / x[i]) if x[i] > 0 and x[i + 1] > x[i] else 0
+    return (y[i + 1] / y[i]) ** (1 / doublings) - 1 if doublings and y[i] > 0 else 0.0
+
+
+def _latency_knee(x: list[float], lat: list[float]) -> float | None:
+    """Return the first depth after which latency grows at least 1.8x per doubling of depth."""
+    for i in range(len(x) - 1):
+        doublings = math.log2(x[i + 1] / x[i]) if x[i] > 0 and x[i + 1] > x[i] else 0
+        if doublings and lat[i] > 0 and (lat[i + 1] / lat[i]) ** (1 / doublings) >= LATENCY_GROWTH:
+            return x[i]
+    return None
 
 
 def where_ios_wait(
