@@ -134,6 +134,35 @@ def test_ll_1() -> None:
     assert checked["queue_state"].to_list() == ["queue-full", "rate-bound"]
 
 
+def test_littles_law_merges_directions_counts_sync_engines_and_flags_the_impossible() -> None:
+    job = {"run_id": "r", "client": None, "job_index": 1, "iodepth": 16, "numjobs": 1, "jobs": 1}
+    mixed = pl.DataFrame(
+        [
+            {**job, "direction": "read", "iops": 7000.0, "lat_mean_ns": 16 / 10000 * 1e9, "ioengine": "libaio"},
+            {**job, "direction": "write", "iops": 3000.0, "lat_mean_ns": 16 / 10000 * 1e9, "ioengine": "libaio"},
+        ]
+    )
+    one = queue_check(mixed)
+    assert one.height == 1 and one["outstanding_ios"][0] == pytest.approx(16)  # 11.2 + 4.8: one queue of 16
+    assert one["queue_state"][0] == "queue-full"  # per direction both looked "rate-bound"
+    sync = pl.DataFrame(
+        {"iops": [8000.0], "lat_mean_ns": [0.5e6], "iodepth": [32], "numjobs": [4], "jobs": [4], "ioengine": ["psync"]}
+    )
+    checked = queue_check(sync)  # psync holds one I/O per job: 4 x 1, not 4 x 32
+    assert checked["configured_depth"][0] == 4 and checked["queue_state"][0] == "queue-full"
+    slip = pl.DataFrame({"iops": [10_000.0], "lat_mean_ns": [3.2e9], "iodepth": [32], "numjobs": [1]})  # ms read as ns
+    assert queue_check(slip)["queue_state"][0] == "impossible"
+
+
+def test_bundled_mixed_sweep_held_its_64_ios() -> None:
+    """8 jobs x iodepth 8 of randrw on four servers: every job held about 64 I/Os, directions together."""
+    from benchlib.views import _study_rows
+
+    checked = queue_check(_study_rows("loopback-fio", {"profile": ["rwmix-sweep"]}))
+    assert set(checked["queue_state"]) == {"queue-full"}
+    assert checked["outstanding_ios"].min() > 60 and checked["outstanding_ios"].max() < 66
+
+
 def test_published_study_littles_law_gives_32_per_vm() -> None:
     """BRIEF study 1: bandwidth x latency gives about 32 outstanding 128 KiB reads for every VM."""
     seq = _published("seqread128k_per_vm.csv").with_columns(

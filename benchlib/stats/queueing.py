@@ -10,6 +10,19 @@ from kneed import KneeLocator
 
 #: Below this fraction of the configured concurrency, a job was not queue-bound.
 RATE_BOUND_FRACTION = 0.8
+#: Above this multiple of the configured concurrency, the numbers cannot all be right.
+IMPOSSIBLE_FRACTION = 1.2
+#: I/O engines that submit one I/O at a time per job, whatever ``iodepth`` says (fio's HOWTO).
+SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "filecreate", "filestat"})
+#: What a queue state means.
+QUEUE_STATES = {
+    "rate-bound": "under 80% of the configured concurrency: the job held fewer I/Os than it could "
+    "(a rate cap, think time, the CPU or submission)",
+    "queue-full": "within 20% of the configured concurrency: fio kept its queue full; whether the device "
+    "saturated needs a sweep (flat IOPS, rising latency), not this check",
+    "impossible": "over 120% of the configured concurrency: an aggregate row, a unit slip (ms for ns) or a "
+    "wrong depth; check the row before using it",
+}
 
 
 def outstanding_ios_expr(iops: str = "iops", latency_ns: str = "lat_mean_ns") -> pl.Expr:
@@ -17,35 +30,72 @@ def outstanding_ios_expr(iops: str = "iops", latency_ns: str = "lat_mean_ns") ->
     return (pl.col(iops) * pl.col(latency_ns) / 1e9).alias("outstanding_ios")
 
 
-def queue_check(frame: pl.DataFrame, *, iops: str = "iops", latency_ns: str = "lat_mean_ns") -> pl.DataFrame:
-    """Add Little's-law outstanding I/Os and compare them with ``iodepth × numjobs``.
+def configured_depth_expr(*, engine: bool = True) -> pl.Expr:
+    """Return the concurrency a row's jobs were set to: per job ``iodepth`` (1 for a sync engine), times jobs.
+
+    A row stands for ``jobs`` jobs (``numjobs`` for a group_reporting row, 1 for a per-job row);
+    a table that says neither counts ``numjobs``. ``engine``: the frame has an ``ioengine`` column.
+    """
+    depth = (
+        pl.when(pl.col("ioengine").is_in(list(SYNC_ENGINES))).then(pl.lit(1)).otherwise(pl.col("iodepth"))
+        if engine
+        else pl.col("iodepth")
+    )
+    return (
+        (depth * pl.coalesce(pl.col("jobs"), pl.col("numjobs"), pl.lit(1))).cast(pl.Float64).alias("configured_depth")
+    )
+
+
+def queue_check(
+    frame: pl.DataFrame, *, iops: str = "iops", latency_ns: str = "lat_mean_ns", job: list[str] | None = None
+) -> pl.DataFrame:
+    """Little's-law outstanding I/Os per job against the concurrency it was set to (METHODS.md D1).
 
     Parameters
     ----------
     frame
-        Rows with IOPS, mean latency (ns), and ``iodepth`` and ``numjobs``
-        (either may be null when the source does not say).
+        Rows with IOPS, mean latency (ns), ``iodepth``, and where known ``numjobs``, ``jobs`` and
+        ``ioengine``.
     iops, latency_ns
         Column names of the rate and the mean latency.
+    job
+        The columns naming one job (e.g. ``run_id``, ``client``, ``job_index``): its directions are
+        merged first (a 70/30 job holds its reads and writes in one queue). Default: those columns
+        when the frame has them and a ``direction`` column, else every row on its own.
 
     Returns
     -------
     polars.DataFrame
-        ``frame`` plus ``outstanding_ios``, ``configured_depth`` and
-        ``queue_state``: ``"rate-bound"`` (under 80% of the configured depth:
-        submission-, CPU- or throttle-bound), ``"queue-full"`` (at or above it:
-        the device queue sets latency), or null when the depth is unknown.
+        One row per job (or per row): ``outstanding_ios`` (summed over directions),
+        ``configured_depth`` (:func:`configured_depth_expr`) and ``queue_state``: ``"rate-bound"``,
+        ``"queue-full"`` or ``"impossible"`` (see :data:`QUEUE_STATES`), or null when the depth is unknown.
 
     """
-    configured = (pl.col("iodepth") * pl.col("numjobs")).cast(pl.Float64).alias("configured_depth")
-    out = frame.with_columns(outstanding_ios_expr(iops, latency_ns), configured)
+    identity = ["run_id", "client", "job_index"]
+    if job is None and "direction" in frame.columns and all(c in frame.columns for c in identity):
+        job = identity
+    for column in ("jobs", "numjobs"):
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.Int32).alias(column))
+    data = frame.with_columns(
+        outstanding_ios_expr(iops, latency_ns), configured_depth_expr(engine="ioengine" in frame.columns)
+    )
+    if job:
+        keep = [c for c in data.columns if c not in (*job, "outstanding_ios", "direction", iops, latency_ns)]
+        data = data.group_by(job, maintain_order=True).agg(
+            pl.col("outstanding_ios").sum(),
+            pl.col(iops).sum(),
+            *(pl.col(c).first() for c in keep),
+        )
     ratio = pl.col("outstanding_ios") / pl.col("configured_depth")
-    return out.with_columns(
-        pl.when(pl.col("configured_depth").is_null())
+    return data.with_columns(
+        pl.when(pl.col("configured_depth").is_null() | pl.col("outstanding_ios").is_null())
         .then(None)
         .when(ratio < RATE_BOUND_FRACTION)
         .then(pl.lit("rate-bound"))
-        .otherwise(pl.lit("queue-full"))
+        .when(ratio <= IMPOSSIBLE_FRACTION)
+        .then(pl.lit("queue-full"))
+        .otherwise(pl.lit("impossible"))
         .alias("queue_state")
     )
 
