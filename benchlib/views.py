@@ -16,9 +16,10 @@ import polars as pl
 from benchlib.paths import RAW
 from benchlib.schema import Tables
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
-from benchlib.stats.aggregate import median_of_run_totals
+from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import device_latency_split
+from benchlib.stats.steady import run_steadiness
 from benchlib.store import open_study
 
 
@@ -267,6 +268,97 @@ def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: d
     totals = totals.filter(pl.col("hosts") == pl.col("hosts").max().over(*factors, "repetition")).drop("hosts")
     run = pl.concat_str([pl.col(c).cast(pl.String) for c in [*factors, "repetition"]], separator="/")
     return totals.with_columns(run.alias("run")).sort(keys)
+
+
+#: The tail percentiles a report shows.
+TAIL_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: str | None) -> pl.DataFrame:
+    """json+ latency bins (whole-run histograms) with each run's label, ``by`` and the member."""
+    opened = open_study(study)
+    runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
+    run = (
+        pl.when(pl.col("repetition").is_not_null())
+        .then(pl.format("run {}", pl.col("repetition")))
+        .otherwise(pl.format("{} #{}", pl.col("source"), pl.col("document_index")))
+    )
+    runs = runs.select("run_id", run.alias("run"), pl.col("host").alias("vm"), *by).collect()
+    bins = (
+        opened.scan("latency_bins")
+        .filter(
+            pl.col("run_id").is_in(runs["run_id"].implode()),
+            pl.col("latency_kind") == kind,
+            pl.col("time_ns").is_null(),
+        )
+        .select("run_id", "bin_index", "bin_value_ns", "count")
+        .collect()
+    )
+    keep = ["run_id", "run", *by, *([member] if member else [])]
+    return bins.join(runs.select(*dict.fromkeys(keep)), on="run_id")
+
+
+def tail_latency(
+    study: str,
+    *,
+    by: list[str],
+    only: dict | None = None,
+    member: str | None = None,
+    kind: str = "clat",
+    percentiles: tuple[float, ...] = TAIL_PERCENTILES,
+) -> pl.DataFrame:
+    """Latency percentiles per run (or per run and member) from fio's json+ bins, pooled as fio pools them.
+
+    One row per group of ``by``, run (and ``member``, e.g. ``"vm"``): ``p50_ms``, ``p90_ms``,
+    ``p99_ms``, ``p99.9_ms`` and ``ios`` (the I/Os the histogram holds). ``kind``: ``"clat"``
+    (completion) or ``"lat"`` (total). Empty when the study has no json+ bins.
+    """
+    keys = [*by, "run", *([member] if member else [])]
+    bins = _run_bins(study, by, only, kind, member)
+    if bins.is_empty():
+        return pl.DataFrame()
+    long = pooled_percentiles(bins, list(percentiles), by=keys)
+    wide = long.with_columns(
+        (pl.col("value_ns") / 1e6).alias("ms"),
+        pl.format("p{}_ms", pl.col("percentile").cast(pl.String).str.strip_suffix(".0")).alias("name"),
+    )
+    table = wide.pivot(on="name", index=[*keys, "count"], values="ms").rename({"count": "ios"})
+    return table.sort(keys)
+
+
+def latency_exceedance(
+    study: str, *, by: list[str], only: dict | None = None, member: str | None = None, kind: str = "clat"
+) -> pl.DataFrame:
+    """Exceedance curves (share of I/Os slower than each latency) per group of ``by`` (and member), all runs pooled."""
+    keys = [*by, *([member] if member else [])]
+    bins = _run_bins(study, by, only, kind, member)
+    if bins.is_empty():
+        return pl.DataFrame()
+    return exceedance(bins, by=keys).with_columns((pl.col("value_ns") / 1e6).alias("latency_ms"))
+
+
+def run_steadiness_table(
+    study: str, factors: list[str], *, metric: str = "iops", only: dict | None = None
+) -> pl.DataFrame:
+    """Steady state of every run with per-second data: "steady", "not steady" or "too short to assess".
+
+    The per-second run totals (:func:`run_seconds`) of each run, judged with the SNIA PTS window
+    (:func:`benchlib.stats.steady.run_steadiness`). Columns: ``factors``, ``repetition``,
+    ``intervals``, ``state``, ``note``.
+    """
+    seconds = run_seconds(study, factors, metric=metric, only=only)
+    rows = []
+    for key, group in seconds.sort("second").group_by([*factors, "repetition"], maintain_order=True):
+        judged = run_steadiness(group[metric].to_list())
+        rows.append(
+            {
+                **dict(zip([*factors, "repetition"], key, strict=True)),
+                "intervals": judged.rounds,
+                "state": judged.state,
+                "note": judged.note,
+            }
+        )
+    return pl.DataFrame(rows).sort([*factors, "repetition"]) if rows else pl.DataFrame()
 
 
 def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:

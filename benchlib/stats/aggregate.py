@@ -136,6 +136,25 @@ def pooled_percentiles(bins: pl.DataFrame, percentiles: list[float], by: list[st
     )
 
 
+def exceedance(bins: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
+    """Return the share of I/Os slower than each latency, per ``by`` group (an exceedance curve).
+
+    Bins are pooled per group as in :func:`pooled_percentiles`. Returns ``by``, ``value_ns`` (a
+    bucket's latency) and ``slower`` (the fraction of the group's I/Os in later buckets), one row
+    per non-empty bucket, sorted.
+    """
+    by = by or []
+    summed = bins.group_by([*by, "bin_index"]).agg(pl.col("bin_value_ns").first(), pl.col("count").sum())
+    ordered = summed.filter(pl.col("count") > 0).sort([*by, "bin_index"])
+    group = by or pl.lit(0)
+    total = pl.col("count").sum().over(group)
+    return ordered.select(
+        *by,
+        pl.col("bin_value_ns").alias("value_ns"),
+        ((total - pl.col("count").cum_sum().over(group)) / total).alias("slower"),
+    )
+
+
 def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """IOPS and bandwidth over several runs as total I/Os (bytes) over total time, per group.
 

@@ -10,6 +10,8 @@ from scipy import stats
 #: SNIA PTS: range within 20% of the window mean, fitted-line excursion within 10%.
 PTS_RANGE = 0.20
 PTS_EXCURSION = 0.10
+#: The PTS measurement window: five rounds. A shorter series cannot be judged.
+PTS_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -30,17 +32,21 @@ def pts_window(values: np.ndarray | list[float]) -> WindowTest:
     excursion over the window, |slope|·(W − 1), ≤ 10% of the mean.
     """
     y = np.asarray(values, dtype=float)
+    if len(y) < PTS_ROUNDS:
+        raise ValueError(f"the PTS window is {PTS_ROUNDS} rounds; {len(y)} cannot show a steady state")
     x = np.arange(len(y), dtype=float)
     mean = float(y.mean())
-    slope = float(np.polyfit(x, y, 1)[0]) if len(y) > 1 else 0.0
+    slope = float(np.polyfit(x, y, 1)[0])
     range_fraction = float((y.max() - y.min()) / mean)
     excursion = abs(slope) * (len(y) - 1) / mean
     steady = range_fraction <= PTS_RANGE + 1e-12 and excursion <= PTS_EXCURSION + 1e-12
     return WindowTest(mean, range_fraction, slope, excursion, steady)
 
 
-def steady_windows(values: np.ndarray | list[float], window: int = 5) -> int | None:
+def steady_windows(values: np.ndarray | list[float], window: int = PTS_ROUNDS) -> int | None:
     """Index of the first round that ends a steady PTS window, or None ("steady state was not reached")."""
+    if window < PTS_ROUNDS:
+        raise ValueError(f"the PTS window is at least {PTS_ROUNDS} rounds, not {window}")
     y = np.asarray(values, dtype=float)
     for end in range(window, len(y) + 1):
         if pts_window(y[end - window : end]).steady:
@@ -76,9 +82,45 @@ def lag1_autocorrelation(values: np.ndarray | list[float]) -> tuple[float, float
 
 
 def effective_sample_size(values: np.ndarray | list[float]) -> float:
-    """n·(1 − ρ)/(1 + ρ) with ρ the lag-1 autocorrelation (AR(1) approximation)."""
+    """n·(1 − ρ)/(1 + ρ) with ρ the lag-1 autocorrelation (AR(1) approximation), never more than n.
+
+    A negative ρ would promise more information than n samples hold; it counts as 0.
+    """
     rho, _ = lag1_autocorrelation(values)
+    rho = max(rho, 0.0)
     return len(values) * (1 - rho) / (1 + rho)
+
+
+@dataclass(frozen=True)
+class RunSteadiness:
+    """Whether one run's per-interval series reached a steady state (SNIA PTS window on its rounds)."""
+
+    state: str  # "steady", "not steady" or "too short to assess"
+    rounds: int
+    steady_from: int | None  # the round that ends the first steady window
+    note: str
+
+
+def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS) -> RunSteadiness:
+    """Judge one run's series (per-interval IOPS or bandwidth, in time order) with the PTS window.
+
+    Each interval is a round. Fewer than ``window`` rounds: "too short to assess" (never "steady").
+    """
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    if len(y) < window:
+        return RunSteadiness("too short to assess", len(y), None, f"{len(y)} intervals; the PTS window needs {window}")
+    end = steady_windows(y, window)
+    if end is None:
+        last = pts_window(y[-window:])
+        return RunSteadiness(
+            "not steady",
+            len(y),
+            None,
+            f"no {window}-round window within 20% range and 10% excursion (last: range "
+            f"{100 * last.range_fraction:.0f}%, excursion {100 * last.excursion_fraction:.0f}%)",
+        )
+    return RunSteadiness("steady", len(y), end, f"steady from round {end - window + 2} to {end + 1} of {len(y)}")
 
 
 def batch_means_ci(

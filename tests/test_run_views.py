@@ -1,0 +1,51 @@
+"""Tails, exceedance and steady state per run, on the bundled loopback study and on series with a known answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from benchlib.stats.steady import effective_sample_size, pts_window, run_steadiness
+from benchlib.views import _study_rows, latency_exceedance, run_steadiness_table, tail_latency
+
+BY = ["profile", "block_size", "ioengine", "rate_cap"]
+CELL = {"profile": ["randread"], "block_size": ["4k"], "ioengine": ["libaio"], "rate_cap": ["off"]}
+
+
+def test_a_vms_tail_is_fios_own_percentile_of_that_job() -> None:
+    """One job per host per run: pooling its bins must give back the p99 and p99.9 fio printed."""
+    tails = tail_latency("loopback-fio", by=BY, only=CELL, member="vm")
+    assert tails.height == 12  # 3 runs x 4 servers
+    rows = _study_rows("loopback-fio", CELL).filter(pl.col("direction") == "read")
+    for row in rows.iter_rows(named=True):
+        fio = {p["percentile"]: p["value_ns"] / 1e6 for p in row["clat_percentiles"]}
+        ours = tails.filter(pl.col("vm") == row["vm"], pl.col("run") == f"run {row['repetition']}").row(0, named=True)
+        assert ours["p99_ms"] == pytest.approx(fio[99.0]) and ours["p99.9_ms"] == pytest.approx(fio[99.9])
+        assert ours["p50_ms"] == pytest.approx(fio[50.0]) and ours["ios"] == pytest.approx(row["io_count"], rel=1e-3)
+
+
+def test_run_tails_pool_every_vm_and_the_curve_falls_to_zero() -> None:
+    runs = tail_latency("loopback-fio", by=BY, only=CELL)
+    assert runs.height == 3 and (runs["p99_ms"] > 5 * runs["p50_ms"]).all()  # the tail a mean would hide
+    curve = latency_exceedance("loopback-fio", by=BY, only=CELL)
+    slower = curve["slower"].to_list()
+    assert slower == sorted(slower, reverse=True) and slower[-1] == 0 and 0.98 < slower[0] <= 1
+    assert tail_latency("pvscsi-vs-lsi", by=["controller"]).is_empty()  # published tables: means only
+
+
+def test_steady_state_says_too_short_steady_or_not() -> None:
+    short = run_steadiness_table("loopback-fio", BY, only=CELL)
+    assert set(short["state"]) == {"too short to assess"} and short.height == 3
+    rng = np.random.default_rng(4)
+    flat = run_steadiness(list(1000 + rng.normal(0, 20, 30)))
+    assert flat.state == "steady" and flat.steady_from == 4
+    rising = run_steadiness(list(np.linspace(100, 1500, 10)))  # +156 per round: never a flat window
+    assert rising.state == "not steady" and "excursion" in rising.note
+    with pytest.raises(ValueError, match="5 rounds"):
+        pts_window([1000.0, 1010.0])
+
+
+def test_effective_sample_size_never_exceeds_n() -> None:
+    alternating = [100.0, 110.0] * 20  # lag-1 autocorrelation -1
+    assert effective_sample_size(alternating) == 40
