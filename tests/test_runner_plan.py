@@ -160,3 +160,28 @@ def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], m
 def test_missing_plan_file(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="no such plan file"):
         load_plan(tmp_path / "nope.toml")
+
+
+def test_the_writeup_profiles_hold_what_the_writeups_tables_imply() -> None:
+    """Little's law on the post's per-VM table for gus_fio_1 (LSI, SIOC off) gives each test's concurrency."""
+    import polars as pl
+
+    from benchlib.runner.plan import WRITEUP_PROFILES
+    from tests.conftest import ROOT
+
+    table = ROOT.parent / "shared" / "domain" / "published" / "controller_gus_fio_1.csv"
+    if not table.exists():
+        pytest.skip("no published tables beside the project")
+    rows = pl.read_csv(table).filter(pl.col("controller") == "LSI", pl.col("sioc") == "off")
+    tests = {
+        "4k_randread": "writeup-randread-4k",
+        "4k_randwrite": "writeup-randwrite-4k",
+        "64k_randwrite_8jobs": "writeup-randwrite-64k-8jobs",
+        "seqwrite": "writeup-seqwrite-32k",
+    }
+    for row in rows.filter(pl.col("test").is_in(list(tests))).iter_rows(named=True):
+        options = WRITEUP_PROFILES[tests[row["test"]]]["options"]
+        outstanding = row["iops"] * row["lat_avg_ms"] / 1000
+        assert outstanding == pytest.approx(options["iodepth"] * options["numjobs"], rel=0.02), row["test"]
+        block_kib = row["bw_mib_s"] * 1024 / row["iops"]
+        assert block_kib == pytest.approx(int(options["bs"].removesuffix("k")), rel=0.02), row["test"]
