@@ -58,7 +58,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     ).read_text()  # never overwritten
 
     fairness = json.loads((result.folder / "summary" / "fairness" / "figure-1.json").read_text())
-    jain = {row["configuration"]: round(row["jain"], 4) for row in fairness["layer"][0]["data"]["values"]}
+    jain = {row["configuration"]: round(row["jain_median"], 4) for row in fairness["layer"][0]["data"]["values"]}
     assert jain == {"LSI / off": 0.6245, "LSI / on": 0.9793, "PVSCSI / off": 0.8203, "PVSCSI / on": 0.9139}  # BRIEF.md
     comparison = json.loads((result.folder / "summary" / "comparison" / "figure-1.json").read_text())
     # the five VMs of each configuration are one run: one run each side, nothing to test

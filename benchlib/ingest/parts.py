@@ -59,12 +59,9 @@ def write_part(
     runs = runs.with_columns(
         pl.lit(study.name).alias("study"),
         pl.coalesce("host", "run_host").alias("host"),
-        # benchlib run's own clock: the whole fio invocation (ramp and start included), which client/server
-        # output does not state
-        pl.when(pl.col("format").str.starts_with("fio-json"))
-        .then(pl.coalesce("run_span_ns", "duration_ns"))
-        .otherwise(pl.col("duration_ns"))
-        .alias("duration_ns"),
+        # a run that benchlib run recorded lasted from its start to its end by benchlib's clock (the
+        # whole invocation, ramp and start included; client/server output states no span of its own)
+        pl.coalesce("run_span_ns", "duration_ns").alias("duration_ns"),
     )
     if runs["labels"].list.len().sum():  # a row's own label (published tables) wins over its file's mapping
         runs = runs.with_columns(pl.coalesce(label_expr(f), pl.col(f)).alias(f) for f in study.factors)
