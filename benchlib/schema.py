@@ -79,6 +79,7 @@ RESULTS = pl.Schema(
         "ramp_time_ns": pl.Int64,
         "time_based": pl.Boolean,
         "rate_limited": pl.Boolean,
+        "ss_attained": pl.Boolean,
         "io_count": pl.Int64,
         "io_bytes": pl.Int64,
         "runtime_ns": pl.Int64,

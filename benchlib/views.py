@@ -344,7 +344,8 @@ def run_steadiness_table(
 
     The per-second run totals (:func:`run_seconds`) of each run, judged with the SNIA PTS window
     (:func:`benchlib.stats.steady.run_steadiness`). Columns: ``factors``, ``repetition``,
-    ``intervals``, ``state``, ``note``.
+    ``intervals``, ``state``, ``note`` and ``fio_ss_attained`` (fio's own ``ss=`` check, where a
+    job used it; null otherwise).
     """
     seconds = run_seconds(study, factors, metric=metric, only=only)
     rows = []
@@ -358,7 +359,21 @@ def run_steadiness_table(
                 "note": judged.note,
             }
         )
-    return pl.DataFrame(rows).sort([*factors, "repetition"]) if rows else pl.DataFrame()
+    if not rows:
+        return pl.DataFrame()
+    table = pl.DataFrame(rows)
+    fio = (
+        _study_rows(study, only)
+        .group_by([*factors, "repetition"])
+        .agg(
+            pl.when(pl.col("ss_attained").is_not_null().any())
+            .then(pl.col("ss_attained").drop_nulls().all())
+            .alias("fio_ss_attained")
+        )
+    )
+    keys = [*factors, "repetition"]
+    table = table.with_columns(pl.col("repetition").cast(fio["repetition"].dtype))
+    return table.join(fio, on=keys, how="left", nulls_equal=True).sort(keys)
 
 
 def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:

@@ -50,3 +50,34 @@ def test_two_stonewalled_groups_are_two_phases_not_one_sum(fio_binary: str, tmp_
     # the run lasted both phases (about 4 s and fio's start-up), not the longest job's 2 s
     duration = tables.runs["duration_ns"][0] / 1e9
     assert 3.9 < duration < 8
+
+
+SS_JOB = """
+[global]
+filename={target}
+size=16m
+rw=randread
+bs=4k
+ioengine=psync
+direct=0
+time_based=1
+runtime=3
+rate_iops=500
+
+[steady]
+ss=iops:20%
+ss_dur=2
+
+[plain]
+stonewall
+"""
+
+
+def test_fios_own_steady_state_check_is_kept(fio_binary: str, tmp_path: Path) -> None:
+    job = tmp_path / "ss.fio"
+    job.write_text(SS_JOB.format(target=tmp_path / "target.dat"), encoding="utf-8")
+    out = tmp_path / "ss.json"
+    subprocess.run([fio_binary, "--output-format=json+", f"--output={out}", str(job)], check=True, capture_output=True)
+    results = read(out, "fio-json").results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read")
+    attained = dict(zip(results["job_name"], results["ss_attained"], strict=True))
+    assert attained == {"steady": True, "plain": None}  # a rate-capped job is steady within 2 s; the other never asked

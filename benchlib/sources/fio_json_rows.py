@@ -313,6 +313,7 @@ def _document_rows(
             "is_aggregate": is_aggregate,
             "error": entry.get("error"),
             **params,
+            "ss_attained": _ss_attained(entry),
             "usr_cpu_pct": entry.get("usr_cpu"),
             "sys_cpu_pct": entry.get("sys_cpu"),
             "context_switches": entry.get("ctx"),
@@ -365,6 +366,14 @@ def _start_time(doc: dict) -> datetime | None:
         return None
     elapsed = max((int(j.get("elapsed", 0)) for j in jobs if isinstance(j, dict)), default=0)
     return datetime.fromtimestamp(stamp / 1000 - elapsed, tz=UTC)
+
+
+def _ss_attained(entry: dict) -> bool | None:
+    """Whether fio's own steady-state check (``ss=``) was met for a job; None when the job did not use it."""
+    state = entry.get("steadystate")
+    if not isinstance(state, dict) or "attained" not in state:
+        return None
+    return bool(state["attained"])
 
 
 def _span_ns(doc: dict, client: str | None, server_mode: bool) -> int | None:

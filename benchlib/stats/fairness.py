@@ -142,7 +142,8 @@ def fairness_over_runs(
     polars.DataFrame
         Per group: ``runs``, ``members`` (most in one run), ``jain_median``, ``jain_worst`` and
         ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null when a member got
-        nothing: ``starved_runs`` counts those), ``winners`` (how many different members were highest
+        nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
+        members, median over runs), ``winners`` (how many different members were highest
         across the runs; more than one is a rotating winner) and ``capped_runs``, sorted by the groups.
 
     """
@@ -163,6 +164,7 @@ def fairness_over_runs(
         (pl.col("jain") < threshold).sum().alias("runs_below"),
         pl.col("max_min_ratio").median().alias("max_min_median"),
         pl.col("max_min_ratio").max().alias("max_min_worst"),
+        pl.col("cv").median().alias("cv_median"),
         (pl.col("starved") > 0).sum().alias("starved_runs"),
         pl.col("highest").n_unique().alias("winners"),
         pl.col("_capped").sum().alias("capped_runs"),
