@@ -84,13 +84,103 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
 
 
 def overview(study: str) -> pl.DataFrame:
-    """Run per tool and format, with the factors each covers."""
-    runs = study_tables(study).runs
+    """Return what the study holds, per tool and format: files, runs (the experimental units) and hosts.
+
+    A run is one file's document (one fio invocation across its hosts, one configuration of a
+    published table); tool aggregates ("All clients") are not runs and hosts are counted without
+    them. Per-second logs belong to the runs of their json output and are counted as files only.
+    """
+    runs = study_tables(study).runs.filter(~pl.col("is_aggregate"))
+    logs = pl.col("format") == "fio-log"
     return (
         runs.group_by("tool", "format")
-        .agg(pl.len().alias("runs"), pl.col("host").n_unique().alias("hosts"))
+        .agg(
+            pl.col("sha256").n_unique().alias("files"),
+            pl.when(~logs.first()).then(pl.struct("sha256", "document_index").n_unique()).alias("runs"),
+            pl.col("host").drop_nulls().n_unique().alias("hosts"),
+        )
         .sort("tool", "format")
     )
+
+
+def design_statement(study: str) -> str:
+    """Say in words what the study's design is and what it can support (Markdown).
+
+    Factors and levels, configurations, runs per configuration, hosts per run, run length, tool
+    versions; then what can be inferred at that n (METHODS.md G3b): one run per configuration is
+    descriptive only; otherwise the smallest exact p two configurations can give.
+    """
+    from benchlib.stats.compare import min_p, runs_to_test
+
+    opened = open_study(study)
+    factors = opened.study.factors
+    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    if runs.is_empty():
+        return "The study holds no runs."
+    present = [f for f in factors if f in runs.columns]
+    # what a configuration is: the declared factors and the job's own parameters (a sweep's depths
+    # are configurations of their own even where the study does not declare them as a factor)
+    params = ["rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs"]
+    jobs = (
+        opened.tables(only=("results",))
+        .results.filter(~pl.col("is_aggregate"))
+        .group_by("run_id")
+        .agg(*(pl.col(c).drop_nulls().first() for c in params))
+    )
+    runs = runs.join(jobs, on="run_id", how="left")
+    units = runs.group_by(["sha256", "document_index"]).agg(
+        *(pl.col(c).drop_nulls().first() for c in [*present, *params]),
+        pl.col("host").drop_nulls().n_unique().alias("hosts"),
+        pl.col("duration_ns").max(),
+    )
+    keys = [*present, *params]
+    per_config = units.group_by(keys).agg(pl.len().alias("runs"))
+    low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
+    each = f"{low}" if low == high else f"{low} to {high}"
+    levels = "; ".join(f"{f} ({', '.join(map(str, v))})" for f, v in factors.items()) or "none declared"
+    hosts = units["hosts"].filter(units["hosts"] > 0)
+    host_text = (
+        "hosts per run: none named"
+        if hosts.is_empty()
+        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} hosts (VMs) per run"
+    )
+    seconds = units["duration_ns"].drop_nulls()
+    length = "run length not stated" if seconds.is_empty() else f"runs lasted {seconds.median() / 1e9:,.1f} s (median)"
+    named = {
+        v if str(v).startswith(str(t)) else f"{t} {v}"
+        for t, v in runs.select("tool", "tool_version").unique().iter_rows()
+        if v
+    }
+    versions = ", ".join(sorted(named)) or "tool versions not stated"
+    lines = [
+        f"**Design.** Factors: {levels}. {per_config.height} configurations with runs, {units.height} runs: "
+        f"{each} per configuration; {host_text}; {length}; {versions}.",
+    ]
+    if high == 1:
+        lines.append(
+            "**What it can support.** One run per configuration: every comparison between settings is descriptive "
+            "only (the VMs of a run share the storage and are not replicates); no test or interval can say whether "
+            "a setting had an effect."
+        )
+    elif low == 1:
+        once = int((per_config["runs"] == 1).sum())
+        lines.append(
+            f"**What it can support.** {once} of {per_config.height} configurations were run once: comparisons "
+            "that involve them are descriptive only; the others are judged at their own n on the comparison page."
+        )
+    else:
+        smallest = min_p(low, low)
+        verdict = (
+            f", above α = 0.05: no comparison can be significant; {runs_to_test(1)} runs per side would make one "
+            "testable."
+            if smallest > 0.05
+            else "; a correction over many comparisons raises it (each comparison page says by how much)."
+        )
+        lines.append(
+            f"**What it can support.** With {low} runs per configuration the smallest exact two-sided p of a "
+            f"comparison is {smallest:.3g}{verdict}"
+        )
+    return "\n\n".join(lines)
 
 
 def claim_table(study: str) -> pl.DataFrame:

@@ -49,3 +49,16 @@ def test_steady_state_says_too_short_steady_or_not() -> None:
 def test_effective_sample_size_never_exceeds_n() -> None:
     alternating = [100.0, 110.0] * 20  # lag-1 autocorrelation -1
     assert effective_sample_size(alternating) == 40
+
+
+def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -> None:
+    from benchlib.views import design_statement, overview
+
+    table = {r["format"]: r for r in overview("loopback-fio").iter_rows(named=True)}
+    assert table["fio-json+"]["runs"] == 87 and table["fio-json+"]["hosts"] == 4  # not 435 runs on 5 hosts
+    assert table["fio-log"]["runs"] is None  # logs are files of the runs above
+    text = design_statement("loopback-fio")
+    assert "87 runs: 3 per configuration; 4 hosts (VMs) per run" in text and "fio-3." in text
+    assert "smallest exact two-sided p of a comparison is 0.1" in text
+    published = design_statement("pvscsi-vs-lsi")
+    assert "1 per configuration" in published and "descriptive only" in published
