@@ -338,8 +338,91 @@ def build_report(
             finished += 1
             if progress:
                 progress(finished, len(executions), execution.slug)
-    write_html(pipeline, folder, executions, [_slug(m) for m in missing])
+    write_html(pipeline, folder, executions, [_slug(m) for m in missing], front=front_matter(study))
     return ReportResult(folder, executions, missing)
+
+
+#: What the index's provenance lists of the environment.
+PINNED = ("polars", "altair", "scipy", "numpy", "papermill", "vl-convert-python", "nbval")
+
+
+def front_matter(study: ProcessedStudy) -> dict[str, str]:
+    """Return what the index says before its pages: the design, the study README's caveats, and provenance.
+
+    ``design``: :func:`benchlib.views.design_statement`. ``caveats``: the sections of the study's
+    README whose heading says what the data is not (or its limits, caveats), as written.
+    ``provenance``: benchlib's version and commit, a digest of the raw files, package versions and the
+    build time, as Markdown list lines.
+    """
+    from datetime import UTC, datetime
+
+    from benchlib import __version__
+    from benchlib.views import design_statement
+
+    readme = study.study.folder / "README.md"
+    caveats = _caveats(readme.read_text(encoding="utf-8", errors="replace")) if readme.is_file() else ""
+    raw = study.processed / "raw-files.json"
+    digest = hashlib.sha256(raw.read_bytes()).hexdigest()[:16] if raw.is_file() else "unknown"
+    versions = []
+    for name in PINNED:
+        try:
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    provenance = [
+        f"- benchlib {__version__}, commit {_commit()}",
+        f"- raw data: digest {digest} of the size and SHA-256 of every file ingest read (raw-files.json)",
+        f"- Python {sys.version.split()[0]}; {', '.join(versions)}",
+        f"- built {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+    ]
+    return {
+        "design": design_statement(str(study.study.folder)),
+        "caveats": caveats,
+        "provenance": "\n".join(provenance),
+    }
+
+
+def _caveats(readme: str) -> str:
+    """Return the README sections whose heading says what the data is not, or its limits or caveats."""
+    sections, keep = [], False
+    for line in readme.splitlines():
+        heading = re.match(r"#{1,6}\s+(.*)", line)
+        if heading:
+            keep = bool(re.search(r"\bnot\b|caveat|limit", heading[1], re.IGNORECASE))
+            continue
+        if keep:
+            sections.append(line)
+    return "\n".join(sections).strip()
+
+
+def _commit() -> str:
+    """Return the project's git commit (with "+ local changes" when the tree differs), or why it is unknown."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(PROJECT_ROOT),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "benchlib",
+                "notebooks",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" + local changes" if dirty else "")
 
 
 def _current_study(name: str, processed_root: Path) -> ProcessedStudy:

@@ -93,25 +93,69 @@ def _outputs_html(notebook: Path, out: Path) -> str:
     return "\n".join(parts)
 
 
-def write_html(pipeline: Pipeline, folder: Path, executions: list[Execution], missing: list[str]) -> None:
+def _headline(execution: Execution) -> str:
+    """Return the first Markdown a summary notebook printed (its computed summary), or nothing."""
+    notebook = execution.output_dir / execution.notebook.name
+    if not notebook.is_file():
+        return ""
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/markdown")
+            if text:
+                return "".join(text)
+    return ""
+
+
+def write_html(
+    pipeline: Pipeline,
+    folder: Path,
+    executions: list[Execution],
+    missing: list[str],
+    front: dict[str, str] | None = None,
+) -> None:
     """Write the report's HTML pages.
 
     Write ``index.html`` and one page per execution into ``folder``; ``missing``: the slugs of declared
-    cells without data. Every string from data, study.toml or the pipeline is escaped.
+    cells without data; ``front``: the index's design, caveats and provenance
+    (:func:`benchlib.pipeline.front_matter`). Every string from data, study.toml, a README or the
+    pipeline is escaped.
     """
-    links = []
+    front = front or {}
+    links, cells, findings = [], [], []
     for execution in executions:
         page = f"{execution.slug}.html"
-        body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(execution.slug)}</h1>"
+        title = _title(execution)
+        body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>"
         body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir)
-        (folder / page).write_text(_page(execution.slug, body), encoding="utf-8")
-        links.append(
-            f"<li><a href='{html.escape(page)}'>{html.escape(execution.slug)}</a> ({execution.figures} figures)</li>"
-        )
+        (folder / page).write_text(_page(title, body), encoding="utf-8")
+        count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
+        link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
+        (cells if execution.levels else links).append(link)
+        if not execution.levels:
+            headline = _headline(execution)
+            if headline and headline.strip() != front.get("design", "").strip():
+                findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(m)}</li>" for m in missing) or "<li>none</li>"
-    index = (
-        f"<h1>{html.escape(pipeline.title)}</h1><p>study {html.escape(pipeline.study)}; matrix "
-        f"{html.escape(' x '.join(pipeline.axes))}</p><h2>Pages</h2><ul>{''.join(links)}</ul>"
-        f"<h2>Declared cells without data</h2><ul>{gaps}</ul>"
-    )
-    (folder / "index.html").write_text(_page(pipeline.title, index), encoding="utf-8")
+    parts = [
+        f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
+        f"{html.escape(' x '.join(pipeline.axes))}.</p>"
+    ]
+    if front.get("design"):
+        parts.append("<h2>The design</h2>" + _markdown(front["design"]))
+    if findings:
+        parts.append("<h2>What the pages find</h2>" + "".join(findings))
+    if front.get("caveats"):
+        parts.append("<h2>What this data is not</h2>" + _markdown(front["caveats"]))
+    parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}</ul>")
+    parts.append(f"<h2>One page per configuration</h2><ul>{''.join(cells)}</ul>")
+    parts.append(f"<h2>Declared configurations without data</h2><ul>{gaps}</ul>")
+    if front.get("provenance"):
+        parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
+    (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
+
+
+def _title(execution: Execution) -> str:
+    """Return a page's title in words: its levels (``profile randread, block size 4k``) or its name."""
+    if execution.levels:
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in execution.levels.items())
+    return execution.slug.replace("-", " ").capitalize()

@@ -65,6 +65,13 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert {row["verdict"] for row in comparison["layer"][2]["data"]["values"]} == {"descriptive only"}
     page = (result.folder / "comparison.html").read_text()
     assert "no significant change" not in page and "nothing here is evidence of an effect" in page
+    index = (result.folder / "index.html").read_text()
+    for part in ("The design", "What the pages find", "What this data is not", "Provenance", "One page per"):
+        assert f"<h2>{part}" in index, part
+    assert "27 runs: 1 per configuration" in index and "descriptive only" in index  # the design, computed
+    assert "25 of 32 claims pass" in index  # a summary page's own computed headline
+    assert "not replicates" in index  # the study README's caveats
+    assert re.search(r"benchlib \d+\.\d+\.\d+, commit ", index) and "raw data: digest " in index
 
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
     assert all(e.skipped for e in again.executions)

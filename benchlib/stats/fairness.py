@@ -190,3 +190,29 @@ def jain_per_interval(
         jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members")
     )
     return data.select("time_s", "jain", "members").sort("time_s")
+
+
+def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
+    """Say in one paragraph what :func:`fairness_over_runs` found.
+
+    The least fair configuration and its worst run, runs below the threshold, rotating winners, and
+    the configurations a rate cap made equal.
+    """
+    if table.is_empty():
+        return "No configuration has members to compare."
+    worst = table.sort("jain_worst").row(0, named=True)
+    where = ", ".join(f"{k} {worst[k]}" for k in by)
+    runs = int(table["runs"].sum())
+    text = [
+        f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
+        f"(median {worst['jain_median']:.3f} over {worst['runs']} run{'s' if worst['runs'] != 1 else ''})."
+    ]
+    below = int(table["runs_below"].sum())
+    text.append(f"{below} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
+    rotating = table.filter(pl.col("winners") > 1).height
+    if rotating:
+        text.append(f"In {rotating} of {table.height} configurations a different VM came out on top in different runs.")
+    capped = table.filter(pl.col("capped_runs") > 0).height
+    if capped:
+        text.append(f"{capped} configurations were rate-capped: their equal shares are the cap's doing.")
+    return " ".join(text)
