@@ -194,6 +194,7 @@ def claim_table(study: str) -> pl.DataFrame:
             {
                 "claim": v.claim.id,
                 "section": v.claim.section,
+                "says": v.claim.says,
                 "stated": v.claim.stated,
                 "recomputed": v.recomputed,
                 "tolerance": v.tolerance,
