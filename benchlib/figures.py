@@ -21,6 +21,7 @@ import polars as pl
 
 from benchlib.stats.fairness import jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
+from benchlib.tables import label as words
 
 WIDTH, HEIGHT = 420, 260
 FONT = "DejaVu Sans"
@@ -64,13 +65,13 @@ def per_vm_bars(
         jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
     )
     jain, spread = stats.row(0)
-    subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {member}s)"
-    label = f"{value} ({unit})" if unit else value
+    subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {words(member)}s)"
+    label = f"{words(value)} ({unit})" if unit else words(value)
     bars = (
         _chart(data)
         .mark_bar()
         .encode(
-            x=alt.X(f"{member}:N", sort=data[member].to_list(), title=member),
+            x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
             y=alt.Y(f"{value}:Q", title=label),
             tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
         )
@@ -108,8 +109,8 @@ def iodepth_sweep(
                     "note": shape.note,
                 }
             )
-    color = alt.Color(f"{series}:N", title=series) if series else alt.value(PALETTE[0])
-    x = alt.X(f"{depth}:Q", scale=alt.Scale(type="log", base=2), title=depth)
+    color = alt.Color(f"{series}:N", title=words(series)) if series else alt.value(PALETTE[0])
+    x = alt.X(f"{depth}:Q", scale=alt.Scale(type="log", base=2), title=words(depth))
     left = _chart(data).mark_line(point=True).encode(x=x, y=alt.Y(f"{iops}:Q", title="IOPS"), color=color)
     layers = [left]
     if knees:
@@ -145,7 +146,7 @@ def rwmix_curve(
         .encode(
             x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
             y=alt.Y(f"{iops}:Q", title="IOPS"),
-            color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+            color=alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list())),
         )
     )
     return chart.properties(title=title)
@@ -166,8 +167,8 @@ def cpu_efficiency(
         .mark_bar()
         .encode(
             x=alt.X(f"{setting}:N", title=None, sort=sorted(data[setting].unique().to_list())),
-            y=alt.Y(f"{value}:Q", title="IOPS per % of one CPU" if value == "iops_per_cpu_pct" else value),
-            color=alt.Color(f"{setting}:N", title=setting),
+            y=alt.Y(f"{value}:Q", title=words(value)),
+            color=alt.Color(f"{setting}:N", title=words(setting)),
             column=alt.Column(f"{test}:N", title=None, sort=sorted(data[test].unique().to_list())),
         )
     )
@@ -194,8 +195,8 @@ def time_series(
         .mark_line()
         .encode(
             x=alt.X("time_s:Q", title="time (s)"),
-            y=alt.Y(f"{value}:Q", title=value),
-            color=alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list())),
+            y=alt.Y(f"{value}:Q", title=words(value)),
+            color=alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list())),
         )
     )
     layers: list[alt.Chart] = []
@@ -260,7 +261,7 @@ def latency_exceedance(
         .sort([*keys, "percentile"])
     )
     color = (
-        alt.Color(f"{series}:N", title=series, sort=sorted(data[series].unique().to_list()))
+        alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
         if series
         else alt.value(PALETTE[0])
     )

@@ -177,5 +177,13 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
 
 LABELS |= {
     "change": "Change, new vs baseline (95% interval)",
+    "iodepth": "Queue depth (iodepth)",
+    "queue_depth": "Queue depth",
+    "write_pct": "Write share (%)",
+    "vm": "VM",
+    "host": "Host",
+    "iops_per_cpu_pct": "IOPS per % of one CPU",
+    "value": "Value",
+    "test": "Test",
     "runs_pair": "Runs (baseline / new)",
 }

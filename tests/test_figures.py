@@ -39,7 +39,7 @@ def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
     chart = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off")
     spec = chart.to_dict()
     assert spec["mark"]["type"] == "bar"
-    assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 vms)"]
+    assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 VMs)"]
     assert [v["vm"] for v in _values(spec)] == ["gus_fio_1", "gus_fio_2", "gus_fio_3", "gus_fio_4", "gus_fio_5"]
     assert [round(v["bandwidth_mib_s"]) for v in _values(spec)] == [401, 1148, 203, 326, 204]
     shuffled = lsi_off.sample(fraction=1.0, shuffle=True, seed=3)
