@@ -57,9 +57,19 @@ def _chart(frame: pl.DataFrame) -> alt.Chart:
 
 
 def per_vm_bars(
-    frame: pl.DataFrame, *, value: str, member: str = "vm", unit: str = "", title: str = ""
+    frame: pl.DataFrame,
+    *,
+    value: str,
+    member: str = "vm",
+    unit: str = "",
+    title: str = "",
+    y_max: float | None = None,
 ) -> alt.TopLevelMixin:
-    """One bar per VM (or client), with Jain's index and the max/min spread in the subtitle."""
+    """One bar per VM (or client), with Jain's index and the max/min spread in the subtitle.
+
+    ``y_max``: the top of the value axis, shared by every cell page of a report so that flipping
+    between pages compares bars, not axes (the report passes the largest value of any cell).
+    """
     data = frame.select(member, value).drop_nulls().sort(member)
     stats = data.select(
         jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
@@ -72,7 +82,7 @@ def per_vm_bars(
         .mark_bar()
         .encode(
             x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
-            y=alt.Y(f"{value}:Q", title=label),
+            y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
             tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
         )
     )

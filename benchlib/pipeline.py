@@ -323,9 +323,14 @@ def build_report(
     cells, missing = expand_cells(pipeline, runs)
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
+    shared = _shared_scale(pipeline)
     executions = [
         Execution(
-            _slug(levels), pipeline.cell_notebook, {**base, "levels": levels}, folder / "cells" / _slug(levels), levels
+            _slug(levels),
+            pipeline.cell_notebook,
+            {**base, "levels": levels, **shared},
+            folder / "cells" / _slug(levels),
+            levels,
         )
         for levels in cells
     ] + [
@@ -340,6 +345,29 @@ def build_report(
                 progress(finished, len(executions), execution.slug)
     write_html(pipeline, folder, executions, [_slug(m) for m in missing], front=front_matter(study))
     return ReportResult(folder, executions, missing)
+
+
+def _shared_scale(pipeline: Pipeline) -> dict:
+    """Return the cell pages' common value axis: ``{"y_max": the largest per-VM value of any cell}`` or {}.
+
+    Only for cell notebooks that take a ``y_max`` parameter and a pipeline that names its ``value``.
+    """
+    value = pipeline.parameters.get("value")
+    if not value or "y_max" not in _notebook_parameters(pipeline.cell_notebook):
+        return {}
+    from benchlib.views import member_values
+
+    members = member_values(pipeline.study, value, by=list(pipeline.axes), only=pipeline.only)
+    top = members[value].max() if members.height else None
+    return {"y_max": float(top) * 1.05} if top else {}
+
+
+def _notebook_parameters(notebook: Path) -> str:
+    """Return the source of a notebook's parameters cell (empty when it has none)."""
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return "".join(cell["source"])
+    return ""
 
 
 #: What the index's provenance lists of the environment.

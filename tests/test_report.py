@@ -65,6 +65,11 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert {row["verdict"] for row in comparison["layer"][2]["data"]["values"]} == {"descriptive only"}
     page = (result.folder / "comparison.html").read_text()
     assert "no significant change" not in page and "nothing here is evidence of an effect" in page
+    domains = {
+        json.dumps(json.loads(p.read_text())["encoding"]["y"]["scale"]["domain"])
+        for p in (result.folder / "cells").glob("*/figure-1.json")
+    }
+    assert len(domains) == 1  # one value axis for every cell page: flipping pages compares bars
     index = (result.folder / "index.html").read_text()
     for part in ("The design", "What the pages find", "What this data is not", "Provenance", "One page per"):
         assert f"<h2>{part}" in index, part
