@@ -121,7 +121,11 @@ def iodepth_sweep(
             )
     color = alt.Color(f"{series}:N", title=words(series)) if series else alt.value(PALETTE[0])
     x = alt.X(f"{depth}:Q", scale=alt.Scale(type="log", base=2), title=words(depth))
-    left = _chart(data).mark_line(point=True).encode(x=x, y=alt.Y(f"{iops}:Q", title="IOPS"), color=color)
+    left = (
+        _chart(data)
+        .mark_line(point=True)
+        .encode(x=x, y=alt.Y(f"{iops}:Q", title="IOPS (solid line, knee marked)"), color=color)
+    )
     layers = [left]
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
@@ -130,7 +134,7 @@ def iodepth_sweep(
     right = (
         _chart(data)
         .mark_line(point=True, strokeDash=[2, 2])
-        .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency (ms)"), color=color)
+        .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency, ms (dashed line)"), color=color)
     )
     chart = alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=title)
     return chart
