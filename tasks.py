@@ -3,6 +3,7 @@
 
     python3 tasks.py main    # create .venv, install pinned deps, ingest every study, build every report
     python3 tasks.py test    # the same set-up plus test deps, fio and Chromium, then every test, nbval and ruff
+    python3 tasks.py lab     # the set-up of main, then JupyterLab on notebooks/ (as root too)
 
 Extra arguments after ``test`` go to pytest (``python3 tasks.py test -k terse``).
 """
@@ -113,9 +114,13 @@ def ensure_system_tool(package: str, binaries: tuple[str, ...]) -> None:
 
 def main(argv: list[str]) -> int:
     """Run ``main`` or ``test`` (see the module docstring); return the exit status."""
-    if not argv or argv[0] not in ("main", "test"):
+    if not argv or argv[0] not in ("main", "test", "lab"):
         print(__doc__)
         return 2
+    if argv[0] == "lab":
+        ensure_venv("")
+        as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+        return subprocess.call([str(BIN / "jupyter"), "lab", *as_root, *argv[1:]], cwd=ROOT / "notebooks")
     if argv[0] == "main":
         ensure_venv("")
         status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet", *argv[1:]], cwd=ROOT)

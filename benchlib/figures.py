@@ -16,6 +16,8 @@ their own, so two of them combine (``alt.hconcat(a, b)``, ``a | b``).
 
 from __future__ import annotations
 
+import base64
+
 import altair as alt
 import polars as pl
 
@@ -428,17 +430,19 @@ def _render(spec: dict) -> dict:
 
     title = spec.get("title", {})
     text = title.get("text", title) if isinstance(title, dict) else title
-    return {VEGALITE_MIME: spec, "image/svg+xml": vlc.vegalite_to_svg(spec), "text/plain": f"<figure: {text}>"}
+    png = base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")
+    return {VEGALITE_MIME: spec, "image/png": png, "text/plain": f"<figure: {text}>"}
 
 
 def use_in_notebooks() -> None:
-    """Show charts as Vega-Lite JSON plus a static SVG, with no random ids.
+    """Show charts as Vega-Lite JSON plus a PNG, with no random ids.
 
     Altair 6's own ``mimetype`` renderer writes the key
     ``application/vnd.vegalite.v6.json``, which nbformat rejects (a JSON value
     needs a ``+json`` key), so papermill and nbval cannot save it; this one
-    writes ``application/vnd.vegalite.v6+json`` and an SVG that any Jupyter
-    front end shows.
+    writes ``application/vnd.vegalite.v6+json`` and a PNG. JupyterLab renders
+    Vega-Lite only up to v5 and shows no SVG of a notebook it does not trust
+    (a committed notebook opened for the first time); a PNG it shows either way.
     """
     alt.renderers.register("benchlib", _render)
     alt.renderers.enable("benchlib")
