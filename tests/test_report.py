@@ -4,6 +4,7 @@ real headless Chromium."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -261,3 +262,81 @@ def test_only_a_change_to_the_reports_own_study_re_executes(tmp_path: Path) -> N
     table = data / "raw" / "pvscsi-vs-lsi" / "seqread-128k-per-vm.csv"
     table.write_text(table.read_text().replace(",1148,", ",1149,"))
     assert executed() == [first[1], first[1]]  # ingested once by the build, then every page re-executed
+
+
+_MEASURE = """<script>
+window.addEventListener('load', () => {
+  const width = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll('body *')]
+    .filter(e => !e.closest('.benchlib-table') && e.getBoundingClientRect().right > width + 1)
+    .map(e => e.tagName + '.' + e.className);
+  const figures = [...document.querySelectorAll('.figure svg')];
+  const empty = figures.filter(f => f.getBoundingClientRect().width < 50 || f.querySelectorAll('path,rect').length < 2);
+  const out = document.createElement('pre');
+  out.id = 'benchlib-measure';
+  out.textContent = JSON.stringify({wide: wide.slice(0, 5), figures: figures.length, empty: empty.length,
+                                    text: document.body.innerText});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def loopback_report(tmp_path_factory: pytest.TempPathFactory):
+    return build_report(PIPELINE.with_name("loopback-fio.toml"), reports=tmp_path_factory.mktemp("reports")), None
+
+
+@pytest.mark.parametrize("which", ["report", "loopback_report"])
+def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
+    no NaN, inf or None printed, no console error; screenshots kept for a person to look at."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.fail("chromium is missing; `python3 tasks.py test` installs it")
+    result, _ = request.getfixturevalue(which)
+    artefacts = PROJECT_ROOT / "reports" / "test-artefacts" / result.folder.name
+    artefacts.mkdir(parents=True, exist_ok=True)
+    offline = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--proxy-server=127.0.0.1:9",
+        "--window-size=1200,1600",
+    ]
+    pages = sorted(result.folder.glob("*.html"))
+    assert len(pages) == len(result.executions) + 1  # every page and the index
+    for page in pages:
+        subprocess.run(
+            [browser, *offline, f"--screenshot={artefacts / (page.stem + '.png')}", page.as_uri()],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        probe = tmp_path / page.name
+        shutil.copytree(result.folder, tmp_path, dirs_exist_ok=True)
+        probe.write_text(page.read_text().replace("</body>", _MEASURE + "</body>"))
+        run = subprocess.run(
+            [
+                browser,
+                *offline,
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=5000",
+                "--dump-dom",
+                probe.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        found = re.search(r'<pre id="benchlib-measure">(.*?)</pre>', run.stdout, flags=re.S)
+        assert found, page.name
+        measured = json.loads(html.unescape(found[1]))
+        assert len(measured["text"]) > 200, page.name  # the probe read the page
+        assert measured["wide"] == [], f"{page.name}: wider than the window: {measured['wide']}"
+        assert measured["empty"] == 0, f"{page.name}: {measured['empty']} empty figures"
+        words = re.findall(r"[A-Za-z]+", measured["text"])
+        assert not {"NaN", "nan", "inf", "None", "null"} & set(words), page.name
+        assert "CONSOLE" not in run.stderr or "error" not in run.stderr.lower(), page.name
