@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import MACHINE_ERRNOS, BenchlibError
 from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
@@ -380,6 +380,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchlibError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 2
+    except OSError as exc:
+        if exc.errno not in MACHINE_ERRNOS:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(exc.strerror or str(exc))}{escape(where)}: make room (disk, memory or "
+            "file handles) and run the same command again; it redoes only what was not finished",
+            highlight=False,
+        )
+        return 3
 
 
 if __name__ == "__main__":

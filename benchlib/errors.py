@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -32,3 +33,30 @@ class FormatError(BenchlibError):
 
 class StudyError(BenchlibError):
     """A study folder or its ``study.toml`` is missing or inconsistent."""
+
+
+#: errno values that are the machine's, not a file's: an ingest stops with one message instead.
+MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+
+
+def file_failure(exc: BaseException) -> str | None:
+    """Return why one file could not be read, for its quarantine row; None when the failure is not the file's.
+
+    A :class:`FormatError` says where and what was expected. Any other exception a reader raises on a
+    file (a value it did not expect, nesting too deep, a schema check) is that file's problem too:
+    the study goes on without it. Out of space, memory or file handles, and interrupts, are not a
+    file's: the caller stops.
+    """
+    if isinstance(exc, FormatError):
+        return f"{exc.where}: {exc.expected}"
+    if isinstance(exc, OSError):
+        if exc.errno in MACHINE_ERRNOS:
+            return None
+        return f"file: a readable file ({exc.strerror or exc})"
+    if isinstance(exc, (MemoryError, KeyboardInterrupt, SystemExit)) or not isinstance(exc, Exception):
+        return None
+    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return (
+        f"file: content benchlib can read ({type(exc).__name__}{': ' + detail if detail else ''}); the rest of "
+        "the study was read. If the file is a real tool output, please report it with the file"
+    )

@@ -228,7 +228,8 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """Check that ``frame`` is a valid ``table``; return it unchanged.
 
     Checks column names and dtypes, that ``run_id`` is never null, that
-    directions are known, and that counts, rates and times are not negative.
+    directions are known, that counts, rates and times are not negative, and
+    that no number is NaN or infinite (a missing value is null, never NaN).
 
     Raises
     ------
@@ -243,6 +244,9 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     checks = _row_checks(table)
     for col in _NON_NEGATIVE[table]:
         checks[f"column {col!r} has negative values"] = (pl.col(col) < 0).any()
+    for col, dtype in schema.items():
+        if dtype == pl.Float64:
+            checks[f"column {col!r} has NaN or infinite values"] = (~pl.col(col).is_finite()).any()
     _raise_found(frame, checks, table)
     return frame
 

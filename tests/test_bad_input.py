@@ -147,3 +147,30 @@ def test_a_character_cut_by_the_detection_window_is_not_an_encoding_error(tmp_pa
     assert detect(path) == "fio-json"
     report = ingest_study(path.parent, tmp_path / "processed")
     assert report.ingested == ["warned.json"] and not report.quarantined
+
+
+def test_no_failure_of_one_file_escapes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A count made negative, JSON nested 100,000 deep and a NaN beside good files: the good files are all kept,
+    the bad ones quarantined with the reason, exit 1 (some quarantined), no traceback."""
+    import polars as pl
+
+    from benchlib.schema import SchemaError, Tables
+
+    study = tmp_path / "study"
+    study.mkdir()
+    good = sorted(corpus_dir("fio-json").glob("fio-plot-*.json"))[:6]
+    for path in good:
+        (study / path.name).write_bytes(path.read_bytes())
+    text = good[0].read_text()
+    (study / "negative.json").write_text(text.replace('"total_ios" : ', '"total_ios" : -', 1))
+    (study / "deep.json").write_text('{"fio version": "fio-3.1", "jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (study / "nan.json").write_text(text.replace('"iops" : ', '"iops" : NaN, "was" : ', 1))
+    report = ingest_study(study, tmp_path / "processed")
+    assert sorted(report.ingested) == sorted([p.name for p in good] + ["nan.json"])  # NaN read as unknown (null)
+    reasons = dict(report.quarantined)
+    assert set(reasons) == {"negative.json", "deep.json"}
+    assert "negative values" in reasons["negative.json"] and "RecursionError" in reasons["deep.json"]
+    assert main(["ingest", str(study), "--processed", str(tmp_path / "again"), "--quiet"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(SchemaError, match="NaN or infinite"):
+        Tables.build(results=pl.DataFrame({"run_id": ["r"], "iops": [float("inf")]}))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, file_failure
 from benchlib.ingest.batches import BATCH, Batches, worker_count
 from benchlib.ingest.parts import drop_source, forget_stale, write_parquet, write_part
 from benchlib.ingest.state import IngestReport, IngestState, Item
@@ -67,12 +67,15 @@ def _tool_version(tables: Tables) -> str | None:
 
 
 def _one(state: IngestState, rel: str, work: Callable[[], dict]) -> None:
-    """Run one file's ingest; a FormatError quarantines that file only."""
+    """Run one file's ingest; any failure that is the file's (:func:`file_failure`) quarantines that file only."""
     try:
         state.current[rel] = work()
         state.report.ingested.append(rel)
-    except FormatError as exc:
-        state.report.quarantine(rel, exc)
+    except Exception as exc:
+        reason = file_failure(exc)
+        if reason is None:
+            raise
+        state.report.quarantine(rel, reason)
 
 
 # ------------------------------------------------------------------ rows extracted by workers
@@ -102,9 +105,43 @@ def finish_row_batch(state: IngestState, record: Format, batch: list[Item], resu
         return
     if len(members) < sum(kind == "json" for _, kind, _, _ in outcomes):
         packed, _ = rows.extract([(path, rel, sha) for path, rel, sha, _ in members])
+    _write_rows(state, record, members, packed)
+
+
+def _write_rows(state: IngestState, record: Format, members: list, packed: object) -> None:
+    """Write the rows of ``members`` as one part; when a file's values fail the schema, find it.
+
+    The batch is then written file by file, so the file with (say) a negative count is quarantined
+    with the reason and every other file of the batch is kept.
+    """
+    rows = record.rows
+    assert rows is not None  # noqa: S101 -- only the row-extracted format comes here
     part = "b" + hashlib.sha256((state.salt + "".join(sha for _, _, sha, _ in members)).encode()).hexdigest()[:16]
-    frames, bins = rows.tables(packed)
-    write_part(state.study, state.processed, part, Tables.from_rows(frames), [(r, s) for _, r, s, _ in members], bins)
+    try:
+        frames, bins = rows.tables(packed)
+        tables = Tables.from_rows(frames)
+        write_part(state.study, state.processed, part, tables, [(r, s) for _, r, s, _ in members], bins)
+    except Exception as exc:
+        for table in TABLES:
+            (state.processed / table / f"{part}.parquet").unlink(missing_ok=True)
+        reason = file_failure(exc)
+        if reason is None:
+            raise
+        if len(members) == 1:
+            state.report.quarantine(members[0][1], reason)
+            return
+        for member in members:
+            path, rel, sha, _ = member
+            try:
+                one, _ = rows.extract([(path, rel, sha)])
+            except Exception as again:
+                why = file_failure(again)
+                if why is None:
+                    raise
+                state.report.quarantine(rel, why)
+                continue
+            _write_rows(state, record, [member], one)
+        return
     for _, rel, sha, version in members:
         state.current[rel] = {"sha256": sha, "format": record.name, "part": part, "tool_version": version}
         state.report.ingested.append(rel)
@@ -226,9 +263,12 @@ def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, 
     paths = {state.study.folder / rel: (rel, sha) for rel, sha in files}
     try:
         result = folder.read([(p, sha) for p, (_, sha) in paths.items()], key)
-    except FormatError as exc:
+    except Exception as exc:
+        reason = file_failure(exc)
+        if reason is None:
+            raise
         for rel, _ in files:
-            state.report.quarantine(rel, exc)
+            state.report.quarantine(rel, reason)
         return
     write_part(state.study, state.processed, key[:16], result.tables, files)
     version = _tool_version(result.tables)
@@ -266,8 +306,18 @@ def _ingest_file(state: IngestState, path: Path, rel: str, sha: str, name: str, 
         tables = Tables.build(runs=streamed.runs(pl.scan_parquet(target)))
     else:
         tables = read_file(path, name, unit)
-    write_part(state.study, state.processed, part, tables, [(rel, sha)])
+    _write_or_remove(state, part, tables, [(rel, sha)])
     return {"sha256": sha, "format": name, "part": part, "tool_version": _tool_version(tables), **_unit(name, unit)}
+
+
+def _write_or_remove(state: IngestState, part: str, tables: Tables, members: list[tuple[str, str]]) -> None:
+    """Write one file's part; on any failure leave none of it behind (a half part would read as data)."""
+    try:
+        write_part(state.study, state.processed, part, tables, members)
+    except BaseException:
+        for table in TABLES:
+            (state.processed / table / f"{part}.parquet").unlink(missing_ok=True)
+        raise
 
 
 def _ingest_copy(state: IngestState, path: Path, rel: str, sha: str, unit: str) -> dict:
@@ -279,7 +329,7 @@ def _ingest_copy(state: IngestState, path: Path, rel: str, sha: str, unit: str) 
     tables = Tables(
         **{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame for name, frame in tables.items()}
     )
-    write_part(state.study, state.processed, key[:16], tables, [(rel, sha)])
+    _write_or_remove(state, key[:16], tables, [(rel, sha)])
     entry = {"sha256": sha, "key": key, "format": name, "part": key[:16], "tool_version": _tool_version(tables)}
     return {**entry, **_unit(name, unit)}
 
@@ -295,8 +345,11 @@ def read_small_batch(batch: list[tuple[Path, str, str, str, str]], study: Study,
         try:
             read_ok.append((rel, sha, read_file(path, name, unit)))
             outcomes.append((rel, sha, None))
-        except FormatError as exc:
-            outcomes.append((rel, sha, f"{exc.where}: {exc.expected}"))
+        except Exception as exc:
+            reason = file_failure(exc)
+            if reason is None:
+                raise
+            outcomes.append((rel, sha, reason))
     part = "l" + hashlib.sha256("".join(sha for _, sha, _ in read_ok).encode()).hexdigest()[:16]
     if read_ok:
         merged = Tables(

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, file_failure
 from benchlib.sources._common import SNIFF_BYTES, SourceText, decode, may_be_member
 from benchlib.sources.fio_json_rows import RowPacker, extract_fio_json, looks_like_fio_json_bytes
 
@@ -138,8 +138,9 @@ def _extract_one(packer: RowPacker, seen: set[str], path: Path, known: str | Non
         # it holds '"fio version"' (as detection found, here or in the main process): not empty
         rows = extract_fio_json(path, source=SourceText(path=path, text=decode(path, data), sha256=sha))
         packer.add(path, rows)
-    except FormatError as exc:
-        return sha, "error", f"{exc.where}: {exc.expected}", None
-    except OSError as exc:  # reading a large fio JSON file whole
-        return sha, "error", f"file: a readable file ({exc.strerror})", None
+    except Exception as exc:  # the file's failure is its quarantine row; the machine's stops the ingest
+        reason = file_failure(exc)
+        if reason is None:
+            raise
+        return sha, "error", reason, None
     return sha, "json", None, rows["runs"][0]["tool_version"]  # type: ignore[index]
