@@ -27,7 +27,7 @@ LABELS = {
     "runs": "Runs",
     "runs_baseline": "Runs (baseline)",
     "runs_now": "Runs (new)",
-    "median": "Median (new)",
+    "median": "New level's median",
     "median_baseline": "Median (baseline)",
     "delta": "Δ (benchstat)",
     "change_pct": "Change (%)",
@@ -38,7 +38,7 @@ LABELS = {
     "verdict": "Verdict",
     "spread_pct": "Spread of runs (%)",
     "why": "Why",
-    "iterations_now": "Seconds per run (now)",
+    "iterations_now": "Whole seconds every host logged, per run",
     "iterations_per_run": "Seconds per run (plan)",
     "note": "Note",
     "block_size": "Block size",
@@ -155,9 +155,11 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     rows = []
     for row in table.iter_rows(named=True):
         low, high = row["ratio_low"], row["ratio_high"]
-        interval = (
-            "" if low is None or high is None else f" ({_signed(100 * (low - 1))} to {_signed(100 * (high - 1))})"
-        )
+        if low is None or high is None:
+            runs = f"{row['runs_baseline']} v {row['runs']}"
+            interval = f" (no 95% interval exists with {runs} runs)" if row["runs_baseline"] > 1 else ""
+        else:
+            interval = f" ({_signed(100 * (low - 1))} to {_signed(100 * (high - 1))})"
         rows.append(
             {
                 **{k: row[k] for k in [*by, factor]},

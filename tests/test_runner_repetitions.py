@@ -161,6 +161,13 @@ def test_an_unreachable_rule_runs_to_max_says_not_met_and_resumes_to_nothing(
     assert not state.met and state.runs == 3 and "NOT met" in words and "maximum of 3" in words
     again = run_plan(load_plan(path))  # a rerun decides the same from the same files: nothing to run
     assert again.done == 0 and again.stopping["randread-4k/rate_cap=off"][0].values == state.values
+    assert again.already == summary.done  # the adaptive rounds' runs count as done before
+    record = json.loads((tmp_path / "study" / "benchlib-repetitions.json").read_text())
+    steps = record["cells"]["randread-4k/rate_cap=off"]["decisions"]
+    assert [d["runs"] for d in steps] == [2, 3] and [d["decided"] for d in steps] == [
+        "run once more",
+        "stop: maximum reached",
+    ]
     report = ingest_study(tmp_path / "study", tmp_path / "processed")
     assert report.ok
     runs = scan_table(report.processed, "runs").filter(format="fio-json+").collect()
@@ -176,6 +183,6 @@ def test_an_unreachable_rule_runs_to_max_says_not_met_and_resumes_to_nothing(
     assert capped == {"on": [True], "off": [False]}  # fio's rate_iops, read from its own json+
     assert main(["run", str(path), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "adaptive, 2 to 3 per cell" in out and "3 runs" in out
+    assert "adaptive, 2 to 3 per cell" in out and "3 runs" in out and "up to 0 more runs" in out
     met = sum(state.met for state, _ in summary.stopping.values())
     assert f"{met} of 2 cells meet the rule now" in out

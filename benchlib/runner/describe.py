@@ -51,7 +51,11 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
         f" = about {_duration(len(todo) * cell_seconds(plan))}",
     ]
     if adaptive:
-        most = len(one) * (adaptive.maximum - plan.repetitions)
+        most = 0
+        for cell in one:  # what the rounds may still add, given the runs already recorded
+            state = cell_stopping(plan, cell, adaptive.maximum)
+            if not state.met:
+                most += adaptive.maximum - max(state.runs, plan.repetitions)
         lines.append(
             f"repetitions: adaptive, {plan.repetitions} to {adaptive.maximum} per cell, until "
             f"{adaptive.rule.text!r} ({adaptive.rule.describe()}); each round reruns only the cells "

@@ -784,6 +784,7 @@ def run_plan(
         for count, (index, repetition, cell, missing) in enumerate(todo, 1):
             run_one(index, repetition, cell, missing, f"{count}/{len(todo)} {cell.key} r{repetition}")
         if plan.adaptive:
+            summary.already += _adaptive_done_before(plan, summary.done)
             summary.stopping = _adaptive_rounds(plan, len(order), run_one)
     return summary
 
@@ -812,6 +813,16 @@ def cell_stopping(
         return cache[key]
 
     return stopping(cell.key, folders, rule, total)
+
+
+def _adaptive_done_before(plan: Plan, done_now: int) -> int:
+    """Host runs of the adaptive rounds already on disk when this run started (for the summary)."""
+    on_disk = sum(
+        len(hosts_done(cell_dir(plan, repetition, cell)))
+        for cell in plan.cells()
+        for repetition in range(plan.repetitions + 1, plan.max_repetitions + 1)
+    )
+    return max(0, on_disk - done_now)
 
 
 def _adaptive_rounds(

@@ -470,7 +470,7 @@ def _repetitions(path: Path, run: dict) -> tuple[int, Adaptive | None]:
     if minimum < 2 or maximum <= minimum:
         raise PlanError(
             f"{path}: {where}: min must be at least 2 (an interval needs two runs) and max above min, "
-            f"not min = {minimum}, max = {maximum}"
+            f'not min = {minimum}, max = {maximum}; e.g. {{ min = 3, max = 10, until = "iops within 5%" }}'
         )
     rule = parse_rule(str(table["until"]))
     if isinstance(rule, str):

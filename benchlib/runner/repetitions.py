@@ -205,6 +205,19 @@ def write_record(path: Path, rule: PrecisionRule, minimum: int, maximum: int, st
                 "met": s.met,
                 "complete": s.complete,
                 "outcome": outcome(s, rule, maximum),
+                # each decision: the half-width after that many runs (from minimum on), and what it decided
+                "decisions": [
+                    {
+                        "runs": k,
+                        "half_width_pct": None
+                        if (w := half_width(list(s.values[:k]), rule)) is None
+                        else round(w * 100, 4),
+                        "decided": "stop: rule met"
+                        if w is not None and w <= rule.within
+                        else ("stop: maximum reached" if k >= maximum else "run once more"),
+                    }
+                    for k in range(minimum, s.runs + 1)
+                ],
             }
             for s in states
         },

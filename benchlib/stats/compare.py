@@ -769,7 +769,7 @@ def runs_to_settle(
 
     A plan from the observed spread, not a promise (the next runs move the estimate too). On the log
     scale, with the pooled standard deviation ``s`` of the runs of both sides and the observed change
-    ``d`` (difference of mean logs), the change's interval has half-width about
+    ``d`` (the log of the comparison's Hodges–Lehmann ratio), the change's interval has half-width about
     ``t(2n−2, 1 − α/(2m))·s·√(2/n)`` with n runs per side and m comparisons in the family (Holm's
     worst case). A verdict needs the interval clear of the band's edge ``b = ln(1 + band)``: outside
     it (improved or regressed) when ``|d| > b``, inside it (equivalent) otherwise. ``runs`` is the
@@ -812,7 +812,7 @@ def runs_to_settle(
             )
             continue
         s = math.sqrt(sum((len(x) - 1) * x.var(ddof=1) for x in sides) / sum(len(x) - 1 for x in sides))
-        d = float(new.mean() - base.mean())
+        d = math.log(row["ratio"])  # the table's own estimate (Hodges-Lehmann), so both tables show one change
         margin = abs(abs(d) - edge)
         goal = "outside" if abs(d) > edge else "inside"
         enough = factor_t * s <= margin
