@@ -39,3 +39,17 @@ def run_fio(
     ]
     subprocess.run(command, cwd=workdir, check=True, capture_output=True, timeout=120)
     return output
+
+
+def run_job_file(fio: str, folder: Path, name: str, job: str) -> Path:
+    """Write ``job`` (a fio job file whose ``{target}`` is a scratch file in ``folder``), run it, return the json+."""
+    job_file = folder / f"{name}.fio"
+    job_file.write_text(job.format(target=folder / "target.dat"), encoding="utf-8")
+    output = folder / f"{name}.json"
+    subprocess.run(
+        [fio, "--output-format=json+", f"--output={output}", str(job_file)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return output

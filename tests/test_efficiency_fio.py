@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +10,7 @@ import pytest
 from benchlib.claims import claims_frame
 from benchlib.sources import read
 from benchlib.stats.efficiency import run_efficiency
+from tests.fio_helpers import run_job_file
 
 pytestmark = pytest.mark.fio
 
@@ -31,10 +31,7 @@ runtime=2
 
 
 def _run(fio: str, folder: Path, grouping: str) -> pl.DataFrame:
-    job = folder / f"{grouping or 'per-job'}.fio"
-    job.write_text(JOB.format(target=folder / "target.dat", grouping=grouping), encoding="utf-8")
-    out = folder / f"{grouping or 'per-job'}.json"
-    subprocess.run([fio, "--output-format=json+", f"--output={out}", str(job)], check=True, capture_output=True)
+    out = run_job_file(fio, folder, grouping or "per-job", JOB.replace("{grouping}", grouping))
     frame = claims_frame(read(out, "fio-json")).filter(~pl.col("is_aggregate"))
     return frame.with_columns(pl.lit("local").alias("vm"))
 

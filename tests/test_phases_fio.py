@@ -3,7 +3,6 @@ run lasts from its first job's start to fio's end."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +11,7 @@ import pytest
 from benchlib.sources import read
 from benchlib.stats import summarise_runs
 from benchlib.stats.aggregate import rate_over_runs
+from tests.fio_helpers import run_job_file
 
 pytestmark = pytest.mark.fio
 
@@ -36,10 +36,7 @@ rate_iops=3000
 
 
 def test_two_stonewalled_groups_are_two_phases_not_one_sum(fio_binary: str, tmp_path: Path) -> None:
-    job = tmp_path / "phases.fio"
-    job.write_text(JOB.format(target=tmp_path / "target.dat"), encoding="utf-8")
-    out = tmp_path / "phases.json"
-    subprocess.run([fio_binary, "--output-format=json+", f"--output={out}", str(job)], check=True, capture_output=True)
+    out = run_job_file(fio_binary, tmp_path, "phases", JOB)
     tables = read(out, "fio-json")
     summary = summarise_runs(tables.runs, tables.results).filter(pl.col("direction") == "read").sort("phase")
     assert summary["phase"].to_list() == [0, 1]
@@ -74,10 +71,7 @@ stonewall
 
 
 def test_fios_own_steady_state_check_is_kept(fio_binary: str, tmp_path: Path) -> None:
-    job = tmp_path / "ss.fio"
-    job.write_text(SS_JOB.format(target=tmp_path / "target.dat"), encoding="utf-8")
-    out = tmp_path / "ss.json"
-    subprocess.run([fio_binary, "--output-format=json+", f"--output={out}", str(job)], check=True, capture_output=True)
+    out = run_job_file(fio_binary, tmp_path, "ss", SS_JOB)
     results = read(out, "fio-json").results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read")
     attained = dict(zip(results["job_name"], results["ss_attained"], strict=True))
     assert attained == {"steady": True, "plain": None}  # a rate-capped job is steady within 2 s; the other never asked

@@ -17,6 +17,7 @@ import pytest
 
 from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, build_report, load_pipeline
+from tests.browser import OFFLINE, chromium
 
 PIPELINE = PROJECT_ROOT / "pipelines" / "pvscsi-vs-lsi.toml"
 
@@ -203,21 +204,13 @@ def test_nbval_bites_on_a_changed_raw_number(tmp_path: Path) -> None:
 
 
 def test_html_report_renders_offline_in_chromium(report) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing; `python3 tasks.py test` installs it")
-        pytest.skip("no chromium on this machine")
+    browser = chromium()
     result, _ = report
     artefacts = PROJECT_ROOT / "reports" / "test-artefacts"
     artefacts.mkdir(parents=True, exist_ok=True)
     page = result.folder / "test=seqread__controller=LSI__sioc=off.html"
     offline = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--proxy-server=127.0.0.1:9",
+        *OFFLINE,
         "--window-size=1200,1600",
     ]
     shot = artefacts / "report-cell.png"
@@ -290,18 +283,12 @@ def loopback_report(tmp_path_factory: pytest.TempPathFactory):
 def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
     no NaN, inf or None printed, no console error; screenshots kept for a person to look at."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        pytest.fail("chromium is missing; `python3 tasks.py test` installs it")
+    browser = chromium()
     result, _ = request.getfixturevalue(which)
     artefacts = PROJECT_ROOT / "reports" / "test-artefacts" / result.folder.name
     artefacts.mkdir(parents=True, exist_ok=True)
     offline = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--proxy-server=127.0.0.1:9",
+        *OFFLINE,
         "--window-size=1200,1600",
     ]
     pages = sorted(result.folder.glob("*.html"))

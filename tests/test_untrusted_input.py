@@ -19,6 +19,7 @@ from benchlib.bundle import write_bundle
 from benchlib.ingest import ingest_study
 from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, load_pipeline
+from tests.browser import OFFLINE, chromium
 
 FACTOR = "site<script>document.body.dataset.pwned='factor'</script>&amp"
 LEVEL = 'lab"><img src=x onerror="document.body.dataset.pwned=\'level\'"> & co'
@@ -63,11 +64,7 @@ def test_pipeline_parameter_names_never_become_code(tmp_path: Path) -> None:
 
 
 def test_markup_from_data_is_escaped_in_every_page(tmp_path: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing; `python3 tasks.py test` installs it")
-        pytest.skip("no chromium on this machine")
+    browser = chromium()
     _evil_study(tmp_path / "data")
     pipeline = tmp_path / "evil.toml"
     pipeline.write_text(
@@ -89,11 +86,7 @@ def test_markup_from_data_is_escaped_in_every_page(tmp_path: Path) -> None:
     assert len(pages) == 4  # index, two cells, the overview
     assert all(re.fullmatch(r"[A-Za-z0-9._=-]+\.html", p.name) for p in pages)  # file names carry no markup
     offline = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--proxy-server=127.0.0.1:9",
+        *OFFLINE,
         "--virtual-time-budget=2000",
     ]
     for page in pages:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import polars as pl
@@ -30,20 +31,20 @@ def outstanding_ios_expr(iops: str = "iops", latency_ns: str = "lat_mean_ns") ->
     return (pl.col(iops) * pl.col(latency_ns) / 1e9).alias("outstanding_ios")
 
 
-def configured_depth_expr(*, engine: bool = True) -> pl.Expr:
+def configured_depth_expr(columns: Collection[str]) -> pl.Expr:
     """Return the concurrency a row's jobs were set to: per job ``iodepth`` (1 for a sync engine), times jobs.
 
     A row stands for ``jobs`` jobs (``numjobs`` for a group_reporting row, 1 for a per-job row);
-    a table that says neither counts ``numjobs``. ``engine``: the frame has an ``ioengine`` column.
+    a table that says neither counts ``numjobs``, and one with neither column counts one job.
+    ``columns``: the frame's columns (``ioengine``, ``jobs`` and ``numjobs`` are used when present).
     """
     depth = (
         pl.when(pl.col("ioengine").is_in(list(SYNC_ENGINES))).then(pl.lit(1)).otherwise(pl.col("iodepth"))
-        if engine
+        if "ioengine" in columns
         else pl.col("iodepth")
     )
-    return (
-        (depth * pl.coalesce(pl.col("jobs"), pl.col("numjobs"), pl.lit(1))).cast(pl.Float64).alias("configured_depth")
-    )
+    jobs = pl.coalesce(*(pl.col(c) for c in ("jobs", "numjobs") if c in columns), pl.lit(1))
+    return (depth * jobs).cast(pl.Float64).alias("configured_depth")
 
 
 def queue_check(
@@ -74,12 +75,7 @@ def queue_check(
     identity = ["run_id", "client", "job_index"]
     if job is None and "direction" in frame.columns and all(c in frame.columns for c in identity):
         job = identity
-    for column in ("jobs", "numjobs"):
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=pl.Int32).alias(column))
-    data = frame.with_columns(
-        outstanding_ios_expr(iops, latency_ns), configured_depth_expr(engine="ioengine" in frame.columns)
-    )
+    data = frame.with_columns(outstanding_ios_expr(iops, latency_ns), configured_depth_expr(frame.columns))
     if job:
         keep = [c for c in data.columns if c not in (*job, "outstanding_ios", "direction", iops, latency_ns)]
         data = data.group_by(job, maintain_order=True).agg(
