@@ -57,7 +57,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.schema import TABLES, Tables, label_expr
+from benchlib.schema import TABLES, Tables, label_expr, run_unit_expr
 from benchlib.stats.efficiency import cpu_pct_expr, iops_per_cpu_pct_expr
 from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
 from benchlib.stats.queueing import outstanding_ios_expr
@@ -413,11 +413,11 @@ def _runs_read(
     parts = [_select(selected, claim.params[key], claim) for key in extras] or [selected]
     wanted = [*factors, *claim.by, str(claim.params.get("over", "")), *_JOB]
     columns = list(dict.fromkeys(c for c in wanted if c in frame.columns))
-    rows = pl.concat([p.select("sha256", "document_index", *columns) for p in parts], how="vertical").unique()
+    rows = pl.concat([p.select(run_unit_expr(), *columns) for p in parts], how="vertical").unique()
     if rows.is_empty():
         return 0, 0, 0
-    per = rows.group_by(columns or pl.lit(0)).agg(pl.struct("sha256", "document_index").n_unique().alias("runs"))
-    return rows.select("sha256", "document_index").unique().height, int(per["runs"].min()), per.height
+    per = rows.group_by(columns or pl.lit(0)).agg(pl.col("run_unit").n_unique().alias("runs"))
+    return rows["run_unit"].n_unique(), int(per["runs"].min()), per.height
 
 
 def _note(claim: Claim, runs: int, fewest: int, configurations: int) -> str:

@@ -350,6 +350,17 @@ class Tables:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
 
+def run_unit_expr() -> pl.Expr:
+    """Return the run a row belongs to: its ``run_id`` without the host (the experimental unit).
+
+    A run id is ``<source key>-<run number>-<host>`` (:func:`benchlib.sources._common.run_id`): the
+    hosts of one fio client/server run, or of one vdbench run definition, share the first two parts,
+    so their rows add up to the run's total and are never counted as runs of their own. An id of
+    another form is its own run.
+    """
+    return pl.coalesce(pl.col("run_id").str.extract(r"^([^-]+-\d+)-", 1), pl.col("run_id")).alias("run_unit")
+
+
 def label_expr(name: str) -> pl.Expr:
     """Return the value of one label of a run (``runs.labels``), or null."""
     found = pl.col("labels").list.eval(

@@ -14,7 +14,7 @@ from typing import TypeVar
 import polars as pl
 
 from benchlib.paths import RAW
-from benchlib.schema import Tables
+from benchlib.schema import Tables, run_unit_expr
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
@@ -96,7 +96,7 @@ def overview(study: str) -> pl.DataFrame:
         runs.group_by("tool", "format")
         .agg(
             pl.col("sha256").n_unique().alias("files"),
-            pl.when(~logs.first()).then(pl.struct("sha256", "document_index").n_unique()).alias("runs"),
+            pl.when(~logs.first()).then(run_unit_expr().n_unique()).alias("runs"),
             pl.col("host").drop_nulls().n_unique().alias("hosts"),
         )
         .sort("tool", "format")
@@ -128,7 +128,7 @@ def design_statement(study: str) -> str:
         .agg(*(pl.col(c).drop_nulls().first() for c in params))
     )
     runs = runs.join(jobs, on="run_id", how="left")
-    units = runs.group_by(["sha256", "document_index"]).agg(
+    units = runs.group_by(run_unit_expr()).agg(
         *(pl.col(c).drop_nulls().first() for c in [*present, *params]),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
@@ -236,8 +236,8 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
     study whose runs have several phases compares them phase by phase (put ``phase``
     in the comparison's ``by``).
     """
-    keys = ["sha256", "document_index", "phase", *factors]
-    rows = _study_rows(study, only).with_columns(pl.col("group_id").fill_null(0).alias("phase"))
+    keys = ["run_unit", "phase", *factors]
+    rows = _study_rows(study, only).with_columns(run_unit_expr(), pl.col("group_id").fill_null(0).alias("phase"))
     return rows.group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
 
 
@@ -285,6 +285,12 @@ def member_values(
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
 
 
+def _unit_label() -> pl.Expr:
+    """Name a run where the study numbers no repetitions: its source and run number, one name for all its hosts."""
+    unit = run_unit_expr()
+    return pl.format("{} #{}", pl.col("source").min().over(unit), pl.col("document_index").min().over(unit))
+
+
 def member_run_totals(
     study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
 ) -> pl.DataFrame:
@@ -298,19 +304,16 @@ def member_run_totals(
     run = (
         pl.when(pl.col("repetition").is_not_null())
         .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(pl.format("{} #{}", pl.col("source"), pl.col("document_index")))
+        .otherwise(_unit_label())
     )
     phase = pl.col("group_id").fill_null(0)
-    run = (
-        pl.when(phase.n_unique().over("sha256", "document_index") > 1)
-        .then(pl.format("{} phase {}", run, phase))
-        .otherwise(run)
-    )
-    totals = frame.with_columns(run.alias("run")).group_by(["sha256", "document_index", "run", *by, member])
+    run = pl.when(phase.n_unique().over("run_unit") > 1).then(pl.format("{} phase {}", run, phase)).otherwise(run)
+    frame = frame.with_columns(run_unit_expr())
+    totals = frame.with_columns(run.alias("run")).group_by(["run_unit", "run", *by, member])
     totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
     # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
-    totals = totals.filter(pl.col(value).is_not_null().any().over("sha256", "document_index"))
-    return totals.drop("sha256", "document_index").sort([*by, "run", member])
+    totals = totals.filter(pl.col(value).is_not_null().any().over("run_unit"))
+    return totals.drop("run_unit").sort([*by, "run", member])
 
 
 def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
@@ -372,7 +375,7 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
     run = (
         pl.when(pl.col("repetition").is_not_null())
         .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(pl.format("{} #{}", pl.col("source"), pl.col("document_index")))
+        .otherwise(_unit_label())
     )
     runs = runs.select("run_id", run.alias("run"), pl.col("host").alias("vm"), *by).collect()
     bins = (

@@ -353,6 +353,22 @@ def test_rate_over_runs_is_total_ios_over_total_time() -> None:
     assert row["iops"] == pytest.approx(800 / 3) and row["runs"] == 2  # not the mean of 200 and 300
 
 
+def test_the_hosts_of_one_run_add_up_and_count_once() -> None:
+    """Two hosts of one client/server run (one run id each) are one run of 2,000 IOPS, not two of 1,000."""
+    results = pl.DataFrame(
+        {
+            "run_id": ["0123abcd-0-10.0.0.1", "0123abcd-0-10.0.0.2", "0123abcd-1-10.0.0.1", "0123abcd-1-10.0.0.2"],
+            "cfg": ["x"] * 4,
+            "is_aggregate": [False] * 4,
+            "io_count": [10_000] * 4,
+            "io_bytes": [40_960_000] * 4,
+            "runtime_ns": [10**10] * 4,
+        }
+    )
+    row = rate_over_runs(results, ["cfg"]).row(0, named=True)
+    assert row["runs"] == 2 and row["iops"] == pytest.approx(2000)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_exact_mann_whitney_with_ties_matches_full_permutation(seed: int) -> None:
     """The dynamic-programming p equals scipy's exhaustive permutation p, ties included."""

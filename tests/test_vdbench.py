@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from benchlib.schema import run_unit_expr
 from benchlib.sources import detect, read
 from tests.conftest import corpus_dir
 
@@ -189,6 +190,21 @@ def test_output_folder(corpus_ingest: tuple, folder: str) -> None:
         assert per_host.filter(pl.col("job_name") == first["job_name"][0])["iops"][0] == pytest.approx(rate, rel=2e-3)
 
 
+@pytest.mark.parametrize("folder", sorted(f for f, spec in FOLDERS.items() if spec[0]))
+def test_the_hosts_of_a_run_definition_are_one_run_whose_total_is_vdbenchs(corpus_ingest: tuple, folder: str) -> None:
+    """vdbench ran each run definition on every host at once: one run (not one per host), its total the folder's."""
+    from benchlib.stats import summarise_runs
+
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains(f"/{folder}/", literal=True))
+    results = tables.results.filter(pl.col("run_id").is_in(runs["run_id"].implode()))
+    summary = summarise_runs(runs, results)
+    totals = results.filter(pl.col("is_aggregate")).with_columns(run_unit_expr()).sort("run_unit", "direction")
+    assert summary["run"].n_unique() == runs.filter(pl.col("is_aggregate"))["run_id"].n_unique()  # not × hosts
+    assert summary.sort("run", "direction")["iops"].to_list() == pytest.approx(totals["iops"].to_list(), rel=2e-3)
+    assert set(summary["rows"]) == {len(FOLDERS[folder][0]) * 1}  # every host in every run definition's total
+
+
 def test_per_host_runs_carry_the_workload_and_intervals(corpus_ingest: tuple) -> None:
     _, tables = corpus_ingest
     runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
@@ -361,7 +377,7 @@ def test_response_time_histograms_become_latency_bins(corpus_ingest: tuple) -> N
     _, tables = corpus_ingest
     runs = tables.runs.filter(pl.col("source").str.contains("/vdbconvert__test/", literal=True))
     bins = tables.latency_bins.join(runs.select("run_id", "host", "document_index"), on="run_id")
-    first = bins.filter(pl.col("document_index") == 0)
+    first = bins.filter((pl.col("document_index") == 0) & pl.col("host").is_null())  # the totals of rd1
     counts = {
         r["direction"]: r["count"] for r in first.group_by("direction").agg(pl.col("count").sum()).iter_rows(named=True)
     }

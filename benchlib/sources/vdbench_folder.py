@@ -187,10 +187,13 @@ def _add_host(
         return
     host = name.group(1) if name else path.stem
     _inherit_workload(blocks, totals)
+    # a host's run definitions are the same runs as the folder's totals (vdbench ran them on every host
+    # at once): they share the run's number, so the run's total adds its hosts (schema.run_unit_expr)
+    same_runs = [b.name for b in blocks] == [b.name for b in totals]
     part = blocks_to_rows(
         blocks,
         key=key,
-        first_index=len(rows["runs"]),
+        first_index=0 if same_runs else len(rows["runs"]),
         sha256=sha,
         source=str(path),
         fmt="vdbench-output",

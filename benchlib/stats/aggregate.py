@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from benchlib.schema import run_unit_expr
+
 
 def weighted_mean_expr(value: str, weight: str = "io_count") -> pl.Expr:
     """I/O-weighted mean of ``value``, ignoring rows where either is null."""
@@ -69,8 +71,9 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        Columns ``run_id``, ``source``, ``format``, ``phase`` (fio's group: stonewalled groups ran one
-        after another and are never added together), ``direction``, ``rows``,
+        Columns ``run`` (:func:`benchlib.schema.run_unit_expr`: the hosts of one run are added, never
+        counted as runs), ``source`` (the first of the run's files), ``format``, ``phase`` (fio's group:
+        stonewalled groups ran one after another and are never added together), ``direction``, ``rows``,
         ``iops``, ``bandwidth_bytes_per_s``, ``lat_mean_ns`` (falling back to
         ``clat_mean_ns`` where total latency is not reported), sorted by
         source and direction.
@@ -79,8 +82,12 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     latency = pl.coalesce(pl.col("lat_mean_ns"), pl.col("clat_mean_ns")).alias("mean_latency_ns")
     per_direction = (
         results.filter(~pl.col("is_aggregate"))
-        .with_columns(latency, io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9))
-        .group_by("run_id", "group_id", "direction")
+        .with_columns(
+            run_unit_expr(),
+            latency,
+            io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9),
+        )
+        .group_by("run_unit", "group_id", "direction")
         .agg(
             pl.len().alias("rows"),
             _sum_or_null("iops"),
@@ -88,10 +95,16 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
             weighted_mean_expr("mean_latency_ns", "io_weight").alias("lat_mean_ns"),
         )
     )
+    sources = (
+        runs.filter(~pl.col("is_aggregate"))
+        .with_columns(run_unit_expr())
+        .group_by("run_unit")
+        .agg(pl.col("source").min(), pl.col("format").first(), pl.col("tool_version").first())
+    )
     return (
-        per_direction.join(runs.select("run_id", "source", "format", "tool_version"), on="run_id", how="left")
+        per_direction.join(sources, on="run_unit", how="left")
         .select(
-            "run_id",
+            pl.col("run_unit").alias("run"),
             "source",
             "format",
             "tool_version",
@@ -102,7 +115,7 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
             "bandwidth_bytes_per_s",
             "lat_mean_ns",
         )
-        .sort("source", "run_id", "phase", "direction", nulls_last=True)
+        .sort("source", "run", "phase", "direction", nulls_last=True)
     )
 
 
@@ -158,7 +171,8 @@ def exceedance(bins: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
 def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """IOPS and bandwidth over several runs as total I/Os (bytes) over total time, per group.
 
-    Sums per run and phase first (jobs and clients of one phase add; fio groups that ran one after
+    Sums per run and phase first (jobs and hosts of one phase add: a run's hosts are one run,
+    :func:`benchlib.schema.run_unit_expr`; fio groups that ran one after
     another, stonewalled, are phases and count their own runtime), then divides the groups' total
     I/Os and bytes by their total runtime, so long runs weigh more than short
     ones, as a rate must (METHODS.md R4).
@@ -167,13 +181,13 @@ def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         results = results.with_columns(pl.lit(None, dtype=pl.Int32).alias("group_id"))
     per_run = (
         results.filter(~pl.col("is_aggregate"))
-        .group_by([*by, "run_id", "group_id"])
+        .group_by([*by, run_unit_expr(), "group_id"])
         .agg(pl.col("io_count").sum(), pl.col("io_bytes").sum(), pl.col("runtime_ns").max())
     )
     return (
         per_run.group_by(by)
         .agg(
-            pl.col("run_id").n_unique().alias("runs"),
+            pl.col("run_unit").n_unique().alias("runs"),
             (pl.col("io_count").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("iops"),
             (pl.col("io_bytes").sum() / (pl.col("runtime_ns").sum() / 1e9)).alias("bandwidth_bytes_per_s"),
         )
