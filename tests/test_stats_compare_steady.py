@@ -353,6 +353,17 @@ def test_rate_over_runs_is_total_ios_over_total_time() -> None:
     assert row["iops"] == pytest.approx(800 / 3) and row["runs"] == 2  # not the mean of 200 and 300
 
 
+def test_a_runs_latency_weighs_each_vm_by_its_ios() -> None:
+    """A published table gives IOPS and mean latency per VM, no I/O counts: a VM doing 9,000 IOPS at 1 ms and
+    one doing 1,000 at 10 ms averaged 1.9 ms per I/O, not 5.5 ms."""
+    from benchlib.stats import total_expr
+
+    vms = pl.DataFrame({"iops": [9000.0, 1000.0], "lat_mean_ns": [1e6, 1e7], "io_count": [None, None]})
+    assert vms.select(total_expr("lat_mean_ns")).item() == pytest.approx(1.9e6)
+    counted = vms.with_columns(io_count=pl.Series([90_000, 90_000]))  # counts, where given, decide
+    assert counted.select(total_expr("lat_mean_ns")).item() == pytest.approx(5.5e6)
+
+
 def test_the_hosts_of_one_run_add_up_and_count_once() -> None:
     """Two hosts of one client/server run (one run id each) are one run of 2,000 IOPS, not two of 1,000."""
     results = pl.DataFrame(

@@ -32,11 +32,12 @@ def total_expr(value: str) -> pl.Expr:
 
     Rates and counts (:data:`ADDITIVE`) add, and are null when no row has one (a
     sum of nothing is not zero); anything else (a latency) is the mean weighted
-    by each row's I/O count (1 where a table gives none).
+    by each row's I/O count, else by its IOPS (a published table's VMs ran for the
+    same time), else equally.
     """
     if value in ADDITIVE:
         return _sum_or_null(value)
-    weight = pl.coalesce(pl.col("io_count"), pl.lit(1))
+    weight = pl.coalesce(pl.col("io_count"), pl.col("iops"), pl.lit(1))
     valid = pl.col(value).is_not_null()
     return ((pl.col(value) * weight).filter(valid).sum() / weight.filter(valid).sum()).alias(value)
 
