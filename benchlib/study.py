@@ -17,6 +17,12 @@ Example::
 
     [fio]
     log_latency_unit = "ns"        # "us" for logs written by fio 2.x
+
+    [shares]                       # optional: each member's (VM's) disk shares, e.g. SIOC shares;
+    gus_fio_1 = 2000               # fairness is then judged on throughput per share
+    gus_fio_2 = 1000
+
+A key benchlib does not know (a misspelling) is an error that names it, never ignored.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ class Study:
     factors: dict[str, list[str]] = field(default_factory=dict)
     files: tuple[FileMapping, ...] = ()
     log_latency_unit: str | None = None
+    #: member (VM or host) -> its shares; empty when the study declares none (every member equal)
+    shares: dict[str, float] = field(default_factory=dict)
 
     def levels_for(self, relative_path: str) -> dict[str, str | None]:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
@@ -64,9 +72,44 @@ class Study:
         return levels
 
 
+#: the keys study.toml may hold, per table ("" is the top level)
+KNOWN_KEYS = {
+    "": {"study", "factors", "files", "fio", "shares"},
+    "study": {"name", "title", "citation"},
+    "fio": {"log_latency_unit"},
+    "files": {"glob", "levels"},
+}
+
+
+def _check_keys(path: Path, table: str, found: object) -> None:
+    if not isinstance(found, dict):
+        raise StudyError(f"{path}: [{table}] must be a table of keys")
+    unknown = sorted(set(found) - KNOWN_KEYS[table])
+    if unknown:
+        where = f"[{table}]" if table else "the top level"
+        raise StudyError(
+            f"{path}: {where} has {', '.join(repr(k) for k in unknown)}, which benchlib does not know "
+            f"(it knows {', '.join(sorted(KNOWN_KEYS[table]))}); fix the spelling or remove it"
+        )
+
+
+def _check_shares(path: Path, found: object) -> dict[str, float]:
+    if not isinstance(found, dict):
+        raise StudyError(f"{path}: [shares] must be a table of member = shares, e.g. gus_fio_1 = 2000")
+    shares = {}
+    for member, value in found.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise StudyError(
+                f"{path}: [shares] {member} = {value!r}; shares are positive numbers (e.g. {member} = 1000)"
+            )
+        shares[str(member)] = float(value)
+    return shares
+
+
 def _check_mapping(path: Path, index: int, entry: object, factors: dict[str, list[str]]) -> FileMapping:
     if not isinstance(entry, dict) or "glob" not in entry:
         raise StudyError(f"{path}: [[files]] entry {index + 1} needs a 'glob' and a 'levels' table")
+    _check_keys(path, "files", entry)
     levels = entry.get("levels", {})
     for factor, level in levels.items():
         if factor not in factors:
@@ -98,6 +141,9 @@ def load_study(folder: str | Path) -> Study:
     if not path.exists():
         return Study(name=folder.name, folder=folder)
     data = read_toml(path, StudyError)
+    _check_keys(path, "", data)
+    for table in ("study", "fio"):
+        _check_keys(path, table, data.get(table, {}))
     meta = data.get("study", {})
     factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
     files = tuple(_check_mapping(path, i, e, factors) for i, e in enumerate(data.get("files", [])))
@@ -112,6 +158,7 @@ def load_study(folder: str | Path) -> Study:
         factors=factors,
         files=files,
         log_latency_unit=unit,
+        shares=_check_shares(path, data.get("shares", {})),
     )
 
 

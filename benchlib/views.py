@@ -297,7 +297,8 @@ def member_run_totals(
     """Each member's total in each run, for fairness within a run (:func:`benchlib.stats.fairness_over_runs`).
 
     Columns: ``by``, ``run`` (the repetition, or the source file where a study has none), ``member``,
-    ``value`` and ``rate_limited`` (the member's job had a rate cap, when the tool says so). Rows without
+    ``value``, ``rate_limited`` (the member's job had a rate cap, when the tool says so) and, when the
+    study declares ``[shares]``, ``shares`` (:func:`fairness`). Rows without
     a member, and runs without any value of ``value``, are left out.
     """
     frame = _study_rows(study, only)
@@ -313,7 +314,25 @@ def member_run_totals(
     totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
     # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
     totals = totals.filter(pl.col(value).is_not_null().any().over("run_unit"))
+    shares = open_study(study).study.shares
+    if shares:  # declared in study.toml: fairness is judged per share
+        totals = totals.with_columns(
+            pl.col(member).replace_strict(shares, default=None, return_dtype=pl.Float64).alias("shares")
+        )
     return totals.drop("run_unit").sort([*by, "run", member])
+
+
+def fairness(study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+    """Fairness within each run, summarised over runs (:func:`benchlib.stats.fairness_over_runs`).
+
+    Judged per share when ``study.toml`` declares ``[shares]`` (a member without shares is an error),
+    with rate-capped runs counted.
+    """
+    from benchlib.stats import fairness_over_runs
+
+    members = member_run_totals(study, value, by=by, only=only, member=member)
+    shares = "shares" if "shares" in members.columns else None
+    return fairness_over_runs(members, value, member=member, run="run", by=by, shares=shares, capped="rate_limited")
 
 
 def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -62,3 +64,39 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     assert "smallest exact two-sided p of a comparison is 0.1" in text
     published = design_statement("pvscsi-vs-lsi")
     assert "1 per configuration" in published and "descriptive only" in published
+
+
+def test_declared_shares_judge_fairness_per_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[shares] in study.toml: VMs given shares in proportion to what they got are fair (Jain 1 per share),
+    though by throughput alone the same run is the post's least fair one; a VM without shares is an error."""
+    import shutil
+
+    import benchlib.store
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from benchlib.paths import RAW
+    from benchlib.views import fairness, member_run_totals
+
+    cell = {"test": ["seqread"], "controller": ["LSI"], "sioc": ["off"]}
+    plain = fairness("pvscsi-vs-lsi", "bandwidth_mib_s", by=["test"], only=cell)
+    assert plain["jain_median"][0] < 0.7 and not plain["per_share"][0]
+    got = member_run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", by=["test"], only=cell)
+    study = tmp_path / "raw" / "pvscsi-shares"
+    shutil.copytree(RAW / "pvscsi-vs-lsi", study)
+    declared = (study / "study.toml").read_text(encoding="utf-8")
+    shares = "".join(f"{r['vm']} = {r['bandwidth_mib_s']}\n" for r in got.iter_rows(named=True))
+    (study / "study.toml").write_text(declared + "\n[shares]\n" + shares, encoding="utf-8")
+    monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
+    ingest_study(study, tmp_path / "processed")
+    fair = fairness(str(study), "bandwidth_mib_s", by=["test"], only=cell)
+    assert fair["per_share"][0] and fair["jain_median"][0] == pytest.approx(1.0)
+    (study / "study.toml").write_text(declared + "\n[shares]\n" + shares.split("\n", 1)[1], encoding="utf-8")
+    ingest_study(study, tmp_path / "processed")
+    with pytest.raises(ValueError, match=f"{got['vm'][0]}: no shares given"):
+        fairness(str(study), "bandwidth_mib_s", by=["test"], only=cell)
+    (study / "study.toml").write_text(declared + "\n[share]\ngus_fio_1 = 1\n", encoding="utf-8")
+    with pytest.raises(StudyError, match=r"the top level has 'share', which benchlib does not know"):
+        ingest_study(study, tmp_path / "processed")
+    (study / "study.toml").write_text(declared + "\n[shares]\ngus_fio_1 = -5\n", encoding="utf-8")
+    with pytest.raises(StudyError, match=r"shares are positive numbers"):
+        ingest_study(study, tmp_path / "processed")

@@ -131,6 +131,10 @@ def fairness_over_runs(
         One row per run and member: each member's total in that run.
     run
         The column naming the run (one repetition of one configuration).
+    shares
+        Optional column of each member's shares (e.g. SIOC disk shares): fairness is then judged on
+        ``value`` per share, so a VM with twice the shares getting twice the IOPS is fair. A member
+        without shares is an error.
     capped
         Optional boolean column: the member's job was rate-limited (a cap makes shares equal by
         construction; ``capped_runs`` says how many runs had one).
@@ -144,10 +148,14 @@ def fairness_over_runs(
         ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null when a member got
         nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
         members, median over runs), ``winners`` (how many different members were highest
-        across the runs; more than one is a rotating winner) and ``capped_runs``, sorted by the groups.
+        across the runs; more than one is a rotating winner), ``capped_runs`` and ``per_share`` (judged
+        on ``value`` per share), sorted by the groups.
 
     """
     by = by or []
+    if shares is not None and frame[shares].is_null().any():
+        missing = sorted(frame.filter(pl.col(shares).is_null())[member].unique().to_list())
+        raise ValueError(f"{', '.join(map(str, missing))}: no shares given; give every member its shares, or none")
     per_run = fairness_table(frame, value, member=member, by=[*by, run], shares=shares)
     if capped is not None:
         flags = frame.group_by([*by, run]).agg(pl.col(capped).fill_null(False).any().alias("_capped"))
@@ -168,6 +176,7 @@ def fairness_over_runs(
         (pl.col("starved") > 0).sum().alias("starved_runs"),
         pl.col("highest").n_unique().alias("winners"),
         pl.col("_capped").sum().alias("capped_runs"),
+        pl.lit(shares is not None).alias("per_share"),
     )
     return summary.sort(by) if by else summary.drop("_all")
 
@@ -203,7 +212,8 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     worst = table.sort("jain_worst").row(0, named=True)
     where = ", ".join(f"{k} {worst[k]}" for k in by)
     runs = int(table["runs"].sum())
-    text = [
+    text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
+    text += [
         f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
         f"(median {worst['jain_median']:.3f} over {worst['runs']} run{'s' if worst['runs'] != 1 else ''})."
     ]
