@@ -263,18 +263,68 @@ def member_efficiency(study: str, *, by: list[str], only: dict | None = None, me
     )
 
 
+def host_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+    """Guest CPU and host CPU per run and member: what the I/O cost inside the VM, and on the host.
+
+    Guest CPU is fio's usr+sys of the VM's jobs (:func:`benchlib.stats.efficiency.run_efficiency`), a
+    proxy that misses what the virtual controller costs the host. Host CPU is esxtop's ``% Used`` of
+    the VM's world group during the run (:func:`benchlib.stats.hostside.vm_cpu_during_runs`), where the
+    study holds a capture whose group is named after the member. Columns: ``by``, ``run_id``, the
+    member, ``iops``, ``cpu_used_pct`` and ``iops_per_cpu_pct`` (guest), ``host_cpu_used_pct``,
+    ``host_samples`` and ``iops_per_host_cpu_pct`` (host), and ``host_reason`` where there is no host
+    figure (never 0, inf or NaN).
+    """
+    from benchlib.stats.hostside import VM_CPU, vm_cpu_during_runs
+
+    opened = open_study(study)
+    guest = run_efficiency(_study_rows(study, only), member=member, by=by)
+    runs = opened.scan("runs").filter(pl.col("run_id").is_in(guest["run_id"].implode())).collect()
+    obj, counter = VM_CPU
+    groups = opened.scan("host_counters").filter((pl.col("object") == obj) & (pl.col("counter") == counter)).collect()
+    host = vm_cpu_during_runs(runs, groups).rename({"vm": "_world", "samples": "host_samples"})
+    joined = guest.join(host, left_on=["run_id", member], right_on=["benchmark_run_id", "_world"], how="left")
+    reason = (
+        pl.when(pl.lit(groups.is_empty()))
+        .then(pl.lit("no esxtop capture with VM CPU (Group Cpu % Used) in the study"))
+        .when(pl.col("host_cpu_used_pct").is_null())
+        .then(pl.format("no esxtop sample of a world group named {} inside the run", pl.col(member)))
+        .when(pl.col("host_cpu_used_pct") <= 0)
+        .then(pl.lit("0% host CPU: nothing to divide by"))
+        .when(pl.col("iops").is_null())
+        .then(pl.lit("no IOPS figure"))
+    )
+    ratio = pl.when(reason.is_null()).then(pl.col("iops") / pl.col("host_cpu_used_pct"))
+    return joined.with_columns(ratio.alias("iops_per_host_cpu_pct"), reason.alias("host_reason")).sort(
+        [*by, "run_id", member]
+    )
+
+
 def efficiency_table(study: str, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
-    """Return IOPS per CPU% per test and setting.
+    """Return IOPS per CPU% per test and setting, guest and (where esxtop saw the VMs) host.
 
     Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
-    :func:`member_efficiency`, with the number of VMs.
+    :func:`member_efficiency`, with the number of VMs; then ``host_cpu_pct`` and
+    ``iops_per_host_cpu_pct``, the median over VMs of each VM's median over its runs of
+    :func:`host_efficiency` (null where no run has a host figure), with ``host_vms``.
     """
-    per_vm = member_efficiency(study, by=[*test, setting], only=only)
-    table = (
-        per_vm.group_by(*test, setting)
-        .agg(pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("vms"))
-        .sort(*test, setting)
+    by = [*test, setting]
+    per_vm = member_efficiency(study, by=by, only=only)
+    table = per_vm.group_by(by).agg(
+        pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("vms")
     )
+    host = (
+        host_efficiency(study, by=by, only=only)
+        .filter(pl.col("host_reason").is_null())
+        .group_by(*by, "vm")
+        .agg(pl.col("host_cpu_used_pct").median(), pl.col("iops_per_host_cpu_pct").median())
+        .group_by(by)
+        .agg(
+            pl.col("host_cpu_used_pct").median().alias("host_cpu_pct"),
+            pl.col("iops_per_host_cpu_pct").median(),
+            pl.len().alias("host_vms"),
+        )
+    )
+    table = table.join(host, on=by, how="left").sort(by)
     return table.with_columns(pl.concat_str([pl.col(c) for c in test], separator=" ").alias("test"))
 
 

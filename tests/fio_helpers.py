@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 
 def run_fio(
@@ -53,3 +61,28 @@ def run_job_file(fio: str, folder: Path, name: str, job: str) -> Path:
         timeout=120,
     )
     return output
+
+
+@contextlib.contextmanager
+def fio_server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[None]:
+    """Run ``fio --server`` on ``address:port`` (behind ``wrapper``, e.g. a namespace tool) until the block ends."""
+    server = subprocess.Popen(
+        [*wrapper, fio, f"--server={address},{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection((address, port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"no fio server came up on {address}:{port}")
+                time.sleep(0.1)
+        yield
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()

@@ -6,12 +6,9 @@ set of hosts is passed as a host-list file (``--client=hosts.list job.fio``).
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,43 +16,19 @@ import polars as pl
 import pytest
 
 from benchlib.sources import read
+from tests.fio_helpers import fio_server
 
 pytestmark = pytest.mark.fio
 HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
 PORT = 8865
 
 
-def _wait_for_listeners(hosts: list[str], port: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    for host in hosts:
-        while True:
-            try:
-                socket.create_connection((host, port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"fio server on {host}:{port} did not start listening in {timeout} s")
-                time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def servers(fio_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    workdir = tmp_path_factory.mktemp("servers")
-    pids = []
-    for host in HOSTS:
-        pidfile = workdir / f"{host}.pid"
-        subprocess.run([fio_binary, f"--server=ip:{host},{PORT}", f"--daemonize={pidfile}"], check=True, timeout=30)
-        pids.append(pidfile)
-    _wait_for_listeners(HOSTS, PORT)
-    try:
-        yield workdir
-    finally:
-        for pidfile in pids:
-            if pidfile.exists():
-                try:
-                    os.kill(int(pidfile.read_text()), signal.SIGTERM)
-                except (ProcessLookupError, ValueError):
-                    pass
+    with contextlib.ExitStack() as stack:
+        for host in HOSTS:
+            stack.enter_context(fio_server(fio_binary, host, PORT))
+        yield tmp_path_factory.mktemp("servers")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import pytest
 from benchlib.runner import PlanError, load_plan, read_plan, run_plan
 from benchlib.runner.reading import FioRefusedJob
 from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
+from tests.fio_helpers import fio_server
 
 pytestmark = pytest.mark.fio
 
@@ -556,33 +556,9 @@ def test_output_folder_keeps_what_is_not_benchlibs(tmp_path: Path) -> None:
     assert (mine / "chapter3.tex").read_text() == "draft"
 
 
-@contextlib.contextmanager
-def _server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[None]:
-    server = subprocess.Popen(
-        [*wrapper, fio, f"--server={address},{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection((address, port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.skip(f"no fio server came up on {address}:{port}")
-                time.sleep(0.1)
-        yield
-    finally:
-        os.killpg(server.pid, 9)
-        server.wait()
-
-
 def test_a_server_target_swapped_mid_plan_is_refused(tmp_path: Path, fio_binary: str) -> None:
     port = 8792
-    with _server(fio_binary, "127.0.0.1", port):
+    with fio_server(fio_binary, "127.0.0.1", port):
         plan_path = _two_cell_plan(tmp_path)
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
         plan = load_plan(plan_path)
@@ -617,7 +593,7 @@ def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_pa
         "-c",
         f'mount --bind {victims} {targets} && exec "$0" "$@"',
     ]
-    with _server(fio_binary, "127.0.0.1", port, *inside):
+    with fio_server(fio_binary, "127.0.0.1", port, *inside):
         plan_path = _write_plan(tmp_path, target=f'file = "{targets}/{{host}}.dat"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
         with pytest.raises(UnsafeTargetError, match="exists and benchlib did not create it"):
@@ -631,7 +607,7 @@ def test_a_server_at_this_machines_own_address_gets_the_local_device_checks(tmp_
     addresses = sorted(a for a in _own_addresses() if not a.startswith("127.") and ":" not in a)
     if not addresses:
         pytest.skip("this machine has no non-loopback IPv4 address")
-    with _mounted_loop_over_loop(tmp_path) as (lower, upper, _), _server(fio_binary, addresses[0], 8794):
+    with _mounted_loop_over_loop(tmp_path) as (lower, upper, _), fio_server(fio_binary, addresses[0], 8794):
         plan_path = _write_plan(tmp_path, target=f'device = "{lower}"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["{addresses[0]}"]\nport = 8794\n')
         with pytest.raises(UnsafeTargetError, match=f"the loop device {upper} sits on its storage"):
@@ -718,7 +694,7 @@ def test_a_device_a_process_holds_open_is_in_use(tmp_path: Path, ext4_device: st
 
 
 def test_a_server_at_an_unspecified_address_is_this_machine(tmp_path: Path, fio_binary: str, ext4_device: str) -> None:
-    with _mounted_elsewhere(ext4_device, tmp_path), _server(fio_binary, "127.0.0.1", 8795):
+    with _mounted_elsewhere(ext4_device, tmp_path), fio_server(fio_binary, "127.0.0.1", 8795):
         plan_path = _write_plan(tmp_path, target=f'device = "{ext4_device}"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["0.0.0.0"]\nport = 8795\n')
         with pytest.raises(UnsafeTargetError, match="is in use"):

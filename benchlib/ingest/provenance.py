@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -75,7 +75,17 @@ def _run_levels(study: Study, rel: str) -> dict:
         "repetition": manifest.get("repetition"),
         "run_host": entry.get("host"),
         "run_span_ns": _span_ns(manifest),
+        "run_start": _start(manifest),
     }
+
+
+def _start(manifest: dict) -> datetime | None:
+    """When ``benchlib run`` started the fio invocation, by its clock (fio's own stamp is whole seconds)."""
+    try:
+        start = datetime.fromisoformat(str(manifest["start_time"]))
+    except (KeyError, ValueError):
+        return None
+    return start.astimezone(UTC) if start.tzinfo else None
 
 
 def _span_ns(manifest: dict) -> int | None:
@@ -120,6 +130,7 @@ def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
         "repetition": pl.Int32,
         "run_host": pl.String,
         "run_span_ns": pl.Int64,
+        "run_start": pl.Datetime("ms", "UTC"),
         **{f: pl.String for f in study.factors},
     }
     return pl.from_dicts(rows, schema=schema)

@@ -48,3 +48,32 @@ def counters_during_runs(
     return samples.join(membership, on="time").sort(
         "benchmark_run_id", "object", "instance", "counter", "time", nulls_last=True
     )
+
+
+#: esxtop's object and counter for the CPU a VM's worlds used (100% is one core busy all the time)
+VM_CPU = ("Group Cpu", "% Used")
+
+
+def vm_cpu_during_runs(runs: pl.DataFrame, host_counters: pl.DataFrame) -> pl.DataFrame:
+    """Return the host CPU each VM's worlds used in each benchmark run (esxtop ``Group Cpu(<id>:<vm>)``, ``% Used``).
+
+    A VM's world group is named after the VM, so a run's member (``vm``) finds its own group. Samples
+    are esxtop's, inside the run's window (:func:`counters_during_runs`, sample 0 left out); each is one
+    equal interval, so the plain mean over them is the mean use over the run.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``benchmark_run_id``, ``vm``, ``host_cpu_used_pct`` (100 = one core) and ``samples``.
+
+    """
+    obj, counter = VM_CPU
+    groups = host_counters.filter((pl.col("object") == obj) & (pl.col("counter") == counter))
+    during = counters_during_runs(runs, groups)
+    return (
+        during.with_columns(pl.col("instance").str.extract(r"^[^:]*:(.*)$", 1).alias("vm"))  # "<group id>:<vm>"
+        .filter(pl.col("vm").is_not_null() & pl.col("value").is_not_null())
+        .group_by("benchmark_run_id", "vm")
+        .agg(pl.col("value").mean().alias("host_cpu_used_pct"), pl.len().alias("samples"))
+        .sort("benchmark_run_id", "vm")
+    )
