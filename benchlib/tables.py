@@ -178,6 +178,7 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
 
 
 LABELS |= {
+    "origin": "Histogram from",
     "change": "Change, new vs baseline (95% interval)",
     "iodepth": "Queue depth (iodepth)",
     "queue_depth": "Queue depth",

@@ -437,8 +437,17 @@ def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: d
 TAIL_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
+#: where a run's latency histogram came from, best first: a group of ``by``, run (and member) uses the best it has
+BIN_ORIGINS = ("fio json+", "fio histogram log", "vdbench histogram (total latency)")
+
+
 def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: str | None) -> pl.DataFrame:
-    """json+ latency bins (whole-run histograms) with each run's label, ``by`` and the member."""
+    """Whole-run latency bins with each run's label, ``by``, the member and ``origin`` (:data:`BIN_ORIGINS`).
+
+    fio's json+ bins where a run has them; else its histogram log (``--write_hist_log``), every
+    interval's bins added; else, for vdbench, its response time histogram, which holds total
+    latency whatever ``kind`` asks (vdbench measures no other).
+    """
     opened = open_study(study)
     runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
     run = (
@@ -446,19 +455,29 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
         .then(pl.format("run {}", pl.col("repetition")))
         .otherwise(_unit_label())
     )
-    runs = runs.select("run_id", run.alias("run"), pl.col("host").alias("vm"), *by).collect()
+    runs = runs.select("run_id", "tool", "format", run.alias("run"), pl.col("host").alias("vm"), *by).collect()
     bins = (
         opened.scan("latency_bins")
-        .filter(
-            pl.col("run_id").is_in(runs["run_id"].implode()),
-            pl.col("latency_kind") == kind,
-            pl.col("time_ns").is_null(),
-        )
-        .select("run_id", "bin_index", "bin_value_ns", "count")
+        .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("latency_kind").is_in([kind, "lat"]))
+        .select("run_id", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
         .collect()
+        .join(runs, on="run_id")
     )
-    keep = ["run_id", "run", *by, *([member] if member else [])]
-    return bins.join(runs.select(*dict.fromkeys(keep)), on="run_id")
+    origin = (
+        pl.when((pl.col("tool") == "vdbench") & (pl.col("latency_kind") == "lat"))
+        .then(pl.lit(BIN_ORIGINS[2]))
+        .when(pl.col("latency_kind") != kind)
+        .then(None)
+        .when(pl.col("format") == "fio-hist-log")
+        .then(pl.lit(BIN_ORIGINS[1]))
+        .when(pl.col("time_ns").is_null())
+        .then(pl.lit(BIN_ORIGINS[0]))
+    )
+    keep = ["run", *by, *([member] if member else [])]
+    bins = bins.with_columns(origin.alias("origin")).drop_nulls("origin")
+    rank = pl.col("origin").replace_strict(BIN_ORIGINS, range(len(BIN_ORIGINS)), return_dtype=pl.Int8)
+    bins = bins.filter(rank == rank.min().over(keep))
+    return bins.select("run_id", *dict.fromkeys(keep), "origin", "bin_index", "bin_value_ns", "count")
 
 
 def tail_latency(
@@ -470,13 +489,14 @@ def tail_latency(
     kind: str = "clat",
     percentiles: tuple[float, ...] = TAIL_PERCENTILES,
 ) -> pl.DataFrame:
-    """Latency percentiles per run (or per run and member) from fio's json+ bins, pooled as fio pools them.
+    """Latency percentiles per run (or per run and member) from its latency histogram, pooled as fio pools them.
 
     One row per group of ``by``, run (and ``member``, e.g. ``"vm"``): ``p50_ms``, ``p90_ms``,
-    ``p99_ms``, ``p99.9_ms`` and ``ios`` (the I/Os the histogram holds). ``kind``: ``"clat"``
-    (completion) or ``"lat"`` (total). Empty when the study has no json+ bins.
+    ``p99_ms``, ``p99.9_ms``, ``ios`` (the I/Os the histogram holds) and ``origin`` (fio json+,
+    fio histogram log or vdbench histogram: :data:`BIN_ORIGINS`). ``kind``: ``"clat"``
+    (completion) or ``"lat"`` (total). Empty when the study has no histogram.
     """
-    keys = [*by, "run", *([member] if member else [])]
+    keys = [*by, "run", *([member] if member else []), "origin"]
     bins = _run_bins(study, by, only, kind, member)
     if bins.is_empty():
         return pl.DataFrame()

@@ -100,3 +100,33 @@ def test_declared_shares_judge_fairness_per_share(tmp_path: Path, monkeypatch: p
     (study / "study.toml").write_text(declared + "\n[shares]\ngus_fio_1 = -5\n", encoding="utf-8")
     with pytest.raises(StudyError, match=r"shares are positive numbers"):
         ingest_study(study, tmp_path / "processed")
+
+
+@pytest.mark.fio
+def test_without_json_plus_the_tail_comes_from_fios_histogram_log(
+    fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain json output has no bins: the run's --write_hist_log gives its tail, and says so."""
+    import benchlib.store
+    from benchlib.ingest import ingest_study
+    from benchlib.sources import read
+    from tests.fio_helpers import run_fio
+
+    study = tmp_path / "raw" / "hist-only"
+    out = run_fio(fio_binary, study, "tails", "--rw=randread", "--bs=4k", formats="json")
+    for log in study.glob("tails_*.log"):  # keep only the histogram log: no per-interval latency to fall back on
+        if "_clat_hist." not in log.name:
+            log.unlink()
+    (study / "scratch.dat").unlink()
+    (study / "study.toml").write_text('[study]\nname = "hist-only"\n', encoding="utf-8")
+    monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
+    ingest_study(study, tmp_path / "processed")
+    tails = tail_latency(str(study), by=[])
+    assert tails.height == 1 and tails["origin"][0] == "fio histogram log"
+    fio = read(out).results.filter(pl.col("direction") == "read")
+    printed = {p["percentile"]: p["value_ns"] / 1e6 for p in fio["clat_percentiles"][0]}
+    # every logged interval's I/Os, added: fio logs whole intervals (250 ms here), so the last part-interval
+    # of a 3-second run can be missing from the log
+    assert 0.85 * fio["io_count"][0] < tails["ios"][0] <= fio["io_count"][0]
+    for p in (50.0, 99.0):
+        assert tails[f"p{p:g}_ms"][0] == pytest.approx(printed[p], rel=0.07)  # one of fio's buckets either way

@@ -397,3 +397,20 @@ def test_host_runs_say_where_the_host_is_and_its_slaves(corpus_ingest: tuple) ->
     runs = tables.runs.filter(pl.col("source").str.contains("/vdb__output/n8.html", literal=True))
     labels = {item["name"]: item["value"] for item in runs["labels"][0]}
     assert labels == {"system": "10.233.233.211", "slaves": "2"}  # parmfile hd=n8,system=...; n8-0 and n8-1
+
+
+def test_a_run_definitions_tail_pools_its_hosts_histograms(
+    corpus_ingest: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vdbench's response time histograms give the tail of each run definition, all its hosts added."""
+    import benchlib.store
+    from benchlib.views import tail_latency
+
+    report, _ = corpus_ingest
+    monkeypatch.setattr(benchlib.store, "PROCESSED", report.processed.parent)
+    tails = tail_latency(str(corpus_dir("vdbench")), by=[], percentiles=(50.0, 95.0))
+    rd1 = tails.filter(
+        pl.col("run").str.contains("/vdbconvert__test/", literal=True) & pl.col("run").str.ends_with("#0")
+    )
+    assert rd1.height == 1 and rd1["origin"][0] == "vdbench histogram (total latency)"
+    assert rd1["ios"][0] == 2240 + 711  # hd1 + hd2 = histogram.html's rd1 reads and writes
