@@ -13,13 +13,14 @@ A pipeline::
     [parameters]                         # extra literals passed to every notebook
     value = "iops"
 
-``build_report`` ingests the study (when its raw files changed), expands the axes to the cells present in
-the data (declared combinations without data are reported as missing, not
-errors), runs papermill once per cell and once per summary notebook, two at a
-time, skips executions whose notebook, parameters and processed data did not
-change (nor did benchlib's code or the installed dependency versions), and
-writes the executed notebooks, every figure as Vega-Lite JSON, SVG and PNG,
-and a self-contained HTML report (an index and one page per cell;
+``build_report`` ingests the study (when its raw files changed), expands the axes
+to the cells present in the data (declared combinations without data are reported
+as missing, not errors), runs papermill once per cell and once per summary
+notebook, two at a time (the cells in one warm kernel per worker,
+:class:`WarmKernels`), skips executions whose notebook, parameters and processed
+data did not change (nor did benchlib's code or the installed dependency
+versions), and writes the executed notebooks, every figure as Vega-Lite JSON,
+SVG and PNG, and a self-contained HTML report (an index and one page per cell;
 :mod:`benchlib.report_html`).
 Executed notebooks never overwrite ``notebooks/``.
 
@@ -37,8 +38,11 @@ import itertools
 import json
 import keyword
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -265,7 +269,87 @@ def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProces
     return done
 
 
-def _execute(execution: Execution, processed: Path) -> Execution:
+class WarmKernels:
+    """One kernel per worker thread, kept warm for the cell notebook's executions.
+
+    A new kernel costs a process start and the imports (about 3 s here); a report runs the same cell
+    notebook once per cell. Each execution starts from an empty namespace (``%reset -f``): only the
+    imported modules carry over, and the same notebook imports the same ones, so a cell's outputs are
+    the ones a fresh kernel gives (``tests/test_report.py`` checks). A kernel that failed is dropped;
+    the next execution on that worker starts a new one. Kernels talk over Unix sockets in a private
+    folder (no TCP port).
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._started: list[tuple[object, str]] = []
+
+    def execute(self, execution: Execution, target: Path) -> None:
+        """Run ``execution``'s notebook with papermill in this thread's kernel; PipelineError if it fails."""
+        import papermill
+
+        try:
+            manager = self._kernel()
+            client = manager.client()
+            client.start_channels()
+            try:
+                client.wait_for_ready(timeout=120)
+                client.execute_interactive("%reset -f", store_history=False, timeout=120)
+            finally:
+                client.stop_channels()
+            papermill.execute_notebook(
+                str(execution.notebook),
+                str(target),
+                parameters=execution.parameters,
+                km=manager,
+                kernel_name="python3",
+                progress_bar=False,
+                start_timeout=120,
+            )
+        except Exception as exc:  # a cell's error, a dead kernel, a timeout: say which notebook, drop the kernel
+            self._drop()
+            raise PipelineError(
+                f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
+                + "\n".join(str(exc).strip().splitlines()[-8:])
+            ) from None
+
+    def _kernel(self) -> object:
+        manager = getattr(self._local, "manager", None)
+        if manager is None:
+            from jupyter_client.manager import KernelManager
+
+            folder = tempfile.mkdtemp(prefix="benchlib-kernel-")
+            manager = KernelManager(kernel_name="python3", transport="ipc")
+            manager.ip = str(Path(folder) / "kernel")
+            manager.start_kernel(cwd=str(PROJECT_ROOT))
+            self._local.manager = manager
+            with self._lock:
+                self._started.append((manager, folder))
+        return manager
+
+    def _drop(self) -> None:
+        manager = getattr(self._local, "manager", None)
+        self._local.manager = None
+        if manager is not None:
+            self._stop(manager)
+
+    def _stop(self, manager: object) -> None:
+        with self._lock:
+            folder = next((f for m, f in self._started if m is manager), None)
+            self._started = [(m, f) for m, f in self._started if m is not manager]
+        with contextlib.suppress(Exception):  # already dead
+            manager.shutdown_kernel(now=True)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop every kernel."""
+        for manager, _ in list(self._started):
+            self._stop(manager)
+
+
+def _execute(execution: Execution, processed: Path, kernels: WarmKernels | None = None) -> Execution:
     out = execution.output_dir
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / ".fingerprint"
@@ -274,12 +358,15 @@ def _execute(execution: Execution, processed: Path) -> Execution:
     if stamp.exists() and stamp.read_text() == fingerprint and target.exists():
         execution.skipped = True
     else:
-        done = _papermill(execution, target)
-        if done.returncode:
-            raise PipelineError(
-                f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
-                + "\n".join(done.stderr.strip().splitlines()[-8:])
-            )
+        if kernels is not None and execution.levels:  # a cell: the warm kernel
+            kernels.execute(execution, target)
+        else:  # a summary notebook: a fresh kernel of its own
+            done = _papermill(execution, target)
+            if done.returncode:
+                raise PipelineError(
+                    f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
+                    + "\n".join(done.stderr.strip().splitlines()[-8:])
+                )
         _export_figures(target, out)
         stamp.write_text(fingerprint)
     execution.figures = len(list(out.glob("figure-*.json")))
@@ -338,11 +425,15 @@ def build_report(
         for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True)
     ]
     finished = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for execution in pool.map(lambda e: _execute(e, study.processed), executions):
-            finished += 1
-            if progress:
-                progress(finished, len(executions), execution.slug)
+    kernels = WarmKernels()
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for execution in pool.map(lambda e: _execute(e, study.processed, kernels), executions):
+                finished += 1
+                if progress:
+                    progress(finished, len(executions), execution.slug)
+    finally:
+        kernels.close()
     write_html(pipeline, folder, executions, [_slug(m) for m in missing], front=front_matter(study))
     return ReportResult(folder, executions, missing)
 

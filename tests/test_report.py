@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,52 @@ def test_every_page_of_the_report_in_chromium(which: str, request: pytest.Fixtur
         words = re.findall(r"[A-Za-z]+", measured["text"])
         assert not {"NaN", "nan", "inf", "None", "null"} & set(words), page.name
         assert "CONSOLE" not in run.stderr or "error" not in run.stderr.lower(), page.name
+
+
+def test_a_cell_run_in_the_warm_kernel_is_what_a_fresh_kernel_gives(loopback_report, tmp_path: Path) -> None:
+    """The build runs the cells in one kernel per worker (namespace reset between them): the last cell of
+    the loopback report, run after seven others, has the outputs a fresh papermill kernel gives."""
+    from benchlib.pipeline import _papermill
+
+    result, _ = loopback_report
+    warm = [e for e in result.executions if e.levels][-1]
+    fresh = tmp_path / "fresh.ipynb"
+    done = _papermill(warm, fresh)
+    assert done.returncode == 0, done.stderr
+
+    def outputs(path: Path) -> list:
+        cells = json.loads(path.read_text())["cells"]
+        return [[{k: v for k, v in o.items() if k != "execution_count"} for o in c.get("outputs", [])] for c in cells]
+
+    built = outputs(warm.output_dir / warm.notebook.name)
+    assert built == outputs(fresh) and any(built)
+
+
+def test_a_failing_cell_names_its_page_and_the_next_cell_still_runs(tmp_path: Path) -> None:
+    """A cell notebook that raises for one configuration: the build stops with its name and the error,
+    and the worker's next kernel is a new one (the failed one is dropped)."""
+    from benchlib.pipeline import Execution, PipelineError, WarmKernels
+
+    notebook = tmp_path / "cell.ipynb"
+    cells = [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "levels = {}\n"},
+        {"cell_type": "code", "metadata": {}, "source": "assert levels['x'] != 'bad', 'a bad level'\nprint(levels)\n"},
+    ]
+    for index, cell in enumerate(cells):
+        cell |= {"id": f"c{index}", "execution_count": None, "outputs": []}
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    notebook.write_text(json.dumps({"cells": cells, "metadata": kernel, "nbformat": 4, "nbformat_minor": 5}))
+    before = set(Path(tempfile.gettempdir()).glob("benchlib-kernel-*"))
+    kernels = WarmKernels()
+    try:
+        good = Execution("x=good", notebook, {"levels": {"x": "good"}}, tmp_path / "good", {"x": "good"})
+        bad = Execution("x=bad", notebook, {"levels": {"x": "bad"}}, tmp_path / "bad", {"x": "bad"})
+        kernels.execute(good, tmp_path / "good.ipynb")
+        with pytest.raises(PipelineError, match=r"cell.ipynb for x=bad failed(.|\n)*a bad level"):
+            kernels.execute(bad, tmp_path / "bad.ipynb")
+        kernels.execute(good, tmp_path / "again.ipynb")
+        text = json.loads((tmp_path / "again.ipynb").read_text())["cells"][-1]["outputs"][0]["text"]
+        assert "".join(text).strip() == "{'x': 'good'}"
+    finally:
+        kernels.close()
+    assert set(Path(tempfile.gettempdir()).glob("benchlib-kernel-*")) <= before  # no kernel folder left behind

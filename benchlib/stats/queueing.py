@@ -7,7 +7,6 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 import polars as pl
-from kneed import KneeLocator
 
 #: Below this fraction of the configured concurrency, a job was not queue-bound.
 RATE_BOUND_FRACTION = 0.8
@@ -215,6 +214,8 @@ def _knee(x: list[float], y: list[float], method: str) -> tuple[float | None, st
     if method == "kneedle":
         if len(x) < MIN_KNEEDLE_POINTS:
             return None, f"{len(x)} points: Kneedle needs at least {MIN_KNEEDLE_POINTS}"
+        from kneed import KneeLocator  # imported here: it loads scipy.signal (a second per notebook kernel)
+
         located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
         if located.knee is None:
             return None, "no knee (Kneedle)"
