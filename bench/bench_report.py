@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,10 +63,67 @@ def run_floor(notebook: Path, times: int, parameters: dict, folder: Path, worker
     return time.perf_counter() - start
 
 
+SOURCE_RUN = RAW / "loopback-fio" / "randread" / "block_size=4k" / "ioengine=libaio" / "rate_cap=off" / "r1"
+
+
+def synthetic_study(data: Path, side: int) -> Path:
+    """A study of side x side cells, each one real 4-host fio client/server run of the loopback study
+    (its bytes changed in the time line only, so that every file is a run of its own); a pipeline over it."""
+    source = next(SOURCE_RUN.rglob("fio.json")).read_text(encoding="utf-8")
+    study = data / "raw" / "synthetic"
+    levels = [f"{i:02d}" for i in range(side)]
+    mappings = []
+    for a in levels:
+        mappings.append(f'[[files]]\nglob = "a={a}/*/*"\nlevels = {{ a = "{a}" }}\n')
+        mappings.append(f'[[files]]\nglob = "*/b={a}/*"\nlevels = {{ b = "{a}" }}\n')
+        for b in levels:
+            folder = study / f"a={a}" / f"b={b}"
+            folder.mkdir(parents=True)
+            (folder / "fio.json").write_text(source.replace('"time" : "', f'"time" : "{a}-{b} ', 1), encoding="utf-8")
+    factors = ", ".join(f'"{level}"' for level in levels)
+    (study / "study.toml").write_text(
+        f'[study]\nname = "synthetic"\n[factors]\na = [{factors}]\nb = [{factors}]\n' + "".join(mappings),
+        encoding="utf-8",
+    )
+    pipeline = data / "synthetic.toml"
+    pipeline.write_text(
+        '[pipeline]\nstudy = "synthetic"\ntitle = "Synthetic matrix"\naxes = ["a", "b"]\n'
+        'cell_notebook = "notebooks/cell.ipynb"\nsummary_notebooks = ["notebooks/study-overview.ipynb"]\n'
+        '[parameters]\nvalue = "iops"\n',
+        encoding="utf-8",
+    )
+    return pipeline
+
+
+def bench_cells(side: int) -> None:
+    """``benchlib report`` of a side x side pipeline, cold, in a process of its own (its data folder)."""
+    work = Path(tempfile.mkdtemp(prefix="benchlib-cells-"))
+    try:
+        pipeline = synthetic_study(work / "data", side)
+        env = {**os.environ, "BENCHLIB_DATA": str(work / "data"), "BENCHLIB_REPORTS": str(work / "reports")}
+        command = [sys.executable, "-m", "benchlib.cli"]
+        subprocess.run([*command, "ingest", "--quiet", str(work / "data" / "raw" / "synthetic")], env=env, check=True)
+        start = time.perf_counter()
+        subprocess.run([*command, "report", str(pipeline)], env=env, check=True, stdout=subprocess.DEVNULL)
+        cold = time.perf_counter() - start
+        pages = len(list((work / "reports" / "synthetic").glob("*.html")))
+    finally:
+        shutil.rmtree(work)
+    record(
+        f"report build of a synthetic {side} x {side} pipeline",
+        [("cells", side * side), ("pages", pages), ("cold build (benchlib report), seconds", cold)],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--cells", type=int, metavar="SIDE", help="instead: a synthetic SIDE x SIDE pipeline, cold")
+    args = parser.parse_args()
+    if args.cells:
+        bench_cells(args.cells)
+        return
+    rounds = args.rounds
     paths = sorted(PIPELINES.glob("*.toml"))
     pipelines = [load_pipeline(p) for p in paths]
     for pipeline in pipelines:
