@@ -57,7 +57,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.schema import TABLES, Tables, label_expr, run_unit_expr
+from benchlib.schema import RUNS, TABLES, UNNAMED_HOST, Tables, label_expr, run_unit_expr
 from benchlib.stats.efficiency import cpu_pct_expr, iops_per_cpu_pct_expr
 from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
 from benchlib.stats.queueing import outstanding_ios_expr
@@ -139,6 +139,10 @@ def claims_frame(tables: Tables) -> pl.DataFrame:
     )
     runs = runs.with_columns(label_expr(n).alias(n) for n in names if n not in runs.columns)
     frame = tables.results.join(runs.drop("labels"), on="run_id", how="inner", suffix="_run")
+    # a study factor (or label) named like a job column (a factor "ioengine" or "rw"): the factor is what
+    # the study selects and compares by; the job's own value stays beside it as "<name>_job"
+    for name in [c for c in runs.columns if c not in RUNS and c in tables.results.columns]:
+        frame = frame.rename({name: f"{name}_job"}).rename({f"{name}_run": name})
     iops = pl.coalesce(pl.col("iops"), pl.col("bandwidth_bytes_per_s") / pl.col("block_size_bytes"))
     frame = frame.with_columns(
         (pl.col("bandwidth_bytes_per_s") / _MIB).alias("bandwidth_mib_s"),
@@ -146,7 +150,8 @@ def claims_frame(tables: Tables) -> pl.DataFrame:
         cpu_pct_expr().alias("cpu_pct"),
         iops.alias("iops_or_derived"),
         iops_per_cpu_pct_expr(),
-        pl.col("host").alias("vm"),
+        # the member: a run's host; a local fio run records none, and is one member all the same
+        pl.when(~pl.col("is_aggregate")).then(pl.col("host").fill_null(UNNAMED_HOST)).alias("vm"),
     )
     return frame.with_columns(outstanding_ios_expr("iops_or_derived"))
 

@@ -350,7 +350,9 @@ def fairness_summary(
 
     The bar is the median over runs of the index within each run; the black tick is the worst run.
     Beside it: the runs, the highest/lowest ratio (median over runs) and whether rate caps set the shares.
+    Configurations whose runs had one member each are left out (nothing to judge).
     """
+    table = table.filter(pl.col("jain_median").is_not_null())  # runs of one member are not judged
     spread = (
         pl.when(pl.col("max_min_median").is_null())
         .then(pl.lit("a VM got nothing"))

@@ -269,6 +269,21 @@ def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProces
     return done
 
 
+def _notebook_error(executed: Path) -> str | None:
+    """Return the first error an executed notebook holds: the cell's first line, the exception and its message."""
+    try:
+        cells = json.loads(executed.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError):
+        return None
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                first = next((line for line in "".join(cell.get("source", "")).splitlines() if line.strip()), "")
+                message = str(output.get("evalue", ""))[:1000]
+                return f"in the cell beginning {first!r}: {output.get('ename')}: {message}"
+    return None
+
+
 class WarmKernels:
     """One kernel per worker thread, kept warm for the cell notebook's executions.
 
@@ -309,10 +324,8 @@ class WarmKernels:
             )
         except Exception as exc:  # a cell's error, a dead kernel, a timeout: say which notebook, drop the kernel
             self._drop()
-            raise PipelineError(
-                f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
-                + "\n".join(str(exc).strip().splitlines()[-8:])
-            ) from None
+            why = _notebook_error(target) or "\n".join(str(exc).strip().splitlines()[-8:])
+            raise PipelineError(f"{execution.notebook.name} for {execution.slug} failed; see {target}\n{why}") from None
 
     def _kernel(self) -> object:
         manager = getattr(self._local, "manager", None)
@@ -363,10 +376,8 @@ def _execute(execution: Execution, processed: Path, kernels: WarmKernels | None 
         else:  # a summary notebook: a fresh kernel of its own
             done = _papermill(execution, target)
             if done.returncode:
-                raise PipelineError(
-                    f"{execution.notebook.name} for {execution.slug} failed; see {target}\n"
-                    + "\n".join(done.stderr.strip().splitlines()[-8:])
-                )
+                why = _notebook_error(target) or "\n".join(done.stderr.strip().splitlines()[-8:])
+                raise PipelineError(f"{execution.notebook.name} for {execution.slug} failed; see {target}\n{why}")
         _export_figures(target, out)
         stamp.write_text(fingerprint)
     execution.figures = len(list(out.glob("figure-*.json")))

@@ -67,7 +67,19 @@ def _markdown(text: str) -> str:
     return "\n".join(blocks)
 
 
-def _outputs_html(notebook: Path, out: Path) -> str:
+def _without_title(source: str, title: str) -> str:
+    """Return Markdown without a first heading that only repeats the page's ``title``."""
+    first, _, rest = source.partition("\n")
+    heading = re.fullmatch(r"#{1,6}\s+(.*)", first.strip())
+    return rest if heading and heading[1].strip().lower() == title.lower() else source
+
+
+def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
+    """Return a page's body from an executed notebook: its Markdown, tables and figures, in order.
+
+    A Markdown heading that only repeats the page's title (a summary notebook's ``# Fairness`` on
+    the page "Fairness") is left out.
+    """
     parts, figure = [], 0
     for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
         if "parameters" in cell.get("metadata", {}).get("tags", []) or "injected-parameters" in cell.get(
@@ -75,7 +87,7 @@ def _outputs_html(notebook: Path, out: Path) -> str:
         ).get("tags", []):
             continue
         if cell["cell_type"] == "markdown":
-            parts.append(_markdown("".join(cell["source"])))
+            parts.append(_markdown(_without_title("".join(cell["source"]), title)))
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if any(m in data for m in VEGALITE):
@@ -126,7 +138,7 @@ def write_html(
         page = f"{execution.slug}.html"
         title = _title(execution)
         body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>"
-        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir)
+        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title)
         (folder / page).write_text(_page(title, body), encoding="utf-8")
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"

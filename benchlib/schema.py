@@ -350,6 +350,10 @@ class Tables:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
 
 
+#: the member (``vm``) of a run that names no host: fio run locally (not client/server) writes none
+UNNAMED_HOST = "host not recorded"
+
+
 def run_unit_expr() -> pl.Expr:
     """Return the run a row belongs to: its ``run_id`` without the host (the experimental unit).
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import StudyError
+from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
 
 STUDY_FILE = "study.toml"
@@ -79,6 +80,19 @@ KNOWN_KEYS = {
     "fio": {"log_latency_unit"},
     "files": {"glob", "levels"},
 }
+
+
+#: names a factor cannot take: the run's own columns and the columns benchlib's views derive
+RESERVED = frozenset(RUNS.names()) | {"vm", "run", "phase", "run_unit", "origin", "shares"}
+
+
+def _check_factor_names(path: Path, factors: dict[str, list[str]]) -> None:
+    clash = sorted(set(factors) & RESERVED)
+    if clash:
+        raise StudyError(
+            f"{path}: [factors] {', '.join(repr(c) for c in clash)} is a name benchlib uses for a run's own "
+            f"column ({', '.join(sorted(RESERVED))}); name the factor otherwise, e.g. {clash[0]}_level"
+        )
 
 
 def _check_keys(path: Path, table: str, found: object) -> None:
@@ -146,6 +160,7 @@ def load_study(folder: str | Path) -> Study:
         _check_keys(path, table, data.get(table, {}))
     meta = data.get("study", {})
     factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
+    _check_factor_names(path, factors)
     files = tuple(_check_mapping(path, i, e, factors) for i, e in enumerate(data.get("files", [])))
     unit = data.get("fio", {}).get("log_latency_unit")
     if unit not in (None, "ns", "us"):

@@ -14,7 +14,7 @@ from typing import TypeVar
 import polars as pl
 
 from benchlib.paths import RAW
-from benchlib.schema import Tables, run_unit_expr
+from benchlib.schema import UNNAMED_HOST, Tables, run_unit_expr
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
@@ -77,6 +77,13 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
         pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
     where = ", ".join(f"{k} {v}" for k, v in levels.items())
+    if members.height < 2:
+        named = f" ({members[member][0]})" if members.height else ""
+        total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
+        return (
+            f"**{where}**: {members.height} {member}{named}, {total} ({value}); fairness between {member}s "
+            "needs two or more."
+        )
     return (
         f"**{where}**: {members.height} {member}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
         f"lowest; Jain's index {stats['jain']:.4f}; together {stats['total']:,.0f} ({value})."
@@ -127,13 +134,14 @@ def design_statement(study: str) -> str:
         .group_by("run_id")
         .agg(*(pl.col(c).drop_nulls().first() for c in params))
     )
-    runs = runs.join(jobs, on="run_id", how="left")
+    params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
+    runs = runs.join(jobs.select("run_id", *params), on="run_id", how="left")
+    keys = [*present, *params]
     units = runs.group_by(run_unit_expr()).agg(
-        *(pl.col(c).drop_nulls().first() for c in [*present, *params]),
+        *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
     )
-    keys = [*present, *params]
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
     each = f"{low}" if low == high else f"{low} to {high}"
@@ -407,12 +415,12 @@ def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: d
     """Per-second totals of every run (fio's logs): the iterations of a two-level plan.
 
     One row per run and whole second after the ramp (rows fio marks as warm-up are left out): the
-    hosts' values added (IOPS, bandwidth), with ``run`` (the configuration and repetition) and ``factors``.
+    hosts' values added (IOPS, bandwidth), with ``run`` (the repetition, else the logs' folder) and ``factors``.
     Seconds that not every host of the run logged are left out: their sum is no run total.
     """
     opened = open_study(study)
     runs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only or {})
-    runs = runs.select("run_id", "repetition", *factors).collect()
+    runs = runs.select("run_id", _folder_run_label().alias("run"), *factors).collect()
     series = (
         opened.scan("intervals")
         .filter(
@@ -425,12 +433,21 @@ def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: d
         .join(runs, on="run_id")
         .with_columns(((pl.col("time_ns") + 500_000_000) // 1_000_000_000).alias("second"))  # 999 ms and 1,005 ms: 1 s
     )
-    keys = [*factors, "repetition", "second"]
+    keys = [*factors, "run", "second"]
     totals = series.group_by(keys).agg(pl.col("value").sum().alias(metric), pl.col("run_id").n_unique().alias("hosts"))
     # a second only some hosts logged (one host's last interval) is not the run's total: leave it out
-    totals = totals.filter(pl.col("hosts") == pl.col("hosts").max().over(*factors, "repetition")).drop("hosts")
-    run = pl.concat_str([pl.col(c).cast(pl.String) for c in [*factors, "repetition"]], separator="/")
-    return totals.with_columns(run.alias("run")).sort(keys)
+    totals = totals.filter(pl.col("hosts") == pl.col("hosts").max().over(*factors, "run")).drop("hosts")
+    return totals.sort(keys)
+
+
+def _folder_run_label() -> pl.Expr:
+    """Name the run a fio log (or a run's json) belongs to: its repetition, else the folder it was written in.
+
+    A log holds no run of its own; ``benchlib run`` records the repetition, and elsewhere a run's
+    logs are written beside its output, in its folder.
+    """
+    folder = pl.col("source").str.replace(r"/[^/]*$", "")
+    return pl.when(pl.col("repetition").is_not_null()).then(pl.format("run {}", pl.col("repetition"))).otherwise(folder)
 
 
 #: The tail percentiles a report shows.
@@ -455,7 +472,9 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
         .then(pl.format("run {}", pl.col("repetition")))
         .otherwise(_unit_label())
     )
-    runs = runs.select("run_id", "tool", "format", run.alias("run"), pl.col("host").alias("vm"), *by).collect()
+    member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
+    folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
+    runs = runs.select("run_id", "tool", "format", run.alias("run"), member_name, folder, *by).collect()
     bins = (
         opened.scan("latency_bins")
         .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("latency_kind").is_in([kind, "lat"]))
@@ -475,6 +494,9 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
     )
     keep = ["run", *by, *([member] if member else [])]
     bins = bins.with_columns(origin.alias("origin")).drop_nulls("origin")
+    # a histogram log beside a json+ output is that run's log: its I/Os are in the json+ bins already
+    with_json = bins.filter(pl.col("origin") == BIN_ORIGINS[0])["folder"].unique().implode()
+    bins = bins.filter(~((pl.col("origin") == BIN_ORIGINS[1]) & pl.col("folder").is_in(with_json)))
     rank = pl.col("origin").replace_strict(BIN_ORIGINS, range(len(BIN_ORIGINS)), return_dtype=pl.Int8)
     bins = bins.filter(rank == rank.min().over(keep))
     return bins.select("run_id", *dict.fromkeys(keep), "origin", "bin_index", "bin_value_ns", "count")
@@ -526,17 +548,17 @@ def run_steadiness_table(
     """Steady state of every run with per-second data: "steady", "not steady" or "too short to assess".
 
     The per-second run totals (:func:`run_seconds`) of each run, judged with the SNIA PTS window
-    (:func:`benchlib.stats.steady.run_steadiness`). Columns: ``factors``, ``repetition``,
+    (:func:`benchlib.stats.steady.run_steadiness`). Columns: ``factors``, ``run``,
     ``intervals``, ``state``, ``note`` and ``fio_ss_attained`` (fio's own ``ss=`` check, where a
     job used it; null otherwise).
     """
     seconds = run_seconds(study, factors, metric=metric, only=only)
     rows = []
-    for key, group in seconds.sort("second").group_by([*factors, "repetition"], maintain_order=True):
+    for key, group in seconds.sort("second").group_by([*factors, "run"], maintain_order=True):
         judged = run_steadiness(group[metric].to_list())
         rows.append(
             {
-                **dict(zip([*factors, "repetition"], key, strict=True)),
+                **dict(zip([*factors, "run"], key, strict=True)),
                 "intervals": judged.rounds,
                 "state": judged.state,
                 "note": judged.note,
@@ -547,15 +569,15 @@ def run_steadiness_table(
     table = pl.DataFrame(rows)
     fio = (
         _study_rows(study, only)
-        .group_by([*factors, "repetition"])
+        .with_columns(_folder_run_label().alias("run"))
+        .group_by([*factors, "run"])
         .agg(
             pl.when(pl.col("ss_attained").is_not_null().any())
             .then(pl.col("ss_attained").drop_nulls().all())
             .alias("fio_ss_attained")
         )
     )
-    keys = [*factors, "repetition"]
-    table = table.with_columns(pl.col("repetition").cast(fio["repetition"].dtype))
+    keys = [*factors, "run"]
     return table.join(fio, on=keys, how="left", nulls_equal=True).sort(keys)
 
 

@@ -352,3 +352,15 @@ def test_processed_data_of_another_schema_version_is_refused_with_what_to_do(stu
         load_study_tables(report.processed)
     assert ingest_study(study, tmp_path / "processed").ingested  # a new ingest rebuilds every part
     assert load_study_tables(report.processed).latency_bins.height > 0
+
+
+@pytest.mark.parametrize("name", ["host", "repetition", "vm", "run"])
+def test_a_factor_named_like_a_runs_own_column_is_refused_by_name(tmp_path: Path, name: str) -> None:
+    """A factor called host or repetition crashed ingest with polars' DuplicateError; now study.toml is refused."""
+    from benchlib.errors import StudyError
+
+    study = tmp_path / "clash"
+    study.mkdir()
+    (study / "study.toml").write_text(f'[study]\nname = "clash"\n[factors]\n{name} = ["a", "b"]\n')
+    with pytest.raises(StudyError, match=rf"\[factors\] '{name}' is a name benchlib uses .* e\.g\. {name}_level"):
+        ingest_study(study, tmp_path / "processed")

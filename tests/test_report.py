@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -280,7 +281,67 @@ def loopback_report(tmp_path_factory: pytest.TempPathFactory):
     return build_report(PIPELINE.with_name("loopback-fio.toml"), reports=tmp_path_factory.mktemp("reports")), None
 
 
-@pytest.mark.parametrize("which", ["report", "loopback_report"])
+WRITTEN_PIPELINE = """[pipeline]
+study = "written"
+title = "Random reads and writes at two block sizes on one local disk, run by the test"
+axes = ["rw", "bs"]
+cell_notebook = "notebooks/cell.ipynb"
+summary_notebooks = [
+    "notebooks/study-overview.ipynb",
+    { notebook = "notebooks/comparison.ipynb", parameters = { factor = "bs", baseline = "4k", by = ["rw"], only = {} } },
+    { notebook = "notebooks/fairness.ipynb", parameters = { by = ["rw", "bs"], only = {}, series_levels = {} } },
+    { notebook = "notebooks/efficiency.ipynb", parameters = { test = ["rw"], setting = "bs", only = {} } },
+]
+[parameters]
+value = "iops"
+"""  # noqa: E501 (an inline table is one line in TOML)
+
+
+@pytest.fixture(scope="module")
+def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
+    """A third report, from a study this test writes: real fio runs on a local file (no client/server, so
+    no host names), two factors, two runs each, json+ with per-second and histogram logs."""
+    from tests.fio_helpers import run_fio
+
+    data = tmp_path_factory.mktemp("data")
+    study = data / "raw" / "written"
+    mappings = []
+    for rw in ("randread", "randwrite"):
+        mappings.append(f'[[files]]\nglob = "rw={rw}/**"\nlevels = {{ rw = "{rw}" }}\n')
+        for bs in ("4k", "64k"):
+            for repetition in (1, 2):
+                folder = study / f"rw={rw}" / f"bs={bs}" / f"r{repetition}"
+                run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
+                (folder / "scratch.dat").unlink()
+    mappings += [f'[[files]]\nglob = "*/bs={bs}/**"\nlevels = {{ bs = "{bs}" }}\n' for bs in ("4k", "64k")]
+    (study / "study.toml").write_text(
+        '[study]\nname = "written"\ntitle = "Written by the report test"\n'
+        '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
+    )
+    (study / "README.md").write_text("# Written by the test\n\n## What it is not\n\nA vSphere measurement.\n")
+    pipeline = data / "written.toml"
+    pipeline.write_text(WRITTEN_PIPELINE)
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); print(len(r.executions))"
+    )
+    reports = data / "reports"
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(pipeline), str(reports)],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    executions = [None] * int(done.stdout.split()[-1])
+    return types.SimpleNamespace(folder=reports / "written", executions=executions), None
+
+
+@pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])
 def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
     no NaN, inf or None printed, no console error; screenshots kept for a person to look at."""

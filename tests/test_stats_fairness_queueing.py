@@ -110,9 +110,9 @@ def test_rate_capped_runs_are_counted() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(min_value=0.01, max_value=1e9), min_size=1, max_size=30), st.randoms())
+@given(st.lists(st.floats(min_value=0.01, max_value=1e9), min_size=2, max_size=30), st.randoms())
 def test_fairness_properties(values: list[float], random: object) -> None:
-    """Jain in [1/n, 1], Gini in [0, (n-1)/n], and neither depends on row order."""
+    """Jain in [1/n, 1], Gini in [0, (n-1)/n], and neither depends on row order (two or more members)."""
     n = len(values)
     result = _fair(values)
     assert 1 / n - 1e-9 <= result["jain"] <= 1 + 1e-9
@@ -122,6 +122,18 @@ def test_fairness_properties(values: list[float], random: object) -> None:
     again = _fair(shuffled)
     assert again["jain"] == pytest.approx(result["jain"], rel=1e-9)
     assert again["gini"] == pytest.approx(result["gini"], rel=1e-9, abs=1e-12)
+
+
+def test_one_member_alone_is_not_judged() -> None:
+    """A run with one VM shares nothing: no Jain's index (it would print a perfect 1.000), and the headline says so."""
+    from benchlib.stats.fairness import fairness_headline
+
+    alone = _fair([1234.0])
+    assert alone["jain"] is None and alone["max_min_ratio"] is None and alone["cv"] is None
+    runs = pl.DataFrame({"run": ["r1", "r2"], "vm": ["a", "a"], "cfg": ["x", "x"], "iops": [10.0, 12.0]})
+    table = fairness_over_runs(runs, "iops", member="vm", run="run", by=["cfg"])
+    assert table["runs_judged"][0] == 0 and table["jain_median"][0] is None
+    assert fairness_headline(table, ["cfg"]).startswith("Every run has one member")
 
 
 def test_ll_1() -> None:

@@ -65,6 +65,8 @@ def fairness_table(
     polars.DataFrame
         Per group: ``members``, ``jain``, ``max_min_ratio`` (null when a member
         got nothing: unbounded, and ``starved`` counts such members), ``cv``
+        (``jain``, ``max_min_ratio``, ``cv`` and ``gini`` are null for a group of one member: there
+        is no sharing to judge)
         (sample, ddof=1), ``gini``, ``min``, ``max``,
         ``total`` (the unnormalised sum), ``lowest`` and ``highest`` (member
         names) and ``outlier`` (the member furthest from the group mean),
@@ -75,13 +77,14 @@ def fairness_table(
     _check_members(frame, value, member, by)
     x = share_normalised(value, shares)
     furthest = (x - x.mean()).abs().arg_max()
+    shared = pl.len() >= 2  # fairness is between members: one member alone has no share to compare
     aggregated = frame.group_by(by or pl.lit(0).alias("_all"), maintain_order=True).agg(
         pl.len().alias("members"),
-        jain_expr(x).alias("jain"),
-        pl.when(x.min() > 0).then(max_min_ratio_expr(x)).alias("max_min_ratio"),
+        pl.when(shared).then(jain_expr(x)).alias("jain"),
+        pl.when(shared & (x.min() > 0)).then(max_min_ratio_expr(x)).alias("max_min_ratio"),
         (x == 0).sum().alias("starved"),
-        (x.std(ddof=1) / x.mean()).alias("cv"),
-        gini_expr(x).alias("gini"),
+        pl.when(shared).then(x.std(ddof=1) / x.mean()).alias("cv"),
+        pl.when(shared).then(gini_expr(x)).alias("gini"),
         x.min().alias("min"),
         x.max().alias("max"),
         pl.col(value).sum().alias("total"),
@@ -144,9 +147,10 @@ def fairness_over_runs(
     Returns
     -------
     polars.DataFrame
-        Per group: ``runs``, ``members`` (most in one run), ``jain_median``, ``jain_worst`` and
-        ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null when a member got
-        nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
+        Per group: ``runs``, ``runs_judged`` (those with two or more members: one member alone
+        shares nothing, and its Jain's index is null), ``members`` (most in one run), ``jain_median``,
+        ``jain_worst`` and ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null
+        when a member got nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
         members, median over runs), ``winners`` (how many different members were highest
         across the runs; more than one is a rotating winner), ``capped_runs`` and ``per_share`` (judged
         on ``value`` per share), sorted by the groups.
@@ -165,6 +169,7 @@ def fairness_over_runs(
     keys = by or [pl.lit(0).alias("_all")]
     summary = per_run.group_by(keys, maintain_order=True).agg(
         pl.len().alias("runs"),
+        pl.col("jain").is_not_null().sum().alias("runs_judged"),
         pl.col("members").max(),
         pl.col("jain").median().alias("jain_median"),
         pl.col("jain").min().alias("jain_worst"),
@@ -209,16 +214,25 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     """
     if table.is_empty():
         return "No configuration has members to compare."
-    worst = table.sort("jain_worst").row(0, named=True)
+    if table["jain_median"].is_null().all():
+        return (
+            "Every run has one member (VM or host): fairness is between members that ran at once, "
+            "so these runs cannot show it."
+        )
+    worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)
     where = ", ".join(f"{k} {worst[k]}" for k in by)
-    runs = int(table["runs"].sum())
+    runs = int(table["runs_judged"].sum())
     text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
     text += [
         f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
-        f"(median {worst['jain_median']:.3f} over {worst['runs']} run{'s' if worst['runs'] != 1 else ''})."
+        f"(median {worst['jain_median']:.3f} over {worst['runs_judged']} "
+        f"run{'s' if worst['runs_judged'] != 1 else ''})."
     ]
     below = int(table["runs_below"].sum())
     text.append(f"{below} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
+    alone = int((table["runs"] - table["runs_judged"]).sum())
+    if alone:
+        text.append(f"{alone} runs had one member only and are not judged.")
     rotating = table.filter(pl.col("winners") > 1).height
     if rotating:
         text.append(f"In {rotating} of {table.height} configurations a different VM came out on top in different runs.")

@@ -37,9 +37,11 @@ def configured_depth_expr(columns: Collection[str]) -> pl.Expr:
     a table that says neither counts ``numjobs``, and one with neither column counts one job.
     ``columns``: the frame's columns (``ioengine``, ``jobs`` and ``numjobs`` are used when present).
     """
+    # the job's own engine: "ioengine_job" where a study factor took the name "ioengine" (claims_frame)
+    engine = next((c for c in ("ioengine_job", "ioengine") if c in columns), None)
     depth = (
-        pl.when(pl.col("ioengine").is_in(list(SYNC_ENGINES))).then(pl.lit(1)).otherwise(pl.col("iodepth"))
-        if "ioengine" in columns
+        pl.when(pl.col(engine).is_in(list(SYNC_ENGINES))).then(pl.lit(1)).otherwise(pl.col("iodepth"))
+        if engine
         else pl.col("iodepth")
     )
     jobs = pl.coalesce(*(pl.col(c) for c in ("jobs", "numjobs") if c in columns), pl.lit(1))
