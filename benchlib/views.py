@@ -232,6 +232,92 @@ def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
 
 
+def sweep(study: str, profile: str, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
+    """Summarise a depth sweep per depth (and member): medians over runs of IOPS, latency and Little's law.
+
+    Each run's total per depth (its hosts added; per ``member`` when given), then the median over
+    runs: ``iops``, ``lat_mean_ns`` (I/O-weighted over the jobs), ``outstanding_ios`` (Little's law:
+    IOPS x mean latency, the I/Os in flight on average), ``configured`` (the concurrency the jobs
+    were set to: iodepth per job, 1 for a sync engine, times jobs, added over hosts) and
+    ``queue_state`` (:func:`benchlib.stats.queueing.queue_check` of the medians), and ``runs``.
+    """
+    from benchlib.stats.queueing import IMPOSSIBLE_FRACTION, RATE_BOUND_FRACTION, queue_check
+
+    frame = cell_frame(study, {"profile": profile})
+    jobs = queue_check(frame, iops="iops_or_derived")
+    keys = ["run_id", *([member] if member else [])]
+    run = run_unit_expr()
+    per_run = (
+        frame.with_columns(run)
+        .group_by([*keys, "run_unit", depth])
+        .agg(total_expr("iops"), total_expr("lat_mean_ns"))
+        .join(
+            jobs.group_by(["run_id", *([member] if member else [])]).agg(
+                pl.col("outstanding_ios").sum(), pl.col("configured_depth").sum().alias("configured")
+            ),
+            on=keys,
+        )
+        .group_by(["run_unit", depth, *([member] if member else [])])
+        .agg(
+            total_expr("iops"),
+            ((pl.col("lat_mean_ns") * pl.col("iops")).sum() / pl.col("iops").sum()).alias("lat_mean_ns"),
+            pl.col("outstanding_ios").sum(),
+            pl.col("configured").sum(),
+        )
+    )
+    by = [*([member] if member else []), depth]
+    table = per_run.group_by(by).agg(
+        pl.col("iops", "lat_mean_ns", "outstanding_ios", "configured").median(), pl.len().alias("runs")
+    )
+    ratio = pl.col("outstanding_ios") / pl.col("configured")
+    state = (
+        pl.when(pl.col("configured").is_null())
+        .then(None)
+        .when(ratio < RATE_BOUND_FRACTION)
+        .then(pl.lit("rate-bound"))
+        .when(ratio <= IMPOSSIBLE_FRACTION)
+        .then(pl.lit("queue-full"))
+        .otherwise(pl.lit("impossible"))
+    )
+    return table.with_columns(state.alias("queue_state")).sort(by)
+
+
+def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
+    """Describe each sweep of :func:`sweep` (per member when given): knee, saturation, peak then drop.
+
+    Columns: the member, ``knee``, ``knee_iops``, ``knee_latency_ms``, ``knee_outstanding``
+    (Little's law at the knee), ``latency_knee``, ``peak``, ``saturated``, ``drops_after_peak`` and
+    ``note`` (:func:`benchlib.stats.queueing.sweep_shape`); a sweep of fewer than 3 depths says so.
+    """
+    from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
+
+    rows = []
+    for part in table.partition_by(member, maintain_order=True) if member else [table]:
+        head = {member: part[member][0]} if member else {}
+        part = part.drop_nulls(["iops", "lat_mean_ns"]).sort(depth)
+        if part.height < MIN_SWEEP_POINTS:
+            rows.append({**head, "note": f"{part.height} depths: a shape needs {MIN_SWEEP_POINTS} or more"})
+            continue
+        shape = sweep_shape(
+            part[depth].cast(pl.Float64).to_list(), part["iops"].to_list(), part["lat_mean_ns"].to_list()
+        )
+        rows.append(
+            {
+                **head,
+                "knee": shape.knee_depth,
+                "knee_iops": shape.knee_iops,
+                "knee_latency_ms": None if shape.knee_latency_ns is None else shape.knee_latency_ns / 1e6,
+                "knee_outstanding": shape.knee_outstanding,
+                "latency_knee": shape.latency_knee_depth,
+                "peak": shape.peak_depth,
+                "saturated": shape.saturated,
+                "drops_after_peak": shape.drops_after_peak,
+                "note": shape.note,
+            }
+        )
+    return pl.DataFrame(rows)
+
+
 def run_totals(study: str, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
     """One value per run with its factor levels: the experimental unit of a comparison.
 

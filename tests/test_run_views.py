@@ -130,3 +130,23 @@ def test_without_json_plus_the_tail_comes_from_fios_histogram_log(
     assert 0.85 * fio["io_count"][0] < tails["ios"][0] <= fio["io_count"][0]
     for p in (50.0, 99.0):
         assert tails[f"p{p:g}_ms"][0] == pytest.approx(printed[p], rel=0.07)  # one of fio's buckets either way
+
+
+def test_a_depth_sweep_per_run_and_per_vm_with_littles_law_beside_the_depth() -> None:
+    """The loopback iodepth sweep: four hosts at 1 job each, so a run holds 4 x iodepth outstanding I/Os."""
+    from benchlib.views import sweep, sweep_shapes
+
+    totals = sweep("loopback-fio", "iodepth-sweep")
+    assert totals["iodepth"].to_list() == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert (totals["configured"] == totals["iodepth"] * 4).all() and set(totals["runs"]) == {3}
+    assert ((totals["outstanding_ios"] / totals["configured"] - 1).abs() < 0.05).all()  # fio kept its queues full
+    assert set(totals["queue_state"]) == {"queue-full"}
+    per_vm = sweep("loopback-fio", "iodepth-sweep", member="vm")
+    assert per_vm["vm"].n_unique() == 4 and (per_vm["configured"] == per_vm["iodepth"]).all()
+    # each VM's run totals add up to the run's (medians of sums vs sums of medians: close, not equal)
+    added = per_vm.group_by("iodepth").agg(pl.col("iops").sum()).sort("iodepth")
+    assert added["iops"].to_list() == pytest.approx(totals["iops"].to_list(), rel=0.05)
+    shapes = sweep_shapes(per_vm, member="vm")
+    assert shapes.height == 4 and shapes["note"].str.starts_with("saturated at").all()
+    run = sweep_shapes(totals)
+    assert run["saturated"][0] and run["knee_outstanding"][0] == pytest.approx(4 * run["knee"][0], rel=0.05)
