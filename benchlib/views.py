@@ -9,6 +9,7 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TypeVar
 
 import polars as pl
@@ -491,6 +492,59 @@ def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: i
     )
     series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
     return series.sort("host", "time_ns")
+
+
+@dataclass(frozen=True)
+class RunSeries:
+    """One run of one configuration over time: each host's per-interval values and the run's steady state."""
+
+    run: str
+    #: ``host``, ``time_ns`` and the metric (directions added per interval)
+    series: pl.DataFrame
+    #: the steady PTS window in seconds (start, end) when the run reached one
+    window_s: tuple[float, float] | None
+    #: the verdict in words ("steady from round 3 to 7 of 9", "too short to assess: ...")
+    note: str
+    metric: str = "iops"
+
+
+def run_time_series(study: str, levels: dict, *, metric: str = "iops", run: str | None = None) -> RunSeries | None:
+    """Each host's per-interval series of one run (the first, unless ``run`` names one) with its steady window.
+
+    The window is the first SNIA PTS window of the run's per-second total (:func:`run_seconds`,
+    :func:`benchlib.stats.steady.run_steadiness`). None when the configuration has no fio logs.
+    """
+    from benchlib.stats.steady import PTS_ROUNDS
+
+    opened = open_study(study)
+    only = {factor: [level] for factor, level in levels.items()}
+    logs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only)
+    runs = logs.select("run_id", "host", _folder_run_label().alias("run")).collect()
+    if runs.is_empty():
+        return None
+    run = run or sorted(runs["run"].unique().to_list())[0]
+    picked = runs.filter(pl.col("run") == run).with_columns(pl.col("host").fill_null(UNNAMED_HOST))
+    series = (
+        opened.scan("intervals")
+        .filter(
+            pl.col("run_id").is_in(picked["run_id"].implode()),
+            pl.col("metric") == RUN_SECONDS_METRICS.get(metric, metric),
+            ~pl.col("is_warmup").fill_null(False),
+        )
+        .select("run_id", "time_ns", "value")
+        .collect()
+        .join(picked.select("run_id", "host"), on="run_id")
+        .group_by("host", "time_ns")
+        .agg(pl.col("value").sum().alias(metric))
+        .sort("host", "time_ns")
+    )
+    totals = run_seconds(study, list(levels), metric=metric, only=only).filter(pl.col("run") == run).sort("second")
+    judged = run_steadiness(totals[metric].to_list())
+    window = None
+    if judged.steady_from is not None:
+        seconds = totals["second"].to_list()
+        window = (float(seconds[judged.steady_from - PTS_ROUNDS + 1] - 1), float(seconds[judged.steady_from]))
+    return RunSeries(run, series, window, f"{judged.state}: {judged.note}", metric)
 
 
 #: The run totals :func:`run_seconds` can give per second, and the fio log metric behind each (rates add across hosts).

@@ -150,3 +150,39 @@ def test_a_depth_sweep_per_run_and_per_vm_with_littles_law_beside_the_depth() ->
     assert shapes.height == 4 and shapes["note"].str.starts_with("saturated at").all()
     run = sweep_shapes(totals)
     assert run["saturated"][0] and run["knee_outstanding"][0] == pytest.approx(4 * run["knee"][0], rel=0.05)
+
+
+@pytest.mark.fio
+def test_a_steady_runs_window_is_found_in_its_per_second_log(
+    fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rate-capped 8-second fio run logging each second: steady, its PTS window inside the run's seconds."""
+    import benchlib.store
+    from benchlib.ingest import ingest_study
+    from benchlib.views import run_time_series
+    from tests.fio_helpers import run_fio
+
+    study = tmp_path / "raw" / "steady"
+    run_fio(
+        fio_binary,
+        study / "r1",
+        "job",
+        "--rw=randread",
+        "--bs=4k",
+        "--runtime=8",
+        "--rate_iops=500",
+        "--write_iops_log=job",
+        "--log_avg_msec=1000",
+        formats="json+",
+        logs=False,
+    )
+    (study / "r1" / "scratch.dat").unlink()
+    (study / "study.toml").write_text('[study]\nname = "steady"\n', encoding="utf-8")
+    monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
+    ingest_study(study, tmp_path / "processed")
+    found = run_time_series(str(study), {})
+    assert found is not None and found.run == "steady/r1" and found.note.startswith("steady: steady from round")
+    seconds = found.series["time_ns"] / 1e9
+    start, end = found.window_s
+    assert end - start == 5 and seconds.min() - 1 <= start and end <= seconds.max() + 0.5  # 5 rounds inside
+    assert found.series["iops"].median() == pytest.approx(500, rel=0.05)
