@@ -263,6 +263,69 @@ def comparison(
     return alt.layer(zero, rule, point, text).properties(title=title)
 
 
+def interaction(
+    grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str] | None = None, title: str = ""
+) -> alt.TopLevelMixin:
+    """Draw an interaction plot: ``value`` against ``x``, one line per level of ``trace``, a panel per ``by`` group.
+
+    From :func:`benchlib.views.interaction`'s grid (medians of run totals). Parallel lines: the
+    effect of ``x`` is the same at every level of ``trace``; lines that cross or diverge: it is not.
+    """
+    by = by or []
+    data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
+        pl.col(x).cast(pl.String), pl.col(trace).cast(pl.String)
+    )
+    order = sorted(data[x].unique().to_list())
+    chart = (
+        alt.Chart(alt.Data(values=data.to_dicts()))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{x}:N", sort=order, title=words(x)),
+            y=alt.Y(f"{value}:Q", title=f"{words(value)}, median run total"),
+            color=alt.Color(f"{trace}:N", title=words(trace), sort=sorted(data[trace].unique().to_list())),
+            tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
+        )
+        .properties(width=WIDTH // 2, height=HEIGHT // 2)
+    )
+    if not by:
+        return chart.properties(title=title or f"{words(x)} and {words(trace)} together")
+    facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
+    return (
+        chart.facet(facet=facet, columns=2)
+        .resolve_scale(y="independent")
+        .properties(title=title or f"{words(x)} and {words(trace)} together")
+    )
+
+
+def heatmap(
+    grid: pl.DataFrame, *, value: str, x: str, y: str, by: list[str] | None = None, title: str = ""
+) -> alt.TopLevelMixin:
+    """Draw the matrix of two factors as a heat map: one square per combination, its value written in it."""
+    by = by or []
+    data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
+        pl.col(x).cast(pl.String), pl.col(y).cast(pl.String), (pl.col(value) > pl.col(value).max() / 2).alias("dark")
+    )
+    base = alt.Chart(alt.Data(values=data.to_dicts())).encode(
+        x=alt.X(f"{x}:N", sort=sorted(data[x].unique().to_list()), title=words(x)),
+        y=alt.Y(f"{y}:N", sort=sorted(data[y].unique().to_list()), title=words(y)),
+    )
+    squares = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", title=words(value), scale=alt.Scale(scheme="blues")),
+        tooltip=["group:N", f"{x}:N", f"{y}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
+    )
+    text = base.mark_text(fontSize=11).encode(
+        text=alt.Text(f"{value}:Q", format=",.0f"),
+        color=alt.Color("dark:N", scale=alt.Scale(domain=[True, False], range=["white", "black"]), legend=None),
+    )
+    chart = alt.layer(squares, text).properties(width=WIDTH // 3, height=HEIGHT // 3)
+    name = title or f"Median run total: {words(x)} x {words(y)}"
+    if not by:
+        return chart.properties(title=name)
+    facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
+    # one colour scale for every panel: a panel of its own would stretch 1,999 against 2,000 to full contrast
+    return chart.facet(facet=facet, columns=2).resolve_scale(color="shared").properties(title=name)
+
+
 def latency_exceedance(
     pooled: pl.DataFrame, *, series: str | None = None, title: str = "Latency exceedance (pooled bins)"
 ) -> alt.TopLevelMixin:

@@ -336,6 +336,50 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
     return rows.group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
 
 
+def interaction(
+    study: str, value: str, *, x: str, trace: str, by: list[str] | None = None, only: dict | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two factors together: the median run total of every combination, and whether they interact.
+
+    Returns ``(grid, tests)``. ``grid``: per ``by`` group and combination of ``x`` and ``trace``, the
+    median of the run totals (:func:`run_totals`) and ``runs``. ``tests``: per ``by`` group, the
+    Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the run totals
+    (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
+    seed): ``F``, ``p`` and ``note``, or only a ``note`` saying why it cannot be tested (one run per
+    combination, a combination without runs, a factor with one level).
+    """
+    import numpy as np
+
+    from benchlib.stats.factorial import interaction_permutation_test
+
+    by = by or []
+    totals = run_totals(study, value, [*by, x, trace], only)
+    grid = totals.group_by([*by, x, trace]).agg(pl.col(value).median(), pl.len().alias("runs")).sort([*by, x, trace])
+    tests = []
+    for key, part in totals.group_by(by, maintain_order=True) if by else [((), totals)]:
+        head = dict(zip(by, key, strict=True))
+        combos = part.group_by(x, trace).len()
+        levels = part[x].n_unique() * part[trace].n_unique()
+        if part[x].n_unique() < 2 or part[trace].n_unique() < 2:
+            note, f, p = f"{x} or {trace} has one level here: nothing to interact", None, None
+        elif combos.height < levels:
+            note, f, p = f"{levels - combos.height} combinations of {x} and {trace} have no runs", None, None
+        elif combos["len"].min() < 2:
+            note = "one run per combination: the interaction cannot be told from run-to-run noise"
+            f, p = None, None
+        else:
+            f, p = interaction_permutation_test(
+                part.sort(x, trace), value, x, trace, rng=np.random.default_rng(20261124), n_resamples=9999
+            )
+            note = (
+                f"the effect of {x} depends on {trace} (permutation p = {p:.4f})"
+                if p < 0.05
+                else f"no evidence at this n that the effect of {x} depends on {trace} (permutation p = {p:.4f})"
+            )
+        tests.append({**head, "runs": part.height, "F": f, "p": p, "note": note})
+    return grid, pl.DataFrame(tests).sort(by) if by else pl.DataFrame(tests)
+
+
 def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
     """Return IOPS per CPU% per VM and group.
 

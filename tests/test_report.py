@@ -42,6 +42,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
         "claims",
         "comparison",
         "fairness",
+        "interaction",
     ]
     assert result.missing_cells == []
     cell = result.folder / "cells" / slugs[0]
