@@ -235,6 +235,32 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+#: what ``benchlib verify --json`` writes: its layout's name and version (bumped when a key changes meaning)
+VERIFY_FORMAT, VERIFY_VERSION = "benchlib-verify", 1
+
+
+def _verify_provenance(study: Path, processed: Path) -> dict[str, str | int]:
+    """Say what a verification was computed from: benchlib's version and commit, the claims and the raw data."""
+    import hashlib
+
+    from benchlib import __version__
+    from benchlib.claims import CLAIMS_FILE
+    from benchlib.pipeline import _commit
+    from benchlib.store import raw_data_digest
+
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "unknown"
+
+    return {
+        "format": VERIFY_FORMAT,
+        "format_version": VERIFY_VERSION,
+        "benchlib": f"{__version__}, commit {_commit()}",
+        "claims_sha256": digest(study / CLAIMS_FILE),
+        # every raw file's path, size and SHA-256, hashed: the same data gives the same digest anywhere
+        "raw_data_sha256": raw_data_digest(processed) or "unknown",
+    }
+
+
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     """Ingest the study, recompute every claim of its claims.toml, print the verdicts; 1 on any FAIL."""
     from benchlib.claims import FAIL, load_claims, verdict_record, verify
@@ -248,7 +274,12 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     colours = {"PASS": "green", "FAIL": "bold red", "UNSUPPORTED": "yellow"}
     counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
     if args.json:
-        record = {"study": report.study, "counts": counts, "verdicts": [verdict_record(v) for v in verdicts]}
+        record = {
+            **_verify_provenance(Path(args.study), report.processed),
+            "study": report.study,
+            "counts": counts,
+            "verdicts": [verdict_record(v) for v in verdicts],
+        }
         text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
         if args.json == "-":
             sys.stdout.write(text)

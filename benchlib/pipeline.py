@@ -54,7 +54,7 @@ from benchlib.errors import BenchlibError
 from benchlib.ingest import ingest_study
 from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS
 from benchlib.report_html import VEGALITE, write_html
-from benchlib.store import ProcessedStudy, StaleStudyError, open_study
+from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest
 from benchlib.study import load_study
 from benchlib.tomlfile import read_toml
 
@@ -491,8 +491,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
 
     readme = study.study.folder / "README.md"
     caveats = _caveats(readme.read_text(encoding="utf-8", errors="replace")) if readme.is_file() else ""
-    raw = study.processed / "raw-files.json"
-    digest = hashlib.sha256(raw.read_bytes()).hexdigest()[:16] if raw.is_file() else "unknown"
+    digest = (raw_data_digest(study.processed) or "unknown")[:16]
     versions = []
     for name in PINNED:
         try:
@@ -501,7 +500,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
             continue
     provenance = [
         f"- benchlib {__version__}, commit {_commit()}",
-        f"- raw data: digest {digest} of the size and SHA-256 of every file ingest read (raw-files.json)",
+        f"- raw data: digest {digest} of the path, size and SHA-256 of every file ingest read",
         f"- Python {sys.version.split()[0]}; {', '.join(versions)}",
         f"- built {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
     ]

@@ -227,6 +227,26 @@ def open_study(study: str | Path, processed_root: str | Path | None = None) -> P
     return ProcessedStudy(declared, processed)
 
 
+def raw_data_digest(processed: str | Path) -> str | None:
+    """Return one SHA-256 of the raw data a processed study was read from: every file's path, size and hash.
+
+    Times and benchlib's own version are left out, so the same files give the same digest on any
+    machine (a reader checks a report or a verification against the data they hold). None before
+    an ingest has finished.
+    """
+    path = Path(processed) / RAW_STATE
+    if not path.is_file():
+        return None
+    files = orjson.loads(path.read_bytes()).get("files", {})
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        entry = files[rel]  # [size, modification time, sha256]
+        if len(entry) < 3 or not entry[2]:
+            return None  # a state written without hashes cannot vouch for the data
+        digest.update(f"{rel}\0{entry[0]}\0{entry[2]}\n".encode())
+    return digest.hexdigest()
+
+
 def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
     if table not in TABLES:

@@ -220,4 +220,12 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
     assert machine.returncode == 1 and record["counts"] == {"PASS": 25, "FAIL": 7, "UNSUPPORTED": 0}
     assert {r["id"]: r["verdict"] for r in record["verdicts"]} == recorded
     assert all(r["runs_per_configuration"] == 1 and r["note"] for r in record["verdicts"])
+    from benchlib.paths import PROCESSED
+    from benchlib.store import raw_data_digest
+
+    assert (record["format"], record["format_version"]) == ("benchlib-verify", 1)
+    # the unpacked files are new (other times): the same data gives the same digest as this checkout's
+    assert record["raw_data_sha256"] == raw_data_digest(PROCESSED / "pvscsi-vs-lsi") is not None
+    claims = (root / "data" / "raw" / "pvscsi-vs-lsi" / "claims.toml").read_bytes()
+    assert record["claims_sha256"] == hashlib.sha256(claims).hexdigest()
     assert (root / "data" / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()  # its own processed folder
