@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from benchlib.paths import PROCESSED
+from benchlib.schema import run_unit_expr
 from benchlib.store import load_study_tables
 from benchlib.views import disk_view, host_series, member_efficiency, member_values, run_totals
 
@@ -23,8 +24,10 @@ def test_a_run_is_one_invocation_across_its_hosts() -> None:
     aggregate = aggregate.filter(
         pl.col("is_aggregate_right") if "is_aggregate_right" in aggregate.columns else pl.col("is_aggregate")
     )
-    expected = aggregate.filter(*[pl.col(k) == v for k, v in CELL.items()]).group_by("sha256").agg(pl.col("iops").sum())
-    joined = cell.join(expected, on="sha256", suffix="_fio")
+    expected = (
+        aggregate.filter(*[pl.col(k) == v for k, v in CELL.items()]).group_by(run_unit_expr()).agg(pl.col("iops").sum())
+    )
+    joined = cell.join(expected, on="run_unit", suffix="_fio")
     assert joined.height == 3
     # fio's "All clients" divides all I/Os by the longest host's runtime, so it is a little below the sum of rates
     assert joined["iops"].to_list() == pytest.approx(joined["iops_fio"].to_list(), rel=0.01)
