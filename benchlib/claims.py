@@ -418,7 +418,7 @@ def _runs_read(
     parts = [_select(selected, claim.params[key], claim) for key in extras] or [selected]
     wanted = [*factors, *claim.by, str(claim.params.get("over", "")), *_JOB]
     columns = list(dict.fromkeys(c for c in wanted if c in frame.columns))
-    rows = pl.concat([p.select(run_unit_expr(), *columns) for p in parts], how="vertical").unique()
+    rows = pl.concat([p.select(run_unit_expr(p.columns), *columns) for p in parts], how="vertical").unique()
     if rows.is_empty():
         return 0, 0, 0
     per = rows.group_by(columns or pl.lit(0)).agg(pl.col("run_unit").n_unique().alias("runs"))

@@ -26,6 +26,7 @@ host_counters
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, fields
 
 import polars as pl
@@ -34,7 +35,8 @@ from benchlib.errors import BenchlibError
 
 # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
 # 5: latency_bins stored one row per histogram, its bins as lists
-SCHEMA_VERSION = 6
+# 7: runs.run_group: files of one run written per VM (a path's {vm}, HCIBench's worker files) share it
+SCHEMA_VERSION = 7
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
@@ -52,6 +54,8 @@ RUNS = pl.Schema(
         "source": pl.String,
         "sha256": pl.String,
         "document_index": pl.Int32,
+        # per-VM files of one run: the run they share (null when the run is one file's, as fio client/server)
+        "run_group": pl.String,
         "repetition": pl.Int32,
         "labels": pl.List(pl.Struct({"name": pl.String, "value": pl.String})),
     }
@@ -354,15 +358,21 @@ class Tables:
 UNNAMED_HOST = "host not recorded"
 
 
-def run_unit_expr() -> pl.Expr:
-    """Return the run a row belongs to: its ``run_id`` without the host (the experimental unit).
+def run_unit_expr(columns: Collection[str] = ()) -> pl.Expr:
+    """Return the run a row belongs to: the experimental unit, one invocation across all its hosts.
 
     A run id is ``<source key>-<run number>-<host>`` (:func:`benchlib.sources._common.run_id`): the
     hosts of one fio client/server run, or of one vdbench run definition, share the first two parts,
-    so their rows add up to the run's total and are never counted as runs of their own. An id of
-    another form is its own run.
+    so their rows add up to the run's total and are never counted as runs of their own. Where each VM
+    wrote its own file (a study whose paths name the VM, HCIBench's worker files), ingest gives the
+    files of one run one ``run_group`` (``runs``): with ``run_group`` and ``document_index`` among
+    ``columns``, those rows are one run too. An id of another form is its own run.
     """
-    return pl.coalesce(pl.col("run_id").str.extract(r"^([^-]+-\d+)-", 1), pl.col("run_id")).alias("run_unit")
+    from_id = pl.coalesce(pl.col("run_id").str.extract(r"^([^-]+-\d+)-", 1), pl.col("run_id"))
+    if "run_group" in columns and "document_index" in columns:
+        grouped = pl.format("{}-{}", pl.col("run_group"), pl.col("document_index"))
+        return pl.when(pl.col("run_group").is_not_null()).then(grouped).otherwise(from_id).alias("run_unit")
+    return from_id.alias("run_unit")
 
 
 def label_expr(name: str) -> pl.Expr:

@@ -15,6 +15,9 @@ Example::
     glob = "bs-4k/**"
     levels = { block_size = "4k" }
 
+    [[files]]                      # or levels read from the path: {factor} is one path part;
+    glob = "{rate_cap}/{vm}/*.json"  # {vm} (or {host}) names the VM or host that wrote the file
+
     [fio]
     log_latency_unit = "ns"        # "us" for logs written by fio 2.x
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,12 +46,42 @@ STUDY_FILE = "study.toml"
 RUN_MANIFEST = "benchlib-run.json"  # written by `benchlib run` beside each run's output
 
 
+#: a placeholder in a glob that names the file's member (the VM or host that wrote it), not a factor
+MEMBER_NAMES = ("vm", "host")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 @dataclass(frozen=True)
 class FileMapping:
-    """Files matching ``glob`` (relative to the study folder) belong to these factor levels."""
+    """Files matching ``glob`` (relative to the study folder) belong to these factor levels.
+
+    A glob may read levels from the path: ``{factor}`` matches one path part (no ``/``) and gives
+    that factor its level; ``{vm}`` or ``{host}`` gives the file's member.
+    """
 
     glob: str
     levels: dict[str, str]
+    pattern: re.Pattern[str] | None = None
+
+    def match(self, relative_path: str) -> dict[str, str] | None:
+        """Return the levels (the member under its placeholder's name) a path gets, or None if it does not match."""
+        if self.pattern is None:
+            return dict(self.levels) if fnmatch.fnmatch(relative_path, self.glob) else None
+        found = self.pattern.fullmatch(relative_path)
+        return None if found is None else {**self.levels, **found.groupdict()}
+
+
+def _glob_pattern(glob: str) -> re.Pattern[str] | None:
+    """Return a regular expression for a glob with placeholders (``*``, ``?`` as fnmatch reads them), else None."""
+    if not _PLACEHOLDER.search(glob):
+        return None
+    parts, end = [], 0
+    for found in _PLACEHOLDER.finditer(glob):
+        parts.append(fnmatch.translate(glob[end : found.start()]).removeprefix("(?s:").removesuffix(")\\Z"))
+        parts.append(f"(?P<{found[1]}>[^/]+)")
+        end = found.end()
+    parts.append(fnmatch.translate(glob[end:]).removeprefix("(?s:").removesuffix(")\\Z"))
+    return re.compile("(?s:" + "".join(parts) + ")")
 
 
 @dataclass(frozen=True)
@@ -68,9 +102,27 @@ class Study:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
         levels: dict[str, str | None] = dict.fromkeys(self.factors)
         for mapping in self.files:
-            if fnmatch.fnmatch(relative_path, mapping.glob):
-                levels.update(mapping.levels)
+            found = mapping.match(relative_path)
+            if found is not None:
+                levels.update({k: v for k, v in found.items() if k not in MEMBER_NAMES})
         return levels
+
+    def member_span(self, relative_path: str) -> tuple[int, int] | None:
+        """Return where in the path its member (``{vm}``/``{host}``) was read, or None (the last mapping wins)."""
+        span = None
+        for mapping in self.files:
+            found = mapping.pattern.fullmatch(relative_path) if mapping.pattern else None
+            name = next((n for n in MEMBER_NAMES if found and found.groupdict().get(n)), None)
+            span = found.span(name) if found and name else span
+        return span
+
+    def member_for(self, relative_path: str) -> str | None:
+        """Return the VM or host a raw file's path names (a ``{vm}`` or ``{host}`` placeholder), or None."""
+        member = None
+        for mapping in self.files:
+            found = mapping.match(relative_path) or {}
+            member = next((found[name] for name in MEMBER_NAMES if found.get(name)), member)
+        return member
 
 
 #: the keys study.toml may hold, per table ("" is the top level)
@@ -125,6 +177,14 @@ def _check_mapping(path: Path, index: int, entry: object, factors: dict[str, lis
         raise StudyError(f"{path}: [[files]] entry {index + 1} needs a 'glob' and a 'levels' table")
     _check_keys(path, "files", entry)
     levels = entry.get("levels", {})
+    glob = str(entry["glob"])
+    for name in _PLACEHOLDER.findall(glob):
+        if name not in factors and name not in MEMBER_NAMES:
+            raise StudyError(
+                f"{path}: [[files]] entry {index + 1} (glob {glob!r}) reads {{{name}}} from the path, but "
+                f"[factors] declares no {name!r} (declared: {', '.join(factors) or 'none'}; "
+                f"{{vm}} or {{host}} names the member)"
+            )
     for factor, level in levels.items():
         if factor not in factors:
             raise StudyError(
@@ -136,7 +196,7 @@ def _check_mapping(path: Path, index: int, entry: object, factors: dict[str, lis
                 f"{path}: [[files]] entry {index + 1} gives {factor} = {level!r}, not one of its levels "
                 f"{factors[factor]}; add it to [factors] or fix the mapping"
             )
-    return FileMapping(glob=str(entry["glob"]), levels={k: str(v) for k, v in levels.items()})
+    return FileMapping(glob=glob, levels={k: str(v) for k, v in levels.items()}, pattern=_glob_pattern(glob))
 
 
 def load_study(folder: str | Path) -> Study:

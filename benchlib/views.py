@@ -9,6 +9,7 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -22,6 +23,9 @@ from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import device_latency_split
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import open_study
+
+#: fio's per-interval and histogram logs: files of a run, never runs of their own
+LOG_FORMATS = ("fio-log", "fio-hist-log")
 
 
 def study_tables(study: str) -> Tables:
@@ -37,7 +41,7 @@ def _study_rows(study: str, only: dict | None) -> pl.DataFrame:
     """
     from benchlib.claims import claims_frame
 
-    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(LOG_FORMATS))
     return _at_levels(frame, only or {})
 
 
@@ -99,12 +103,12 @@ def overview(study: str) -> pl.DataFrame:
     them. Per-second logs belong to the runs of their json output and are counted as files only.
     """
     runs = study_tables(study).runs.filter(~pl.col("is_aggregate"))
-    logs = pl.col("format") == "fio-log"
+    logs = pl.col("format").is_in(LOG_FORMATS)
     return (
         runs.group_by("tool", "format")
         .agg(
             pl.col("sha256").n_unique().alias("files"),
-            pl.when(~logs.first()).then(run_unit_expr().n_unique()).alias("runs"),
+            pl.when(~logs.first()).then(run_unit_expr(runs.columns).n_unique()).alias("runs"),
             pl.col("host").drop_nulls().n_unique().alias("hosts"),
         )
         .sort("tool", "format")
@@ -122,7 +126,7 @@ def design_statement(study: str) -> str:
 
     opened = open_study(study)
     factors = opened.study.factors
-    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), pl.col("format") != "fio-log")
+    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(LOG_FORMATS))
     if runs.is_empty():
         return "The study holds no runs."
     present = [f for f in factors if f in runs.columns]
@@ -138,7 +142,7 @@ def design_statement(study: str) -> str:
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
     runs = runs.join(jobs.select("run_id", *params), on="run_id", how="left")
     keys = [*present, *params]
-    units = runs.group_by(run_unit_expr()).agg(
+    units = runs.group_by(run_unit_expr(runs.columns)).agg(
         *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
@@ -247,7 +251,7 @@ def sweep(study: str, profile: str, *, member: str | None = None, depth: str = "
     frame = cell_frame(study, {"profile": profile})
     jobs = queue_check(frame, iops="iops_or_derived")
     keys = ["run_id", *([member] if member else [])]
-    run = run_unit_expr()
+    run = run_unit_expr(frame.columns)
     per_run = (
         frame.with_columns(run)
         .group_by([*keys, "run_unit", depth])
@@ -332,7 +336,8 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
     in the comparison's ``by``).
     """
     keys = ["run_unit", "phase", *factors]
-    rows = _study_rows(study, only).with_columns(run_unit_expr(), pl.col("group_id").fill_null(0).alias("phase"))
+    rows = _study_rows(study, only)
+    rows = rows.with_columns(run_unit_expr(rows.columns), pl.col("group_id").fill_null(0).alias("phase"))
     return rows.group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
 
 
@@ -474,9 +479,9 @@ def member_values(
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
 
 
-def _unit_label() -> pl.Expr:
+def _unit_label(columns: Collection[str]) -> pl.Expr:
     """Name a run where the study numbers no repetitions: its source and run number, one name for all its hosts."""
-    unit = run_unit_expr()
+    unit = run_unit_expr(columns)
     return pl.format("{} #{}", pl.col("source").min().over(unit), pl.col("document_index").min().over(unit))
 
 
@@ -494,11 +499,11 @@ def member_run_totals(
     run = (
         pl.when(pl.col("repetition").is_not_null())
         .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(_unit_label())
+        .otherwise(_unit_label(frame.columns))
     )
     phase = pl.col("group_id").fill_null(0)
     run = pl.when(phase.n_unique().over("run_unit") > 1).then(pl.format("{} phase {}", run, phase)).otherwise(run)
-    frame = frame.with_columns(run_unit_expr())
+    frame = frame.with_columns(run_unit_expr(frame.columns))
     totals = frame.with_columns(run.alias("run")).group_by(["run_unit", "run", *by, member])
     totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
     # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
@@ -654,7 +659,7 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
     run = (
         pl.when(pl.col("repetition").is_not_null())
         .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(_unit_label())
+        .otherwise(_unit_label(runs.collect_schema().names()))
     )
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")

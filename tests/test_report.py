@@ -300,8 +300,9 @@ value = "iops"
 
 @pytest.fixture(scope="module")
 def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
-    """A third report, from a study this test writes: real fio runs on a local file (no client/server, so
-    no host names), two factors, two runs each, json+ with per-second and histogram logs."""
+    """A third report, from a study this test writes: real fio runs on local files, two factors, two runs
+    each, two VMs per run named only by the folder each wrote into (``{vm}`` in study.toml), json+ with
+    per-second and histogram logs. The VMs' files of one run are one run."""
     from tests.fio_helpers import run_fio
 
     data = tmp_path_factory.mktemp("data")
@@ -311,10 +312,12 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         mappings.append(f'[[files]]\nglob = "rw={rw}/**"\nlevels = {{ rw = "{rw}" }}\n')
         for bs in ("4k", "64k"):
             for repetition in (1, 2):
-                folder = study / f"rw={rw}" / f"bs={bs}" / f"r{repetition}"
-                run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
-                (folder / "scratch.dat").unlink()
+                for vm in ("vm-a", "vm-b"):
+                    folder = study / f"rw={rw}" / f"bs={bs}" / f"r{repetition}" / vm
+                    run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
+                    (folder / "scratch.dat").unlink()
     mappings += [f'[[files]]\nglob = "*/bs={bs}/**"\nlevels = {{ bs = "{bs}" }}\n' for bs in ("4k", "64k")]
+    mappings.append('[[files]]\nglob = "*/*/*/{vm}/*"\n')
     (study / "study.toml").write_text(
         '[study]\nname = "written"\ntitle = "Written by the report test"\n'
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
@@ -340,6 +343,24 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
     assert done.returncode == 0, done.stderr[-3000:]
     executions = [None] * int(done.stdout.split()[-1])
     return types.SimpleNamespace(folder=reports / "written", executions=executions), None
+
+
+def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> None:
+    """Each VM wrote its own file; study.toml's {vm} names it: 8 runs of 2 VMs, not 16 runs of one."""
+    result, _ = written_report
+
+    def said(page: str) -> str:
+        executed = result.folder / "summary" / page / f"{page}.ipynb"
+        cells = json.loads(executed.read_text())["cells"]
+        return "".join(
+            "".join(o["data"]["text/markdown"])
+            for c in cells
+            for o in c.get("outputs", [])
+            if "text/markdown" in o.get("data", {})
+        )
+
+    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts (VMs) per run" in said("study-overview")
+    assert "2 vs 2 runs" in said("comparison") and "0 of 8 runs fell below" in said("fairness")
 
 
 @pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])

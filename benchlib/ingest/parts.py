@@ -63,6 +63,7 @@ def write_part(
         # whole invocation, ramp and start included; client/server output states no span of its own)
         pl.coalesce("run_span_ns", "duration_ns").alias("duration_ns"),
         pl.coalesce("run_start", "start_time").alias("start_time"),
+        pl.coalesce("path_run_group", "run_group").alias("run_group"),
     )
     if runs["labels"].list.len().sum():  # a row's own label (published tables) wins over its file's mapping
         runs = runs.with_columns(pl.coalesce(label_expr(f), pl.col(f)).alias(f) for f in study.factors)

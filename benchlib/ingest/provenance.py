@@ -57,8 +57,8 @@ def _run_levels(study: Study, rel: str) -> dict:
     """
     folder_rel, _, name = rel.rpartition("/")
     hcibench, found, prefix = _folder_facts(study.folder, folder_rel)
-    if hcibench and name.endswith((".txt", ".json")):
-        return {"run_host": name.rsplit(".", 1)[0]}
+    if hcibench and name.endswith((".txt", ".json")):  # a worker VM's file: the case folder is the run
+        return {"run_host": name.rsplit(".", 1)[0], "path_run_group": _group_key(folder_rel)}
     if found is None:
         return {}
     folder, manifest = found
@@ -108,20 +108,39 @@ def _folder_facts(study_folder: Path, folder_rel: str) -> tuple[bool, tuple[Path
     return _hcibench_case(folder), found, prefix
 
 
+def _recorded(study: Study, rel: str) -> dict:
+    """Return what a raw file's runs are beyond its factor levels: :func:`_run_levels`, and its path's member.
+
+    The host ``benchlib run`` recorded (or an HCIBench worker's file name) wins over a ``{vm}`` read
+    from the path; a file that names its own hosts (client/server output) wins over both.
+    """
+    recorded = _run_levels(study, rel)
+    if recorded.get("run_host") is None:
+        recorded["run_host"] = study.member_for(rel)
+        span = study.member_span(rel)
+        if span is not None:  # the VMs' files of one run differ only where the path names the VM
+            recorded["path_run_group"] = _group_key(rel[: span[0]] + "\0" + rel[span[1] :])
+    return recorded
+
+
+def _group_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def digest(study: Study, rel: str) -> str:
     """Return a short digest of what provenance gives a raw file's runs (levels, repetition, host).
 
     Kept in the file's manifest entry: when a ``benchlib-run.json`` or an HCIBench case
     folder changes what a file's runs are, the file is read again although its bytes are not.
     """
-    facts = {**study.levels_for(rel), **_run_levels(study, rel)}
+    facts = {**study.levels_for(rel), **_recorded(study, rel)}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
     """``sha256 -> source, factor levels, repetition, host`` for the raw files of one part."""
     rows = [
-        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel), **_run_levels(study, rel)}
+        {"sha256": sha, "source": f"{study.folder.name}/{rel}", **study.levels_for(rel), **_recorded(study, rel)}
         for rel, sha in members
     ]
     schema = {
@@ -131,6 +150,7 @@ def study_frame(study: Study, members: list[tuple[str, str]]) -> pl.DataFrame:
         "run_host": pl.String,
         "run_span_ns": pl.Int64,
         "run_start": pl.Datetime("ms", "UTC"),
+        "path_run_group": pl.String,
         **{f: pl.String for f in study.factors},
     }
     return pl.from_dicts(rows, schema=schema)

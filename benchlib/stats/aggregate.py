@@ -81,10 +81,13 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
 
     """
     latency = pl.coalesce(pl.col("lat_mean_ns"), pl.col("clat_mean_ns")).alias("mean_latency_ns")
+    grouping = [c for c in ("run_group", "document_index") if c in runs.columns and c not in results.columns]
+    if grouping:  # per-VM files of one run share a run_group
+        results = results.join(runs.select("run_id", *grouping), on="run_id", how="left")
     per_direction = (
         results.filter(~pl.col("is_aggregate"))
         .with_columns(
-            run_unit_expr(),
+            run_unit_expr(results.columns),
             latency,
             io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9),
         )
@@ -98,7 +101,7 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     )
     sources = (
         runs.filter(~pl.col("is_aggregate"))
-        .with_columns(run_unit_expr())
+        .with_columns(run_unit_expr(runs.columns))
         .group_by("run_unit")
         .agg(pl.col("source").min(), pl.col("format").first(), pl.col("tool_version").first())
     )
@@ -182,7 +185,7 @@ def rate_over_runs(results: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         results = results.with_columns(pl.lit(None, dtype=pl.Int32).alias("group_id"))
     per_run = (
         results.filter(~pl.col("is_aggregate"))
-        .group_by([*by, run_unit_expr(), "group_id"])
+        .group_by([*by, run_unit_expr(results.columns), "group_id"])
         .agg(pl.col("io_count").sum(), pl.col("io_bytes").sum(), pl.col("runtime_ns").max())
     )
     return (
