@@ -174,3 +174,24 @@ def test_no_failure_of_one_file_escapes_it(tmp_path: Path, capsys: pytest.Captur
     assert "Traceback" not in capsys.readouterr().err
     with pytest.raises(SchemaError, match="NaN or infinite"):
         Tables.build(results=pl.DataFrame({"run_id": ["r"], "iops": [float("inf")]}))
+
+
+@pytest.mark.fio
+def test_a_failed_fio_run_is_quarantined_with_fios_own_words(fio_binary: str, tmp_path: Path) -> None:
+    """fio's error output saved as its results, and a normal-format run whose job failed: each is quarantined
+    quoting fio's error line (the run failed, not the parser), and the good file beside them is kept."""
+    study = tmp_path / "study"
+    study.mkdir()
+    with (study / "typo.json").open("w") as out:  # "fio ... --output-format=json > typo.json 2>&1"
+        subprocess.run([fio_binary, "--name=x", "--bogus_option=1", "--output-format=json"], stdout=out, stderr=out)
+    subprocess.run(  # writing to /proc/version fails for root too: fio prints err=, func= and the error
+        [fio_binary, "--name=y", "--filename=/proc/version", "--rw=write", "--size=4k", f"--output={study / 'y.out'}"],
+        capture_output=True,
+    )
+    run_fio(fio_binary, study / "good", "good", "--rw=randread", "--runtime=1", formats="json+", logs=False)
+    (study / "good" / "scratch.dat").unlink()
+    report = ingest_study(study, tmp_path / "processed")
+    quarantined = dict(report.quarantined)
+    assert "fio's error output" in quarantined["typo.json"] and "bogus_option" in quarantined["typo.json"]
+    assert "the run failed and fio said: fio: pid=" in quarantined["y.out"] and "err=" in quarantined["y.out"]
+    assert report.ingested == ["good/good.out"]

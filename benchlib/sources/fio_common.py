@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from benchlib.units import parse_duration_ns, parse_job_size
@@ -138,3 +139,17 @@ def _rate_limited(options: dict[str, str]) -> bool:
 def group_reporting(options: dict[str, str]) -> bool:
     """Whether ``group_reporting`` is on (fio treats a bare ``group_reporting`` as on)."""
     return bool(_flag(options, "group_reporting"))
+
+
+#: lines fio writes when a run fails: its own error lines ("fio: pid=0, err=13/...", "fio: job 'x' dropped"),
+#: option errors ("fio: unrecognized option '--x'", "Bad option <x>") and job file errors
+_FIO_ERROR = re.compile(
+    r"^(?:\S*fio:\s.*(?:err=|error|unrecognized|invalid|dropped|failed|bad|not|no such).*"
+    r"|Bad option\b.*|.*\bjob dropped\b.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def fio_error_lines(text: str, limit: int = 3) -> list[str]:
+    """Return the first lines of ``text`` that are fio's own error messages (a failed run), as written."""
+    return list(dict.fromkeys(m.group(0).strip()[:300] for m in _FIO_ERROR.finditer(text)))[:limit]

@@ -18,6 +18,7 @@ import polars as pl
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import SourceText, read_source, run_id
+from benchlib.sources.fio_common import fio_error_lines
 from benchlib.units import latency_factor_ns, parse_binary_size, parse_decimal_count, parse_job_size
 
 _VERSION = re.compile(r"^fio-(\d[\w.\-]*)\s*$")
@@ -302,6 +303,13 @@ def read_fio_normal(path: str | Path) -> Tables:
     invocations = [inv for inv in parser.invocations if any(b["directions"] for b in inv.rows)]
     if not invocations:
         failed = [inv for inv in parser.invocations if inv.rows]
+        said = fio_error_lines(source.text)
+        if said:  # the run failed: say what fio said, not what the parser missed
+            raise FormatError(
+                source.path,
+                "whole file",
+                f"fio results, but the run failed and fio said: {' | '.join(said)}; fix the job and re-run it",
+            )
         detail = "; every job block reported no I/O (see fio's error lines in the file)" if failed else ""
         raise FormatError(
             source.path,

@@ -25,6 +25,7 @@ from benchlib.schema import Tables
 from benchlib.sources import fio_json_batch
 from benchlib.sources._common import SNIFF_BYTES, decode, may_be_member
 from benchlib.sources.esxtop import esxtop_run, looks_like_esxtop, read_esxtop, scan_esxtop
+from benchlib.sources.fio_common import fio_error_lines
 from benchlib.sources.fio_json import frames_of, read_fio_json
 from benchlib.sources.fio_json_rows import looks_like_fio_json, looks_like_fio_json_bytes
 from benchlib.sources.fio_log import log_run, looks_like_fio_log, read_fio_log, scan_fio_log
@@ -275,6 +276,13 @@ def detect_text(path: str | Path, head: str) -> str:
     if not head or head.isspace():
         raise FormatError(path, "byte 0", "output of a benchmark tool, but the file is empty")
     found = next((name for name, record in FORMATS.items() if record.looks_like(head)), None)
+    said = fio_error_lines(head) if found is None else []
+    if said:  # fio's error output saved as its results ("fio ... --output-format=json > x.json 2>&1")
+        raise FormatError(
+            path,
+            "first 64 KiB",
+            f"fio results, but this is fio's error output: {' | '.join(said)}; the run failed, fix it and re-run it",
+        )
     if found is None:
         raise FormatError(
             path,
