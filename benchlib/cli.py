@@ -58,6 +58,8 @@ def _print_report(console: Console, report: IngestReport) -> None:
         console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False, markup=False)
     for rel, reason in report.quarantined:
         console.print(f"  [red]quarantined[/] {escape(rel)}: {escape(reason)}")
+    for rel, note in report.notes:
+        console.print(f"  [yellow]note[/] {escape(rel)}: {escape(note)}")
 
 
 def _summary_table(report: IngestReport) -> Table:

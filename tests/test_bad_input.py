@@ -195,3 +195,36 @@ def test_a_failed_fio_run_is_quarantined_with_fios_own_words(fio_binary: str, tm
     assert "fio's error output" in quarantined["typo.json"] and "bogus_option" in quarantined["typo.json"]
     assert "the run failed and fio said: fio: pid=" in quarantined["y.out"] and "err=" in quarantined["y.out"]
     assert report.ingested == ["good/good.out"]
+
+
+def test_an_esxtop_capture_keeps_every_readable_column_and_its_complete_samples(tmp_path: Path) -> None:
+    """Stray characters around one quoted counter name and a name that is no counter cost those two columns
+    only; a capture stopped mid-line keeps the samples before the cut; both are said, as notes."""
+    original = (corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").read_bytes()
+    end = original.index(b"\n")
+    cells = original[:end].decode().split(",")
+    cells[5] = "x" + cells[5] + 'junk"'  # a stray quote: must not swallow the samples after it
+    cells[9] = '"not a counter"'
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "edited.csv").write_bytes(",".join(cells).encode() + original[end:])
+    last = original.rstrip(b"\n").rindex(b"\n")
+    (study / "cut.csv").write_bytes(original[: last + 200])  # the third sample cut after 200 bytes
+    report = ingest_study(study, tmp_path / "processed")
+    assert not report.quarantined
+    notes = dict(report.notes)
+    assert notes["edited.csv"].startswith("2 columns without an esxtop counter name left out: column 6")
+    assert notes["cut.csv"] == "its last line was cut off (no newline at the end): left out"
+    full = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters
+    edited = read(study / "edited.csv").host_counters
+    assert full.height - edited.height == 2 * full["sample"].n_unique()  # two columns, every sample
+    cut = read(study / "cut.csv").host_counters
+    assert cut["sample"].max() == full["sample"].max() - 1 and cut.height == full.height * 2 // 3
+
+
+def test_a_fio_log_cut_inside_its_last_line_loses_that_line_only(tmp_path: Path) -> None:
+    log = corpus_dir("fio-logs") / "SO-Kernel-trace__iops_iops.1.log"
+    cut = tmp_path / "cut_iops.1.log"
+    cut.write_bytes(log.read_bytes()[:-9])  # "78, 1, 0, 131072, 0" cut to "78, 1, 0, 1"
+    whole, part = read(log).intervals, read(cut).intervals
+    assert part.height == whole.height - 1 and part["value"].to_list() == whole["value"].to_list()[:-1]

@@ -23,6 +23,8 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     quarantined: list[tuple[str, str]] = field(default_factory=list)
+    #: files read with something left out, and what (a last line cut off mid-way)
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

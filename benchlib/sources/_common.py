@@ -170,3 +170,20 @@ def strip_host_prefix(source: SourceText) -> tuple[str | None, SourceText]:
 def run_id(sha256: str, document_index: int, client: str | None) -> str:
     """Return the run key: source hash, document number in the file, client (``*`` for aggregates)."""
     return f"{sha256[:16]}-{document_index}-{client if client is not None else '*'}"
+
+
+def complete_lines(path: Path) -> int | None:
+    """Return how many whole lines a text file holds when its last line was cut off, else None.
+
+    A line-oriented tool (fio's logs, esxtop) ends every line with a newline: a file that does not
+    end with one was cut off (a copy or a capture stopped mid-line), and its last line is not a value.
+    """
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return None
+        handle.seek(-1, 2)
+        if handle.read(1) == b"\n":
+            return None
+        handle.seek(0)
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))

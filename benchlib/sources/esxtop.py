@@ -20,7 +20,7 @@ import polars as pl
 
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
-from benchlib.sources._common import SNIFF_BYTES, decode, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, run_id, sha256_of
 
 _FIRST_CELL = re.compile(r'^"?\(PDH-CSV 4\.0\)')
 _COLUMN = re.compile(r"^\\\\(?P<host>[^\\]+)\\(?P<object>[^\\(]+?)(?:\((?P<instance>.*)\))?\\(?P<counter>[^\\]+)$")
@@ -47,20 +47,34 @@ def _first_lines(path: Path) -> tuple[str, str]:
     return header, first
 
 
-def _columns(path: Path, header: list[str]) -> list[dict[str, str | None]]:
-    parsed = []
+def _columns(path: Path, header: list[str]) -> tuple[list[dict[str, str | None]], list[str]]:
+    """Return the counter columns of a header, and the columns whose names are not esxtop's (left out).
+
+    One stray name among thousands (a spreadsheet's edit, a character lost in a copy) costs only
+    its own column; a header with no counter name at all is not esxtop's.
+    """
+    parsed, skipped = [], []
     for index, cell in enumerate(header[1:], start=1):
         if cell == "":
             continue  # the trailing comma of raw esxtop lines
         match = _COLUMN.match(cell)
         if match is None:
-            raise FormatError(
-                path,
-                f"line 1, column {index + 1}",
-                f"a counter name '\\\\host\\Object(instance)\\Counter', found {cell[:80]!r}",
-            )
+            skipped.append(f"column {index + 1} {cell[:80]!r}")
+            continue
         parsed.append({"column": f"column_{index}", **match.groupdict()})
-    return parsed
+    if not parsed:
+        raise FormatError(
+            path,
+            "line 1",
+            f"counter names '\\\\host\\Object(instance)\\Counter', found none ({'; '.join(skipped[:3])})",
+        )
+    return parsed, skipped
+
+
+def skipped_columns(path: str | Path) -> list[str]:
+    """Return the header columns of an esxtop capture that are left out, each with its place and text."""
+    header_line, _ = _first_lines(Path(path))
+    return _columns(Path(path), next(csv.reader([header_line])))[1]
 
 
 def _time_format(first_sample: str) -> str | None:
@@ -82,7 +96,15 @@ def _wide(path: Path) -> pl.LazyFrame:
         return pl.read_csv(
             io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True
         ).lazy()
-    return pl.scan_csv(path, has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True)
+    whole = complete_lines(path)  # a capture stopped mid-line keeps its complete samples, not the cut one
+    return pl.scan_csv(
+        path,
+        has_header=False,
+        skip_lines=1,  # the header as a raw line: a stray quote in one counter name must not swallow the samples
+        infer_schema=False,
+        truncate_ragged_lines=True,
+        n_rows=None if whole is None else max(whole - 1, 0),
+    )
 
 
 def scan_esxtop(path: str | Path, *, sha256: str | None = None) -> pl.LazyFrame:
@@ -92,7 +114,7 @@ def scan_esxtop(path: str | Path, *, sha256: str | None = None) -> pl.LazyFrame:
     """
     path = Path(path)
     header_line, first_sample = _first_lines(path)
-    names = pl.DataFrame(_columns(path, next(csv.reader([header_line]))))
+    names = pl.DataFrame(_columns(path, next(csv.reader([header_line])))[0])
     fmt = _time_format(first_sample)
     time = (
         pl.col("column_0").str.strip_chars().str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False)

@@ -27,7 +27,7 @@ import polars as pl
 
 from benchlib.errors import FormatError
 from benchlib.schema import INTERVAL_UNITS, LATENCY_BINS, Tables
-from benchlib.sources._common import SNIFF_BYTES, decode, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, run_id, sha256_of
 from benchlib.sources.fio_common import PLAT_GROUPS_V2, PLAT_GROUPS_V3, PLAT_VAL, plat_idx_to_val
 
 _NAME = re.compile(r"_(?P<metric>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
@@ -132,6 +132,9 @@ def scan_fio_log(
         schema_overrides=dict(zip(names, dtypes, strict=True)),
         truncate_ragged_lines=True,
     )
+    whole = complete_lines(path)
+    if whole is not None:  # the last line was cut off: never read part of a number as a value
+        frame = frame.head(whole)
     offset = pl.col("c5") if width >= 6 else pl.lit(None, pl.Int64)
     priority = pl.col("c6") if width >= 6 else (pl.col("c5") if width == 5 else pl.lit(None, pl.Int64))
     run = run or run_id(sha256 or sha256_of(path), 0, None)
@@ -172,7 +175,13 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     factor = _LATENCY_FACTOR[latency_unit or ("us" if bins == _BINS_V2 else "ns")]
     names = ["time_ms", "ddir", "bs"] + [f"b{i}" for i in range(bins)]
     try:
-        wide = pl.read_csv(path, has_header=False, new_columns=names, schema_overrides={n: pl.Int64 for n in names})
+        wide = pl.read_csv(
+            path,
+            has_header=False,
+            new_columns=names,
+            schema_overrides={n: pl.Int64 for n in names},
+            n_rows=complete_lines(path),  # a line cut off at the end is left out
+        )
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
     _check_counts(path, wide, bins)
