@@ -28,8 +28,7 @@ from benchlib.ingest.batches import PARALLEL_FROM, Batches, warm_pool, worker_co
 from benchlib.ingest.provenance import digest as provenance_digest
 from benchlib.ingest.provenance import recorded_by_run
 from benchlib.ingest.state import IngestState, Item
-from benchlib.sources._common import SNIFF_BYTES, complete_lines
-from benchlib.sources.esxtop import skipped_columns
+from benchlib.sources._common import SNIFF_BYTES
 from benchlib.sources.registry import FORMATS, detect_head, empty_file_reason, may_be_folder_member
 from benchlib.store import NOT_OUTPUT, file_sha256, file_state, is_ingest_input
 from benchlib.study import STUDY_FILE, study_files
@@ -138,21 +137,12 @@ def classify(
         route(state, item, found, rows)
 
 
-#: formats whose files are lines, each ended by a newline: a file without one at its end was cut off
-LINE_FORMATS = ("fio-log", "esxtop")
-
-
 def route(state: IngestState, item: Item, found: str | FormatError, rows: Callable[[Item], None]) -> None:
     """Send a file whose format is ``found`` on: to ``rows``, to its own reader, or (no format) to quarantine."""
-    if found in LINE_FORMATS and complete_lines(item[0]) is not None:
-        state.report.notes.append((item[1], "its last line was cut off (no newline at the end): left out"))
-    if found == "esxtop":
-        with contextlib.suppress(FormatError, OSError):  # the reader says what is wrong with the header
-            skipped = skipped_columns(item[0])
-            if skipped:
-                more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-                note = f"{len(skipped)} columns without an esxtop counter name left out: {'; '.join(skipped[:3])}{more}"
-                state.report.notes.append((item[1], note))
+    notes = FORMATS[found].notes if isinstance(found, str) else None
+    if notes is not None:
+        with contextlib.suppress(OSError):  # an unreadable file is quarantined by its reader
+            state.report.notes.extend((item[1], note) for note in notes(item[0]))
     if isinstance(found, FormatError):
         state.report.quarantine(item[1], found)
     elif FORMATS[found].rows is not None:

@@ -23,8 +23,8 @@ import polars as pl
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources import fio_json_batch
-from benchlib.sources._common import SNIFF_BYTES, decode, may_be_member
-from benchlib.sources.esxtop import esxtop_run, looks_like_esxtop, read_esxtop, scan_esxtop
+from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, may_be_member
+from benchlib.sources.esxtop import esxtop_run, looks_like_esxtop, read_esxtop, scan_esxtop, skipped_columns
 from benchlib.sources.fio_common import fio_error_lines
 from benchlib.sources.fio_json import frames_of, read_fio_json
 from benchlib.sources.fio_json_rows import looks_like_fio_json, looks_like_fio_json_bytes
@@ -118,6 +118,8 @@ class Format:
     empty_reason: str = ""
     rows: RowBatches | None = None
     folder: FolderUnit | None = None
+    #: what reading a file will leave out (a line cut off at the end, unreadable columns), said as notes
+    notes: Callable[[Path], list[str]] | None = None
 
 
 #: Format name -> record, in order of preference.
@@ -140,6 +142,23 @@ def register(record: Format, *, before: str | None = None) -> None:
 def unregister(name: str) -> None:
     """Remove a format (for tests that register one of their own)."""
     del FORMATS[name]
+
+
+def _cut_line_note(path: Path) -> list[str]:
+    """Say a line-oriented file not ending in a newline was cut off: its last line is left out."""
+    return ["its last line was cut off (no newline at the end): left out"] if complete_lines(path) is not None else []
+
+
+def _esxtop_notes(path: Path) -> list[str]:
+    notes = _cut_line_note(path)
+    try:
+        skipped = skipped_columns(path)
+    except FormatError:
+        return notes  # the reader says what is wrong with the header
+    if skipped:
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        notes.append(f"{len(skipped)} columns without an esxtop counter name left out: {'; '.join(skipped[:3])}{more}")
+    return notes
 
 
 def _stream_fio_log(path: Path, sha256: str, latency_unit: str) -> Streamed | None:
@@ -175,12 +194,13 @@ for _record in (
         read_fio_log,
         latency_unit_from_study=True,
         stream=_stream_fio_log,
+        notes=_cut_line_note,
         small_files_in_batches=True,
         empty_name=re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$"),
         empty_reason="empty fio log (nothing logged: slat with a synchronous engine, "
         "or a run shorter than log_avg_msec)",
     ),
-    Format("esxtop", looks_like_esxtop, read_esxtop, stream=_stream_esxtop),
+    Format("esxtop", looks_like_esxtop, read_esxtop, stream=_stream_esxtop, notes=_esxtop_notes),
     Format("vdbench-flatfile", looks_like_vdbench_flatfile, read_vdbench_flatfile),
     Format(
         "vdbench-output",
