@@ -246,7 +246,7 @@ def sweep(study: str, profile: str, *, member: str | None = None, depth: str = "
     were set to: iodepth per job, 1 for a sync engine, times jobs, added over hosts) and
     ``queue_state`` (:func:`benchlib.stats.queueing.queue_check` of the medians), and ``runs``.
     """
-    from benchlib.stats.queueing import IMPOSSIBLE_FRACTION, RATE_BOUND_FRACTION, queue_check
+    from benchlib.stats.queueing import queue_check, queue_state_expr
 
     frame = cell_frame(study, {"profile": profile})
     jobs = queue_check(frame, iops="iops_or_derived")
@@ -274,17 +274,7 @@ def sweep(study: str, profile: str, *, member: str | None = None, depth: str = "
     table = per_run.group_by(by).agg(
         pl.col("iops", "lat_mean_ns", "outstanding_ios", "configured").median(), pl.len().alias("runs")
     )
-    ratio = pl.col("outstanding_ios") / pl.col("configured")
-    state = (
-        pl.when(pl.col("configured").is_null())
-        .then(None)
-        .when(ratio < RATE_BOUND_FRACTION)
-        .then(pl.lit("rate-bound"))
-        .when(ratio <= IMPOSSIBLE_FRACTION)
-        .then(pl.lit("queue-full"))
-        .otherwise(pl.lit("impossible"))
-    )
-    return table.with_columns(state.alias("queue_state")).sort(by)
+    return table.with_columns(queue_state_expr("outstanding_ios", "configured")).sort(by)
 
 
 def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:

@@ -84,9 +84,17 @@ def queue_check(
             pl.col(iops).sum(),
             *(pl.col(c).first() for c in keep),
         )
-    ratio = pl.col("outstanding_ios") / pl.col("configured_depth")
-    return data.with_columns(
-        pl.when(pl.col("configured_depth").is_null() | pl.col("outstanding_ios").is_null())
+    return data.with_columns(queue_state_expr("outstanding_ios", "configured_depth"))
+
+
+def queue_state_expr(outstanding: str, configured: str) -> pl.Expr:
+    """Return :data:`QUEUE_STATES`' word for Little's-law outstanding I/Os against the configured concurrency.
+
+    Null when either is unknown.
+    """
+    ratio = pl.col(outstanding) / pl.col(configured)
+    return (
+        pl.when(pl.col(configured).is_null() | pl.col(outstanding).is_null())
         .then(None)
         .when(ratio < RATE_BOUND_FRACTION)
         .then(pl.lit("rate-bound"))
