@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchlib.cli import main
 from benchlib.errors import FormatError
@@ -228,3 +230,70 @@ def test_a_fio_log_cut_inside_its_last_line_loses_that_line_only(tmp_path: Path)
     cut.write_bytes(log.read_bytes()[:-9])  # "78, 1, 0, 131072, 0" cut to "78, 1, 0, 1"
     whole, part = read(log).intervals, read(cut).intervals
     assert part.height == whole.height - 1 and part["value"].to_list() == whole["value"].to_list()[:-1]
+
+
+_FUZZ_SOURCES = [
+    ("fio-json", "fio-plot-P420i-INTEL-RW__randrw-16-4.json"),
+    ("fio-json", "pkb__fio-parser-sample-result.json"),
+    ("fio-normal", "ceph-fio-results-erasure21__rw-4k.out"),
+    ("fio-logs", "SO-Kernel-trace__lat_clat.1.log"),
+    ("fio-logs", "fio-plot-HIGHPOINT-RAID5RW__randrw-iodepth-8-numjobs-8_iops.1.log"),
+    ("esxtop", "VisualEsxtopOnline-1000__origincsvfile.csv"),
+]
+_BAD_NUMBERS = ["NaN", "nan", "-1", "-0.5", "1e309", "inf", "-inf", "", "99999999999999999999999", "abc", "0x1f"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    source=st.sampled_from(_FUZZ_SOURCES),
+    mutation=st.sampled_from(["number", "truncate", "drop_line", "garbage"]),
+    where=st.floats(min_value=0.0, max_value=1.0),
+    bad=st.sampled_from(_BAD_NUMBERS),
+)
+def test_a_mutated_corpus_file_never_escapes_ingest_nor_costs_the_others(
+    source: tuple[str, str], mutation: str, where: float, bad: str
+) -> None:
+    """Each example: one real corpus file, mutated (a number made NaN, negative, huge or text; the file cut
+    anywhere; a line dropped; bytes of garbage), beside two good files. Ingest never raises; the good files
+    are kept; no table holds NaN, an infinity or a negative count, size, time or rate."""
+    import re
+    import tempfile
+
+    from benchlib.schema import _NON_NEGATIVE
+    from benchlib.store import load_study_tables
+
+    folder, name = source
+    text = (corpus_dir(folder) / name).read_bytes()
+    numbers = [m.span() for m in re.finditer(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+    if mutation == "number" and numbers:
+        start, end = numbers[int(where * (len(numbers) - 1))]
+        text = text[:start] + bad.encode() + text[end:]
+    elif mutation == "truncate":
+        text = text[: int(where * len(text))]
+    elif mutation == "drop_line":
+        lines = text.split(b"\n")
+        del lines[int(where * (len(lines) - 1))]
+        text = b"\n".join(lines)
+    else:
+        at = int(where * len(text))
+        text = text[:at] + b'\x00\xff{]",' + text[at:]
+    with tempfile.TemporaryDirectory() as tmp:
+        study = Path(tmp) / "study"
+        study.mkdir()
+        (study / "mutated").mkdir()
+        (study / "mutated" / name).write_bytes(text)  # the name as the tool wrote it (fio logs are told by name)
+        good = [
+            corpus_dir("fio-json") / "fio-plot-ceph-ssd__randwrite-4-1.json",
+            corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv",
+        ]
+        for path in good:
+            (study / path.name).write_bytes(path.read_bytes())
+        report = ingest_study(study, Path(tmp) / "processed")  # never raises
+        assert {p.name for p in good} <= set(report.ingested)
+        tables = load_study_tables(report.processed)
+        for table, frame in tables.items():
+            for column, dtype in frame.schema.items():
+                if dtype.is_float():
+                    assert not frame[column].is_nan().any() and not frame[column].is_infinite().any(), (table, column)
+            for column in _NON_NEGATIVE[table]:
+                assert not (frame[column] < 0).any(), (table, column)
