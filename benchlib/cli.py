@@ -21,11 +21,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlib.errors import MACHINE_ERRNOS, BenchlibError
+from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError
 from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
 from benchlib.sources.hcibench import check_summary
+from benchlib.sources.vdbench_folder import output_files
 from benchlib.stats import summarise_runs
 from benchlib.store import scan_table
 
@@ -56,8 +57,12 @@ def _print_report(console: Console, report: IngestReport) -> None:
     for reason, files in by_reason.items():
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
         console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False, markup=False)
-    for rel, reason in report.quarantined:
-        console.print(f"  [red]quarantined[/] {escape(rel)}: {escape(reason)}")
+    by_why: dict[str, list[str]] = {}
+    for rel, reason in report.quarantined:  # a folder quarantined whole: one line for its files
+        by_why.setdefault(reason, []).append(rel)
+    for reason, files in by_why.items():
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        console.print(f"  [red]quarantined[/] {escape(files[0])}{more}: {escape(reason)}")
     for rel, note in report.notes:
         console.print(f"  [yellow]note[/] {escape(rel)}: {escape(note)}")
 
@@ -135,9 +140,14 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
 def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     """Print a file's detected format(s) and a one-screen summary of what it holds."""
     path = Path(args.file)
+    if path.is_dir():  # a vdbench output folder is read as one unit: inspect it through any of its files
+        members = output_files(path)
+        if not members:
+            raise FormatError(path, "folder", "a vdbench output folder (summary.html, totals.html, flatfile.html)")
+        path = members[0]
     formats = detect_all(path)
     tables = read(path, args.format)
-    console.print(f"[bold]{path}[/]")
+    console.print(f"[bold]{escape(str(args.file))}[/]")
     console.print(f"  formats found: {', '.join(formats) or 'none'}; read as {tables.runs['format'][0]}")
     for name, frame in tables.items():
         console.print(f"  {name}: {frame.height} rows")

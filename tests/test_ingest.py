@@ -118,6 +118,17 @@ def test_inspect_prints_format_and_summary(capsys: pytest.CaptureFixture[str]) -
     assert "read as fio-terse" in capsys.readouterr().out
 
 
+def test_inspect_reads_a_vdbench_folder_as_the_unit_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import corpus_dir
+
+    folder = corpus_dir("vdbench") / "vdb__output"
+    assert main(["inspect", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(str(folder)) and "read as vdbench-output" in out and "runs: 8 rows" in out
+    assert main(["inspect", str(tmp_path)]) == 2
+    assert "a vdbench output folder" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large logs and esxtop captures are streamed to Parquet; the result is the same table."""

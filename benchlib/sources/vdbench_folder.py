@@ -157,8 +157,8 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         raise FormatError(
             first.parent,
             "folder",
-            "a vdbench output folder with summary.html, totals.html or flatfile.html "
-            "holding at least one run; " + "; ".join(f"{p.name}: {r}" for p, r in result.problems.items()),
+            "a vdbench output folder with summary.html, totals.html or flatfile.html holding at least one run"
+            + "".join(f"; {p.name}: {r}" for p, r in result.problems.items()),
         )
     result.tables = tables_from_rows(first.parent, rows)
     return result
