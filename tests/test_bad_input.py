@@ -297,3 +297,20 @@ def test_a_mutated_corpus_file_never_escapes_ingest_nor_costs_the_others(
                     assert not frame[column].is_nan().any() and not frame[column].is_infinite().any(), (table, column)
             for column in _NON_NEGATIVE[table]:
                 assert not (frame[column] < 0).any(), (table, column)
+
+
+def test_a_latency_log_whose_unit_nothing_states_says_which_it_assumed(tmp_path: Path) -> None:
+    """A fio 2.x latency log alone (us) would be read 1,000 times too small without a word: ingest says
+    which unit it assumed and how to set it; with the unit declared, or output beside it, it says nothing."""
+    study = tmp_path / "study"
+    study.mkdir()
+    for name in ("SO-Kernel-trace__lat_clat.1.log", "SO-Kernel-trace__iops_iops.1.log"):
+        (study / name).write_bytes((corpus_dir("fio-logs") / name).read_bytes())
+    notes = dict(ingest_study(study, tmp_path / "p1").notes)
+    assert list(notes) == ["SO-Kernel-trace__lat_clat.1.log"]  # an IOPS log has no latency unit
+    assert (
+        "read as ns (fio 3.x)" in notes["SO-Kernel-trace__lat_clat.1.log"]
+        and 'log_latency_unit = "us"' in (notes["SO-Kernel-trace__lat_clat.1.log"])
+    )
+    (study / "study.toml").write_text('[study]\nname = "s"\n[fio]\nlog_latency_unit = "us"\n')
+    assert not ingest_study(study, tmp_path / "p2").notes

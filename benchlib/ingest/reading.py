@@ -54,6 +54,11 @@ class LogUnits:
         near = self.by_folder.get(str(Path(rel).parent), [])
         return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
 
+    def assumed(self, rel: str) -> bool:
+        """Tell whether the unit of the log at ``rel`` was assumed: study.toml says none and no output beside it."""
+        self(rel)
+        return not self.fixed and not (self.by_folder or {}).get(str(Path(rel).parent))
+
 
 def _unit(name: str, unit: str) -> dict:
     """Return the latency unit a log was read with, for its manifest entry (it may change later)."""
@@ -430,6 +435,17 @@ def read_the_rest(state: IngestState) -> None:
             _one(state, rel, functools.partial(_ingest_file, state, path, rel, sha, name, "ns"))
     units = LogUnits(state)
     later += _logs_whose_unit_changed(state, units)
+    for path, rel, _, name in later:
+        holds_latency = FORMATS[name].holds_latency
+        if holds_latency is not None and holds_latency(path) and units.assumed(rel):
+            report.notes.append(
+                (
+                    rel,
+                    f"its latency unit is stated nowhere (no output beside it, no [fio] log_latency_unit): read "
+                    f'as {units(rel)} (fio 3.x); for logs of fio 2.x set log_latency_unit = "us" under [fio] in '
+                    "study.toml",
+                )
+            )
     small = []
     for path, rel, sha, name in later:
         if FORMATS[name].small_files_in_batches and path.stat().st_size <= STREAM_BYTES:

@@ -120,6 +120,8 @@ class Format:
     folder: FolderUnit | None = None
     #: what reading a file will leave out (a line cut off at the end, unreadable columns), said as notes
     notes: Callable[[Path], list[str]] | None = None
+    #: whether a file's values depend on the latency unit (a latency log; not a bandwidth or IOPS log)
+    holds_latency: Callable[[Path], bool] | None = None
 
 
 #: Format name -> record, in order of preference.
@@ -195,6 +197,7 @@ for _record in (
         latency_unit_from_study=True,
         stream=_stream_fio_log,
         notes=_cut_line_note,
+        holds_latency=lambda path: bool(re.search(r"_[cs]?lat(_hist)?(\.\d+)?\.log$", path.name)),
         small_files_in_batches=True,
         empty_name=re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$"),
         empty_reason="empty fio log (nothing logged: slat with a synchronous engine, "
