@@ -3,6 +3,7 @@ run lasts from its first job's start to fio's end."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -74,4 +75,6 @@ def test_fios_own_steady_state_check_is_kept(fio_binary: str, tmp_path: Path) ->
     out = run_job_file(fio_binary, tmp_path, "ss", SS_JOB)
     results = read(out, "fio-json").results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read")
     attained = dict(zip(results["job_name"], results["ss_attained"], strict=True))
-    assert attained == {"steady": True, "plain": None}  # a rate-capped job is steady within 2 s; the other never asked
+    jobs = {job["jobname"]: job for job in json.loads(out.read_text())["jobs"]}
+    said = bool(jobs["steady"]["steadystate"]["attained"])  # what fio decided (a loaded machine may not settle)
+    assert attained == {"steady": said, "plain": None}  # the job that asked carries fio's verdict; the other none
