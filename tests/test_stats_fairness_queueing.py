@@ -343,3 +343,17 @@ def test_median_interval_contains_the_median_whatever_the_order(values: list[flo
     shuffled = list(values)
     random.shuffle(shuffled)  # type: ignore[attr-defined]
     assert median_ci(shuffled) == ci
+
+
+def test_fairness_in_each_interval_has_spread_and_cv_and_needs_two_members() -> None:
+    """Per interval: Jain, highest/lowest and CV across the hosts logged in it; an interval one host logged
+    alone (its last, a few ms late) is not judged."""
+    from benchlib.stats import jain_per_interval
+
+    rows = [("a", 1.0e9, 300.0), ("b", 1.004e9, 100.0), ("a", 2.0e9, 200.0), ("b", 2.003e9, 200.0), ("a", 3.0e9, 50.0)]
+    frame = pl.DataFrame(rows, schema=["host", "time_ns", "value"], orient="row")
+    table = jain_per_interval(frame, member="host").to_dicts()
+    assert [r["time_s"] for r in table] == [1.0, 2.0, 3.0]
+    assert table[0]["jain"] == pytest.approx(400**2 / (2 * (300**2 + 100**2))) and table[0]["max_min_ratio"] == 3.0
+    assert table[0]["cv"] == pytest.approx(141.421356 / 200) and table[1]["jain"] == pytest.approx(1.0)
+    assert table[2]["members"] == 1 and table[2]["jain"] is None and table[2]["cv"] is None

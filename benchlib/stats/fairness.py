@@ -194,16 +194,23 @@ def jain_per_interval(
     time_ns: str = "time_ns",
     interval_s: float = 1.0,
 ) -> pl.DataFrame:
-    """Jain's index across members in each interval of ``interval_s``: ``time_s``, ``jain``, ``members``.
+    """Fairness across members in each interval of ``interval_s``.
 
-    fio's per-host logs stamp the same second a few ms apart, so each time is put in its interval first.
+    Columns ``time_s``, ``jain``, ``max_min_ratio`` (null when a member did nothing in it), ``cv`` and
+    ``members``; the three measures are null in an interval with fewer than two members. fio's
+    per-host logs stamp the same second a few ms apart, so each time is put in its interval first.
     """
     step = interval_s * 1e9
     data = intervals.with_columns(((pl.col(time_ns) / step).round() * interval_s).alias("time_s"))
+    x = pl.col(value)
+    shared = pl.col(member).n_unique() >= 2
     data = data.group_by("time_s").agg(
-        jain_expr(pl.col(value)).alias("jain"), pl.col(member).n_unique().alias("members")
+        pl.when(shared).then(jain_expr(x)).alias("jain"),
+        pl.when(shared & (x.min() > 0)).then(max_min_ratio_expr(x)).alias("max_min_ratio"),
+        pl.when(shared).then(x.std(ddof=1) / x.mean()).alias("cv"),
+        pl.col(member).n_unique().alias("members"),
     )
-    return data.select("time_s", "jain", "members").sort("time_s")
+    return data.select("time_s", "jain", "max_min_ratio", "cv", "members").sort("time_s")
 
 
 def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
