@@ -326,6 +326,42 @@ def heatmap(
     return chart.facet(facet=facet, columns=2).resolve_scale(color="shared").properties(title=name)
 
 
+def exceedance_curve(
+    curve: pl.DataFrame, *, series: str | None = None, title: str = "Share of I/Os slower than each latency"
+) -> alt.TopLevelMixin:
+    """Draw :func:`benchlib.views.latency_exceedance`: the share of I/Os slower than each latency, log-log.
+
+    One line per ``series`` (a VM); the tail is the right end: how slow the slowest 1%, 0.1%... were.
+    """
+    keys = [series] if series else []
+    data = (
+        curve.filter(pl.col("slower") > 0)
+        .with_columns((pl.col("slower") * 100).alias("slower_pct"))
+        .select(*keys, "latency_ms", "slower_pct")
+        .sort([*keys, "latency_ms"])
+    )
+    color = (
+        alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
+        if series
+        else alt.value(PALETTE[0])
+    )
+    chart = (
+        _chart(data)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)"),
+            y=alt.Y("slower_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower than that (%)"),
+            color=color,
+            tooltip=[
+                *(f"{k}:N" for k in keys),
+                alt.Tooltip("latency_ms:Q", format=".4f"),
+                alt.Tooltip("slower_pct:Q", format=".4f"),
+            ],
+        )
+    )
+    return chart.properties(title=title)
+
+
 def latency_exceedance(
     pooled: pl.DataFrame, *, series: str | None = None, title: str = "Latency exceedance (pooled bins)"
 ) -> alt.TopLevelMixin:
