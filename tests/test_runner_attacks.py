@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.runner import PlanError, load_plan, read_plan, run_plan
+from benchlib.runner.execute import RunError, cell_dir
 from benchlib.runner.reading import FioRefusedJob
 from benchlib.runner.safety import UnsafeTargetError, check_device, check_file, create_file, marker_for
 from tests.fio_helpers import fio_server
@@ -770,3 +771,101 @@ def test_a_rerun_stops_when_the_device_path_names_another_device(tmp_path: Path,
     with pytest.raises(UnsafeTargetError, match="is not the device this study ran on before"):
         run_plan(plan, destroy_data=ext4_device)
     assert _digest(ext4_device) == before
+
+
+def test_a_loop_device_given_another_file_mid_plan_is_refused_before_the_next_cell(tmp_path: Path) -> None:
+    """The same /dev/loopN (same device number) re-attached to a file someone cares about between cells: the
+    next cell is refused (its backing file changed), and that file is not written."""
+    _root_with("losetup")
+    scratch, precious = tmp_path / "scratch.img", tmp_path / "precious.img"
+    for image in (scratch, precious):
+        image.write_bytes(b"PRECIOUS-" * ((8 << 20) // 9))
+    before = _digest(precious)
+    with _loop(scratch) as device:
+        plan_path = _write_plan(
+            tmp_path,
+            target=f'device = "{device}"',
+            profile_options='rw = "randwrite"',
+            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+        )
+
+        def swap() -> None:
+            subprocess.run(["losetup", "--detach", device], check=True)
+            subprocess.run(["losetup", device, str(precious)], check=True)
+
+        plan = load_plan(plan_path)
+        with pytest.raises(UnsafeTargetError, match="not the device checked when the run started.*backing"):
+            run_plan(plan, destroy_data=device, progress=_swap_after_first_cell(swap))  # type: ignore[arg-type]
+    assert _digest(precious) == before
+    assert len(list(plan.output.rglob("benchlib-run.json"))) == 1
+
+
+def test_a_server_of_this_machine_is_given_the_devices_own_name_not_the_link(tmp_path: Path, fio_binary: str) -> None:
+    """A fio server opens its target by name: a link flipped after the check must not redirect it. The job
+    file names the device the link pointed to when checked, and the flipped link stops the next cell."""
+    _root_with("losetup")
+    scratch, precious = tmp_path / "scratch.img", tmp_path / "precious.img"
+    for image in (scratch, precious):
+        image.write_bytes(b"PRECIOUS-" * ((8 << 20) // 9))
+    before = _digest(precious)
+    with _loop(scratch) as device, _loop(precious) as other, fio_server(fio_binary, "127.0.0.1", 8796):
+        link = tmp_path / "disk-link"
+        link.symlink_to(device)
+        plan_path = _write_plan(
+            tmp_path,
+            target=f'device = "{link}"',
+            profile_options='rw = "randwrite"',
+            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+        )
+        plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["127.0.0.1"]\nport = 8796\n')
+
+        def swap() -> None:
+            link.unlink()
+            link.symlink_to(other)
+
+        plan = load_plan(plan_path)
+        with pytest.raises(UnsafeTargetError, match="now names"):
+            run_plan(plan, destroy_data=str(link), progress=_swap_after_first_cell(swap))  # type: ignore[arg-type]
+        jobs = [p.read_text() for p in plan.output.rglob("job-*.fio")]
+        assert jobs and all(f"filename={device}\n" in job for job in jobs)  # never the link
+    assert _digest(precious) == before
+
+
+def test_a_file_target_through_a_link_into_a_system_folder_is_refused(tmp_path: Path) -> None:
+    """/var/run is a link to /run: the system folder check reads where a path leads, not its text."""
+    etc = tmp_path / "etc-link"
+    etc.symlink_to("/etc")
+    with pytest.raises(UnsafeTargetError, match=r"leads to /etc/benchlib-attack\.dat: it is in a system folder"):
+        create_file(etc / "benchlib-attack.dat", 1 << 20)
+    assert not Path("/etc/benchlib-attack.dat").exists()
+
+
+def test_a_file_target_that_backs_a_loop_device_is_refused(tmp_path: Path) -> None:
+    """Someone made a loop device (and maybe a file system) on benchlib's own target: it is no scratch file now."""
+    _root_with("losetup")
+    target = tmp_path / "t.dat"
+    claim = create_file(target, 8 << 20)
+    assert check_file(target, claim, 8 << 20)
+    with _loop(target) as device:
+        with pytest.raises(UnsafeTargetError, match=f"it is the file behind {device}"):
+            check_file(target, claim, 8 << 20)
+
+
+def test_a_cell_folder_swapped_for_a_link_during_the_run_is_never_written_or_emptied(tmp_path: Path) -> None:
+    plan = load_plan(_two_cell_plan(tmp_path))
+    victim = tmp_path / "victim"
+    (victim / ".partial-attempt-1").mkdir(parents=True)
+    (victim / ".partial-attempt-1" / "notes.txt").write_text("keep me")
+
+    def swap() -> None:  # every cell folder not run yet becomes a link to the victim's folder
+        for cell in plan.cells():
+            folder = cell_dir(plan, 1, cell)
+            if not any(folder.glob("attempt-*")):
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                folder.symlink_to(victim)
+
+    with pytest.raises(RunError, match="reached through a link"):
+        run_plan(plan, progress=_swap_after_first_cell(swap))  # type: ignore[arg-type]
+    assert (victim / ".partial-attempt-1" / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in victim.iterdir()) == [".partial-attempt-1"]

@@ -381,14 +381,17 @@ def _every_folder(plan: Plan) -> Iterator[tuple[int, Cell]]:
 
 def _check_cell_folders(plan: Plan) -> None:
     """Refuse cell folders reached through a link: benchlib writes and deletes inside them."""
-    root = plan.output.resolve()
     for repetition, cell in _every_folder(plan):
-        folder = cell_dir(plan, repetition, cell)
-        if folder.exists() and folder.resolve() != root / folder.relative_to(plan.output):
-            raise RunError(
-                f"{folder} is reached through a link; benchlib writes only into cell folders it made "
-                "itself. Remove the link"
-            )
+        _refuse_linked(plan, cell_dir(plan, repetition, cell))
+
+
+def _refuse_linked(plan: Plan, folder: Path) -> None:
+    """Refuse a folder under the plan's output that is reached through a link (checked again before each cell)."""
+    if folder.resolve() != plan.output.resolve() / folder.relative_to(plan.output):  # a link on the way
+        raise RunError(
+            f"{folder} is reached through a link; benchlib writes only into cell folders it made itself. "
+            "Remove the link"
+        )
 
 
 def _discard_partials(plan: Plan) -> int:
@@ -575,8 +578,10 @@ def run_cell(
     folder = cell_dir(plan, repetition, cell)
     attempt = len(list(folder.glob("attempt-*"))) + 1
     partial = folder / f".partial-attempt-{attempt}"
+    _refuse_linked(plan, partial)  # a cell folder swapped for a link during the run: never delete or write there
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
+    _refuse_linked(plan, partial)
     local = not plan.servers
     readonly = [] if writes else ["--readonly"]
     command = [fio, "--output-format=json+", "--output=fio.json", *(readonly if local else [])]

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
+from benchlib.runner.vocabulary import file_target_problem
 
 MARKER_SUFFIX = ".benchlib-target"
 TAIL_BYTES = 4096  # after the region fio works in: the claim's token
@@ -260,6 +261,15 @@ def _backing_of(loop: Path) -> tuple[str, tuple] | None:
     if rdevice:
         return "dev", (os.major(rdevice), os.minor(rdevice))
     return "file", (device, inode)
+
+
+def _loop_backed_by(st: os.stat_result, sysfs: Path = Path("/sys/block")) -> str | None:
+    """Return the loop device a file backs (``/dev/loop3``), or None: a file system may live in it."""
+    for node in sorted(sysfs.glob("loop*")):
+        backing = _backing_of(node) if (node / "loop").is_dir() else None
+        if backing and backing[0] == "file" and backing[1] == (st.st_dev, st.st_ino):
+            return f"/dev/{node.name}"
+    return None
 
 
 def _loop_relations(node: Path, sysfs: Path) -> tuple[list[str], str | None]:
@@ -488,6 +498,8 @@ def check_file(path: str | Path, claim: FileClaim | None, size: int) -> bool:
         )
     if st.st_nlink != 1:
         raise _refuse_file(path, f"it has {st.st_nlink} hard links, so writing it writes another name's file too")
+    if loop := _loop_backed_by(st):
+        raise _refuse_file(path, f"it is the file behind {loop}, so writing it writes whatever that device holds")
     if claim is None:
         raise _refuse_file(
             path, "it exists and benchlib did not create it (benchlib's record of its targets does not name it)"
@@ -518,6 +530,9 @@ def create_file(path: str | Path, size: int) -> FileClaim:
     sparse file would make reads free.
     """
     path = Path(path)
+    real = os.path.realpath(path)
+    if (problem := file_target_problem(real)) is not None:  # a link may lead into a system folder
+        raise _refuse_file(path, f"it leads to {real}: {problem}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(path.parent).free

@@ -254,6 +254,8 @@ class Targets:
     paths: dict[str, str] = field(default_factory=dict)
     devices: dict[str, DeviceReport] = field(default_factory=dict)
     claims: dict[str, FileClaim] = field(default_factory=dict)
+    #: per host, what identified its device when checked (number, size, serial, a loop device's file)
+    identities: dict[str, dict] = field(default_factory=dict)
     this_machine: Callable[[str], bool] = is_this_machine
 
     @property
@@ -278,6 +280,8 @@ class Targets:
                 claim = FileClaim.from_record(recorded.get(f"{host} {path}"))
                 if self.plan.target.device is not None:
                     self._device(host, path, writes)
+                    if host in self.devices:  # a device of this machine: fio gets its own name, never a link
+                        self.paths[host] = os.path.realpath(path)
                 elif self.on_servers:
                     self.claims[host] = self._claim_remote(host, path, claim, scratch)
                 elif check_file(path, claim, self.plan.target.size_bytes):
@@ -311,7 +315,14 @@ class Targets:
         try:
             if self.plan.target.device is not None:
                 if host in self.devices:
-                    recheck_device(path, self.devices[host], writes=writes, destroy_data=self.destroy_data)
+                    given = self.plan.target.path_for(host)
+                    recheck_device(given, self.devices[host], writes=writes, destroy_data=self.destroy_data)
+                    if os.path.realpath(given) != path:
+                        raise UnsafeTargetError(
+                            f"{given} now names {os.path.realpath(given)}, not {path} as when the run started "
+                            "(a link changed); nothing was written in this cell"
+                        )
+                    self._same_identity(host, path)
                 else:
                     self._device(host, path, writes)
             elif self.on_servers:
@@ -338,11 +349,14 @@ class Targets:
         with contextlib.ExitStack() as stack:
             fds = {}
             for host in hosts:
-                if self.on_servers:
-                    continue
                 if host in self.devices:
-                    fds[host] = stack.enter_context(held_exclusively(self.paths[host], self.devices[host].rdev))
-                else:
+                    # held open while the cell runs (a fio server of this machine too): nothing can mount it,
+                    # and a loop device cannot be given another file; checked again now that it is held
+                    fd = stack.enter_context(held_exclusively(self.paths[host], self.devices[host].rdev))
+                    self._same_identity(host, f"/dev/fd/{fd}")
+                    if not self.on_servers:
+                        fds[host] = fd
+                elif not self.on_servers:
                     fds[host] = open_claimed(self.paths[host], self.claims[host])
                     stack.callback(os.close, fds[host])
             yield fds
@@ -351,11 +365,30 @@ class Targets:
         if not self.on_servers or self.this_machine(host) or self._names_this_machine(host):
             self.devices[host] = check_device(path, writes=writes, destroy_data=self.destroy_data)
             self._same_device_as_before(host, path)
+            self.identities[host] = device_identity(path)
         if self.on_servers and writes and self.destroy_data != self.plan.target.device:
             raise UnsafeTargetError(
                 f"{path} on {host}: the plan writes to this device and benchlib cannot inspect a "
                 f"remote device; if it may be destroyed on every host, pass "
                 f"--destroy-data={self.plan.target.device}"
+            )
+
+    def _same_identity(self, host: str, path: str) -> None:
+        """Refuse a device that is not, in every respect benchlib can see, the one checked when the run started.
+
+        The device number alone stays the same when a loop device is given another file, or a hot-swapped
+        disk takes the old one's name; its size, serial or WWID and backing file do not.
+        """
+        now, before = device_identity(path), self.identities[host]
+        if now != before:
+            changed = ", ".join(
+                f"{k} {before.get(k)!r} -> {now.get(k)!r}"
+                for k in sorted(set(before) | set(now))
+                if before.get(k) != now.get(k)
+            )
+            raise UnsafeTargetError(
+                f"{self.paths[host]} on {host} is not the device checked when the run started ({changed}); "
+                "nothing was written in this cell"
             )
 
     def _same_device_as_before(self, host: str, path: str) -> None:
