@@ -194,7 +194,16 @@ def test_matrix_levels_and_hosts_are_checked_too(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["{tmp}/x/bench:1.dat", "{tmp}/x/x.dat:/dev/loop9", "{tmp}/x/user.dat\\n", " {tmp}/x/user.dat", "x/relative.dat"],
+    [
+        "{tmp}/x/bench:1.dat",
+        "{tmp}/x/x.dat:/dev/loop9",
+        "{tmp}/x/user.dat\\n",
+        " {tmp}/x/user.dat",
+        "x/relative.dat",
+        "{tmp}/x/user.dat#.bench",  # fio's job reader ends the name at '#' or ';': it would open user.dat
+        "{tmp}/x/user.dat;.bench",
+        "{tmp}/x/$ncpus.dat",
+    ],
 )
 def test_target_paths_fio_would_read_otherwise_are_refused(tmp_path: Path, path: str) -> None:
     user = tmp_path / "x" / "bench"

@@ -128,7 +128,14 @@ def path_problem(path: str) -> str | None:
     if problem:
         return problem
     if ":" in path:
-        return "it contains ':', which fio reads as a separator between several files"
+        return (
+            "it contains ':', which fio reads as a separator between several files (for a device, "
+            "name it /dev/sdX, /dev/loopN or /dev/disk/by-id/..., not /dev/block/MAJ:MIN)"
+        )
+    if "#" in path or ";" in path:
+        return "it contains '#' or ';', where fio's job file reader starts a comment (fio would open another name)"
+    if "$" in path:
+        return "it contains '$', which fio expands in a job file ($ncpus, $pagesize...)"
     if not path.startswith("/"):
         return "it must be absolute (it is a path on every host)"
     return None
