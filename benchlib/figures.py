@@ -132,11 +132,14 @@ def iodepth_sweep(
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
-        layers.append(_chart(knee_frame).mark_text(dy=-8, align="left", dx=4).encode(x=x, y=f"{iops}:Q", text="note:N"))
+        if not series:  # one sweep: its shape beside its knee (several would print over each other; a table says them)
+            layers.append(
+                _chart(knee_frame).mark_text(dy=-8, align="left", dx=4).encode(x=x, y=f"{iops}:Q", text="note:N")
+            )
     right = (
         _chart(data)
         .mark_line(point=True, strokeDash=[2, 2])
-        .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency, ms (dashed line)"), color=color)
+        .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency, ms (dotted line)"), color=color)
     )
     chart = alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=title)
     return chart
@@ -310,7 +313,8 @@ def heatmap(
         y=alt.Y(f"{y}:N", sort=sorted(data[y].unique().to_list()), title=words(y)),
     )
     squares = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", title=words(value), scale=alt.Scale(scheme="blues")),
+        # from zero: a scale from the smallest value stretches a 27% spread to full contrast
+        color=alt.Color(f"{value}:Q", title=words(value), scale=alt.Scale(scheme="blues", zero=True)),
         tooltip=["group:N", f"{x}:N", f"{y}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
     )
     text = base.mark_text(fontSize=11).encode(

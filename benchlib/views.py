@@ -191,7 +191,7 @@ def design_statement(study: str) -> str:
         )
         lines.append(
             f"**What it can support.** With {low} runs per configuration the smallest exact two-sided p of a "
-            f"comparison is {smallest:.3g}{verdict}"
+            f"comparison of two configurations (Mann-Whitney on their run totals) is {smallest:.3g}{verdict}"
         )
     return "\n\n".join(lines)
 
@@ -345,6 +345,7 @@ def interaction(
     """
     import numpy as np
 
+    from benchlib.stats.compare import holm
     from benchlib.stats.factorial import interaction_permutation_test
 
     by = by or []
@@ -366,13 +367,27 @@ def interaction(
             f, p = interaction_permutation_test(
                 part.sort(x, trace), value, x, trace, rng=np.random.default_rng(20261124), n_resamples=9999
             )
-            note = (
-                f"the effect of {x} depends on {trace} (permutation p = {p:.4f})"
-                if p < 0.05
-                else f"no evidence at this n that the effect of {x} depends on {trace} (permutation p = {p:.4f})"
-            )
+            note = None  # said below, once the family's correction is known
         tests.append({**head, "runs": part.height, "F": f, "p": p, "note": note})
-    return grid, pl.DataFrame(tests).sort(by) if by else pl.DataFrame(tests)
+    table = pl.DataFrame(tests)
+    tested = table.filter(pl.col("p").is_not_null()) if "p" in table.columns else table.head(0)
+    adjusted = dict(
+        zip(tested.select(by).rows() if by else [()] * tested.height, holm(tested["p"].to_numpy()), strict=True)
+    )
+    notes = []
+    for row in table.iter_rows(named=True):
+        key = tuple(row[b] for b in by)
+        if row["note"] is None:
+            p_holm = float(adjusted[key])
+            said = f"permutation p = {row['p']:.4f}, {p_holm:.4f} after Holm over {tested.height} tests, alpha 0.05"
+            row["note"] = (
+                f"the effect of {x} depends on {trace} ({said})"
+                if p_holm <= 0.05
+                else f"no evidence at this n that the effect of {x} depends on {trace} ({said})"
+            )
+        notes.append(row["note"])
+    table = table.with_columns(pl.Series("note", notes, dtype=pl.String))
+    return grid, table.sort(by) if by else table
 
 
 def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:

@@ -61,7 +61,10 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     assert table["fio-log"]["runs"] is None  # logs are files of the runs above
     text = design_statement("loopback-fio")
     assert "87 runs: 3 per configuration; 4 hosts (VMs) per run" in text and "fio-3." in text
-    assert "smallest exact two-sided p of a comparison is 0.1" in text
+    assert (
+        "smallest exact two-sided p of a comparison of two configurations (Mann-Whitney on their run totals) is 0.1"
+        in text
+    )
     published = design_statement("pvscsi-vs-lsi")
     assert "1 per configuration" in published and "descriptive only" in published
 
