@@ -81,17 +81,17 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
         pl.col(value).sum().alias("total"),
         pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
+    from benchlib.tables import label
+
     where = ", ".join(f"{k} {v}" for k, v in levels.items())
+    who, what = label(member), label(value)
+    total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
     if members.height < 2:
         named = f" ({members[member][0]})" if members.height else ""
-        total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
-        return (
-            f"**{where}**: {members.height} {member}{named}, {total} ({value}); fairness between {member}s "
-            "needs two or more."
-        )
+        return f"**{where}**: {members.height} {who}{named}, {what} {total}; fairness between {who}s needs two or more."
     return (
-        f"**{where}**: {members.height} {member}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
-        f"lowest; Jain's index {stats['jain']:.4f}; together {stats['total']:,.0f} ({value})."
+        f"**{where}**: {members.height} {who}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
+        f"lowest; Jain's index {stats['jain']:.4f}; {what} of all {who}s added: {total}."
     )
 
 
