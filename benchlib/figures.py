@@ -54,6 +54,13 @@ def _joined(columns: list[str]) -> pl.Expr:
     return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
 
 
+def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.ValueChannelMixin:
+    """One colour per level of ``series`` (in sorted order), or the first colour of the palette."""
+    if not series:
+        return alt.value(PALETTE[0])
+    return alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
+
+
 def _chart(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
 
@@ -344,11 +351,7 @@ def exceedance_curve(
         .select(*keys, "latency_ms", "slower_pct")
         .sort([*keys, "latency_ms"])
     )
-    color = (
-        alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
-        if series
-        else alt.value(PALETTE[0])
-    )
+    color = _series_color(data, series)
     chart = (
         _chart(data)
         .mark_line(interpolate="step-after")
@@ -379,11 +382,7 @@ def latency_exceedance(
         .select(*keys, "percentile", "exceeding_pct", "latency_us")
         .sort([*keys, "percentile"])
     )
-    color = (
-        alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
-        if series
-        else alt.value(PALETTE[0])
-    )
+    color = _series_color(data, series)
     chart = (
         _chart(data)
         .mark_line(point=True, interpolate="step-after")

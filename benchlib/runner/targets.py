@@ -244,6 +244,12 @@ def server_names_this_machine(fio: str, host: str, port: int, workdir: Path) -> 
     return name is None or name == socket.gethostname()  # no answer: assume it may be this machine
 
 
+def _differences(before: dict, now: dict) -> str:
+    """Say what changed between two device identities: ``backing 'file (1, 2)' -> 'file (1, 3)'``."""
+    keys = sorted(set(before) | set(now))
+    return ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in keys if before.get(k) != now.get(k))
+
+
 @dataclass
 class Targets:
     """Every host's target for one run: checked once, re-checked before each cell."""
@@ -381,11 +387,7 @@ class Targets:
         """
         now, before = device_identity(path), self.identities[host]
         if now != before:
-            changed = ", ".join(
-                f"{k} {before.get(k)!r} -> {now.get(k)!r}"
-                for k in sorted(set(before) | set(now))
-                if before.get(k) != now.get(k)
-            )
+            changed = _differences(before, now)
             raise UnsafeTargetError(
                 f"{self.paths[host]} on {host} is not the device checked when the run started ({changed}); "
                 "nothing was written in this cell"
@@ -403,11 +405,7 @@ class Targets:
         if before is None:
             write_record(key, now)
         elif before != now:
-            changed = ", ".join(
-                f"{k} {before.get(k)!r} -> {now.get(k)!r}"
-                for k in sorted(set(before) | set(now))
-                if before.get(k) != now.get(k)
-            )
+            changed = _differences(before, now)
             raise UnsafeTargetError(
                 f"{path} on {host} is not the device this study ran on before ({changed}); "
                 "check what it is now, then give the plan a new output folder"
