@@ -12,9 +12,9 @@ date first and not counted. Appends the figures to ``bench/results.md``.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -37,9 +37,11 @@ def floor_notebook(notebooks: list[Path], folder: Path) -> Path:
     for notebook in notebooks:
         for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] == "code":
-                for line in "".join(cell["source"]).splitlines():
-                    if re.match(r"(from \S+ )?import ", line) and line not in imports:
-                        imports.append(line)
+                source = "".join(cell["source"])
+                for node in ast.parse(source).body:  # whole statements: an import may span lines
+                    text = ast.get_source_segment(source, node)
+                    if isinstance(node, ast.Import | ast.ImportFrom) and text not in imports:
+                        imports.append(text)
     cells = [
         {"cell_type": "code", "id": "parameters", "metadata": {"tags": ["parameters"]}, "source": "study = ''\n"},
         {"cell_type": "code", "id": "imports", "metadata": {}, "source": "\n".join(imports) + "\n"},
