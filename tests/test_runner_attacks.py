@@ -310,6 +310,22 @@ def _two_cell_plan(tmp_path: Path) -> Path:
     )
 
 
+def _two_cell_device_plan(tmp_path: Path, device: object) -> Path:
+    """A plan writing to ``device`` in two cells (4k, then 8k blocks): a swap between them meets a re-check."""
+    return _write_plan(
+        tmp_path,
+        target=f'device = "{device}"',
+        profile_options='rw = "randwrite"',
+        options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
+    )
+
+
+def _fill(*images: Path) -> None:
+    """8 MiB images holding a recognisable pattern: a write anywhere changes their digest."""
+    for image in images:
+        image.write_bytes(b"PRECIOUS-" * ((8 << 20) // 9))
+
+
 def _swap_after_first_cell(swap: object) -> object:
     def progress(done: float, total: float, label: str) -> None:
         if label.startswith("1/") and done >= total / 2 and not getattr(progress, "swapped", False):
@@ -402,12 +418,7 @@ def test_a_device_link_pointed_elsewhere_mid_plan_is_refused(tmp_path: Path, ext
         link = tmp_path / "by-id" / "bench-disk"
         link.parent.mkdir()
         link.symlink_to(scratch)
-        plan_path = _write_plan(
-            tmp_path,
-            target=f'device = "{link}"',
-            profile_options='rw = "randwrite"',
-            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
-        )
+        plan_path = _two_cell_device_plan(tmp_path, link)
         before = _digest(ext4_device)
 
         def swap() -> None:
@@ -787,16 +798,10 @@ def test_a_loop_device_given_another_file_mid_plan_is_refused_before_the_next_ce
     next cell is refused (its backing file changed), and that file is not written."""
     _root_with("losetup")
     scratch, precious = tmp_path / "scratch.img", tmp_path / "precious.img"
-    for image in (scratch, precious):
-        image.write_bytes(b"PRECIOUS-" * ((8 << 20) // 9))
+    _fill(scratch, precious)
     before = _digest(precious)
     with _loop(scratch) as device:
-        plan_path = _write_plan(
-            tmp_path,
-            target=f'device = "{device}"',
-            profile_options='rw = "randwrite"',
-            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
-        )
+        plan_path = _two_cell_device_plan(tmp_path, device)
 
         def swap() -> None:
             subprocess.run(["losetup", "--detach", device], check=True)
@@ -814,18 +819,12 @@ def test_a_server_of_this_machine_is_given_the_devices_own_name_not_the_link(tmp
     file names the device the link pointed to when checked, and the flipped link stops the next cell."""
     _root_with("losetup")
     scratch, precious = tmp_path / "scratch.img", tmp_path / "precious.img"
-    for image in (scratch, precious):
-        image.write_bytes(b"PRECIOUS-" * ((8 << 20) // 9))
+    _fill(scratch, precious)
     before = _digest(precious)
     with _loop(scratch) as device, _loop(precious) as other, fio_server(fio_binary, "127.0.0.1", 8796):
         link = tmp_path / "disk-link"
         link.symlink_to(device)
-        plan_path = _write_plan(
-            tmp_path,
-            target=f'device = "{link}"',
-            profile_options='rw = "randwrite"',
-            options='[matrix.block_size]\noption = "bs"\nlevels = ["4k", "8k"]',
-        )
+        plan_path = _two_cell_device_plan(tmp_path, link)
         plan_path.write_text(plan_path.read_text() + '[hosts]\nservers = ["127.0.0.1"]\nport = 8796\n')
 
         def swap() -> None:
