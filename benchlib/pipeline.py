@@ -421,7 +421,7 @@ def build_report(
     cells, missing = expand_cells(pipeline, runs)
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
-    shared = _shared_scale(pipeline)
+    shared = _shared_scale(pipeline, study)
     executions = [
         Execution(
             _slug(levels),
@@ -449,7 +449,7 @@ def build_report(
     return ReportResult(folder, executions, missing)
 
 
-def _shared_scale(pipeline: Pipeline) -> dict:
+def _shared_scale(pipeline: Pipeline, study: ProcessedStudy) -> dict:
     """Return the cell pages' common value axis: ``{"y_max": the largest per-VM value of any cell}`` or {}.
 
     Only for cell notebooks that take a ``y_max`` parameter and a pipeline that names its ``value``.
@@ -459,7 +459,7 @@ def _shared_scale(pipeline: Pipeline) -> dict:
         return {}
     from benchlib.views import member_values
 
-    members = member_values(pipeline.study, value, by=list(pipeline.axes), only=pipeline.only)
+    members = member_values(study, value, by=list(pipeline.axes), only=pipeline.only)
     top = members[value].max() if members.height else None
     return {"y_max": float(top) * 1.05} if top else {}
 
@@ -505,7 +505,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
         f"- built {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
     ]
     return {
-        "design": design_statement(str(study.study.folder)),
+        "design": design_statement(study),
         "caveats": caveats,
         "provenance": "\n".join(provenance),
     }

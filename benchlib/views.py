@@ -15,25 +15,33 @@ from typing import TypeVar
 
 import polars as pl
 
-from benchlib.paths import RAW
 from benchlib.schema import UNNAMED_HOST, Tables, run_unit_expr
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import device_latency_split
 from benchlib.stats.steady import run_steadiness
-from benchlib.store import open_study
+from benchlib.store import ProcessedStudy, open_study
 
 #: fio's per-interval and histogram logs: files of a run, never runs of their own
 LOG_FORMATS = ("fio-log", "fio-hist-log")
 
 
-def study_tables(study: str) -> Tables:
+#: A study as the views take it: its name (or raw folder), or one already opened (a report opens it once)
+StudyRef = str | ProcessedStudy
+
+
+def _open(study: StudyRef) -> ProcessedStudy:
+    """Open a study by name (checked against its raw files), or return the one already opened."""
+    return study if isinstance(study, ProcessedStudy) else open_study(study)
+
+
+def study_tables(study: StudyRef) -> Tables:
     """Return a study's runs and results (what the notebooks use; a study's intervals can be millions of rows)."""
-    return open_study(study).tables(only=("runs", "results"))
+    return _open(study).tables(only=("runs", "results"))
 
 
-def _study_rows(study: str, only: dict | None) -> pl.DataFrame:
+def _study_rows(study: StudyRef, only: dict | None) -> pl.DataFrame:
     """Return the study's per-host result rows.
 
     Per-host result rows of the study (no tool aggregates, no logs), restricted to ``only`` levels,
@@ -55,7 +63,7 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
     return frame
 
 
-def cell_frame(study: str, levels: dict) -> pl.DataFrame:
+def cell_frame(study: StudyRef, levels: dict) -> pl.DataFrame:
     """Per-host result rows (no tool aggregates, no logs) of one matrix cell, with labels and derived metrics."""
     return _study_rows(study, {factor: [level] for factor, level in levels.items()})
 
@@ -95,7 +103,7 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
     )
 
 
-def overview(study: str) -> pl.DataFrame:
+def overview(study: StudyRef) -> pl.DataFrame:
     """Return what the study holds, per tool and format: files, runs (the experimental units) and hosts.
 
     A run is one file's document (one fio invocation across its hosts, one configuration of a
@@ -115,7 +123,7 @@ def overview(study: str) -> pl.DataFrame:
     )
 
 
-def design_statement(study: str) -> str:
+def design_statement(study: StudyRef) -> str:
     """Say in words what the study's design is and what it can support (Markdown).
 
     Factors and levels, configurations, runs per configuration, hosts per run, run length, tool
@@ -124,7 +132,7 @@ def design_statement(study: str) -> str:
     """
     from benchlib.stats.compare import min_p, runs_to_test
 
-    opened = open_study(study)
+    opened = _open(study)
     factors = opened.study.factors
     runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(LOG_FORMATS))
     if runs.is_empty():
@@ -196,12 +204,13 @@ def design_statement(study: str) -> str:
     return "\n\n".join(lines)
 
 
-def claim_table(study: str) -> pl.DataFrame:
+def claim_table(study: StudyRef) -> pl.DataFrame:
     """Return the verdicts of ``data/raw/<study>/claims.toml`` as a table."""
     from benchlib.claims import load_claims, verify
 
-    claims, tolerances = load_claims(RAW / study)
-    verdicts = verify(study_tables(study), claims, tolerances)
+    opened = _open(study)
+    claims, tolerances = load_claims(opened.study.folder)
+    verdicts = verify(opened.tables(only=("runs", "results")), claims, tolerances)
     return pl.DataFrame(
         [
             {
@@ -225,7 +234,7 @@ def claim_values(table: pl.DataFrame) -> dict[str, str]:
     return dict(zip(table["claim"], table["recomputed"], strict=True))
 
 
-def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame:
+def profile_totals(study: StudyRef, profile: str, member: str = "vm") -> pl.DataFrame:
     """Return each run's and host's totals of one profile.
 
     Per run and host of one profile: IOPS summed over directions and jobs, I/O-weighted mean latency,
@@ -237,7 +246,7 @@ def profile_totals(study: str, profile: str, member: str = "vm") -> pl.DataFrame
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
 
 
-def sweep(study: str, profile: str, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
+def sweep(study: StudyRef, profile: str, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
     """Summarise a depth sweep per depth (and member): medians over runs of IOPS, latency and Little's law.
 
     Each run's total per depth (its hosts added; per ``member`` when given), then the median over
@@ -313,7 +322,7 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     return pl.DataFrame(rows)
 
 
-def run_totals(study: str, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
+def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
     """One value per run with its factor levels: the experimental unit of a comparison.
 
     A run is one repetition of one configuration: one tool invocation across
@@ -332,7 +341,7 @@ def run_totals(study: str, value: str, factors: list[str], only: dict | None = N
 
 
 def interaction(
-    study: str, value: str, *, x: str, trace: str, by: list[str] | None = None, only: dict | None = None
+    study: StudyRef, value: str, *, x: str, trace: str, by: list[str] | None = None, only: dict | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Two factors together: the median run total of every combination, and whether they interact.
 
@@ -390,7 +399,7 @@ def interaction(
     return grid, table.sort(by) if by else table
 
 
-def member_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+def member_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
     """Return IOPS per CPU% per VM and group.
 
     IOPS per percent of one CPU per VM (host) and group: each run's IOPS (directions added) over the
@@ -412,7 +421,7 @@ def member_efficiency(study: str, *, by: list[str], only: dict | None = None, me
     )
 
 
-def host_efficiency(study: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+def host_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
     """Guest CPU and host CPU per run and member: what the I/O cost inside the VM, and on the host.
 
     Guest CPU is fio's usr+sys of the VM's jobs (:func:`benchlib.stats.efficiency.run_efficiency`), a
@@ -425,7 +434,7 @@ def host_efficiency(study: str, *, by: list[str], only: dict | None = None, memb
     """
     from benchlib.stats.hostside import VM_CPU, vm_cpu_during_runs
 
-    opened = open_study(study)
+    opened = _open(study)
     guest = run_efficiency(_study_rows(study, only), member=member, by=by)
     runs = opened.scan("runs").filter(pl.col("run_id").is_in(guest["run_id"].implode())).collect()
     obj, counter = VM_CPU
@@ -448,7 +457,7 @@ def host_efficiency(study: str, *, by: list[str], only: dict | None = None, memb
     )
 
 
-def efficiency_table(study: str, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
+def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
     """Return IOPS per CPU% per test and setting, guest and (where esxtop saw the VMs) host.
 
     Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
@@ -478,7 +487,7 @@ def efficiency_table(study: str, *, test: list[str], setting: str, only: dict | 
 
 
 def member_values(
-    study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
+    study: StudyRef, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
 ) -> pl.DataFrame:
     """One value per VM (host) per group of ``by``: each run's total, then the median over repetitions."""
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
@@ -491,7 +500,7 @@ def _unit_label(columns: Collection[str]) -> pl.Expr:
 
 
 def member_run_totals(
-    study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
+    study: StudyRef, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
 ) -> pl.DataFrame:
     """Each member's total in each run, for fairness within a run (:func:`benchlib.stats.fairness_over_runs`).
 
@@ -513,7 +522,7 @@ def member_run_totals(
     totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
     # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
     totals = totals.filter(pl.col(value).is_not_null().any().over("run_unit"))
-    shares = open_study(study).study.shares
+    shares = _open(study).study.shares
     if shares:  # declared in study.toml: fairness is judged per share
         totals = totals.with_columns(
             pl.col(member).replace_strict(shares, default=None, return_dtype=pl.Float64).alias("shares")
@@ -521,7 +530,9 @@ def member_run_totals(
     return totals.drop("run_unit").sort([*by, "run", member])
 
 
-def fairness(study: str, value: str, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
+def fairness(
+    study: StudyRef, value: str, *, by: list[str], only: dict | None = None, member: str = "vm"
+) -> pl.DataFrame:
     """Fairness within each run, summarised over runs (:func:`benchlib.stats.fairness_over_runs`).
 
     Judged per share when ``study.toml`` declares ``[shares]`` (a member without shares is an error),
@@ -534,9 +545,9 @@ def fairness(study: str, value: str, *, by: list[str], only: dict | None = None,
     return fairness_over_runs(members, value, member=member, run="run", by=by, shares=shares, capped="rate_limited")
 
 
-def host_series(study: str, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
+def host_series(study: StudyRef, levels: dict, *, metric: str = "iops", repetition: int = 1) -> pl.DataFrame:
     """Per-interval values of one cell and repetition, per host (fio's logs; directions added per interval)."""
-    opened = open_study(study)
+    opened = _open(study)
     runs = opened.scan("runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
     picked = _at_levels(runs, {factor: [level] for factor, level in levels.items()}).select("run_id", "host").collect()
     series = (
@@ -562,7 +573,7 @@ class RunSeries:
     metric: str = "iops"
 
 
-def run_time_series(study: str, levels: dict, *, metric: str = "iops", run: str | None = None) -> RunSeries | None:
+def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run: str | None = None) -> RunSeries | None:
     """Each host's per-interval series of one run (the first, unless ``run`` names one) with its steady window.
 
     The window is the first SNIA PTS window of the run's per-second total (:func:`run_seconds`,
@@ -570,7 +581,7 @@ def run_time_series(study: str, levels: dict, *, metric: str = "iops", run: str 
     """
     from benchlib.stats.steady import PTS_ROUNDS
 
-    opened = open_study(study)
+    opened = _open(study)
     only = {factor: [level] for factor, level in levels.items()}
     logs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only)
     runs = logs.select("run_id", "host", _folder_run_label().alias("run")).collect()
@@ -605,14 +616,14 @@ def run_time_series(study: str, levels: dict, *, metric: str = "iops", run: str 
 RUN_SECONDS_METRICS = {"iops": "iops", "bandwidth_bytes_per_s": "bw", "bandwidth_mib_s": "bw"}
 
 
-def run_seconds(study: str, factors: list[str], *, metric: str = "iops", only: dict | None = None) -> pl.DataFrame:
+def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", only: dict | None = None) -> pl.DataFrame:
     """Per-second totals of every run (fio's logs): the iterations of a two-level plan.
 
     One row per run and whole second after the ramp (rows fio marks as warm-up are left out): the
     hosts' values added (IOPS, bandwidth), with ``run`` (the repetition, else the logs' folder) and ``factors``.
     Seconds that not every host of the run logged are left out: their sum is no run total.
     """
-    opened = open_study(study)
+    opened = _open(study)
     runs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only or {})
     runs = runs.select("run_id", _folder_run_label().alias("run"), *factors).collect()
     series = (
@@ -652,14 +663,14 @@ TAIL_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 BIN_ORIGINS = ("fio json+", "fio histogram log", "vdbench histogram (total latency)")
 
 
-def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: str | None) -> pl.DataFrame:
+def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, member: str | None) -> pl.DataFrame:
     """Whole-run latency bins with each run's label, ``by``, the member and ``origin`` (:data:`BIN_ORIGINS`).
 
     fio's json+ bins where a run has them; else its histogram log (``--write_hist_log``), every
     interval's bins added; else, for vdbench, its response time histogram, which holds total
     latency whatever ``kind`` asks (vdbench measures no other).
     """
-    opened = open_study(study)
+    opened = _open(study)
     runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
     run = (
         pl.when(pl.col("repetition").is_not_null())
@@ -697,7 +708,7 @@ def _run_bins(study: str, by: list[str], only: dict | None, kind: str, member: s
 
 
 def tail_latency(
-    study: str,
+    study: StudyRef,
     *,
     by: list[str],
     only: dict | None = None,
@@ -726,7 +737,7 @@ def tail_latency(
 
 
 def latency_exceedance(
-    study: str, *, by: list[str], only: dict | None = None, member: str | None = None, kind: str = "clat"
+    study: StudyRef, *, by: list[str], only: dict | None = None, member: str | None = None, kind: str = "clat"
 ) -> pl.DataFrame:
     """Exceedance curves (share of I/Os slower than each latency) per group of ``by`` (and member), all runs pooled."""
     keys = [*by, *([member] if member else [])]
@@ -737,7 +748,7 @@ def latency_exceedance(
 
 
 def run_steadiness_table(
-    study: str, factors: list[str], *, metric: str = "iops", only: dict | None = None
+    study: StudyRef, factors: list[str], *, metric: str = "iops", only: dict | None = None
 ) -> pl.DataFrame:
     """Steady state of every run with per-second data: "steady", "not steady" or "too short to assess".
 
@@ -775,14 +786,14 @@ def run_steadiness_table(
     return table.join(fio, on=keys, how="left", nulls_equal=True).sort(keys)
 
 
-def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
+def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
     """Return where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
 
     Joins each run's application latency to its disk counters; the arithmetic
     (iostat's await and aqu-sz, the medians) is :func:`benchlib.stats.queueing.device_latency_split`.
     """
     counters = (
-        open_study(study)
+        _open(study)
         .scan("host_counters")
         .filter(pl.col("object") == "fio disk stats")
         .collect()
@@ -796,7 +807,7 @@ def disk_view(study: str, *, by: list[str], only: dict | None = None) -> pl.Data
     return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
 
 
-def esxtop_view(study: str) -> pl.DataFrame:
+def esxtop_view(study: StudyRef) -> pl.DataFrame:
     """Return the esxtop device queue view of the study.
 
     Return the device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
@@ -804,7 +815,7 @@ def esxtop_view(study: str) -> pl.DataFrame:
     """
     from benchlib.sources.esxtop import device_queue_view
 
-    opened = open_study(study)
+    opened = _open(study)
     esxtop = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
     counters = opened.scan("host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
     return device_queue_view(counters)
