@@ -51,20 +51,19 @@ def _print_report(console: Console, report: IngestReport) -> None:
     console.print(f"[bold]{escape(report.study)}[/]: {', '.join(parts)} -> {escape(str(report.processed))}")
     if not report.ingested and not report.removed and report.unchanged:
         console.print("  nothing changed since the last ingest; nothing was redone")
+    for verb, rows in (("skipped", report.skipped), ("[red]quarantined[/]", report.quarantined)):
+        _print_grouped(console, verb, rows)  # one line per reason: a folder quarantined whole is one line
+    _print_grouped(console, "[yellow]note[/]", report.notes)
+
+
+def _print_grouped(console: Console, verb: str, rows: list[tuple[str, str]]) -> None:
+    """Print ``(file, reason)`` rows one line per reason: the first file, how many more, the reason."""
     by_reason: dict[str, list[str]] = {}
-    for rel, reason in report.skipped:
+    for rel, reason in rows:
         by_reason.setdefault(reason, []).append(rel)
     for reason, files in by_reason.items():
         more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        console.print(f"  skipped {files[0]}{more}: {reason}", highlight=False, markup=False)
-    by_why: dict[str, list[str]] = {}
-    for rel, reason in report.quarantined:  # a folder quarantined whole: one line for its files
-        by_why.setdefault(reason, []).append(rel)
-    for reason, files in by_why.items():
-        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-        console.print(f"  [red]quarantined[/] {escape(files[0])}{more}: {escape(reason)}")
-    for rel, note in report.notes:
-        console.print(f"  [yellow]note[/] {escape(rel)}: {escape(note)}")
+        console.print(f"  {verb} {escape(files[0])}{more}: {escape(reason)}", highlight=False)
 
 
 def _summary_table(report: IngestReport) -> Table:
@@ -126,7 +125,17 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
         return 2
     status = 0
     for folder in studies:
-        report = ingest_study(folder, Path(args.processed))
+        try:
+            report = ingest_study(folder, Path(args.processed))
+        except OSError as exc:
+            if exc.errno not in MACHINE_ERRNOS:
+                raise
+            raise BenchlibError(
+                f"{folder}: {exc.strerror or exc} while writing its processed tables under {args.processed}; "
+                "the ingest stopped and removed what it had half written; the raw files are untouched, and readers "
+                "refuse this study's tables until an ingest finishes. Make room and run `benchlib ingest "
+                f"{folder}` again"
+            ) from exc
         _print_report(console, report)
         if not args.quiet:
             console.print(_summary_table(report))

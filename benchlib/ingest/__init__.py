@@ -80,6 +80,8 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
             for part in processed.glob("*/*.parquet"):
                 part.unlink()
         (processed / RAW_STATE).unlink(missing_ok=True)  # until this ingest finishes, readers are told it did not
+        for left in [*processed.glob("*.tmp"), *processed.glob("*/*.tmp")]:  # by an ingest killed while writing
+            left.unlink()
         state = IngestState(study, processed, previous, IngestReport(study.name, processed), salt=os.urandom(8).hex())
         read_batches_and_folders(state)
         read_the_rest(state)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import csv
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -24,23 +26,38 @@ from benchlib.store import MANIFEST, QUARANTINE, RAW_STATE
 from benchlib.study import Study
 
 
+def _write_through(target: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write(temporary path)``, then rename the temporary file over ``target``.
+
+    When writing fails (a full disk, an interrupt), the temporary file is removed; polars' own
+    error for a failed write (``underlying IO error: No space left on device (os error 28)``)
+    is raised as the :class:`OSError` it reports, so the caller says "out of space" once.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        found = re.search(r"os error (\d+)", str(exc)) if isinstance(exc, pl.exceptions.PolarsError) else None
+        if found:
+            code = int(found[1])
+            raise OSError(code, os.strerror(code), str(target)) from exc
+        raise
+
+
 def write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path) -> None:
     """Write a frame (a lazy one streamed) to ``target`` through a temporary file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".parquet.tmp")
-    if isinstance(frame, pl.LazyFrame):
-        frame.sink_parquet(tmp)
+    if isinstance(frame, pl.LazyFrame):  # a large file streamed: the fastest zstd level, no page statistics
+        _write_through(target, lambda tmp: frame.sink_parquet(tmp, compression_level=1, statistics=False))
     else:
-        frame.write_parquet(tmp)
-    os.replace(tmp, target)
+        _write_through(target, frame.write_parquet)
 
 
 def write_bytes(data: bytes, target: Path) -> None:
     """Write ``data`` to ``target`` through a temporary file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    _write_through(target, lambda tmp: tmp.write_bytes(data))
 
 
 def write_part(
@@ -151,11 +168,11 @@ def remove_unlisted_parts(processed: Path, parts: set[str]) -> None:
 
 def write_quarantine(processed: Path, rows: list[tuple[str, str]]) -> None:
     """Write ``quarantine.csv``: every file that could not be read, and why."""
-    target = processed / QUARANTINE
-    tmp = target.with_suffix(".csv.tmp")
-    processed.mkdir(parents=True, exist_ok=True)
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["file", "reason"])
-        writer.writerows(rows)
-    os.replace(tmp, target)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["file", "reason"])
+            writer.writerows(rows)
+
+    _write_through(processed / QUARANTINE, write)
