@@ -256,6 +256,8 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     if not parts:
         return pl.LazyFrame(schema=TABLES[table])
     frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
+    # a streamed capture stores its names as categories (one copy per part); readers get the schema's strings
+    frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
     return unnest_bins(frame) if table == "latency_bins" else frame
 
 

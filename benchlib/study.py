@@ -21,6 +21,9 @@ Example::
     [fio]
     log_latency_unit = "ns"        # "us" for logs written by fio 2.x
 
+    [esxtop]                       # optional: keep only these objects of esxtop captures (a capture
+    objects = ["Physical Disk", "Physical Disk Adapter"]  # with every counter runs to gigabytes)
+
     [shares]                       # optional: each member's (VM's) disk shares, e.g. SIOC shares;
     gus_fio_1 = 2000               # fairness is then judged on throughput per share
     gus_fio_2 = 1000
@@ -95,6 +98,8 @@ class Study:
     factors: dict[str, list[str]] = field(default_factory=dict)
     files: tuple[FileMapping, ...] = ()
     log_latency_unit: str | None = None
+    #: esxtop objects to keep (``Physical Disk``, ``Group Cpu`` ...); empty: every object
+    esxtop_objects: tuple[str, ...] = ()
     #: member (VM or host) -> its shares; empty when the study declares none (every member equal)
     shares: dict[str, float] = field(default_factory=dict)
 
@@ -127,9 +132,10 @@ class Study:
 
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
-    "": {"study", "factors", "files", "fio", "shares"},
+    "": {"study", "factors", "files", "fio", "esxtop", "shares"},
     "study": {"name", "title", "citation"},
     "fio": {"log_latency_unit"},
+    "esxtop": {"objects"},
     "files": {"glob", "levels"},
 }
 
@@ -216,7 +222,7 @@ def load_study(folder: str | Path) -> Study:
         return Study(name=folder.name, folder=folder)
     data = read_toml(path, StudyError)
     _check_keys(path, "", data)
-    for table in ("study", "fio"):
+    for table in ("study", "fio", "esxtop"):
         _check_keys(path, table, data.get(table, {}))
     meta = data.get("study", {})
     factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
@@ -233,8 +239,19 @@ def load_study(folder: str | Path) -> Study:
         factors=factors,
         files=files,
         log_latency_unit=unit,
+        esxtop_objects=_check_objects(path, data.get("esxtop", {}).get("objects", [])),
         shares=_check_shares(path, data.get("shares", {})),
     )
+
+
+def _check_objects(path: Path, objects: object) -> tuple[str, ...]:
+    """Return ``[esxtop] objects``: a list of object names as esxtop writes them (``Physical Disk``)."""
+    if not isinstance(objects, list) or not all(isinstance(o, str) and o.strip() for o in objects):
+        raise StudyError(
+            f'{path}: [esxtop] objects must be a list of esxtop object names, e.g. ["Physical Disk", '
+            f'"Physical Disk Adapter"], not {objects!r}'
+        )
+    return tuple(objects)
 
 
 def _kind(mode: int) -> str:

@@ -314,3 +314,27 @@ def test_a_latency_log_whose_unit_nothing_states_says_which_it_assumed(tmp_path:
     )
     (study / "study.toml").write_text('[study]\nname = "s"\n[fio]\nlog_latency_unit = "us"\n')
     assert not ingest_study(study, tmp_path / "p2").notes
+
+
+def test_notes_and_job_files_are_listed_with_why_they_were_not_read(tmp_path: Path) -> None:
+    """Every file ingest leaves out is listed; a note that quotes fio output says so, and how to ingest it."""
+    output = (corpus_dir("fio-normal") / "ceph-fio-results-erasure21__rw-4k.out").read_text()
+    study = tmp_path / "raw" / "notes"
+    study.mkdir(parents=True)
+    (study / "run1.txt").write_text(output)
+    (study / "notes.md").write_text(f"# What I saw\n\nOn the PVSCSI VM:\n\n```\n{output}```\n\nDone.\n")
+    (study / "README.md").write_text("# Notes\n\nNothing pasted here.\n")
+    (study / "job.fio").write_text("[global]\nrw=randread\n")
+    report = ingest_study(study, tmp_path / "processed")
+    skipped = dict(report.skipped)
+    assert report.ingested == ["run1.txt"] and report.quarantined == []
+    assert skipped["README.md"] == "notes or documentation; not read"
+    assert "holds what reads as fio-normal output" in skipped["notes.md"] and "a file of its own" in skipped["notes.md"]
+    assert skipped["job.fio"] == "a job or configuration file; not read"
+    assert [name for name, _ in detect_all_named(study / "notes.md")] == ["fio-normal"]  # as inspect reads it
+
+
+def detect_all_named(path: Path) -> list[tuple[str, Path]]:
+    from benchlib.sources import detect_all
+
+    return [(name, path) for name in detect_all(path)]

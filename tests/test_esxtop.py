@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import csv
+import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, StudyError
+from benchlib.ingest import ingest_study
 from benchlib.sources import detect, read
+from benchlib.store import load_study_tables
 from tests.conftest import corpus_dir
 
 DEVICE = "Physical Disk SCSI Device"
@@ -144,3 +148,40 @@ def test_device_latency_is_weighted_by_commands_and_skips_idle_and_first_samples
     assert busy["GAVG"] == (100 * 11 + 300 * 22) / 400 and busy["samples"] == 3
     assert busy["ACTV"] == 4.0 and busy["QUED"] == 1.0 and busy["DQLEN"] == 64.0  # queues: plain means, idle included
     assert rows["naa.idle"]["DAVG"] is None and rows["naa.idle"]["commands"] == 0.0  # no commands: no latency
+
+
+def test_a_capture_read_in_small_batches_and_streamed_to_parquet_equals_the_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded memory changes nothing: batches of a few samples, streamed by ingest, give the rows of one read."""
+    from benchlib.ingest import reading
+    from benchlib.sources import esxtop
+
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    order = ["sample", "counter", "instance"]
+    whole = read(source).host_counters.sort(order)
+    monkeypatch.setattr(esxtop, "BATCH_BYTES", 50_000)  # a handful of samples per batch
+    assert read(source).host_counters.sort(order).equals(whole)
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0)  # every capture streamed
+    study = tmp_path / "raw" / "esx"
+    study.mkdir(parents=True)
+    shutil.copy(source, study / source.name)
+    report = ingest_study(study, tmp_path / "processed")
+    stored = load_study_tables(report.processed).host_counters
+    assert stored.schema == whole.schema
+    assert stored.sort(order).equals(whole)
+
+
+def test_a_study_keeps_only_the_esxtop_objects_it_names(tmp_path: Path) -> None:
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    whole = read(source).host_counters
+    study = tmp_path / "raw" / "esx"
+    study.mkdir(parents=True)
+    shutil.copy(source, study / source.name)
+    (study / "study.toml").write_text('[esxtop]\nobjects = ["Physical Disk", "Physical Cpu"]\n')
+    kept = load_study_tables(ingest_study(study, tmp_path / "processed").processed).host_counters
+    expected = whole.filter(pl.col("object").is_in(["Physical Disk", "Physical Cpu"]))
+    assert set(kept["object"]) == {"Physical Disk", "Physical Cpu"} and kept.height == expected.height > 0
+    (study / "study.toml").write_text('[esxtop]\nobjects = "Physical Disk"\n')
+    with pytest.raises(StudyError, match=r"\[esxtop\] objects must be a list"):
+        ingest_study(study, tmp_path / "processed")

@@ -312,25 +312,69 @@ def test_parameter_files() -> None:
     assert values_of("(10-30,10)") == ["10", "20", "30"]
 
 
-def test_a_bad_file_in_a_folder_is_quarantined_and_the_rest_kept(tmp_path: Path) -> None:
+def test_a_bad_file_quarantines_its_whole_folder_and_costs_no_other_folder(tmp_path: Path) -> None:
     from benchlib.ingest import ingest_study
     from benchlib.store import load_study_tables
 
     study = tmp_path / "raw" / "vdb"
-    shutil.copytree(corpus_dir("vdbench") / "vdb__output", study / "vdb__output")
+    for name in ("vdb__output", "vdbconvert__test"):
+        shutil.copytree(corpus_dir("vdbench") / name, study / name)
     summary = study / "vdb__output" / "summary.html"
     lines = summary.read_text().splitlines()
     index = next(i for i, line in enumerate(lines) if re.match(r"^\d\d:\d\d:\d\d\.\d{3}\s+5\s", line))
     lines[index] += "   9.9"  # one column too many on interval 5
     summary.write_text("\n".join(lines) + "\n")
     report = ingest_study(study, tmp_path / "processed")
-    assert [rel for rel, _ in report.quarantined] == ["vdb__output/summary.html"]
-    assert f"line {index + 1}" in report.quarantined[0][1]
+    quarantined = dict(report.quarantined)
+    members = {p.relative_to(study).as_posix() for p in (study / "vdb__output").iterdir()}
+    assert {rel for rel in quarantined if rel.startswith("vdb__output/")} >= members - {
+        rel for rel, _ in report.skipped
+    }
+    assert f"line {index + 1}" in quarantined["vdb__output/summary.html"]
+    assert "vdb__output/summary.html could not be read" in quarantined["vdb__output/totals.html"]
+    tables = load_study_tables(report.processed)
+    assert set(tables.runs["source"].str.split("/").list.get(1)) == {"vdbconvert__test"}  # the other folder whole
+    assert tables.runs.height == 9
+
+
+def _without_cpu(text: str) -> str:
+    """A vdbench report as a build that reports no CPU prints it (vdbench50407 on macOS): 11 values a line."""
+    out = []
+    for line in text.splitlines():
+        if re.search(r"interval\s+i/o\s+MB/sec", line) or re.search(r"rate\s+1024\*\*2", line):
+            line = re.sub(r"\s+\S+\s+\S+\s*$", "", line)  # the two cpu% header words
+        elif re.match(r"^\d\d:\d\d:\d\d\.\d{3}\s+(\d+|avg_\d+-\d+|std_\d+-\d+|max_\d+-\d+)\s", line):
+            line = re.sub(r"\s+\S+\s+\S+\s*$", "", line)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_build_without_cpu_columns_reads_the_same_runs(tmp_path: Path) -> None:
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
+
+    study = tmp_path / "raw" / "vdb"
+    folder = study / "vdb__output"
+    shutil.copytree(corpus_dir("vdbench") / "vdb__output", folder)
+    for page in folder.glob("*.html"):
+        if page.name != "flatfile.html":
+            page.write_text(_without_cpu(page.read_text()))
+    (folder / "flatfile.html").unlink()  # the reports alone: nothing to borrow CPU or rows from
+    summary = (folder / "summary.html").read_text()
+    assert re.search(r"^\d\d:\d\d:\d\d\.\d{3}\s+1\s+(\S+\s+){10}\S+$", summary, re.MULTILINE)  # 11 values
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.quarantined == []
     tables = load_study_tables(report.processed)
     total = tables.runs.filter(pl.col("host").is_null())
-    assert total.height == 1 and total["source"][0].endswith("totals.html")  # totals.html stands in
-    assert tables.results.filter(pl.col("run_id") == total["run_id"][0])["iops"].sum() == pytest.approx(15773.1017)
+    assert total.height == 1 and total["start_time"][0] is not None
+    results = tables.results.filter(pl.col("run_id") == total["run_id"][0])
+    assert results["iops"].sum() == pytest.approx(15773.1017)
+    assert results["usr_cpu_pct"].is_null().all() and results["sys_cpu_pct"].is_null().all()
     assert tables.runs.filter(pl.col("host").is_not_null()).height == 7
+    console = tmp_path / "console.txt"  # the console, with no report header before its lines
+    body = [line for line in summary.splitlines() if not re.search(r"interval|1024\*\*2", line)]
+    console.write_text("Vdbench distribution: vdbench50407\n" + "\n".join(body) + "\n")
+    assert read(console).results["iops"].sum() == pytest.approx(15773.1017)
 
 
 def test_changing_one_file_rereads_its_folder_only(tmp_path: Path) -> None:
@@ -414,3 +458,55 @@ def test_a_run_definitions_tail_pools_its_hosts_histograms(
     )
     assert rd1.height == 1 and rd1["origin"][0] == "vdbench histogram (total latency)"
     assert rd1["ios"][0] == 2240 + 711  # hd1 + hd2 = histogram.html's rd1 reads and writes
+
+
+def test_an_older_flatfile_with_kernel_statistics_and_no_time_columns_is_read_alone(tmp_path: Path) -> None:
+    """A flatfile of a build that wrote kstat columns and no ``tod``: read, its run has no start time, no NaN."""
+    from benchlib.cli import main
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
+
+    columns = (
+        "Run Interval reqrate rate MB/sec bytes/io read% resp read_resp write_resp resp_max resp_std xfersize "
+        "threads rdpct rhpct whpct seekpct lunsize version ks_rate ks_resp ks_wait ks_svct ks_mb ks_read% "
+        "ks_busy% ks_avwait ks_avact ks_bytes cpu_used cpu_user cpu_kernel cpu_wait cpu_idle"
+    )
+    row = "1000.0 7.8125 8192 100.0 1.5 1.5 0.0 9.0 0.3 8192 8 100 0 0 100 10.0 vdbench500 " + "1.0 " * 15
+    lines = [f"rd1 {i} max {row}" for i in range(1, 6)] + [f"rd1 avg_2-5 max {row}"]
+    folder = tmp_path / "raw" / "old" / "run1"
+    folder.mkdir(parents=True)
+    banner = "<pre>\n*\n* 'flatfile.html' contains Vdbench generated information in a column by column format.\n*\n"
+    (folder / "flatfile.html").write_text(banner + columns + "\n" + "\n".join(lines) + "\n")
+    report = ingest_study(folder.parent, tmp_path / "processed")
+    assert report.ingested == ["run1/flatfile.html"], report.quarantined
+    tables = load_study_tables(report.processed)
+    assert tables.runs["start_time"].to_list() == [None]
+    assert tables.results["iops"].to_list() == [1000.0] and tables.results["lat_mean_ns"].to_list() == [1.5e6]
+    assert main(["ingest", str(folder.parent), "--processed", str(tmp_path / "processed")]) == 0
+
+
+def test_a_run_without_its_length_weighs_latency_by_rate_and_never_prints_nan(capsys: pytest.CaptureFixture) -> None:
+    from benchlib.stats import summarise_runs
+
+    runs = pl.DataFrame(
+        {"run_id": ["r"], "source": ["f"], "format": ["x"], "tool_version": [None], "is_aggregate": [False]}
+    )
+    results = pl.DataFrame(
+        {
+            "run_id": ["r", "r"],
+            "is_aggregate": [False, False],
+            "group_id": [0, 0],
+            "direction": ["read", "read"],
+            "iops": [9000.0, 1000.0],
+            "bandwidth_bytes_per_s": [None, None],
+            "lat_mean_ns": [1e6, 1e7],
+            "clat_mean_ns": [None, None],
+            "io_count": [None, None],
+            "runtime_ns": [None, None],
+        },
+        schema_overrides={"bandwidth_bytes_per_s": pl.Float64, "clat_mean_ns": pl.Float64, "io_count": pl.Int64},
+    )
+    summary = summarise_runs(runs, results)
+    assert summary["lat_mean_ns"].to_list() == [pytest.approx(1.9e6)]
+    none = summarise_runs(runs, results.with_columns(pl.lit(None, pl.Float64).alias("iops")))
+    assert none["lat_mean_ns"].to_list() == [None]

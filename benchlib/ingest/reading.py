@@ -35,7 +35,9 @@ STREAM_BYTES = 32 * 1024 * 1024
 class LogUnits:
     """The latency unit of logs per folder.
 
-    ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says.
+    ``us`` beside fio 2.x output, ``ns`` otherwise, unless study.toml says. "Beside" is the nearest
+    folder up from the log that holds output: client/server runs keep each host's logs in a folder
+    of its own below the run's output.
     """
 
     def __init__(self, state: IngestState) -> None:
@@ -51,13 +53,20 @@ class LogUnits:
             for done, entry in self.current.items():
                 if entry.get("tool_version"):
                     self.by_folder.setdefault(str(Path(done).parent), []).append(entry["tool_version"])
-        near = self.by_folder.get(str(Path(rel).parent), [])
+        near = self._near(rel)
         return "us" if near and all(v.startswith("fio-2.") for v in near) else "ns"
 
+    def _near(self, rel: str) -> list[str]:
+        """Return the tool versions of the output nearest the log (its folder, else the closest one up)."""
+        for folder in Path(rel).parents:
+            if found := (self.by_folder or {}).get(str(folder)):
+                return found
+        return []
+
     def assumed(self, rel: str) -> bool:
-        """Tell whether the unit of the log at ``rel`` was assumed: study.toml says none and no output beside it."""
+        """Tell whether the unit of the log at ``rel`` was assumed: study.toml says none and no output near it."""
         self(rel)
-        return not self.fixed and not (self.by_folder or {}).get(str(Path(rel).parent))
+        return not self.fixed and not self._near(rel)
 
 
 def _unit(name: str, unit: str) -> dict:
@@ -261,7 +270,12 @@ def folder_units(state: IngestState) -> tuple[list[tuple[Format, list[tuple[str,
 
 
 def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, str]]) -> None:
-    """Read one folder as a unit and write it as one part; a bad file is quarantined, the rest kept."""
+    """Read one folder as a unit and write it as one part, or quarantine it whole.
+
+    A folder is one unit: when a file of it cannot be read, the others would stand in with less
+    (a per-host report without the total, a flatfile without the start time), so every file of
+    the folder is quarantined: the bad ones with their reason, the rest naming them.
+    """
     folder = record.folder
     assert folder is not None  # noqa: S101 -- only folder formats come here
     key = folder.key(files)
@@ -275,6 +289,16 @@ def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, 
         for rel, _ in files:
             state.report.quarantine(rel, reason)
         return
+    if result.problems:
+        bad = sorted(paths[p][0] for p in result.problems)
+        for path, (rel, _) in paths.items():
+            state.report.quarantine(
+                rel,
+                result.problems.get(path)
+                or f"folder: its {folder.tool} output folder is read as one unit, and {', '.join(bad)} could not "
+                "be read (see its row); fix or remove that file and ingest again",
+            )
+        return
     write_part(state.study, state.processed, key[:16], result.tables, files)
     version = _tool_version(result.tables)
     for path, (rel, sha) in paths.items():
@@ -287,9 +311,7 @@ def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, 
             "unit": key,
             "tool_version": version,
         }
-        if path in result.problems:
-            state.report.quarantine(rel, result.problems[path])
-        elif result.used.get(path, "not needed") == "not needed":
+        if result.used.get(path, "not needed") == "not needed":
             state.report.skipped.append(
                 (rel, f"{folder.tool} {kind} file, not needed (its folder is read from its summary)")
             )
@@ -304,13 +326,15 @@ def _ingest_file(state: IngestState, path: Path, rel: str, sha: str, name: str, 
     """Read one file (streamed when it is large and its format can be) and write it as one part."""
     part = sha[:16]
     record = FORMATS[name]
-    streamed = record.stream(path, sha, unit) if record.stream and path.stat().st_size > STREAM_BYTES else None
+    objects = state.study.esxtop_objects
+    large = record.stream and path.stat().st_size > STREAM_BYTES
+    streamed = record.stream(path, sha, unit, objects) if large else None
     if streamed is not None:
         target = state.processed / streamed.table / f"{part}.parquet"
         write_parquet(streamed.frame, target)
         tables = Tables.build(runs=streamed.runs(pl.scan_parquet(target)))
     else:
-        tables = read_file(path, name, unit)
+        tables = read_file(path, name, unit, objects)
     _write_or_remove(state, part, tables, [(rel, sha)])
     return {"sha256": sha, "format": name, "part": part, "tool_version": _tool_version(tables), **_unit(name, unit)}
 
@@ -329,7 +353,7 @@ def _ingest_copy(state: IngestState, path: Path, rel: str, sha: str, unit: str) 
     """Ingest a file whose bytes equal another recorded run's file, under its own key (never streamed)."""
     key = copy_key(sha, rel)
     name = detect(path)
-    tables = read_file(path, name, unit)
+    tables = read_file(path, name, unit, state.study.esxtop_objects)
     renamed = pl.col("run_id").str.replace(f"^{sha[:16]}", key[:16])
     tables = Tables(
         **{name: frame.with_columns(renamed) if "run_id" in frame.columns else frame for name, frame in tables.items()}
@@ -441,9 +465,9 @@ def read_the_rest(state: IngestState) -> None:
             report.notes.append(
                 (
                     rel,
-                    f"its latency unit is stated nowhere (no output beside it, no [fio] log_latency_unit): read "
-                    f'as {units(rel)} (fio 3.x); for logs of fio 2.x set log_latency_unit = "us" under [fio] in '
-                    "study.toml",
+                    "its latency unit is stated nowhere (no output in its folder or above, no [fio] "
+                    f"log_latency_unit): read as {units(rel)} (fio 3.x); for logs of fio 2.x set "
+                    'log_latency_unit = "us" under [fio] in study.toml',
                 )
             )
     small = []

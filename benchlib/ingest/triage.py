@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,8 @@ def raw_files(state: IngestState, on_many: Callable[[], None] = lambda: None) ->
         if rel == STUDY_FILE or NOT_OUTPUT.search(rel):
             if rel in state.raw_files and not left_out:  # a record that sets levels: small, hashed here
                 state.hashes[rel] = file_sha256(path)
+            else:
+                state.report.skipped.append((rel, left_out or not_output_reason(path, rel)))
             continue
         if left_out:
             state.report.skipped.append((rel, left_out))
@@ -60,6 +63,37 @@ def raw_files(state: IngestState, on_many: Callable[[], None] = lambda: None) ->
         if len(found) == PARALLEL_FROM + 1:
             on_many()
     return sorted(found, key=lambda item: item[1])
+
+
+#: Why a file that is not tool output is not read, by what its name says it is.
+_NOT_OUTPUT_KINDS = (
+    (r"\.(md|markdown)$|(^|/)(README|LICENSE)[^/]*$", "notes or documentation"),
+    (r"\.(fio|job|conf|cfg|ini)$", "a job or configuration file"),
+    (r"\.(sh|py|ipynb)$", "a script or notebook"),
+    (r"(^|/)claims\.toml$", "the write-up's claims, which `benchlib verify` reads"),
+    (r"\.(toml|yml|yaml)$", "a configuration file"),
+    (r"\.stderr\.txt$", "a run's standard error (benchlib run keeps it; a failed run's reason is in its manifest)"),
+    (r"(^|/)benchlib-[^/]*\.json$", "benchlib's own record"),
+)
+
+
+def not_output_reason(path: Path, rel: str) -> str:
+    """Say why a file that is not tool output (by its name) is not read; a note that quotes output says so.
+
+    Notes are never read as runs: a README quoting another study's result must not become one of this
+    study's runs. One that holds pasted output is named with the format found and what to do.
+    """
+    kind = next((why for pattern, why in _NOT_OUTPUT_KINDS if re.search(pattern, rel, re.IGNORECASE)), "not output")
+    if kind == "notes or documentation":
+        with contextlib.suppress(OSError, FormatError):
+            head, partial = _head(path)
+            found = detect_head(path, head, partial)
+            return (
+                f"notes or documentation, not read, though it holds what reads as {found} output (`benchlib "
+                "inspect` shows it): notes are never read as runs, so a note quoting another run cannot become one; "
+                "to ingest that output, save it as a file of its own (e.g. run1.txt)"
+            )
+    return f"{kind}; not read"
 
 
 def fingerprint(path: Path) -> tuple[str, bytes, int]:

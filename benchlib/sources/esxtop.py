@@ -13,14 +13,18 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+from polars.io.plugins import register_io_source
 
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
-from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, run_id, sha256_of
 
 _FIRST_CELL = re.compile(r'^"?\(PDH-CSV 4\.0\)')
 _COLUMN = re.compile(r"^\\\\(?P<host>[^\\]+)\\(?P<object>[^\\(]+?)(?:\((?P<instance>.*)\))?\\(?P<counter>[^\\]+)$")
@@ -88,61 +92,132 @@ def _time_format(first_sample: str) -> str | None:
     return None
 
 
-def _wide(path: Path) -> pl.LazyFrame:
+#: Bytes of sample lines parsed at once: a few hundred samples of a capture with thousands of
+#: counters, so memory stays bounded whatever the capture's length.
+BATCH_BYTES = 12 << 20
+
+_SCHEMA = {
+    "host": pl.Categorical,
+    "object": pl.Categorical,
+    "instance": pl.Categorical,
+    "counter": pl.Categorical,
+    "time": pl.Datetime("ms", "UTC"),
+    "sample": pl.Int32,
+    "value": pl.Float64,
+}
+
+
+def _sample_lines(path: Path) -> Iterator[list[bytes]]:
+    """Yield the sample lines after the header, about ``BATCH_BYTES`` at a time; a cut-off last line is left out.
+
+    CR-only line ends (an old Mac spreadsheet's re-save; such files are small) are read whole.
+    """
     with open(path, "rb") as handle:
         head = handle.read(SNIFF_BYTES)
-    if b"\n" not in head and b"\r" in head:  # old-Mac line ends from a spreadsheet re-save (small files)
-        text = decode(path, path.read_bytes()).replace("\r", "\n")
-        return pl.read_csv(
-            io.StringIO(text), has_header=False, skip_rows=1, infer_schema=False, truncate_ragged_lines=True
-        ).lazy()
-    whole = complete_lines(path)  # a capture stopped mid-line keeps its complete samples, not the cut one
-    return pl.scan_csv(
-        path,
-        has_header=False,
-        skip_lines=1,  # the header as a raw line: a stray quote in one counter name must not swallow the samples
-        infer_schema=False,
-        truncate_ragged_lines=True,
-        n_rows=None if whole is None else max(whole - 1, 0),
-    )
+        handle.seek(0)
+        if b"\n" not in head and b"\r" in head:
+            yield [line + b"\n" for line in handle.read().split(b"\r")[1:] if line]
+            return
+        handle.readline()  # the header, parsed on its own (a stray quote in one name must not swallow samples)
+        batch: list[bytes] = []
+        size = 0
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # a capture stopped mid-line: its complete samples only
+            batch.append(line)
+            size += len(line)
+            if size >= BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
+        if batch:
+            yield batch
 
 
-def scan_esxtop(path: str | Path, *, sha256: str | None = None) -> pl.LazyFrame:
+class _Capture:
+    """What reading a capture's samples needs from its header: the columns kept, their names, the time format."""
+
+    def __init__(self, path: Path, objects: Collection[str]) -> None:
+        header_line, first_sample = _first_lines(path)
+        header = next(csv.reader([header_line]))
+        parsed = _columns(path, header)[0]
+        if objects:
+            parsed = [c for c in parsed if c["object"] in objects]
+        self.labels = [f"column_{i}" for i in range(len(header))]
+        self.kept = [0, *(int(c["column"].split("_")[1]) for c in parsed)]
+        # categorical: a row takes a number, not a copy of its name (Parquet keeps the names once per part)
+        fields = ("host", "object", "instance", "counter")
+        self.names = {f: pl.Series(f, [c[f] for c in parsed], pl.Categorical) for f in fields}
+        self.values = {self.labels[i]: pl.Float64 for i in self.kept[1:]}
+        fmt = _time_format(first_sample)
+        time = pl.col("column_0").str.strip_chars()
+        self.time = time.str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False) if fmt else pl.lit(None)
+
+    def rows(self, lines: list[bytes], first: int) -> pl.DataFrame:
+        """Long-form rows of these sample lines (the first is sample ``first``), counter by counter."""
+        wide = pl.read_csv(
+            io.BytesIO(b"".join(lines)),
+            has_header=False,
+            new_columns=self.labels,
+            columns=self.kept,
+            schema_overrides=self.values,  # a cell that is no number (a spreadsheet's "n/a") is null
+            infer_schema=False,
+            truncate_ragged_lines=True,
+            ignore_errors=True,
+        )
+        n, k = wide.height, len(self.kept) - 1
+        counter = pl.Series(np.repeat(np.arange(k, dtype=np.int32), n))
+        sample = np.arange(first, first + n, dtype=np.int32)
+        times = wide.with_columns(self.time.cast(pl.Datetime("ms", "UTC")).alias("column_0"))["column_0"]
+        return pl.DataFrame(
+            {
+                **{name: series.gather(counter) for name, series in self.names.items()},
+                "time": times.gather(pl.Series(np.tile(np.arange(n, dtype=np.int32), k))),
+                "sample": np.tile(sample, k),
+                "value": wide.drop("column_0").to_numpy().ravel(order="F"),
+            },
+            schema=_SCHEMA,
+        )
+
+
+def scan_esxtop(path: str | Path, *, sha256: str | None = None, objects: Collection[str] = ()) -> pl.LazyFrame:
     """Lazily turn an esxtop batch CSV into ``host_counters`` rows (see :func:`read_esxtop`).
 
-    The wide file is scanned, not loaded, so ingest can stream large captures to Parquet.
+    The capture is read some hundred samples at a time, two batches at once, each turned into
+    long-form rows as it is needed, so a capture of gigabytes goes to Parquet in bounded memory.
+    ``objects``: keep only the counters of these esxtop objects (``Physical Disk``, ``Group Cpu``
+    ...); the other columns are not parsed.
     """
     path = Path(path)
-    header_line, first_sample = _first_lines(path)
-    names = pl.DataFrame(_columns(path, next(csv.reader([header_line])))[0])
-    fmt = _time_format(first_sample)
-    time = (
-        pl.col("column_0").str.strip_chars().str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False)
-        if fmt
-        else pl.lit(None, pl.Datetime("ms", "UTC"))
-    )
-    rid = run_id(sha256 or sha256_of(path), 0, None)
-    return (
-        _wide(path)
-        .select(
-            pl.int_range(pl.len(), dtype=pl.Int32).alias("sample"),
-            time.alias("time"),
-            *[pl.col(c).str.strip_chars().cast(pl.Float64, strict=False) for c in names["column"]],
-        )
-        .unpivot(index=["sample", "time"], variable_name="column", value_name="value")
-        .join(names.lazy(), on="column", how="left")
-        .select(pl.lit(rid).alias("run_id"), "host", "object", "instance", "counter", "time", "sample", "value")
-    )
+    capture = _Capture(path, objects)
+
+    def batches(
+        with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None, _size: int | None
+    ) -> Iterator[pl.DataFrame]:
+        first, ahead = 0, []
+        with ThreadPoolExecutor(2) as pool:  # polars parses without the GIL: two batches at once
+            for lines in _sample_lines(path):
+                ahead.append(pool.submit(capture.rows, lines, first))
+                first += len(lines)
+                if len(ahead) > 2:
+                    yield _project(ahead.pop(0).result(), with_columns, predicate)
+            for future in ahead:
+                yield _project(future.result(), with_columns, predicate)
+
+    source = register_io_source(batches, schema=_SCHEMA, explain_name="esxtop")
+    return source.select(pl.lit(run_id(sha256 or sha256_of(path), 0, None)).alias("run_id"), *_SCHEMA)
+
+
+def _project(frame: pl.DataFrame, with_columns: list[str] | None, predicate: pl.Expr | None) -> pl.DataFrame:
+    """Apply what polars pushed down to the source: a filter and the columns it needs."""
+    if predicate is not None:
+        frame = frame.filter(predicate)
+    return frame if with_columns is None else frame.select(with_columns)
 
 
 def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame) -> pl.DataFrame:
-    """Return the ``runs`` row of an esxtop capture, from its counters (host, first time, span)."""
-    summary = counters.select(
-        pl.col("host").unique().implode().alias("hosts"),
-        pl.col("time").min().alias("start"),
-        pl.col("time").max().alias("end"),
-    ).collect()
-    hosts = summary["hosts"][0].to_list()
+    """Return the ``runs`` row of an esxtop capture: its host (from the header), first time and span (counters)."""
+    hosts = sorted({c["host"] for c in _columns(path, next(csv.reader([_first_lines(path)[0]])))[0]})
+    summary = counters.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end")).collect()
     start, end = summary["start"][0], summary["end"][0]
     return pl.DataFrame(
         [
@@ -162,7 +237,7 @@ def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame) -> pl.DataFrame:
     )
 
 
-def read_esxtop(path: str | Path) -> Tables:
+def read_esxtop(path: str | Path, objects: Collection[str] = ()) -> Tables:
     """Read an esxtop batch CSV into long-form ``host_counters`` (one row per sample and counter).
 
     Returns one run (format ``esxtop``, host from the counter names) whose
@@ -171,6 +246,7 @@ def read_esxtop(path: str | Path) -> Tables:
     Values are as esxtop reports them (ms, MB/s, percent, counts); empty
     cells are null. The first sample of rate counters is zero in every real
     capture (esxtop has no previous sample): analyses should skip ``sample 0``.
+    ``objects``: keep only these objects' counters (the study's ``[esxtop] objects``).
 
     Raises
     ------
@@ -181,7 +257,8 @@ def read_esxtop(path: str | Path) -> Tables:
     path = Path(path)
     sha = sha256_of(path)
     try:
-        counters = scan_esxtop(path, sha256=sha).collect()
+        counters = scan_esxtop(path, sha256=sha, objects=objects).collect()
+        counters = counters.with_columns(pl.col(pl.Categorical).cast(pl.String))
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"comma-separated esxtop samples ({str(exc).splitlines()[0]})") from None
     return Tables.build(runs=esxtop_run(path, sha, counters.lazy()), host_counters=counters)

@@ -109,8 +109,10 @@ class Format:
     holds_results: bool = True
     #: a log whose latency unit the study declares, or the tool version beside it tells
     latency_unit_from_study: bool = False
-    #: a large file read lazily (``(path, sha256, latency unit) -> Streamed``, None when this file cannot be)
-    stream: Callable[[Path, str, str], Streamed | None] | None = None
+    #: the study keeps only some objects of a capture (``[esxtop] objects``): ``objects=`` to read and stream
+    objects_from_study: bool = False
+    #: a large file read lazily (``(path, sha256, latency unit, objects) -> Streamed``, None when it cannot be)
+    stream: Callable[[Path, str, str, tuple[str, ...]], Streamed | None] | None = None
     #: many small files read in batches, one Parquet part per batch, on every core
     small_files_in_batches: bool = False
     #: an empty file whose name matches is skipped with ``empty_reason`` (nothing was logged)
@@ -163,7 +165,7 @@ def _esxtop_notes(path: Path) -> list[str]:
     return notes
 
 
-def _stream_fio_log(path: Path, sha256: str, latency_unit: str) -> Streamed | None:
+def _stream_fio_log(path: Path, sha256: str, latency_unit: str, _objects: tuple[str, ...]) -> Streamed | None:
     if "_hist" in path.name:
         return None  # histogram logs are read whole
     return Streamed(
@@ -173,9 +175,11 @@ def _stream_fio_log(path: Path, sha256: str, latency_unit: str) -> Streamed | No
     )
 
 
-def _stream_esxtop(path: Path, sha256: str, _unit: str) -> Streamed:
+def _stream_esxtop(path: Path, sha256: str, _unit: str, objects: tuple[str, ...]) -> Streamed:
     return Streamed(
-        "host_counters", scan_esxtop(path, sha256=sha256), lambda written: esxtop_run(path, sha256, written)
+        "host_counters",
+        scan_esxtop(path, sha256=sha256, objects=objects),
+        lambda written: esxtop_run(path, sha256, written),
     )
 
 
@@ -203,7 +207,9 @@ for _record in (
         empty_reason="empty fio log (nothing logged: slat with a synchronous engine, "
         "or a run shorter than log_avg_msec)",
     ),
-    Format("esxtop", looks_like_esxtop, read_esxtop, stream=_stream_esxtop, notes=_esxtop_notes),
+    Format(
+        "esxtop", looks_like_esxtop, read_esxtop, objects_from_study=True, stream=_stream_esxtop, notes=_esxtop_notes
+    ),
     Format("vdbench-flatfile", looks_like_vdbench_flatfile, read_vdbench_flatfile),
     Format(
         "vdbench-output",
@@ -244,10 +250,12 @@ def empty_file_reason(name: str) -> str | None:
     return next((f.empty_reason for f in FORMATS.values() if f.empty_name and f.empty_name.search(name)), None)
 
 
-def read_file(path: Path, name: str, latency_unit: str = "ns") -> Tables:
-    """Read one file of format ``name`` in memory (a log with the latency unit of its study)."""
+def read_file(path: Path, name: str, latency_unit: str = "ns", objects: tuple[str, ...] = ()) -> Tables:
+    """Read one file of format ``name`` in memory (a log with the latency unit of its study, a capture's objects)."""
     record = FORMATS[name]
-    return record.read(path, latency_unit=latency_unit) if record.latency_unit_from_study else record.read(path)
+    if record.latency_unit_from_study:
+        return record.read(path, latency_unit=latency_unit)
+    return record.read(path, objects=objects) if record.objects_from_study else record.read(path)
 
 
 def _head(path: Path) -> str:

@@ -82,6 +82,28 @@ _RAW_COLUMNS = {
         "cpu_sys",
     ),
 }
+_RAW_COLUMNS |= {  # builds that report no CPU (vdbench50407 on macOS): the same without the last two
+    len(names) - 2: names[:-2] for names in list(_RAW_COLUMNS.values())
+}
+#: Raw-device report header: (upper word, lower word) -> name; the two header lines pair word by word.
+_RAW_HEADER = {
+    ("i/o", "rate"): "rate",
+    ("mb/sec", "1024**2"): "mib_s",
+    ("mb/sec", "1000**2"): "mib_s",
+    ("bytes", "i/o"): "bytes_io",
+    ("read", "pct"): "read_pct",
+    ("resp", "time"): "resp",
+    ("read", "resp"): "read_resp",
+    ("write", "resp"): "write_resp",
+    ("resp", "max"): "resp_max",
+    ("read", "max"): "read_max",
+    ("write", "max"): "write_max",
+    ("resp", "stddev"): "resp_std",
+    ("queue", "depth"): "queue_depth",
+    ("cpu%", "sys+u"): "cpu_total",
+    ("cpu%", "sys"): "cpu_sys",
+}
+_RAW_HEADER_LINE = re.compile(r"\binterval\s+i/o\s+MB/sec\b", re.IGNORECASE)
 #: File-system report: (group, sub-header) -> name.
 _FSD_COLUMNS = {
     ("reqstdops", "rate"): "rate",
@@ -205,8 +227,8 @@ def vdbench_kind(head: str) -> str | None:
 
 
 def looks_like_vdbench_flatfile(head: str) -> bool:
-    """Whether a file is vdbench's flatfile.html (its banner and a ``tod ... Run Interval`` header)."""
-    return vdbench_kind(head) == "flatfile" and bool(re.search(r"^\s*tod\s.*\bRun\s+Interval\b", head, re.MULTILINE))
+    """Whether a file is vdbench's flatfile.html (its banner and a ``[tod ...] Run Interval`` header)."""
+    return vdbench_kind(head) == "flatfile" and bool(re.search(r"^\s*(tod\s.*)?\bRun\s+Interval\b", head, re.MULTILINE))
 
 
 def looks_like_vdbench_console(head: str) -> bool:
@@ -251,6 +273,16 @@ def _fsd_names(group_line: str, sub_line: str) -> list[str]:
     return names
 
 
+def _raw_names(upper: str, lower: str) -> list[str] | None:
+    """Column names of a raw-device report from its two header lines (None when a pair is not known)."""
+    tops = upper.split()[upper.lower().split().index("interval") + 1 :]
+    bottoms = lower.split()
+    if len(tops) != len(bottoms):
+        return None
+    names = [_RAW_HEADER.get((top.lower(), bottom.lower())) for top, bottom in zip(tops, bottoms, strict=True)]
+    return None if None in names else names  # type: ignore[return-value]
+
+
 def parse_report_text(path: Path, text: str) -> list[Block]:
     """Every ``Starting RD=`` block of a vdbench text report or console log, with its rows.
 
@@ -262,6 +294,7 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
     """
     blocks: list[Block] = []
     fsd_names: list[str] | None = None
+    raw_names: list[str] | None = None  # from the report's own header, when it has one
     lines = text.splitlines()
     for number, raw in enumerate(lines, start=1):
         line = _TAG.sub("", raw).rstrip()
@@ -269,16 +302,19 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
         if start:
             settings, loops = _settings(start.group(3))
             blocks.append(Block(name=start.group(2), for_loops=loops, settings=settings, tod=start.group(1)))
-            fsd_names = None
+            fsd_names = raw_names = None
             continue
         if "..Interval.." in line and number < len(lines):
             fsd_names = _fsd_names(line, _TAG.sub("", lines[number]))
+            continue
+        if _RAW_HEADER_LINE.search(line) and number < len(lines):
+            raw_names = _raw_names(line, _TAG.sub("", lines[number]))
             continue
         row = _ROW.match(line.strip())
         if not row or not blocks:
             continue
         values = row.group(3).split()
-        names = fsd_names or _RAW_COLUMNS.get(len(values))
+        names = fsd_names or raw_names or _RAW_COLUMNS.get(len(values))
         if (
             not row.group(2)[0].isdigit()
             and not row.group(2).startswith("avg_")
@@ -289,8 +325,8 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
             raise FormatError(
                 path,
                 f"line {number}",
-                f"a vdbench interval line with 12 or 13 values (raw devices) or as many as "
-                f"the file-system header names, found {len(values)}",
+                f"a vdbench interval line with 10 to 13 values (raw devices, with or without CPU columns) or "
+                f"as many as the file-system header names, found {len(values)}",
             )
         record: dict[str, Any] = {"interval": row.group(2), "tod": row.group(1)}
         record.update((n, float(v)) for n, v in zip(names, values, strict=True))
@@ -402,9 +438,9 @@ def parse_flatfile(path: Path, text: str) -> list[Block]:
             or (step is not None and last_interval is not None and step <= last_interval)
             or (step is not None and blocks[-1].rows and not blocks[-1].rows[-1]["interval"].isdigit())
         ):
-            blocks.append(Block(name=raw["run"], tod=raw["tod"]))
+            blocks.append(Block(name=raw["run"], tod=raw.get("tod")))
         last_interval = step if step is not None else last_interval
-        record: dict[str, Any] = {"interval": interval, "tod": raw["tod"]}
+        record: dict[str, Any] = {"interval": interval, "tod": raw.get("tod")}
         for column, value in raw.items():
             name = columns.get(column)
             if name in ("version", "timestamp"):

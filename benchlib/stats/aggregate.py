@@ -13,9 +13,10 @@ from benchlib.schema import run_unit_expr
 
 
 def weighted_mean_expr(value: str, weight: str = "io_count") -> pl.Expr:
-    """I/O-weighted mean of ``value``, ignoring rows where either is null."""
+    """I/O-weighted mean of ``value``, ignoring rows where either is null (null when no row has both)."""
     valid = pl.col(value).is_not_null() & pl.col(weight).is_not_null()
-    return (pl.col(value) * pl.col(weight)).filter(valid).sum() / pl.col(weight).filter(valid).sum()
+    weights = pl.col(weight).filter(valid).sum()
+    return pl.when(weights > 0).then((pl.col(value) * pl.col(weight)).filter(valid).sum() / weights)
 
 
 def _sum_or_null(column: str) -> pl.Expr:
@@ -89,7 +90,8 @@ def summarise_runs(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             run_unit_expr(results.columns),
             latency,
-            io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9),
+            # I/Os where known, else IOPS (a run without its length weighs its hosts by their rates)
+            io_weight=pl.coalesce(pl.col("io_count"), pl.col("iops") * pl.col("runtime_ns") / 1e9, pl.col("iops")),
         )
         .group_by("run_unit", "group_id", "direction")
         .agg(
