@@ -473,6 +473,35 @@ def verify_claim(
     return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
 
 
+#: what ``benchlib verify --json`` writes, and its layout's version (a peer's CI checks both)
+VERIFY_FORMAT, VERIFY_VERSION = "benchlib-verify", 1
+
+
+def verification_record(study: Path, processed: Path, name: str, verdicts: list[Verdict]) -> dict[str, Any]:
+    """Return a verification as plain data: what it was computed from, the counts and every verdict.
+
+    Provenance: benchlib's version and commit, the SHA-256 of the study's claims file and one
+    digest of every raw file's path, size and SHA-256 (the same data gives the same digest anywhere).
+    """
+    import hashlib
+
+    from benchlib import __version__
+    from benchlib.paths import source_commit
+    from benchlib.store import raw_data_digest
+
+    claims = study / CLAIMS_FILE
+    return {
+        "format": VERIFY_FORMAT,
+        "format_version": VERIFY_VERSION,
+        "benchlib": f"{__version__}, commit {source_commit()}",
+        "claims_sha256": hashlib.sha256(claims.read_bytes()).hexdigest() if claims.is_file() else "unknown",
+        "raw_data_sha256": raw_data_digest(processed) or "unknown",
+        "study": name,
+        "counts": {k: sum(v.verdict == k for v in verdicts) for k in (PASS, FAIL, UNSUPPORTED)},
+        "verdicts": [verdict_record(v) for v in verdicts],
+    }
+
+
 def verdict_record(verdict: Verdict) -> dict[str, Any]:
     """Return a verdict as plain data (``benchlib verify --json``, a peer's CI)."""
     claim = verdict.claim

@@ -257,34 +257,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 #: what ``benchlib verify --json`` writes: its layout's name and version (bumped when a key changes meaning)
-VERIFY_FORMAT, VERIFY_VERSION = "benchlib-verify", 1
-
-
-def _verify_provenance(study: Path, processed: Path) -> dict[str, str | int]:
-    """Say what a verification was computed from: benchlib's version and commit, the claims and the raw data."""
-    import hashlib
-
-    from benchlib import __version__
-    from benchlib.claims import CLAIMS_FILE
-    from benchlib.pipeline import _commit
-    from benchlib.store import raw_data_digest
-
-    def digest(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "unknown"
-
-    return {
-        "format": VERIFY_FORMAT,
-        "format_version": VERIFY_VERSION,
-        "benchlib": f"{__version__}, commit {_commit()}",
-        "claims_sha256": digest(study / CLAIMS_FILE),
-        # every raw file's path, size and SHA-256, hashed: the same data gives the same digest anywhere
-        "raw_data_sha256": raw_data_digest(processed) or "unknown",
-    }
-
-
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     """Ingest the study, recompute every claim of its claims.toml, print the verdicts; 1 on any FAIL."""
-    from benchlib.claims import FAIL, load_claims, verdict_record, verify
+    from benchlib.claims import FAIL, load_claims, verification_record, verify
     from benchlib.store import load_study_tables
 
     claims, tolerances = load_claims(args.study)
@@ -295,12 +270,7 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     colours = {"PASS": "green", "FAIL": "bold red", "UNSUPPORTED": "yellow"}
     counts = {k: sum(v.verdict == k for v in verdicts) for k in colours}
     if args.json:
-        record = {
-            **_verify_provenance(Path(args.study), report.processed),
-            "study": report.study,
-            "counts": counts,
-            "verdicts": [verdict_record(v) for v in verdicts],
-        }
+        record = verification_record(Path(args.study), report.processed, report.study, verdicts)
         text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
         if args.json == "-":
             sys.stdout.write(text)

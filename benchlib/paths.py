@@ -9,6 +9,7 @@ unpacked verification bundle on read-only media still builds its report.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -23,3 +24,33 @@ PIPELINES = PROJECT_ROOT / "pipelines"
 def processed_dir_for(raw_study_dir: Path, processed_root: Path = PROCESSED) -> Path:
     """Return the processed folder of a study: ``data/processed/<study folder name>``."""
     return processed_root / Path(raw_study_dir).resolve().name
+
+
+def source_commit() -> str:
+    """Return the project's git commit (with "+ local changes" when the tree differs), or why it is unknown."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(PROJECT_ROOT),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                "benchlib",
+                "notebooks",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" + local changes" if dirty else "")

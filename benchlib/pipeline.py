@@ -52,7 +52,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 from benchlib.ingest import ingest_study
-from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS
+from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
 from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest
 from benchlib.study import load_study
@@ -499,7 +499,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     provenance = [
-        f"- benchlib {__version__}, commit {_commit()}",
+        f"- benchlib {__version__}, commit {source_commit()}",
         f"- raw data: digest {digest} of the path, size and SHA-256 of every file ingest read",
         f"- Python {sys.version.split()[0]}; {', '.join(versions)}",
         f"- built {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -522,36 +522,6 @@ def _caveats(readme: str) -> str:
         if keep:
             sections.append(line)
     return "\n".join(sections).strip()
-
-
-def _commit() -> str:
-    """Return the project's git commit (with "+ local changes" when the tree differs), or why it is unknown."""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(PROJECT_ROOT),
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                "benchlib",
-                "notebooks",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" + local changes" if dirty else "")
 
 
 def _current_study(name: str, processed_root: Path) -> ProcessedStudy:
