@@ -2,7 +2,7 @@
 """Set-up and the two project commands, with nothing but Python 3.11+.
 
     python3 tasks.py main    # create .venv, install pinned deps, ingest every study, build every report
-    python3 tasks.py test    # the same set-up plus test deps, fio and Chromium, then every test, nbval and ruff
+    python3 tasks.py test    # the same set-up plus test deps, fio, Chromium and Go, then every test, nbval and ruff
     python3 tasks.py lab     # the set-up of main, then JupyterLab on notebooks/ (as root too)
 
 Extra arguments after ``test`` go to pytest (``python3 tasks.py test -k terse``).
@@ -80,6 +80,20 @@ HOW_TO_INSTALL = {
         "brew install --cask chromium",
         "(not on conda-forge)",
     ),
+    "golang-go": (
+        "Go (the vSphere tests build VMware's vCenter API simulator, govmomi's, from source)",
+        "sudo apt-get install golang-go",
+        "sudo dnf install golang",
+        "brew install go",
+        "conda install -c conda-forge go",
+    ),
+    "golang-github-vmware-govmomi-dev": (
+        "govmomi's Go source (the vCenter API simulator the vSphere tests build)",
+        "sudo apt-get install golang-github-vmware-govmomi-dev",
+        "(not packaged: the tests expect it in /usr/share/gocode)",
+        "(not packaged: the tests expect it in /usr/share/gocode)",
+        "(not on conda-forge)",
+    ),
     "fdisk": (
         "sfdisk (the runner's safety tests partition a loop device with it)",
         "sudo apt-get install fdisk",
@@ -90,9 +104,12 @@ HOW_TO_INSTALL = {
 }
 
 
-def ensure_system_tool(package: str, binaries: tuple[str, ...]) -> None:
-    """Install a system tool with apt-get where it is missing and we may; otherwise say what to install."""
-    if any(shutil.which(b) for b in binaries):
+def ensure_system_tool(package: str, binaries: tuple[str, ...], files: tuple[str, ...] = ()) -> None:
+    """Install a system tool with apt-get where it is missing and we may; otherwise say what to install.
+
+    It is there when one of ``binaries`` is on the PATH, or (a source package) one of ``files`` exists.
+    """
+    if any(shutil.which(b) for b in binaries) or any(Path(f).exists() for f in files):
         return
     apt = shutil.which("apt-get")
     if apt and hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -129,6 +146,8 @@ def main(argv: list[str]) -> int:
     ensure_system_tool("fio", ("fio",))
     ensure_system_tool("chromium", ("chromium", "chromium-browser", "google-chrome"))
     ensure_system_tool("fdisk", ("sfdisk",))
+    ensure_system_tool("golang-go", ("go",))
+    ensure_system_tool("golang-github-vmware-govmomi-dev", (), ("/usr/share/gocode/src/github.com/vmware/govmomi",))
     # notebooks only read processed data (nbval executes them): ingest the bundled studies first
     status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
     if status:

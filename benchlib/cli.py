@@ -312,6 +312,27 @@ def _advance(bar, task, name: str, done: int, total: int, label: str) -> None:  
     bar.update(task, completed=done, total=total, description=f"{name}: {label}")
 
 
+def cmd_vsphere_facts(args: argparse.Namespace, console: Console) -> int:
+    """Read the VMs' facts from vCenter and write them as JSON (standard output, or --output)."""
+    from pyVim.connect import Disconnect
+
+    from benchlib.vsphere import Server, connect, read_facts
+
+    server = Server.parse(args.server)
+    service = connect(server, insecure=args.insecure)
+    try:
+        facts = {"server": f"{server.host}:{server.port}", **read_facts(service, args.vm)}
+    finally:
+        Disconnect(service)
+    text = json.dumps(facts, indent=1, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        console.print(f"wrote {args.output}: {len(facts['vms'])} VMs", highlight=False, markup=False)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Build reports/<pipeline>/ for each pipeline (default: every file under pipelines/)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -383,6 +404,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bundle.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")
     bundle.set_defaults(func=cmd_bundle)
+    vsphere = verbs.add_parser("vsphere", help="what vCenter says about the VMs: controllers, disks, SIOC, LUNs")
+    vsphere_verbs = vsphere.add_subparsers(dest="vsphere_verb", required=True)
+    facts = vsphere_verbs.add_parser(
+        "facts",
+        help="each VM's disks and their controllers, shares and datastores, its host's LUNs and path policies (JSON)",
+        description="Credentials: BENCHLIB_VSPHERE_USER and BENCHLIB_VSPHERE_PASSWORD, or BENCHLIB_VSPHERE_CREDENTIALS "
+        "naming a TOML file with user and password.",
+    )
+    facts.add_argument("--server", required=True, help="vCenter: https://vc.example[:port] (http only to 127.0.0.1)")
+    facts.add_argument("--vm", action="append", default=[], help="a VM's name (repeat; default: every VM)")
+    facts.add_argument("--insecure", action="store_true", help="accept a self-signed certificate (lab vCenters)")
+    facts.add_argument("--output", help="write the JSON here instead of standard output")
+    facts.set_defaults(func=cmd_vsphere_facts)
     report = verbs.add_parser(
         "report", help="papermill over a pipeline's matrix -> reports/<pipeline>/ (HTML, figures)"
     )

@@ -1,0 +1,221 @@
+"""vSphere facts: what vCenter says about a study's VMs, read through its API (pyVmomi).
+
+A study's ``controller``, ``sioc`` and multipath levels are what its author typed; this reads
+what the VMs had: for each VM, every virtual disk with the controller it hangs on (LSI Logic
+SAS, PVSCSI, NVMe ...), its bus and unit, its storage I/O allocation (shares, limit,
+reservation) and datastore; the datastore's Storage I/O Control state where the API reports
+it; the host's LUNs with their path selection policy, path count and queue depth; the VM's
+vCPUs and memory. :func:`read_facts` returns them as plain data with the time they were read.
+
+Credentials come from the environment (``BENCHLIB_VSPHERE_USER``, ``BENCHLIB_VSPHERE_PASSWORD``)
+or a file named by ``BENCHLIB_VSPHERE_CREDENTIALS`` (TOML: ``user``, ``password``), never from
+a plan or a study, and never written anywhere. TLS is verified unless the caller says the
+server's certificate is self-signed (``insecure``); plain HTTP is taken only to a loopback
+address (a simulator).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from benchlib.errors import BenchlibError
+from benchlib.tomlfile import read_toml
+
+#: the API's controller types, by the names engineers (and study.toml levels) use
+CONTROLLERS = {
+    "ParaVirtualSCSIController": "PVSCSI",
+    "VirtualLsiLogicSASController": "LSI Logic SAS",
+    "VirtualLsiLogicController": "LSI Logic Parallel",
+    "VirtualBusLogicController": "BusLogic",
+    "VirtualNVMEController": "NVMe",
+    "VirtualAHCIController": "SATA",
+    "VirtualIDEController": "IDE",
+}
+USER, PASSWORD, CREDENTIALS = "BENCHLIB_VSPHERE_USER", "BENCHLIB_VSPHERE_PASSWORD", "BENCHLIB_VSPHERE_CREDENTIALS"
+
+
+class VSphereError(BenchlibError):
+    """vCenter could not be reached or asked, or a VM the study names is not there."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where vCenter is: ``https://vc.example`` (TLS, port 443 unless given) or ``http://127.0.0.1:PORT``."""
+
+    host: str
+    port: int
+    protocol: str
+
+    @classmethod
+    def parse(cls, text: str) -> Server:
+        """Read a server address; plain HTTP only to a loopback address (a simulator), never over a network."""
+        parts = urlsplit(text if "://" in text else f"https://{text}")
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise VSphereError(f"{text!r}: a vCenter address is https://host[:port] (or http://127.0.0.1:port)")
+        if parts.username or parts.password:
+            raise VSphereError(f"{parts.hostname}: credentials never go in the address; set {USER} and {PASSWORD}")
+        if parts.scheme == "http" and not _loopback(parts.hostname):
+            raise VSphereError(
+                f"{parts.hostname}: plain http would send the password in clear; use https:// "
+                "(--insecure for a lab's self-signed certificate)"
+            )
+        return cls(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.scheme)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return all(ipaddress.ip_address(a[4][0]).is_loopback for a in socket.getaddrinfo(host, None))
+    except (OSError, ValueError):
+        return False
+
+
+def credentials() -> tuple[str, str]:
+    """Return ``(user, password)`` from the environment, or the TOML file it names."""
+    user, password = os.environ.get(USER), os.environ.get(PASSWORD)
+    file = os.environ.get(CREDENTIALS)
+    if file and not (user and password):
+        if not Path(file).is_file():
+            raise VSphereError(f"{file}: no such credentials file ({CREDENTIALS} names it)")
+        data = read_toml(Path(file), VSphereError)
+        user, password = user or data.get("user"), password or data.get("password")
+    if not (isinstance(user, str) and user and isinstance(password, str) and password):
+        raise VSphereError(
+            f"no vCenter credentials: set {USER} and {PASSWORD}, or {CREDENTIALS} to a TOML file with user and "
+            "password (kept outside the study: credentials never go in a plan or a study)"
+        )
+    return user, password
+
+
+def connect(server: Server, *, insecure: bool = False) -> Any:
+    """Log in to vCenter; the caller disconnects (:func:`pyVim.connect.Disconnect`)."""
+    from pyVim.connect import SmartConnect
+    from pyVmomi import vim
+
+    user, password = credentials()
+    try:
+        return SmartConnect(
+            host=server.host,
+            port=server.port,
+            user=user,
+            pwd=password,
+            protocol=server.protocol,
+            disableSslCertValidation=insecure,
+        )
+    except vim.fault.InvalidLogin:
+        raise VSphereError(f"{server.host}: vCenter refused the user {user!r} and its password") from None
+    except (OSError, vim.fault.HostConnectFault) as exc:
+        hint = " (a self-signed lab certificate: --insecure)" if "CERTIFICATE" in str(exc).upper() else ""
+        raise VSphereError(f"{server.host}:{server.port}: cannot reach vCenter: {exc}{hint}") from None
+
+
+def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:
+    """Return the facts of the VMs named (every VM when the list is empty), with the time they were read.
+
+    Raises
+    ------
+    VSphereError
+        When a VM named is not in the inventory (the message lists the ones that are).
+
+    """
+    from pyVmomi import vim
+
+    content = service.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+    try:
+        found = {vm.name: vm for vm in view.view}
+    finally:
+        view.Destroy()
+    missing = [name for name in vms if name not in found]
+    if missing:
+        known = ", ".join(sorted(found)[:20]) or "none"
+        raise VSphereError(f"VMs not in vCenter's inventory: {', '.join(missing)} (VMs there: {known})")
+    return {
+        "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "vms": [_vm_facts(found[name]) for name in (vms or sorted(found))],
+    }
+
+
+def _vm_facts(vm: Any) -> dict[str, Any]:
+    from pyVmomi import vim
+
+    hardware = vm.config.hardware
+    controllers = {d.key: d for d in hardware.device if isinstance(d, vim.vm.device.VirtualController)}
+    disks, datastores = [], {}
+    for disk in (d for d in hardware.device if isinstance(d, vim.vm.device.VirtualDisk)):
+        controller = controllers.get(disk.controllerKey)
+        kind = type(controller).__name__.rsplit(".", 1)[-1] if controller is not None else None
+        allocation = disk.storageIOAllocation
+        shares = allocation.shares if allocation is not None else None
+        datastore = getattr(disk.backing, "datastore", None)
+        disks.append(
+            {
+                "label": disk.deviceInfo.label if disk.deviceInfo else None,
+                "controller": CONTROLLERS.get(kind, kind),
+                "bus": getattr(controller, "busNumber", None),
+                "unit": disk.unitNumber,
+                "capacity_bytes": disk.capacityInBytes,
+                "file": getattr(disk.backing, "fileName", None),
+                "datastore": datastore.name if datastore is not None else None,
+                "shares": shares.shares if shares is not None else None,
+                "shares_level": str(shares.level) if shares is not None else None,
+                # -1 is the API's "unlimited"
+                "limit_iops": None if allocation is None or allocation.limit in (None, -1) else allocation.limit,
+                "reservation_iops": allocation.reservation if allocation is not None else None,
+            }
+        )
+        if datastore is not None and datastore.name not in datastores:
+            datastores[datastore.name] = _datastore_facts(datastore)
+    host = vm.runtime.host
+    return {
+        "vm": vm.name,
+        "host": host.name if host is not None else None,
+        "vcpus": hardware.numCPU,
+        "memory_mb": hardware.memoryMB,
+        "disks": disks,
+        "datastores": datastores,
+        "luns": _lun_facts(host) if host is not None else [],
+    }
+
+
+def _datastore_facts(datastore: Any) -> dict[str, Any]:
+    """Return a datastore's type, its LUNs (VMFS extents) and its Storage I/O Control state where reported."""
+    facts: dict[str, Any] = {"type": datastore.summary.type, "sioc_enabled": None, "congestion_threshold_ms": None}
+    try:
+        iorm = datastore.iormConfiguration
+    except Exception:  # noqa: BLE001 -- a server that does not implement it (the simulator) says nothing about SIOC
+        iorm = None
+    if iorm is not None:
+        facts["sioc_enabled"] = bool(iorm.enabled)
+        facts["congestion_threshold_ms"] = iorm.congestionThreshold
+    vmfs = getattr(getattr(datastore, "info", None), "vmfs", None)
+    facts["extents"] = [e.diskName for e in vmfs.extent] if vmfs is not None else []
+    return facts
+
+
+def _lun_facts(host: Any) -> list[dict[str, Any]]:
+    """Return the host's SCSI LUNs: canonical name, queue depth, path selection policy, paths and states."""
+    storage = host.configManager.storageSystem
+    info = storage.storageDeviceInfo if storage is not None else None
+    if info is None:
+        return []
+    paths = {lun.lun: lun for lun in (info.multipathInfo.lun if info.multipathInfo else [])}
+    out = []
+    for lun in info.scsiLun:
+        multipath = paths.get(lun.key)
+        out.append(
+            {
+                "lun": lun.canonicalName,
+                "queue_depth": getattr(lun, "queueDepth", None),
+                "path_policy": multipath.policy.policy if multipath is not None and multipath.policy else None,
+                "paths": len(multipath.path) if multipath is not None else None,
+                "path_states": sorted({p.state for p in multipath.path}) if multipath is not None else [],
+            }
+        )
+    return out

@@ -1,0 +1,180 @@
+"""vSphere facts against VMware's own vCenter API simulator (govmomi's ``simulator.VPX``), built from source.
+
+The simulator is a few lines of Go (``tests/vcsim/main.go``) around govmomi, which Debian packages
+(``golang-github-vmware-govmomi-dev``, with ``golang-go``); ``python3 tasks.py test`` installs both.
+The tests reconfigure VMs through the API (an LSI Logic SAS disk with custom shares and a limit, an
+NVMe disk) and check that ``benchlib vsphere facts`` reports what was set, and what the simulator
+models of the hosts' LUNs (path selection policy, paths, queue depth).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchlib.vsphere import Server, VSphereError, credentials
+from tests.conftest import ROOT
+
+GOVMOMI = Path("/usr/share/gocode/src/github.com/vmware/govmomi")
+#: the simulator accepts any user and password; benchlib takes them from the environment only
+LOGIN = {"BENCHLIB_VSPHERE_USER": "user", "BENCHLIB_VSPHERE_PASSWORD": "pass"}
+
+
+@pytest.fixture(scope="module")
+def vcenter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A running simulator's address (``http://127.0.0.1:PORT``), built from tests/vcsim/main.go."""
+    go = shutil.which("go")
+    if go is None or not GOVMOMI.is_dir():
+        pytest.fail("Go and govmomi's source are not installed; `python3 tasks.py test` installs them (apt)")
+    work = tmp_path_factory.mktemp("vcsim")
+    (work / "src" / "vcsim").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "vcsim" / "main.go", work / "src" / "vcsim" / "main.go")
+    env = {
+        **os.environ,
+        "GO111MODULE": "off",  # GOPATH mode: govmomi and what it imports come from Debian's /usr/share/gocode
+        "GOPATH": f"{work}:/usr/share/gocode",
+        "GOCACHE": str(work / "cache"),
+        "GOFLAGS": "",
+    }
+    subprocess.run([go, "build", "-o", str(work / "vcsim"), "vcsim"], cwd=work, env=env, check=True, timeout=600)
+    server = subprocess.Popen(
+        [str(work / "vcsim")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        url = server.stdout.readline().strip()  # http://user:pass@127.0.0.1:PORT/sdk
+        assert url.startswith("http://"), url
+        yield "http://" + url.split("@", 1)[1].removesuffix("/sdk")
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def _facts(vcenter: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "vsphere", "facts", "--server", vcenter, *args],
+        env={**os.environ, **LOGIN, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _add_disk(vm: object, controller: type, bus: int, shares: int, limit: int) -> None:
+    """Give a VM a new controller with a disk on it, through the API (ReconfigVM_Task)."""
+    from pyVmomi import vim
+
+    device = controller(key=-101, busNumber=bus)
+    if hasattr(device, "sharedBus"):
+        device.sharedBus = "noSharing"
+    disk = vim.vm.device.VirtualDisk(
+        key=-102,
+        controllerKey=-101,
+        unitNumber=0,
+        capacityInKB=1024 * 1024,
+        backing=vim.vm.device.VirtualDisk.FlatVer2BackingInfo(diskMode="persistent", fileName=""),
+        storageIOAllocation=vim.StorageResourceManager.IOAllocationInfo(
+            limit=limit, shares=vim.SharesInfo(level="custom", shares=shares)
+        ),
+    )
+    spec = vim.vm.ConfigSpec(
+        deviceChange=[
+            vim.vm.device.VirtualDeviceSpec(operation="add", device=device),
+            vim.vm.device.VirtualDeviceSpec(operation="add", fileOperation="create", device=disk),
+        ]
+    )
+    task = vm.ReconfigVM_Task(spec)
+    deadline = time.monotonic() + 30
+    while task.info.state not in ("success", "error") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert task.info.state == "success", task.info.error
+
+
+def test_facts_report_the_controllers_shares_and_luns_that_vcenter_has(vcenter: str) -> None:
+    from pyVim.connect import Disconnect, SmartConnect
+    from pyVmomi import vim
+
+    server = Server.parse(vcenter)
+    service = SmartConnect(host=server.host, port=server.port, user="user", pwd="pass", protocol="http")
+    try:
+        content = service.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+        vms = {vm.name: vm for vm in view.view}
+        _add_disk(vms["DC0_C0_RP0_VM1"], vim.vm.device.VirtualLsiLogicSASController, 1, 2000, 500)
+        _add_disk(vms["DC0_C0_RP0_VM2"], vim.vm.device.VirtualNVMEController, 0, 1000, -1)
+        hosts = {vm.name: vm.runtime.host.name for vm in vms.values()}
+    finally:
+        Disconnect(service)
+    done = _facts(vcenter, "--vm", "DC0_C0_RP0_VM1", "--vm", "DC0_C0_RP0_VM2", "--vm", "DC0_C0_RP0_VM0")
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert "pass" not in done.stdout and "user" not in json.dumps(facts)  # credentials are never written
+    by_vm = {vm["vm"]: vm for vm in facts["vms"]}
+    assert list(by_vm) == ["DC0_C0_RP0_VM1", "DC0_C0_RP0_VM2", "DC0_C0_RP0_VM0"]  # as asked
+    disks = {
+        name: [(d["controller"], d["bus"], d["unit"], d["shares"], d["limit_iops"]) for d in vm["disks"]]
+        for name, vm in by_vm.items()
+    }
+    assert disks == {
+        "DC0_C0_RP0_VM0": [("PVSCSI", 0, 0, None, None)],
+        "DC0_C0_RP0_VM1": [("PVSCSI", 0, 0, None, None), ("LSI Logic SAS", 1, 0, 2000, 500)],
+        "DC0_C0_RP0_VM2": [("PVSCSI", 0, 0, None, None), ("NVMe", 0, 0, 1000, None)],  # -1: no limit
+    }
+    vm1 = by_vm["DC0_C0_RP0_VM1"]
+    assert vm1["host"] == hosts["DC0_C0_RP0_VM1"] and vm1["vcpus"] >= 1 and vm1["memory_mb"] > 0
+    assert {d["datastore"] for d in vm1["disks"]} == set(vm1["datastores"]) == {"LocalDS_0"}
+    assert vm1["datastores"]["LocalDS_0"]["sioc_enabled"] is None  # the simulator does not model SIOC: unknown
+    luns = {lun["lun"]: lun for lun in vm1["luns"]}
+    assert luns and all(lun["path_policy"] == "VMW_PSP_FIXED" and lun["paths"] >= 1 for lun in luns.values())
+    assert any(lun["queue_depth"] for lun in luns.values())
+    assert facts["read_at"].endswith("+00:00")
+
+
+def test_a_vm_not_in_vcenter_is_named_with_the_ones_that_are(vcenter: str) -> None:
+    done = _facts(vcenter, "--vm", "gus_fio_1")
+    assert done.returncode == 2
+    assert "gus_fio_1" in done.stderr and "DC0_C0_RP0_VM0" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_credentials_come_only_from_the_environment_or_a_file_outside_the_study(
+    vcenter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    none = {"BENCHLIB_VSPHERE_USER": "", "BENCHLIB_VSPHERE_PASSWORD": ""}
+    done = _facts(vcenter, env=none)
+    assert done.returncode == 2 and "BENCHLIB_VSPHERE_USER" in done.stderr
+    secrets = tmp_path / "vcenter.toml"
+    secrets.write_text('user = "user"\npassword = "pass"\n')
+    assert _facts(vcenter, env={**none, "BENCHLIB_VSPHERE_CREDENTIALS": str(secrets)}).returncode == 0
+    monkeypatch.delenv("BENCHLIB_VSPHERE_USER", raising=False)
+    monkeypatch.delenv("BENCHLIB_VSPHERE_PASSWORD", raising=False)
+    monkeypatch.setenv("BENCHLIB_VSPHERE_CREDENTIALS", str(tmp_path / "missing.toml"))
+    with pytest.raises(VSphereError, match="no such credentials file"):
+        credentials()
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("http://vc.example.com", "plain http would send the password in clear"),
+        ("https://root:secret@vc.example.com", "credentials never go in the address"),
+        ("ftp://vc.example.com", "a vCenter address is"),
+    ],
+)
+def test_addresses_that_would_leak_the_password_are_refused(address: str, why: str) -> None:
+    with pytest.raises(VSphereError, match=why):
+        Server.parse(address)
+
+
+def test_an_address_without_a_scheme_is_https_on_port_443() -> None:
+    assert Server.parse("vc.example.com") == Server("vc.example.com", 443, "https")
+    assert Server.parse("http://127.0.0.1:8989") == Server("127.0.0.1", 8989, "http")
