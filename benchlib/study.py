@@ -24,6 +24,11 @@ Example::
     [esxtop]                       # optional: keep only these objects of esxtop captures (a capture
     objects = ["Physical Disk", "Physical Disk Adapter"]  # with every counter runs to gigabytes)
 
+    [vsphere]                      # optional: check these factors' levels against vCenter's facts
+    controller = "controller"      # (benchlib-vsphere.json files, from `benchlib vsphere facts`)
+    sioc = "sioc"
+    disk = "Hard disk 2"           # the disk under test, when a VM has more than one
+
     [shares]                       # optional: each member's (VM's) disk shares, e.g. SIOC shares;
     gus_fio_1 = 2000               # fairness is then judged on throughput per share
     gus_fio_2 = 1000
@@ -100,6 +105,9 @@ class Study:
     log_latency_unit: str | None = None
     #: esxtop objects to keep (``Physical Disk``, ``Group Cpu`` ...); empty: every object
     esxtop_objects: tuple[str, ...] = ()
+    #: ``[vsphere]``: which factor holds the controller (``controller``) and SIOC (``sioc``) levels that
+    #: vCenter's facts check, and the label of the disk under test (``disk``) when a VM has several
+    vsphere: dict[str, str] = field(default_factory=dict)
     #: member (VM or host) -> its shares; empty when the study declares none (every member equal)
     shares: dict[str, float] = field(default_factory=dict)
 
@@ -132,10 +140,11 @@ class Study:
 
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
-    "": {"study", "factors", "files", "fio", "esxtop", "shares"},
+    "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares"},
     "study": {"name", "title", "citation"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
+    "vsphere": {"controller", "sioc", "disk"},
     "files": {"glob", "levels"},
 }
 
@@ -222,7 +231,7 @@ def load_study(folder: str | Path) -> Study:
         return Study(name=folder.name, folder=folder)
     data = read_toml(path, StudyError)
     _check_keys(path, "", data)
-    for table in ("study", "fio", "esxtop"):
+    for table in ("study", "fio", "esxtop", "vsphere"):
         _check_keys(path, table, data.get(table, {}))
     meta = data.get("study", {})
     factors = {str(k): [str(level) for level in v] for k, v in data.get("factors", {}).items()}
@@ -240,8 +249,22 @@ def load_study(folder: str | Path) -> Study:
         files=files,
         log_latency_unit=unit,
         esxtop_objects=_check_objects(path, data.get("esxtop", {}).get("objects", [])),
+        vsphere=_check_vsphere(path, data.get("vsphere", {}), factors),
         shares=_check_shares(path, data.get("shares", {})),
     )
+
+
+def _check_vsphere(path: Path, found: dict, factors: dict[str, list[str]]) -> dict[str, str]:
+    """Return ``[vsphere]``: its ``controller`` and ``sioc`` name declared factors; ``disk`` is a disk's label."""
+    for key, value in found.items():
+        if not isinstance(value, str) or not value.strip():
+            raise StudyError(f"{path}: [vsphere] {key} must be a name in quotes, not {value!r}")
+        if key in ("controller", "sioc") and value not in factors:
+            raise StudyError(
+                f"{path}: [vsphere] {key} = {value!r} names no factor; it names the factor whose levels vCenter's "
+                f"facts check (factors: {', '.join(factors) or 'none declared'})"
+            )
+    return dict(found)
 
 
 def _check_objects(path: Path, objects: object) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -219,3 +220,126 @@ def _lun_facts(host: Any) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# ---------------------------------------------------------------- a study's levels against the facts
+
+#: the file ``benchlib vsphere facts --output`` writes into a study (or ``benchlib run`` beside a cell)
+FACTS_FILE = "benchlib-vsphere.json"
+_ON, _OFF = {"on", "enabled", "true", "yes", "1"}, {"off", "disabled", "false", "no", "0"}
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower()).replace("paravirtual", "pvscsi")
+
+
+def controller_matches(level: str, fact: str) -> bool:
+    """Tell whether a study's controller level names the controller vCenter reports.
+
+    ``PVSCSI`` (or ``ParaVirtual``) for PVSCSI; a level names a type by its start: ``LSI`` is either
+    LSI Logic, ``LSI Logic SAS`` only that one; case, spaces and hyphens do not matter.
+    """
+    return bool(_plain(level)) and _plain(fact).startswith(_plain(level))
+
+
+def sioc_level(level: str) -> bool | None:
+    """Return what a study's SIOC level says (True on, False off), or None when it says neither."""
+    word = level.strip().lower()
+    return True if word in _ON else False if word in _OFF else None
+
+
+def contradictions(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
+    """Return each contradiction between a study's levels and vCenter's facts, in words (empty: none).
+
+    ``runs``: the study's runs (``source``, ``host``: the VM, and the factor columns);
+    ``facts``: facts files by their folder in the study. A run is checked against the nearest
+    facts file up its folders that lists its VM; the factors checked are ``[vsphere] controller``
+    and ``sioc`` of study.toml, on the disk ``[vsphere] disk`` names (a VM's only disk otherwise).
+    A fact the API did not report (SIOC on the simulator) cannot contradict anything.
+    """
+    checks = {fact: study.vsphere[fact] for fact in ("controller", "sioc") if fact in study.vsphere}
+    if not checks or not facts:
+        return []
+    found: dict[str, str] = {}
+    columns = [c for c in ("source", "host", *checks.values()) if c in runs.columns]
+    for run in runs.select(columns).unique().iter_rows(named=True):
+        vm, rel = run.get("host"), str(run["source"]).split("/", 1)[-1]
+        folder, facts_file, vm_facts = Path(rel).parent, None, None
+        for near in (folder, *folder.parents):
+            vm_facts = next((v for v in facts.get(str(near), {}).get("vms", []) if v.get("vm") == vm), None)
+            if vm_facts is not None:
+                facts_file = str(near / FACTS_FILE) if str(near) != "." else FACTS_FILE
+                break
+        if vm_facts is None:
+            continue
+        disk, why = _disk_under_test(vm_facts, study.vsphere.get("disk"))
+        for fact, factor in checks.items():
+            level = run.get(factor)
+            if level is None:
+                continue
+            if disk is None:
+                found[f"{vm}/{factor}"] = f"{vm}: {why} ({facts_file})"
+                continue
+            said = disk["controller"] if fact == "controller" else _sioc_fact(vm_facts, disk)
+            agrees = controller_matches(level, said) if fact == "controller" else _sioc_agrees(level, said)
+            if agrees is False:
+                found[f"{vm}/{factor}/{level}"] = (
+                    f"{vm}: study.toml gives {factor} = {level!r} (run {run['source']}), vCenter says "
+                    f"{fact} {_said(said)} for {disk['label']} ({facts_file}, read {vm_facts_read(facts, facts_file)})"
+                )
+    return sorted(found.values())
+
+
+def vm_facts_read(facts: dict[str, dict], facts_file: str) -> str:
+    """Return when a facts file was read from vCenter."""
+    folder = str(Path(facts_file).parent)
+    return str(facts.get(folder, {}).get("read_at", "at an unknown time"))
+
+
+def _said(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    return {True: "on", False: "off"}.get(value, "not reported")  # type: ignore[call-overload]
+
+
+def _disk_under_test(vm: dict, label: str | None) -> tuple[dict | None, str]:
+    disks = vm.get("disks", [])
+    if label:
+        chosen = [d for d in disks if d.get("label") == label]
+        if chosen:
+            return chosen[0], ""
+        return None, f"has no disk labelled {label!r} ([vsphere] disk); its disks: " + ", ".join(
+            str(d.get("label")) for d in disks
+        )
+    if len(disks) == 1:
+        return disks[0], ""
+    return None, (
+        f"has {len(disks)} disks ({', '.join(str(d.get('label')) for d in disks)}); say which one is under test "
+        'with [vsphere] disk = "<label>" in study.toml'
+    )
+
+
+def _sioc_fact(vm: dict, disk: dict) -> bool | None:
+    return vm.get("datastores", {}).get(disk.get("datastore"), {}).get("sioc_enabled")
+
+
+def _sioc_agrees(level: str, fact: bool | None) -> bool | None:
+    said = sioc_level(level)
+    return None if said is None or fact is None else said == fact
+
+
+def read_facts_files(folder: Path, rels: list[str]) -> tuple[dict[str, dict], list[str]]:
+    """Return the study's facts files by their folder, and a reason for each one that cannot be read."""
+    import json
+
+    facts, problems = {}, []
+    for rel in rels:
+        try:
+            data = json.loads((folder / rel).read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("vms"), list):
+                raise ValueError("no 'vms' list")
+        except (OSError, ValueError) as exc:
+            problems.append(f"{rel}: not a facts file of `benchlib vsphere facts` ({exc})")
+            continue
+        facts[str(Path(rel).parent)] = data
+    return facts, problems

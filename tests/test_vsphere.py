@@ -178,3 +178,41 @@ def test_addresses_that_would_leak_the_password_are_refused(address: str, why: s
 def test_an_address_without_a_scheme_is_https_on_port_443() -> None:
     assert Server.parse("vc.example.com") == Server("vc.example.com", 443, "https")
     assert Server.parse("http://127.0.0.1:8989") == Server("127.0.0.1", 8989, "http")
+
+
+def test_a_study_whose_levels_contradict_vcenter_is_refused_naming_the_vm(vcenter: str, tmp_path: Path) -> None:
+    """study.toml maps a VM's files to controller LSI; vCenter says its disk hangs on PVSCSI: ingest refuses."""
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from benchlib.store import StaleStudyError, open_study
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "controllers"
+    outputs = sorted(corpus_dir("fio-json").glob("*.json"))[:2]
+    (study / "PVSCSI" / "DC0_C0_RP0_VM0").mkdir(parents=True)
+    shutil.copy(outputs[0], study / "PVSCSI" / "DC0_C0_RP0_VM0" / "run1.json")
+    declared = (
+        '[factors]\ncontroller = ["PVSCSI", "LSI"]\nsioc = ["on", "off"]\n'
+        '[[files]]\nglob = "{controller}/{vm}/*.json"\nlevels = { sioc = "on" }\n'
+        '[vsphere]\ncontroller = "controller"\nsioc = "sioc"\n'
+    )
+    (study / "study.toml").write_text(declared)
+    done = _facts(vcenter, "--vm", "DC0_C0_RP0_VM0", "--output", str(study / "benchlib-vsphere.json"))
+    assert done.returncode == 0, done.stderr
+    report = ingest_study(study, tmp_path / "processed")  # PVSCSI as vCenter says; SIOC not reported: unchecked
+    assert report.ingested == ["PVSCSI/DC0_C0_RP0_VM0/run1.json"] and report.quarantined == []
+    (study / "LSI" / "DC0_C0_RP0_VM0").mkdir(parents=True)
+    shutil.copy(outputs[1], study / "LSI" / "DC0_C0_RP0_VM0" / "run2.json")  # the same VM, said to be LSI
+    with pytest.raises(StudyError) as refused:
+        ingest_study(study, tmp_path / "processed")
+    message = str(refused.value)
+    assert (
+        "DC0_C0_RP0_VM0: study.toml gives controller = 'LSI'" in message
+        and "vCenter says controller 'PVSCSI'" in message
+    )
+    assert "run1.json" not in message  # the run that agrees is not named
+    with pytest.raises(StaleStudyError):  # nothing half-checked is served
+        open_study(study, tmp_path / "processed")
+    (study / "study.toml").write_text(declared + 'disk = "Hard disk 9"\n')
+    with pytest.raises(StudyError, match=r"has no disk labelled 'Hard disk 9'.*disk-"):
+        ingest_study(study, tmp_path / "processed")

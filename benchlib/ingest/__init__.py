@@ -27,19 +27,48 @@ import fcntl
 import os
 from pathlib import Path
 
+import polars as pl
+
+from benchlib.errors import StudyError
 from benchlib.ingest.batches import BATCH, PARALLEL_FROM
 from benchlib.ingest.parts import finish, previous_entries
 from benchlib.ingest.provenance import clear_caches
 from benchlib.ingest.reading import STREAM_BYTES, read_batches_and_folders, read_the_rest
 from benchlib.ingest.state import IngestReport, IngestState
 from benchlib.paths import PROCESSED, processed_dir_for
-from benchlib.store import RAW_STATE, study_key
+from benchlib.store import RAW_STATE, scan_table, study_key
 from benchlib.study import load_study
+from benchlib.vsphere import FACTS_FILE, contradictions, read_facts_files
 
 #: fio JSON files per Parquet part (and small logs per part).
 JSON_BATCH = BATCH
 
 __all__ = ["JSON_BATCH", "PARALLEL_FROM", "STREAM_BYTES", "IngestReport", "ingest_study"]
+
+
+def _check_vsphere(state: IngestState) -> None:
+    """Refuse a study whose declared controller or SIOC levels contradict vCenter's facts (``[vsphere]``).
+
+    A facts file that cannot be read is quarantined; the study's tables stay unfinished (readers
+    refuse them) until study.toml or the facts agree.
+    """
+    rels = sorted(rel for rel in state.raw_files if Path(rel).name == FACTS_FILE)
+    if not rels or not state.study.vsphere:
+        return
+    facts, problems = read_facts_files(state.study.folder, rels)
+    for problem in problems:
+        rel, reason = problem.split(": ", 1)
+        state.report.quarantine(rel, reason)
+    runs = scan_table(state.processed, "runs").filter(~pl.col("is_aggregate")).collect()
+    found = contradictions(state.study, runs, facts)
+    if found:
+        more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+        raise StudyError(
+            f"{state.study.folder / 'study.toml'}: its levels contradict vCenter's facts: "
+            + "; ".join(found[:10])
+            + more
+            + ". Fix the levels (or which files they map to) in study.toml, then ingest again"
+        )
 
 
 def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) -> IngestReport:
@@ -85,5 +114,6 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
         state = IngestState(study, processed, previous, IngestReport(study.name, processed), salt=os.urandom(8).hex())
         read_batches_and_folders(state)
         read_the_rest(state)
+        _check_vsphere(state)
         finish(state, key)
         return state.report
