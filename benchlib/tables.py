@@ -190,3 +190,39 @@ LABELS |= {
     "test": "Test",
     "runs_pair": "Runs (baseline / new)",
 }
+
+
+#: a claim's tolerance as claims.toml keys it, in words a reader takes at a glance
+_TOLERANCE_WORDS = (("equals ", "= "), ("above ", "> "), ("below ", "< "), ("between ", "in "))
+
+
+def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """Return the claims table for reading, and what the runs can support as one paragraph per kind.
+
+    A recomputed plain number takes the unit its stated value is written in (``5.6x`` -> ``5.66x``,
+    ``-65%`` -> ``-65.1%``); tolerances lose claims.toml's keys (``about: ±10%`` -> ``±10%``); the
+    note every claim of a kind shares (``one run: ...``) is said once below the table, naming its
+    claims, instead of on every row.
+    """
+    plain = pl.col("recomputed").str.contains(r"^-?[\d,]*\.?\d+$")
+    unit = (
+        pl.when(pl.col("stated").str.contains("%"))
+        .then(pl.lit("%"))
+        .when(pl.col("stated").str.contains(r"\dx\b|\d\s?times"))
+        .then(pl.lit("x"))
+        .otherwise(pl.lit(""))
+    )
+    tolerance = pl.col("tolerance").str.replace(r"^[a-z_]+: (±)", "$1")  # "about: ±10%" -> "±10%"
+    for key, words in _TOLERANCE_WORDS:
+        tolerance = tolerance.str.replace(key, words, literal=True)
+    rows = table.with_columns(
+        pl.when(plain).then(pl.col("recomputed") + unit).otherwise(pl.col("recomputed")).alias("recomputed"),
+        tolerance.alias("tolerance"),
+    )
+    kinds = rows.group_by("note", maintain_order=True).agg(pl.col("claim"))
+    paragraphs = [
+        f"**Claims {', '.join(claims)}**: {note}." if len(claims) > 1 else f"**Claim {claims[0]}**: {note}."
+        for note, claims in kinds.iter_rows()
+        if note
+    ]
+    return rows.drop("note"), "\n\n".join(paragraphs)

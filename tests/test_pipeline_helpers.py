@@ -74,3 +74,23 @@ def test_disk_view_obeys_littles_law() -> None:
         assert row["device_queue"] == pytest.approx(row["device_ios_per_s"] * row["device_await_ms"] / 1e3, rel=0.1)
     quiet = view.filter((pl.col("ioengine") == "psync") & (pl.col("rate_cap") == "on"))
     assert (quiet["device_queue"] < 1).all()  # rate-capped synchronous I/O never queues
+
+
+def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> None:
+    import polars as pl
+
+    from benchlib.tables import claim_rows
+
+    table = pl.DataFrame(
+        {
+            "claim": ["1", "2", "3"],
+            "stated": ["5.6x", "-65%", "rising"],
+            "recomputed": ["5.66", "-65.1", "neither"],
+            "tolerance": ["as_stated: ±3%", "about: ±10%", "equals increasing"],
+            "note": ["one run: the numbers describe that run", "one run: the numbers describe that run", "x"],
+        }
+    )
+    rows, support = claim_rows(table)
+    assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "neither"]
+    assert rows["tolerance"].to_list() == ["±3%", "±10%", "= increasing"] and "note" not in rows.columns
+    assert support == "**Claims 1, 2**: one run: the numbers describe that run.\n\n**Claim 3**: x."
