@@ -254,8 +254,13 @@ def comparison(
     )
     y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=None)
     verdicts = sorted(data["verdict"].unique().to_list())
-    colour = alt.Color("verdict:N", sort=verdicts, title="verdict")
-    x_title = "change against the baseline (%), with its 95% interval"
+    # below the chart: a label at the right end of a change must not run into the legend
+    colour = alt.Color("verdict:N", sort=verdicts, title="verdict", legend=alt.Legend(orient="bottom"))
+    x_title = (
+        "change against the baseline (%), with its 95% interval"
+        if data["low_pct"].is_not_null().any()
+        else "change against the baseline (%); no interval: too few runs to compute one"
+    )
     rule = (
         _chart(data.filter(pl.col("low_pct").is_not_null()))
         .mark_rule()
