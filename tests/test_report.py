@@ -360,7 +360,8 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
         )
 
     assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts (VMs) per run" in said("study-overview")
-    assert "2 vs 2 runs" in said("comparison") and "0 of 8 runs fell below" in said("fairness")
+    # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
+    assert "2 vs 2 runs" in said("comparison") and re.search(r"\b\d of 8 runs fell below", said("fairness"))
 
 
 @pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])
