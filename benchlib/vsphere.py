@@ -251,7 +251,8 @@ def sioc_level(level: str) -> bool | None:
 def contradictions(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
     """Return each contradiction between a study's levels and vCenter's facts, in words (empty: none).
 
-    ``runs``: the study's runs (``source``, ``host``: the VM, and the factor columns);
+    ``runs``: the study's runs (``source``, ``host``: the VM, or the fio host ``benchlib run`` recorded
+    beside the VM's name, and the factor columns);
     ``facts``: facts files by their folder in the study. A run is checked against the nearest
     facts file up its folders that lists its VM; the factors checked are ``[vsphere] controller``
     and ``sioc`` of study.toml, on the disk ``[vsphere] disk`` names (a VM's only disk otherwise).
@@ -266,25 +267,27 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
         vm, rel = run.get("host"), str(run["source"]).split("/", 1)[-1]
         folder, facts_file, vm_facts = Path(rel).parent, None, None
         for near in (folder, *folder.parents):
-            vm_facts = next((v for v in facts.get(str(near), {}).get("vms", []) if v.get("vm") == vm), None)
+            listed = facts.get(str(near), {}).get("vms", [])
+            vm_facts = next((v for v in listed if vm in (v.get("vm"), v.get("fio_host"))), None)
             if vm_facts is not None:
                 facts_file = str(near / FACTS_FILE) if str(near) != "." else FACTS_FILE
                 break
         if vm_facts is None:
             continue
         disk, why = _disk_under_test(vm_facts, study.vsphere.get("disk"))
+        name = vm_facts["vm"] if vm_facts.get("vm") == vm else f"{vm_facts.get('vm')} (fio host {vm})"
         for fact, factor in checks.items():
             level = run.get(factor)
             if level is None:
                 continue
             if disk is None:
-                found[f"{vm}/{factor}"] = f"{vm}: {why} ({facts_file})"
+                found[f"{vm}/{factor}"] = f"{name}: {why} ({facts_file})"
                 continue
             said = disk["controller"] if fact == "controller" else _sioc_fact(vm_facts, disk)
             agrees = controller_matches(level, said) if fact == "controller" else _sioc_agrees(level, said)
             if agrees is False:
                 found[f"{vm}/{factor}/{level}"] = (
-                    f"{vm}: study.toml gives {factor} = {level!r} (run {run['source']}), vCenter says "
+                    f"{name}: study.toml gives {factor} = {level!r} (run {run['source']}), vCenter says "
                     f"{fact} {_said(said)} for {disk['label']} ({facts_file}, read {vm_facts_read(facts, facts_file)})"
                 )
     return sorted(found.values())

@@ -216,3 +216,86 @@ def test_a_study_whose_levels_contradict_vcenter_is_refused_naming_the_vm(vcente
     (study / "study.toml").write_text(declared + 'disk = "Hard disk 9"\n')
     with pytest.raises(StudyError, match=r"has no disk labelled 'Hard disk 9'.*disk-"):
         ingest_study(study, tmp_path / "processed")
+
+
+VSPHERE_PLAN = """
+[study]
+name = "controllers"
+[run]
+runtime_s = 1
+repetitions = 1
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "8MiB"
+[options]
+ioengine = "psync"
+direct = 0
+[vsphere]
+server = "{server}"
+vms = {{ local = "DC0_C0_RP0_VM0" }}
+check = {{ controller = "controller" }}
+[matrix.controller]
+levels = ["{level}"]
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+def test_a_run_records_vcenters_facts_with_every_cell_and_ingest_checks_the_levels(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan with [vsphere]: each cell's folder holds the VM's facts; a level vCenter contradicts is refused."""
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import load_plan, run_plan
+    from benchlib.store import load_study_tables
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    results = {}
+    for level in ("PVSCSI", "LSI"):
+        work = tmp_path / level
+        work.mkdir()
+        plan = work / "plan.toml"
+        plan.write_text(VSPHERE_PLAN.format(targets=work / "targets", server=vcenter, level=level))
+        summary = run_plan(load_plan(plan))
+        assert summary.done == 1, summary
+        (facts_file,) = (work / "study").rglob("benchlib-vsphere.json")
+        facts = json.loads(facts_file.read_text())
+        (vm,) = facts["vms"]
+        assert vm["vm"] == "DC0_C0_RP0_VM0" and [d["controller"] for d in vm["disks"]] == ["PVSCSI"]
+        assert "[vsphere]" in (work / "study" / "study.toml").read_text()
+        try:
+            results[level] = ingest_study(work / "study", work / "processed")
+        except StudyError as exc:
+            results[level] = str(exc)
+    assert results["PVSCSI"].quarantined == [] and results["PVSCSI"].ingested
+    runs = load_study_tables(results["PVSCSI"].processed).runs
+    (host,) = set(runs["host"])  # the name this machine's runs carry, recorded beside the VM's
+    assert (
+        json.loads(next((tmp_path / "PVSCSI" / "study").rglob("benchlib-vsphere.json")).read_text())["vms"][0][
+            "fio_host"
+        ]
+        == host
+    )
+    assert f"DC0_C0_RP0_VM0 (fio host {host}): study.toml gives controller = 'LSI'" in results["LSI"]
+    assert "vCenter says controller 'PVSCSI'" in results["LSI"]
+
+
+def test_a_plan_with_a_vsphere_section_names_its_mistakes(tmp_path: Path) -> None:
+    from benchlib.runner import PlanError, load_plan
+
+    for bad, why in (
+        ('server = "http://vc.example.com"', "plain http"),
+        ('server = "https://vc.example.com"\nvms = { "10.0.0.9" = "vm1" }', "not a host of this plan"),
+        ('server = "https://vc.example.com"\nvms = { local = "vm1" }\ncheck = { controller = "ctrl" }', "naming a"),
+    ):
+        plan = tmp_path / "plan.toml"
+        text = VSPHERE_PLAN.format(targets=tmp_path, server="https://x", level="LSI")
+        text = text.replace(
+            'server = "https://x"\nvms = { local = "DC0_C0_RP0_VM0" }\ncheck = { controller = "controller" }', bad
+        )
+        plan.write_text(text)
+        with pytest.raises(PlanError, match=why):
+            load_plan(plan)

@@ -59,6 +59,10 @@ def _check_vsphere(state: IngestState) -> None:
     for problem in problems:
         rel, reason = problem.split(": ", 1)
         state.report.quarantine(rel, reason)
+    for folder, data in facts.items():  # a cell whose facts could not be read: its runs are not checked
+        if data.get("error"):
+            rel = str(Path(folder) / FACTS_FILE) if folder != "." else FACTS_FILE
+            state.report.notes.append((rel, f"vCenter's facts were not read for these runs: {data['error']}"))
     runs = scan_table(state.processed, "runs").filter(~pl.col("is_aggregate")).collect()
     found = contradictions(state.study, runs, facts)
     if found:

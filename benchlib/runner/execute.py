@@ -47,6 +47,7 @@ from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
 from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
+from benchlib.vsphere import FACTS_FILE
 
 PLAN_RECORD = "benchlib-plan.json"
 REPETITIONS_RECORD = "benchlib-repetitions.json"
@@ -288,6 +289,8 @@ def _study_toml(plan: Plan) -> str:
         "[factors]",
     ]
     lines += [f"{name} = [{', '.join(q(level) for level in levels)}]" for name, levels in plan.study_factors().items()]
+    if plan.vsphere and plan.vsphere.check:  # ingest checks these factors' levels against each cell's vCenter facts
+        lines += ["", "[vsphere]", *(f"{fact} = {q(factor)}" for fact, factor in plan.vsphere.check.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -564,6 +567,7 @@ def run_cell(
     remote_facts: dict[str, dict] | None = None,
     writes: bool = True,
     fds: dict[str, int] | None = None,
+    vsphere_facts: Callable[[list[str], str | None], dict] | None = None,
 ) -> tuple[set[str], dict[str, str]]:
     """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
 
@@ -572,6 +576,8 @@ def run_cell(
     (passed to every server too), so fio itself refuses any write.
     ``fds``: per host, a descriptor of its target that benchlib opened and checked; fio then uses
     ``/dev/fd/N``, so nothing done to the target's name after the check reaches fio.
+    ``vsphere_facts``: ``(hosts, this machine's name for a local run) -> facts``, written beside the
+    output as ``benchlib-vsphere.json`` (:mod:`benchlib.vsphere`).
     """
     fds = fds or {}
     remote_facts = remote_facts or {}
@@ -617,6 +623,9 @@ def run_cell(
         for h in hosts
     }
     local_name = facts[hosts[0]]["hostname"] if local else None
+    if vsphere_facts is not None:
+        document = vsphere_facts(hosts, local_name)
+        (partial / FACTS_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     files = {
         p.relative_to(partial).as_posix(): {
             "sha256": sha256_of(p),
@@ -697,6 +706,43 @@ def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str],
     return facts
 
 
+class _VSphereFacts:
+    """A plan's vCenter, logged in to once per run; called per cell for the facts of its hosts' VMs.
+
+    A cell whose facts cannot be read keeps its output: its facts file says why (``error``).
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        from benchlib.vsphere import Server, connect
+
+        assert plan.vsphere is not None  # noqa: S101 -- only made for a plan with [vsphere]
+        self.section = plan.vsphere
+        self.server = Server.parse(self.section.server)
+        self.service = connect(self.server, insecure=self.section.insecure)  # no credentials: nothing runs
+
+    def __call__(self, hosts: list[str], local_name: str | None) -> dict:
+        from benchlib.vsphere import read_facts
+
+        wanted = {self.section.vms[h]: local_name or h for h in hosts if h in self.section.vms}
+        try:
+            facts = read_facts(self.service, list(wanted))
+        except Exception as exc:  # noqa: BLE001 -- a failed read costs this cell's facts only, and says why
+            return {
+                "server": f"{self.server.host}:{self.server.port}",
+                "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
+                "vms": [],
+            }
+        for vm in facts["vms"]:
+            vm["fio_host"] = wanted[vm["vm"]]  # the name the runs carry: fio's host, or this machine's
+        return {"server": f"{self.server.host}:{self.server.port}", **facts}
+
+    def close(self) -> None:
+        from pyVim.connect import Disconnect
+
+        Disconnect(self.service)
+
+
 def run_plan(
     plan: Plan,
     *,
@@ -733,7 +779,7 @@ def run_plan(
     version = fio_version(fio)
     reading = reading or read_plan(plan, fio)
     summary = RunSummary()
-    with _locked(plan.output), _sigterm_as_interrupt():
+    with _locked(plan.output), _sigterm_as_interrupt(), contextlib.ExitStack() as stack:
         _discard_partials(plan)
         _write_study(plan)
         order = plan.order()
@@ -745,6 +791,8 @@ def run_plan(
         guard = Targets(plan, fio, destroy_data)
         targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
+        vsphere = _VSphereFacts(plan) if plan.vsphere else None
+        stack.callback(lambda: vsphere and vsphere.close())
         extra = len(plan.cells()) * (plan.max_repetitions - plan.repetitions)
         total = (len(todo) + extra) * cell_seconds(plan)  # an adaptive plan's most
         spent = 0.0
@@ -774,6 +822,7 @@ def run_plan(
                             remote_facts,
                             writes,
                             fds,
+                            vsphere,
                         )
                 except KeyboardInterrupt:
                     raise RunInterrupted(

@@ -18,6 +18,12 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     size = "256MiB"
     # device = "/dev/sdb"                    # needs --destroy-data=/dev/sdb for writes
 
+    [vsphere]                # optional: read each VM's facts from vCenter with every cell
+    server = "https://vc.example"            # credentials: BENCHLIB_VSPHERE_USER / _PASSWORD
+    vms = { "127.0.0.2" = "gus_fio_1" }      # fio host (or "local") -> its VM's name in vCenter
+    check = { controller = "controller" }    # at ingest, the factor's levels must agree with vCenter
+    # insecure = true                        # a lab vCenter's self-signed certificate
+
     [hosts]                  # omit to run fio on this machine
     servers = ["127.0.0.2", "127.0.0.3"]
     port = 8765
@@ -135,6 +141,7 @@ _KEYS = {
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
     "target": {"file", "device", "size"},
     "hosts": {"servers", "port", "facts_command"},
+    "vsphere": {"server", "vms", "check", "insecure"},
     "matrix": {"levels", "option", "options"},
     "profiles": {"use", "name", "options", "sweep", "hold"},
     "sweep": {"factor", "option", "levels"},
@@ -202,6 +209,16 @@ class Adaptive:
 
 
 @dataclass(frozen=True)
+class VSpherePlan:
+    """A plan's ``[vsphere]``: where vCenter is, which VM each fio host is, which factors its facts check."""
+
+    server: str
+    vms: dict[str, str]
+    check: dict[str, str]
+    insecure: bool = False
+
+
+@dataclass(frozen=True)
 class Plan:
     """A parsed plan file. ``repetitions``: every cell's fixed runs (an adaptive plan's ``min``)."""
 
@@ -222,6 +239,7 @@ class Plan:
     base_options: dict[str, str]
     facts_command: str | None = None
     adaptive: Adaptive | None = None
+    vsphere: VSpherePlan | None = None
 
     @property
     def max_repetitions(self) -> int:
@@ -520,6 +538,35 @@ def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
     return command
 
 
+def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -> VSpherePlan | None:
+    """Check a plan's ``[vsphere]``: a vCenter address, a VM for fio hosts of the plan, checks of its factors."""
+    if table is None:
+        return None
+    from benchlib.vsphere import Server, VSphereError
+
+    section = _table(path, "[vsphere]", table, _KEYS["vsphere"])
+    try:
+        Server.parse(str(section.get("server", "")))
+    except VSphereError as exc:
+        raise PlanError(f"{path}: [vsphere] server: {exc}") from None
+    vms = _table(path, "[vsphere] vms", section.get("vms", {}))
+    if not vms or not all(isinstance(v, str) and v.strip() for v in vms.values()):
+        raise PlanError(f'{path}: [vsphere] vms maps each fio host to its VM\'s name, e.g. {{ "{hosts[0]}" = "vm1" }}')
+    strangers = sorted(set(vms) - set(hosts))
+    if strangers:
+        raise PlanError(
+            f"{path}: [vsphere] vms names {', '.join(strangers)}, not a host of this plan ({', '.join(hosts)})"
+        )
+    check = _table(path, "[vsphere] check", section.get("check", {}))
+    for fact, factor in check.items():
+        if fact not in ("controller", "sioc") or factor not in factors:
+            raise PlanError(
+                f"{path}: [vsphere] check = {{ {fact} = {factor!r} }}: checks are controller or sioc, each naming a "
+                f"[matrix] factor ({', '.join(factors) or 'none'})"
+            )
+    return VSpherePlan(str(section["server"]), dict(vms), dict(check), bool(section.get("insecure", False)))
+
+
 def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_facts_command: bool = False) -> Plan:
     """Read and check a plan file.
 
@@ -538,11 +585,11 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
     data = read_toml(path, PlanError)
-    unknown = sorted(set(data) - {"study", "run", "target", "hosts", "matrix", "profiles", "options"})
+    unknown = sorted(set(data) - {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere"})
     if unknown:
         raise PlanError(
             f"{path}: unknown section(s) {', '.join(unknown)}; "
-            "a plan has study, run, target, hosts, matrix, profiles and options"
+            "a plan has study, run, target, hosts, vsphere, matrix, profiles and options"
         )
     study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
     run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
@@ -596,6 +643,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         profiles=profiles,
         base_options={k: _text(v) for k, v in BASE_OPTIONS.items()}
         | _options(path, "[options]", data.get("options", {}), allowed),
+        vsphere=_vsphere(path, data.get("vsphere"), servers or ("local",), factors),
     )
     keys = [cell.key for cell in plan.cells()]
     twice = sorted({k for k in keys if keys.count(k) > 1})
