@@ -167,8 +167,11 @@ def test_a_capture_read_in_small_batches_and_streamed_to_parquet_equals_the_whol
     study.mkdir(parents=True)
     shutil.copy(source, study / source.name)
     report = ingest_study(study, tmp_path / "processed")
-    stored = load_study_tables(report.processed).host_counters
+    tables = load_study_tables(report.processed)
+    stored = tables.host_counters
     assert stored.schema == whole.schema
+    in_memory = read(source).runs  # a streamed capture's span, from its first and last lines, is the same
+    assert tables.runs.select("start_time", "duration_ns").equals(in_memory.select("start_time", "duration_ns"))
     assert stored.sort(order).equals(whole)
 
 

@@ -15,7 +15,7 @@ import io
 import re
 from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -214,11 +214,49 @@ def _project(frame: pl.DataFrame, with_columns: list[str] | None, predicate: pl.
     return frame if with_columns is None else frame.select(with_columns)
 
 
-def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame) -> pl.DataFrame:
-    """Return the ``runs`` row of an esxtop capture: its host (from the header), first time and span (counters)."""
+def _last_sample(path: Path) -> str:
+    """Return the capture's last complete line (read from the end: a capture can run to gigabytes)."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        chunk = 1 << 20
+        while True:
+            handle.seek(max(size - chunk, 0))
+            tail = handle.read()
+            whole = tail[: max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1]  # a cut-off last line is not a sample
+            lines = whole.splitlines()
+            if len(lines) >= 2 or chunk >= size:
+                return lines[-1].decode("utf-8", "replace") if lines else ""
+            chunk *= 4
+
+
+def capture_span(path: Path) -> tuple[datetime | None, datetime | None]:
+    """Return the first and last sample times of a capture, from its first and last lines (samples are in order)."""
+    _, first = _first_lines(path)
+    fmt = _time_format(first)
+    if fmt is None:
+        return None, None
+
+    def when(line: str) -> datetime | None:
+        cell = next(csv.reader([line]), [""])[0].strip() if line.strip() else ""
+        try:
+            return datetime.strptime(cell, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            return None
+
+    return when(first), when(_last_sample(path))
+
+
+def esxtop_run(path: Path, sha256: str, counters: pl.LazyFrame | None = None) -> pl.DataFrame:
+    """Return the ``runs`` row of an esxtop capture: its host (from the header), first time and span.
+
+    The times come from the counters when given, else (a streamed capture) from its first and last lines.
+    """
     hosts = sorted({c["host"] for c in _columns(path, next(csv.reader([_first_lines(path)[0]])))[0]})
-    summary = counters.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end")).collect()
-    start, end = summary["start"][0], summary["end"][0]
+    if counters is None:
+        start, end = capture_span(path)
+    else:
+        summary = counters.select(pl.col("time").min().alias("start"), pl.col("time").max().alias("end")).collect()
+        start, end = summary["start"][0], summary["end"][0]
     return pl.DataFrame(
         [
             {
