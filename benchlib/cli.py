@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--allow-facts-command",
         action="store_true",
-        help="let the plan's [hosts] facts_command (a shell command) run on this machine",
+        help="let the plan's shell commands run on this machine: [hosts] facts_command, [[esxtop]] command",
     )
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")

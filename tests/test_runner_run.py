@@ -382,3 +382,75 @@ def test_study_folder_not_written_by_run_is_refused(fio_binary: str, tmp_path: P
         run_plan(load_plan(plan_path))
     assert load_study(tmp_path / "study").name == "hand-made"
     assert not (tmp_path / "targets").exists()  # refused before any target was created
+
+
+ESXI_SHELL = r'''
+"""A stand-in for `ssh root@<esxi> esxtop -b -d <delay> -n <samples>`: a real capture's header, samples now."""
+import csv, sys, time
+from datetime import datetime, timezone
+_, esxi, delay, samples, source = sys.argv
+rows = list(csv.reader(open(source, newline="")))
+header, sample = rows[0], rows[2]
+writer = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL, lineterminator="\n")
+names = [("\\\\" + esxi + "\\" + c.lstrip("\\").split("\\", 1)[1]) if c else c for c in header[1:]]
+writer.writerow([header[0], *names])  # the capture's counters, as this ESXi host's
+for _ in range(int(samples)):
+    writer.writerow([datetime.now(timezone.utc).strftime("%m/%d/%Y %H:%M:%S")] + sample[1:])
+    sys.stdout.flush()
+    time.sleep(float(delay))
+'''
+
+ESXTOP_PLAN = """
+[study]
+name = "with-esxtop"
+[run]
+runtime_s = 3
+repetitions = 1
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "8MiB"
+[options]
+ioengine = "psync"
+direct = 0
+[[esxtop]]
+host = "esx01.lab"
+command = "{python} {shell} {{esxi}} {{delay}} {{samples}} {source}"
+delay = 1
+[[esxtop]]
+host = "esx02.lab"
+command = "echo 'esxtop: cannot connect to {{esxi}}' >&2; exit 255"
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+def test_esxtop_runs_on_each_esxi_host_with_every_cell_and_its_samples_fall_in_the_runs(
+    fio_binary: str, tmp_path: Path
+) -> None:
+    """[[esxtop]]: a capture per ESXi host per cell, beside fio's output; a failed one costs only itself."""
+    from benchlib.stats.hostside import counters_during_runs
+    from tests.conftest import corpus_dir
+
+    shell = tmp_path / "esxi-shell.py"
+    shell.write_text(ESXI_SHELL)
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        ESXTOP_PLAN.format(targets=tmp_path / "targets", python=sys.executable, shell=shell, source=source)
+    )
+    with pytest.raises(PlanError, match="allow-facts-command"):
+        load_plan(plan_file)
+    summary = run_plan(load_plan(plan_file, allow_facts_command=True))
+    assert summary.done == 1 and not summary.missing
+    (manifest,) = _manifests(tmp_path / "study")
+    assert manifest["esxtop"]["esx01.lab"]["file"] == "esxtop-esx01.lab.csv"
+    assert manifest["esxtop"]["esx02.lab"] == {"error": "exit 255: esxtop: cannot connect to esx02.lab"}
+    report = ingest_study(tmp_path / "study", tmp_path / "processed")
+    assert report.quarantined == []
+    runs = scan_table(report.processed, "runs").collect()
+    captured = runs.filter(pl.col("format") == "esxtop")
+    assert captured["host"].to_list() == ["esx01.lab"] and captured["profile"].to_list() == ["randread-4k"]
+    fio_runs = runs.filter(pl.col("tool") == "fio", ~pl.col("is_aggregate"))
+    placed = counters_during_runs(fio_runs, scan_table(report.processed, "host_counters").collect())
+    assert placed["sample"].n_unique() >= 2  # the samples taken while fio ran are attributed to its run

@@ -500,6 +500,61 @@ def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
             failed[host] += f": {lines[-1]}"
 
 
+@dataclass
+class _Capture:
+    """An esxtop batch capture running on an ESXi host while a cell runs (``[[esxtop]]`` of the plan)."""
+
+    host: str
+    file: Path
+    process: subprocess.Popen
+    delay_s: int
+
+
+def _start_esxtop(plan: Plan, folder: Path) -> list[_Capture]:
+    """Start every ``[[esxtop]]`` capture, its CSV going to ``esxtop-<host>.csv`` in the cell's folder."""
+    captures = []
+    for entry in plan.esxtop:
+        target = folder / f"esxtop-{''.join(c if c.isalnum() or c in '-._' else '_' for c in entry.host)}.csv"
+        with open(target, "wb") as out:
+            process = subprocess.Popen(  # noqa: S602 -- the plan's own command, allowed with --allow-facts-command
+                entry.line(plan.runtime_s + plan.ramp_time_s),
+                shell=True,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        captures.append(_Capture(entry.host, target, process, entry.delay_s))
+    return captures
+
+
+def _stop_esxtop(captures: list[_Capture]) -> dict[str, dict]:
+    """Let each capture take one more sample, stop it, and say what it left (a failed one costs only itself).
+
+    A capture asks for samples to cover the cell and 10 s more; once fio is done it gets one more
+    interval, then its session is stopped (a line cut by that is left out at ingest).
+
+    Returns ``host -> {"file": name, "bytes": size}`` or ``host -> {"error": why}``; a failed capture's
+    file is removed, its reason kept in the cell's manifest.
+    """
+    out = {}
+    for capture in captures:
+        try:
+            _, stderr = capture.process.communicate(timeout=capture.delay_s + 1)
+        except subprocess.TimeoutExpired:
+            os.killpg(capture.process.pid, signal.SIGTERM)
+            _, stderr = capture.process.communicate(timeout=10)
+        size = capture.file.stat().st_size if capture.file.exists() else 0
+        code = capture.process.returncode
+        if size == 0 or code not in (0, -signal.SIGTERM):
+            capture.file.unlink(missing_ok=True)
+            why = (stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+            out[capture.host] = {"error": f"exit {code}: {why[0][:300]}"}
+        else:
+            out[capture.host] = {"file": capture.file.name, "bytes": size}
+    return out
+
+
 def _run_fio(
     command: list[str], cwd: Path, limit: float, tick: Callable[[float], None], fds: tuple[int, ...] = ()
 ) -> tuple[int, str]:
@@ -595,10 +650,14 @@ def run_cell(
         job = partial / f"job-{host}.fio"
         job.write_text(job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
         command += [job.name] if local else [f"--client={host},{plan.port}", *readonly, job.name]
+    captures = _start_esxtop(plan, partial)
     start = datetime.now(UTC)
     limit = plan.runtime_s + plan.ramp_time_s + 120 + plan.target.size_bytes / 20e6
-    returncode, stderr = _run_fio(command, partial, limit, tick, tuple(fds.values()))
-    end = datetime.now(UTC)
+    try:
+        returncode, stderr = _run_fio(command, partial, limit, tick, tuple(fds.values()))
+    finally:
+        end = datetime.now(UTC)
+        esxtop = _stop_esxtop(captures)
     output = partial / "fio.json"
     if not output.exists() or output.stat().st_size == 0:
         shutil.rmtree(partial)
@@ -657,6 +716,8 @@ def run_cell(
         "host_facts": facts,
         "files": files,
     }
+    if esxtop:
+        manifest["esxtop"] = esxtop
     (partial / RUN_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.rename(partial, folder / f"attempt-{attempt}")
     return ok, failed

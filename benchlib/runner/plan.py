@@ -24,6 +24,11 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     check = { controller = "controller" }    # at ingest, the factor's levels must agree with vCenter
     # insecure = true                        # a lab vCenter's self-signed certificate
 
+    [[esxtop]]               # optional: an esxtop batch capture on an ESXi host during every cell
+    host = "esx01.lab"       # names the capture (esxtop-esx01.lab.csv in the cell's folder)
+    command = "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"
+    delay = 2                # seconds between samples; {samples} covers ramp, runtime and 10 s
+
     [hosts]                  # omit to run fio on this machine
     servers = ["127.0.0.2", "127.0.0.3"]
     port = 8765
@@ -63,6 +68,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,6 +148,7 @@ _KEYS = {
     "target": {"file", "device", "size"},
     "hosts": {"servers", "port", "facts_command"},
     "vsphere": {"server", "vms", "check", "insecure"},
+    "esxtop": {"host", "command", "delay"},
     "matrix": {"levels", "option", "options"},
     "profiles": {"use", "name", "options", "sweep", "hold"},
     "sweep": {"factor", "option", "levels"},
@@ -209,6 +216,24 @@ class Adaptive:
 
 
 @dataclass(frozen=True)
+class EsxtopCapture:
+    """One ``[[esxtop]]`` of a plan: a batch capture on an ESXi host for the length of every cell."""
+
+    host: str
+    command: str
+    delay_s: int = 2
+
+    def line(self, seconds: float) -> str:
+        """Return the shell command for a cell of ``seconds``: enough samples to cover it and 10 s more."""
+        samples = int((seconds + 10) // self.delay_s) + 2
+        return (
+            self.command.replace("{esxi}", shlex.quote(self.host))
+            .replace("{delay}", str(self.delay_s))
+            .replace("{samples}", str(samples))
+        )
+
+
+@dataclass(frozen=True)
 class VSpherePlan:
     """A plan's ``[vsphere]``: where vCenter is, which VM each fio host is, which factors its facts check."""
 
@@ -240,6 +265,7 @@ class Plan:
     facts_command: str | None = None
     adaptive: Adaptive | None = None
     vsphere: VSpherePlan | None = None
+    esxtop: tuple[EsxtopCapture, ...] = ()
 
     @property
     def max_repetitions(self) -> int:
@@ -538,6 +564,26 @@ def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
     return command
 
 
+def _esxtop(path: Path, index: int, table: object, allowed: bool) -> EsxtopCapture:
+    """Check one ``[[esxtop]]``: an ESXi host's name, a shell command with ``{esxi}``, the delay in seconds."""
+    where = f"[[esxtop]] #{index + 1}"
+    entry = _table(path, where, table, _KEYS["esxtop"])
+    host, command = str(entry.get("host", "")), entry.get("command")
+    problem = None if _HOST.fullmatch(host) else "host is the ESXi host's name or address (letters, digits, .:-_)"
+    _checked(path, f"{where} host", host, problem)
+    if not isinstance(command, str) or "{esxi}" not in command:
+        raise PlanError(
+            f"{path}: {where} command must be a command with {{esxi}} in it, "
+            'e.g. "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"'
+        )
+    if not allowed:
+        raise PlanError(
+            f"{path}: {where} command is a shell command benchlib would run on this machine ({command!r}); "
+            "if you mean it, run with --allow-facts-command"
+        )
+    return EsxtopCapture(host, command, _bounded(path, entry, "delay", 2, 3600, section="esxtop"))
+
+
 def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -> VSpherePlan | None:
     """Check a plan's ``[vsphere]``: a vCenter address, a VM for fio hosts of the plan, checks of its factors."""
     if table is None:
@@ -585,11 +631,12 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
     data = read_toml(path, PlanError)
-    unknown = sorted(set(data) - {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere"})
+    sections = {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop"}
+    unknown = sorted(set(data) - sections)
     if unknown:
         raise PlanError(
             f"{path}: unknown section(s) {', '.join(unknown)}; "
-            "a plan has study, run, target, hosts, vsphere, matrix, profiles and options"
+            "a plan has study, run, target, hosts, vsphere, esxtop, matrix, profiles and options"
         )
     study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
     run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
@@ -644,6 +691,10 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         base_options={k: _text(v) for k, v in BASE_OPTIONS.items()}
         | _options(path, "[options]", data.get("options", {}), allowed),
         vsphere=_vsphere(path, data.get("vsphere"), servers or ("local",), factors),
+        esxtop=tuple(
+            _esxtop(path, i, e, allow_facts_command)
+            for i, e in enumerate(_list(path, "[[esxtop]]", data.get("esxtop", [])))
+        ),
     )
     keys = [cell.key for cell in plan.cells()]
     twice = sorted({k for k in keys if keys.count(k) > 1})
