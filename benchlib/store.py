@@ -83,7 +83,7 @@ def study_key(study: Study) -> str:
 
 
 #: Files that are not tool output but decide what a file's runs are (levels, repetition, host).
-PROVENANCE_FILES = (RUN_MANIFEST, "hcibench.cfg", "benchlib-vsphere.json")
+PROVENANCE_FILES = (RUN_MANIFEST, "hcibench.cfg", "benchlib-vsphere.json", "benchlib-esxi.json")
 
 
 def is_ingest_input(path: Path, rel: str) -> bool:

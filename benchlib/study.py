@@ -144,7 +144,7 @@ KNOWN_KEYS = {
     "study": {"name", "title", "citation"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
-    "vsphere": {"controller", "sioc", "disk"},
+    "vsphere": {"controller", "sioc", "path_policy", "rr_iops", "disk", "device"},
     "files": {"glob", "levels"},
 }
 
@@ -255,11 +255,11 @@ def load_study(folder: str | Path) -> Study:
 
 
 def _check_vsphere(path: Path, found: dict, factors: dict[str, list[str]]) -> dict[str, str]:
-    """Return ``[vsphere]``: its ``controller`` and ``sioc`` name declared factors; ``disk`` is a disk's label."""
+    """Return ``[vsphere]``: its checks name declared factors; ``disk`` is a disk's label, ``device`` a LUN's name."""
     for key, value in found.items():
         if not isinstance(value, str) or not value.strip():
             raise StudyError(f"{path}: [vsphere] {key} must be a name in quotes, not {value!r}")
-        if key in ("controller", "sioc") and value not in factors:
+        if key in ("controller", "sioc", "path_policy", "rr_iops") and value not in factors:
             raise StudyError(
                 f"{path}: [vsphere] {key} = {value!r} names no factor; it names the factor whose levels vCenter's "
                 f"facts check (factors: {', '.join(factors) or 'none declared'})"

@@ -248,7 +248,63 @@ def sioc_level(level: str) -> bool | None:
     return True if word in _ON else False if word in _OFF else None
 
 
-def contradictions(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
+#: esxcli's device lists of a cell (``[esxi]`` of a run plan), by ESXi host
+ESXI_FILE = "benchlib-esxi.json"
+
+
+def policy_matches(level: str, policy: str | None) -> bool:
+    """Tell whether a study's multipath level names the path selection policy esxcli reports.
+
+    ``RR``, ``round robin`` or ``VMW_PSP_RR`` for Round Robin; ``Fixed``, ``MRU`` likewise.
+    """
+    plain = _plain(level).replace("roundrobin", "rr").replace("mostrecentlyused", "mru")
+    return bool(plain) and policy is not None and _plain(policy).endswith(plain)
+
+
+def _nearest(documents: dict[str, dict], rel: str) -> tuple[str, dict] | None:
+    folder = Path(rel).parent
+    for near in (folder, *folder.parents):
+        if str(near) in documents:
+            return str(near), documents[str(near)]
+    return None
+
+
+def _lun_contradictions(study: Any, runs: Any, esxi: dict[str, dict]) -> dict[str, str]:
+    """Each run's multipath levels (``path_policy``, ``rr_iops``) against esxcli's lists of its cell."""
+    checks = {f: study.vsphere[f] for f in ("path_policy", "rr_iops") if f in study.vsphere}
+    device, found = study.vsphere.get("device"), {}
+    if not checks or not esxi:
+        return {}
+    columns = [c for c in ("source", *checks.values()) if c in runs.columns]
+    for run in runs.select(columns).unique().iter_rows(named=True):
+        near = _nearest(esxi, str(run["source"]).split("/", 1)[-1])
+        if near is None:
+            continue
+        folder, hosts = near
+        where = str(Path(folder) / ESXI_FILE) if folder != "." else ESXI_FILE
+        if not device:
+            found["device"] = f'study.toml checks {", ".join(checks)} of a LUN: name it in [vsphere] device = "naa..."'
+            continue
+        for host, listed in hosts.items():
+            lun = next((d for d in listed.get("devices", []) if d.get("device") == device), None)
+            if lun is None:
+                continue
+            for fact, factor in checks.items():
+                level = run.get(factor)
+                if level is None:
+                    continue
+                said = lun.get("path_policy") if fact == "path_policy" else lun.get("rr_iops_limit")
+                agrees = policy_matches(level, said) if fact == "path_policy" else str(said) == str(level).strip()
+                if not agrees:
+                    found[f"{host}/{factor}/{level}"] = (
+                        f"{host}: study.toml gives {factor} = {level!r} (run {run['source']}), esxcli says "
+                        f"{'path policy' if fact == 'path_policy' else 'Round Robin IO operation limit'} "
+                        f"{_said(said)} for {device} ({where})"
+                    )
+    return found
+
+
+def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str, dict] | None = None) -> list[str]:
     """Return each contradiction between a study's levels and vCenter's facts, in words (empty: none).
 
     ``runs``: the study's runs (``source``, ``host``: the VM, or the fio host ``benchlib run`` recorded
@@ -256,12 +312,14 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
     ``facts``: facts files by their folder in the study. A run is checked against the nearest
     facts file up its folders that lists its VM; the factors checked are ``[vsphere] controller``
     and ``sioc`` of study.toml, on the disk ``[vsphere] disk`` names (a VM's only disk otherwise).
-    A fact the API did not report (SIOC on the simulator) cannot contradict anything.
+    A fact the API did not report (SIOC on the simulator) cannot contradict anything. ``esxi``:
+    esxcli's lists by folder (``[esxi]`` of a plan); ``path_policy`` and ``rr_iops`` are checked
+    on the LUN ``[vsphere] device`` names, on every ESXi host that lists it.
     """
+    found = _lun_contradictions(study, runs, esxi or {})
     checks = {fact: study.vsphere[fact] for fact in ("controller", "sioc") if fact in study.vsphere}
     if not checks or not facts:
-        return []
-    found: dict[str, str] = {}
+        return sorted(found.values())
     columns = [c for c in ("source", "host", *checks.values()) if c in runs.columns]
     for run in runs.select(columns).unique().iter_rows(named=True):
         vm, rel = run.get("host"), str(run["source"]).split("/", 1)[-1]
@@ -300,7 +358,7 @@ def vm_facts_read(facts: dict[str, dict], facts_file: str) -> str:
 
 
 def _said(value: object) -> str:
-    if isinstance(value, str):
+    if isinstance(value, str | int) and not isinstance(value, bool):
         return repr(value)
     return {True: "on", False: "off"}.get(value, "not reported")  # type: ignore[call-overload]
 

@@ -299,3 +299,118 @@ def test_a_plan_with_a_vsphere_section_names_its_mistakes(tmp_path: Path) -> Non
         plan.write_text(text)
         with pytest.raises(PlanError, match=why):
             load_plan(plan)
+
+
+ESXI_STANDIN = r'''
+"""A stand-in for `ssh root@<esxi> esxcli ...`: prints the device lists of tests/data/esxcli."""
+import sys
+from pathlib import Path
+here = Path(sys.argv[1])
+print((here / ("nmp-device-list.txt" if "nmp" in sys.argv else "core-device-list.txt")).read_text())
+'''
+
+LUN_PLAN = """
+[study]
+name = "round-robin"
+[run]
+runtime_s = 1
+repetitions = 1
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "8MiB"
+[options]
+ioengine = "psync"
+direct = 0
+[vsphere]
+server = "{server}"
+vms = {{ local = "DC0_C0_RP0_VM0" }}
+check = {{ controller = "controller", path_policy = "multipath", rr_iops = "rr_limit" }}
+device = "naa.624a9370b1c2d3e4f5a6b7c800011001"
+[esxi]
+hosts = ["esx01.lab"]
+command = "{python} {shell} {data} {{esxi}} {{esxcli}}"
+[matrix.controller]
+levels = ["PVSCSI"]
+[matrix.multipath]
+levels = ["RR"]
+[matrix.rr_limit]
+levels = ["{limit}"]
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+def test_the_luns_path_policy_and_round_robin_limit_come_from_esxcli_with_every_cell_and_are_checked(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[esxi]: each cell keeps the hosts' esxcli lists; a Round Robin limit the host does not have is refused."""
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import load_plan, run_plan
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    shell = tmp_path / "esxi-shell.py"
+    shell.write_text(ESXI_STANDIN)
+    outcome = {}
+    for limit in ("1", "1000"):  # the LUN's Round Robin switches paths after every I/O (iops=1)
+        work = tmp_path / limit
+        work.mkdir()
+        plan = work / "plan.toml"
+        plan.write_text(
+            LUN_PLAN.format(
+                targets=work / "targets",
+                server=vcenter,
+                python=sys.executable,
+                shell=shell,
+                data=ROOT / "tests" / "data" / "esxcli",
+                limit=limit,
+            )
+        )
+        assert run_plan(load_plan(plan, allow_facts_command=True)).done == 1
+        (listed,) = (work / "study").rglob("benchlib-esxi.json")
+        lun = next(
+            d for d in json.loads(listed.read_text())["esx01.lab"]["devices"] if d["device"].startswith("naa.624a")
+        )
+        assert (lun["path_policy"], lun["rr_iops_limit"], lun["device_max_queue_depth"]) == ("VMW_PSP_RR", 1, 64)
+        try:
+            outcome[limit] = ingest_study(work / "study", work / "processed")
+        except StudyError as exc:
+            outcome[limit] = str(exc)
+    assert outcome["1"].quarantined == []  # RR as declared, limit 1 as declared, PVSCSI as vCenter says
+    assert "esx01.lab: study.toml gives rr_limit = '1000'" in outcome["1000"]
+    assert "esxcli says Round Robin IO operation limit 1 for naa.624a9370b1c2d3e4f5a6b7c800011001" in outcome["1000"]
+
+
+@pytest.mark.parametrize(
+    ("level", "fact", "agrees"),
+    [
+        ("LSI", "LSI Logic SAS", True),
+        ("lsi logic sas", "LSI Logic SAS", True),
+        ("LSI Logic SAS", "LSI Logic Parallel", False),
+        ("PVSCSI", "LSI Logic SAS", False),
+        ("ParaVirtual", "PVSCSI", True),
+        ("", "PVSCSI", False),
+    ],
+)
+def test_a_controller_level_names_a_controller_by_its_start(level: str, fact: str, agrees: bool) -> None:
+    from benchlib.vsphere import controller_matches
+
+    assert controller_matches(level, fact) is agrees
+
+
+@pytest.mark.parametrize(
+    ("level", "policy", "agrees"),
+    [
+        ("RR", "VMW_PSP_RR", True),
+        ("round robin", "VMW_PSP_RR", True),
+        ("Fixed", "VMW_PSP_RR", False),
+        ("MRU", "VMW_PSP_MRU", True),
+        ("RR", None, False),
+    ],
+)
+def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: str | None, agrees: bool) -> None:
+    from benchlib.vsphere import policy_matches
+
+    assert policy_matches(level, policy) is agrees

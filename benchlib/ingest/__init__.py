@@ -38,12 +38,32 @@ from benchlib.ingest.state import IngestReport, IngestState
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.store import RAW_STATE, scan_table, study_key
 from benchlib.study import load_study
-from benchlib.vsphere import FACTS_FILE, contradictions, read_facts_files
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE, contradictions, read_facts_files
 
 #: fio JSON files per Parquet part (and small logs per part).
 JSON_BATCH = BATCH
 
 __all__ = ["JSON_BATCH", "PARALLEL_FROM", "STREAM_BYTES", "IngestReport", "ingest_study"]
+
+
+def _esxi_files(state: IngestState, rels: list[str]) -> dict[str, dict]:
+    """Return the cells' esxcli lists by folder; an unreadable file is quarantined, a host's failure noted."""
+    import json
+
+    found = {}
+    for rel in rels:
+        try:
+            data = json.loads((state.study.folder / rel).read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+                raise ValueError("not an object of ESXi hosts")
+        except (OSError, ValueError) as exc:
+            state.report.quarantine(rel, f"not esxcli's lists as benchlib run writes them ({exc})")
+            continue
+        for host, listed in data.items():
+            if listed.get("error"):
+                state.report.notes.append((rel, f"esxcli on {host} failed for these runs: {listed['error']}"))
+        found[str(Path(rel).parent)] = data
+    return found
 
 
 def _check_vsphere(state: IngestState) -> None:
@@ -53,9 +73,11 @@ def _check_vsphere(state: IngestState) -> None:
     refuse them) until study.toml or the facts agree.
     """
     rels = sorted(rel for rel in state.raw_files if Path(rel).name == FACTS_FILE)
-    if not rels or not state.study.vsphere:
+    esxi_rels = sorted(rel for rel in state.raw_files if Path(rel).name == ESXI_FILE)
+    if not (rels or esxi_rels) or not state.study.vsphere:
         return
     facts, problems = read_facts_files(state.study.folder, rels)
+    esxi = _esxi_files(state, esxi_rels)
     for problem in problems:
         rel, reason = problem.split(": ", 1)
         state.report.quarantine(rel, reason)
@@ -64,7 +86,7 @@ def _check_vsphere(state: IngestState) -> None:
             rel = str(Path(folder) / FACTS_FILE) if folder != "." else FACTS_FILE
             state.report.notes.append((rel, f"vCenter's facts were not read for these runs: {data['error']}"))
     runs = scan_table(state.processed, "runs").filter(~pl.col("is_aggregate")).collect()
-    found = contradictions(state.study, runs, facts)
+    found = contradictions(state.study, runs, facts, esxi)
     if found:
         more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
         raise StudyError(

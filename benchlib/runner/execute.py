@@ -47,7 +47,7 @@ from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
 from benchlib.sources._common import sha256_of
 from benchlib.study import RUN_MANIFEST
-from benchlib.vsphere import FACTS_FILE
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE
 
 PLAN_RECORD = "benchlib-plan.json"
 REPETITIONS_RECORD = "benchlib-repetitions.json"
@@ -291,6 +291,7 @@ def _study_toml(plan: Plan) -> str:
     lines += [f"{name} = [{', '.join(q(level) for level in levels)}]" for name, levels in plan.study_factors().items()]
     if plan.vsphere and plan.vsphere.check:  # ingest checks these factors' levels against each cell's vCenter facts
         lines += ["", "[vsphere]", *(f"{fact} = {q(factor)}" for fact, factor in plan.vsphere.check.items())]
+        lines += [f"device = {q(plan.vsphere.device)}"] if plan.vsphere.device else []
     return "\n".join(lines) + "\n"
 
 
@@ -500,6 +501,27 @@ def _reasons_from_stderr(text: str, failed: dict[str, str]) -> None:
             failed[host] += f": {lines[-1]}"
 
 
+def esxi_devices(plan: Plan, host: str) -> dict:
+    """Return ``{"devices": [...]}`` from an ESXi host's esxcli lists (benchlib.esxcli), or ``{"error": why}``."""
+    from benchlib.esxcli import EsxcliError, host_devices
+
+    assert plan.esxi is not None  # noqa: S101 -- only for a plan with [esxi]
+    texts = []
+    for esxcli in ("esxcli storage core device list", "esxcli storage nmp device list"):
+        line = plan.esxi.line(host, esxcli)
+        try:
+            done = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=120, check=False)  # noqa: S602
+        except subprocess.TimeoutExpired:
+            return {"error": f"{esxcli} did not finish in 120 s"}
+        if done.returncode != 0:
+            return {"error": f"{esxcli}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"}
+        texts.append(done.stdout)
+    try:
+        return {"read_at": datetime.now(UTC).isoformat(timespec="seconds"), "devices": host_devices(*texts)}
+    except EsxcliError as exc:
+        return {"error": str(exc)}
+
+
 @dataclass
 class _Capture:
     """An esxtop batch capture running on an ESXi host while a cell runs (``[[esxtop]]`` of the plan)."""
@@ -685,6 +707,9 @@ def run_cell(
     if vsphere_facts is not None:
         document = vsphere_facts(hosts, local_name)
         (partial / FACTS_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    if plan.esxi is not None:
+        devices = {host: esxi_devices(plan, host) for host in plan.esxi.hosts}
+        (partial / ESXI_FILE).write_text(json.dumps(devices, indent=1) + "\n", encoding="utf-8")
     files = {
         p.relative_to(partial).as_posix(): {
             "sha256": sha256_of(p),

@@ -29,6 +29,10 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     command = "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"
     delay = 2                # seconds between samples; {samples} covers ramp, runtime and 10 s
 
+    [esxi]                   # optional: esxcli's device lists from each ESXi host with every cell
+    hosts = ["esx01.lab"]    # (queue depths, path selection policy, Round Robin IO operation limit)
+    command = "ssh -o BatchMode=yes root@{esxi} {esxcli}"
+
     [hosts]                  # omit to run fio on this machine
     servers = ["127.0.0.2", "127.0.0.3"]
     port = 8765
@@ -147,8 +151,9 @@ _KEYS = {
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
     "target": {"file", "device", "size"},
     "hosts": {"servers", "port", "facts_command"},
-    "vsphere": {"server", "vms", "check", "insecure"},
+    "vsphere": {"server", "vms", "check", "insecure", "device"},
     "esxtop": {"host", "command", "delay"},
+    "esxi": {"hosts", "command"},
     "matrix": {"levels", "option", "options"},
     "profiles": {"use", "name", "options", "sweep", "hold"},
     "sweep": {"factor", "option", "levels"},
@@ -234,6 +239,18 @@ class EsxtopCapture:
 
 
 @dataclass(frozen=True)
+class EsxiShell:
+    """A plan's ``[esxi]``: ESXi hosts and the command that runs an esxcli command line on one."""
+
+    hosts: tuple[str, ...]
+    command: str
+
+    def line(self, host: str, esxcli: str) -> str:
+        """Return the shell command running ``esxcli`` (benchlib's own, fixed text) on ``host``."""
+        return self.command.replace("{esxi}", shlex.quote(host)).replace("{esxcli}", esxcli)
+
+
+@dataclass(frozen=True)
 class VSpherePlan:
     """A plan's ``[vsphere]``: where vCenter is, which VM each fio host is, which factors its facts check."""
 
@@ -241,6 +258,8 @@ class VSpherePlan:
     vms: dict[str, str]
     check: dict[str, str]
     insecure: bool = False
+    #: the LUN under test (``naa....``), whose path policy and Round Robin limit esxcli reports
+    device: str | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +285,7 @@ class Plan:
     adaptive: Adaptive | None = None
     vsphere: VSpherePlan | None = None
     esxtop: tuple[EsxtopCapture, ...] = ()
+    esxi: EsxiShell | None = None
 
     @property
     def max_repetitions(self) -> int:
@@ -564,6 +584,28 @@ def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
     return command
 
 
+def _esxi(path: Path, table: object, allowed: bool) -> EsxiShell | None:
+    """Check ``[esxi]``: host names, and a shell command with ``{esxi}`` and ``{esxcli}``."""
+    if table is None:
+        return None
+    entry = _table(path, "[esxi]", table, _KEYS["esxi"])
+    hosts = tuple(str(h) for h in _list(path, "[esxi] hosts", entry.get("hosts", [])))
+    for host in hosts:
+        _checked(path, "[esxi] hosts", host, None if _HOST.fullmatch(host) else "an ESXi host's name or address")
+    command = entry.get("command")
+    if not hosts or not isinstance(command, str) or "{esxi}" not in command or "{esxcli}" not in command:
+        raise PlanError(
+            f'{path}: [esxi] needs hosts = ["esx01.lab"] and a command with {{esxi}} and {{esxcli}}, '
+            'e.g. "ssh -o BatchMode=yes root@{esxi} {esxcli}"'
+        )
+    if not allowed:
+        raise PlanError(
+            f"{path}: [esxi] command is a shell command benchlib would run on this machine ({command!r}); "
+            "if you mean it, run with --allow-facts-command"
+        )
+    return EsxiShell(hosts, command)
+
+
 def _esxtop(path: Path, index: int, table: object, allowed: bool) -> EsxtopCapture:
     """Check one ``[[esxtop]]``: an ESXi host's name, a shell command with ``{esxi}``, the delay in seconds."""
     where = f"[[esxtop]] #{index + 1}"
@@ -605,12 +647,21 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
         )
     check = _table(path, "[vsphere] check", section.get("check", {}))
     for fact, factor in check.items():
-        if fact not in ("controller", "sioc") or factor not in factors:
+        if fact not in ("controller", "sioc", "path_policy", "rr_iops") or factor not in factors:
             raise PlanError(
-                f"{path}: [vsphere] check = {{ {fact} = {factor!r} }}: checks are controller or sioc, each naming a "
+                f"{path}: [vsphere] check = {{ {fact} = {factor!r} }}: checks are controller, sioc, path_policy or "
+                "rr_iops, each naming a "
                 f"[matrix] factor ({', '.join(factors) or 'none'})"
             )
-    return VSpherePlan(str(section["server"]), dict(vms), dict(check), bool(section.get("insecure", False)))
+    device = section.get("device")
+    if ({"path_policy", "rr_iops"} & set(check)) and not (isinstance(device, str) and device.strip()):
+        raise PlanError(
+            f'{path}: [vsphere] checks path_policy or rr_iops of one LUN: name it, device = "naa.6..." '
+            "(as esxcli storage nmp device list prints it), and list its ESXi hosts in [esxi]"
+        )
+    return VSpherePlan(
+        str(section["server"]), dict(vms), dict(check), bool(section.get("insecure", False)), device or None
+    )
 
 
 def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_facts_command: bool = False) -> Plan:
@@ -631,12 +682,12 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
     data = read_toml(path, PlanError)
-    sections = {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop"}
+    sections = {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi"}
     unknown = sorted(set(data) - sections)
     if unknown:
         raise PlanError(
             f"{path}: unknown section(s) {', '.join(unknown)}; "
-            "a plan has study, run, target, hosts, vsphere, esxtop, matrix, profiles and options"
+            "a plan has study, run, target, hosts, vsphere, esxtop, esxi, matrix, profiles and options"
         )
     study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
     run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
@@ -691,6 +742,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         base_options={k: _text(v) for k, v in BASE_OPTIONS.items()}
         | _options(path, "[options]", data.get("options", {}), allowed),
         vsphere=_vsphere(path, data.get("vsphere"), servers or ("local",), factors),
+        esxi=_esxi(path, data.get("esxi"), allow_facts_command),
         esxtop=tuple(
             _esxtop(path, i, e, allow_facts_command)
             for i, e in enumerate(_list(path, "[[esxtop]]", data.get("esxtop", [])))
