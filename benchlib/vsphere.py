@@ -332,7 +332,7 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
                 break
         if vm_facts is None:
             continue
-        disk, why = _disk_under_test(vm_facts, study.vsphere.get("disk"))
+        disk, why = disk_under_test(vm_facts, study.vsphere.get("disk"))
         name = vm_facts["vm"] if vm_facts.get("vm") == vm else f"{vm_facts.get('vm')} (fio host {vm})"
         for fact, factor in checks.items():
             level = run.get(factor)
@@ -363,8 +363,9 @@ def _said(value: object) -> str:
     return {True: "on", False: "off"}.get(value, "not reported")  # type: ignore[call-overload]
 
 
-def _disk_under_test(vm: dict, label: str | None) -> tuple[dict | None, str]:
-    disks = vm.get("disks", [])
+def disk_under_test(vm: dict, label: str | None) -> tuple[dict | None, str]:
+    """Return a VM's disk under test (labelled ``label``, or its only disk), or None and why not."""
+    disks = [d for d in vm.get("disks") or [] if isinstance(d, dict)]
     if label:
         chosen = [d for d in disks if d.get("label") == label]
         if chosen:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from benchlib.vsphere import Server, VSphereError, credentials
@@ -280,6 +281,9 @@ def test_a_run_records_vcenters_facts_with_every_cell_and_ingest_checks_the_leve
         == host
     )
     assert f"DC0_C0_RP0_VM0 (fio host {host}): study.toml gives controller = 'LSI'" in results["LSI"]
+    labels = dict(runs.filter(pl.col("tool") == "fio")["labels"][0].struct.unnest().iter_rows())  # joined to the run
+    assert labels["vcenter.vm"] == "DC0_C0_RP0_VM0" and labels["vcenter.controller"] == "PVSCSI"
+    assert "vcenter.sioc" not in labels  # not reported by the simulator: left out, never "off"
     assert "vCenter says controller 'PVSCSI'" in results["LSI"]
 
 
@@ -379,6 +383,15 @@ def test_the_luns_path_policy_and_round_robin_limit_come_from_esxcli_with_every_
         except StudyError as exc:
             outcome[limit] = str(exc)
     assert outcome["1"].quarantined == []  # RR as declared, limit 1 as declared, PVSCSI as vCenter says
+    from benchlib.store import load_study_tables
+
+    runs = load_study_tables(outcome["1"].processed).runs.filter(pl.col("tool") == "fio")
+    labels = dict(runs["labels"][0].struct.unnest().iter_rows())
+    assert (labels["esxi.path_policy"], labels["esxi.rr_iops_limit"], labels["esxi.device_queue_depth"]) == (
+        "VMW_PSP_RR",
+        "1",
+        "64",
+    )
     assert "esx01.lab: study.toml gives rr_limit = '1000'" in outcome["1000"]
     assert "esxcli says Round Robin IO operation limit 1 for naa.624a9370b1c2d3e4f5a6b7c800011001" in outcome["1000"]
 

@@ -17,6 +17,7 @@ import polars as pl
 
 from benchlib.errors import StudyError
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE, disk_under_test
 
 
 def clear_caches() -> None:
@@ -24,6 +25,7 @@ def clear_caches() -> None:
     _run_manifest.cache_clear()
     _hcibench_case.cache_clear()
     _folder_facts.cache_clear()
+    _nearest_record.cache_clear()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -127,13 +129,92 @@ def _group_key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=4096)
+def _nearest_record(folder: Path, study_folder: Path, name: str) -> tuple[str, dict] | None:
+    """Return the JSON record called ``name`` nearest up from ``folder`` in the study (its path there), or None."""
+    here = folder
+    while here == study_folder or study_folder in here.parents:
+        path = here / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None  # ingest quarantines it and says why
+            return (path.relative_to(study_folder).as_posix(), data) if isinstance(data, dict) else None
+        here = here.parent
+    return None
+
+
+def vsphere_labels(study: Study, rel: str, host: str | None) -> list[dict[str, str]]:
+    """Return what vCenter and esxcli said of a run's VM and LUN, as run labels (``vcenter.controller`` ...).
+
+    From the ``benchlib-vsphere.json`` and ``benchlib-esxi.json`` nearest up the run's file (``benchlib run``
+    with ``[vsphere]`` and ``[esxi]`` writes them per cell): the VM whose name or fio host is the run's host,
+    the controller and SIOC state of its disk under test, its host and vCPUs; the LUN ``[vsphere] device``
+    names: path policy, Round Robin IO operation limit, queue depth. Facts the API did not report are left out.
+    """
+    folder = (study.folder / rel).parent
+    labels: dict[str, object] = {}
+    facts = _nearest_record(folder, study.folder, FACTS_FILE)
+    vm = next(
+        (
+            v
+            for v in (facts[1].get("vms") or [] if facts else [])
+            if isinstance(v, dict) and host in (v.get("vm"), v.get("fio_host"))
+        ),
+        None,
+    )
+    if vm is not None:
+        labels |= {"vcenter.vm": vm.get("vm"), "vcenter.host": vm.get("host"), "vcenter.vcpus": vm.get("vcpus")}
+        disk, _ = disk_under_test(vm, study.vsphere.get("disk"))
+        if disk is not None:
+            sioc = (vm.get("datastores") or {}).get(disk.get("datastore"), {}).get("sioc_enabled")
+            labels |= {
+                "vcenter.controller": disk.get("controller"),
+                "vcenter.disk": disk.get("label"),
+                "vcenter.datastore": disk.get("datastore"),
+                "vcenter.sioc": None if sioc is None else ("on" if sioc else "off"),
+            }
+    esxi = _nearest_record(folder, study.folder, ESXI_FILE)
+    device = study.vsphere.get("device")
+    if esxi and device:
+        lun = next(
+            (
+                d
+                for h in esxi[1].values()
+                if isinstance(h, dict)
+                for d in h.get("devices", [])
+                if d.get("device") == device
+            ),
+            None,
+        )
+        if lun is not None:
+            labels |= {
+                "esxi.device": device,
+                "esxi.path_policy": lun.get("path_policy"),
+                "esxi.rr_iops_limit": lun.get("rr_iops_limit"),
+                "esxi.device_queue_depth": lun.get("device_max_queue_depth"),
+                "esxi.competing_worlds": lun.get("outstanding_ios_competing_worlds"),
+            }
+    return [{"name": k, "value": str(v)} for k, v in labels.items() if v is not None]
+
+
+def _records_digest(study: Study, rel: str) -> str | None:
+    """Return a digest of the vCenter and esxcli records nearest a file (they label its runs), or None."""
+    folder = (study.folder / rel).parent
+    found = [_nearest_record(folder, study.folder, n) for n in (FACTS_FILE, ESXI_FILE)]
+    if not any(found):
+        return None
+    return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def digest(study: Study, rel: str) -> str:
     """Return a short digest of what provenance gives a raw file's runs (levels, repetition, host).
 
     Kept in the file's manifest entry: when a ``benchlib-run.json`` or an HCIBench case
     folder changes what a file's runs are, the file is read again although its bytes are not.
     """
-    facts = {**study.levels_for(rel), **_recorded(study, rel)}
+    facts = {**study.levels_for(rel), **_recorded(study, rel), "vsphere": _records_digest(study, rel)}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
