@@ -576,10 +576,15 @@ def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
             f"{path}: [hosts] facts_command must be a command with {{host}} in it, "
             'e.g. "ssh -o BatchMode=yes {host} sh -s -- {target}"'
         )
+    return _allowed_command(path, "[hosts] facts_command", command, allowed)
+
+
+def _allowed_command(path: Path, where: str, command: str, allowed: bool) -> str:
+    """Return a plan's shell command when the user allowed the plan's commands (--allow-facts-command)."""
     if not allowed:
         raise PlanError(
-            f"{path}: [hosts] facts_command is a shell command benchlib would run on this machine "
-            f"({command!r}); if you mean it, run with --allow-facts-command"
+            f"{path}: {where} is a shell command benchlib would run on this machine ({command!r}); "
+            "if you mean it, run with --allow-facts-command"
         )
     return command
 
@@ -598,12 +603,7 @@ def _esxi(path: Path, table: object, allowed: bool) -> EsxiShell | None:
             f'{path}: [esxi] needs hosts = ["esx01.lab"] and a command with {{esxi}} and {{esxcli}}, '
             'e.g. "ssh -o BatchMode=yes root@{esxi} {esxcli}"'
         )
-    if not allowed:
-        raise PlanError(
-            f"{path}: [esxi] command is a shell command benchlib would run on this machine ({command!r}); "
-            "if you mean it, run with --allow-facts-command"
-        )
-    return EsxiShell(hosts, command)
+    return EsxiShell(hosts, _allowed_command(path, "[esxi] command", command, allowed))
 
 
 def _esxtop(path: Path, index: int, table: object, allowed: bool) -> EsxtopCapture:
@@ -618,11 +618,7 @@ def _esxtop(path: Path, index: int, table: object, allowed: bool) -> EsxtopCaptu
             f"{path}: {where} command must be a command with {{esxi}} in it, "
             'e.g. "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"'
         )
-    if not allowed:
-        raise PlanError(
-            f"{path}: {where} command is a shell command benchlib would run on this machine ({command!r}); "
-            "if you mean it, run with --allow-facts-command"
-        )
+    command = _allowed_command(path, f"{where} command", command, allowed)
     return EsxtopCapture(host, command, _bounded(path, entry, "delay", 2, 3600, section="esxtop"))
 
 
