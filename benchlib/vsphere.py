@@ -322,14 +322,8 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
         return sorted(found.values())
     columns = [c for c in ("source", "host", *checks.values()) if c in runs.columns]
     for run in runs.select(columns).unique().iter_rows(named=True):
-        vm, rel = run.get("host"), str(run["source"]).split("/", 1)[-1]
-        folder, facts_file, vm_facts = Path(rel).parent, None, None
-        for near in (folder, *folder.parents):
-            listed = facts.get(str(near), {}).get("vms", [])
-            vm_facts = next((v for v in listed if vm in (v.get("vm"), v.get("fio_host"))), None)
-            if vm_facts is not None:
-                facts_file = str(near / FACTS_FILE) if str(near) != "." else FACTS_FILE
-                break
+        vm = run.get("host")
+        vm_facts, facts_file = _vm_near(facts, str(run["source"]).split("/", 1)[-1], vm)
         if vm_facts is None:
             continue
         disk, why = disk_under_test(vm_facts, study.vsphere.get("disk"))
@@ -341,14 +335,28 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
             if disk is None:
                 found[f"{vm}/{factor}"] = f"{name}: {why} ({facts_file})"
                 continue
-            said = disk["controller"] if fact == "controller" else _sioc_fact(vm_facts, disk)
+            said = disk.get("controller") if fact == "controller" else _sioc_fact(vm_facts, disk)
+            if said is None:
+                continue  # not reported: nothing to check against
             agrees = controller_matches(level, said) if fact == "controller" else _sioc_agrees(level, said)
             if agrees is False:
                 found[f"{vm}/{factor}/{level}"] = (
                     f"{name}: study.toml gives {factor} = {level!r} (run {run['source']}), vCenter says "
-                    f"{fact} {_said(said)} for {disk['label']} ({facts_file}, read {vm_facts_read(facts, facts_file)})"
+                    f"{fact} {_said(said)} for {disk.get('label')} ({facts_file}, "
+                    f"read {vm_facts_read(facts, facts_file)})"
                 )
     return sorted(found.values())
+
+
+def _vm_near(facts: dict[str, dict], rel: str, vm: str | None) -> tuple[dict | None, str]:
+    """Return the facts of the run's VM (by name or fio host) from the nearest file up that lists it, and that file."""
+    folder = Path(rel).parent
+    for near in (folder, *folder.parents) if vm is not None else ():
+        listed = facts.get(str(near), {}).get("vms", [])
+        found = next((v for v in listed if vm in (v.get("vm"), v.get("fio_host"))), None)
+        if found is not None:
+            return found, str(near / FACTS_FILE) if str(near) != "." else FACTS_FILE
+    return None, ""
 
 
 def vm_facts_read(facts: dict[str, dict], facts_file: str) -> str:
@@ -390,6 +398,37 @@ def _sioc_agrees(level: str, fact: bool | None) -> bool | None:
     return None if said is None or fact is None else said == fact
 
 
+def facts_problem(data: object) -> str | None:
+    """Say what makes a facts file unusable (None when it is as `benchlib vsphere facts` writes it)."""
+    if not isinstance(data, dict) or not isinstance(data.get("vms"), list):
+        return "no 'vms' list"
+    for index, vm in enumerate(data["vms"]):
+        where = f"vms[{index}]"
+        if not isinstance(vm, dict) or not isinstance(vm.get("vm"), str):
+            return f"{where} is not a VM with a name"
+        if not isinstance(vm.get("disks", []), list) or not all(isinstance(d, dict) for d in vm.get("disks", [])):
+            return f"{where} disks is not a list of disks"
+        if not isinstance(vm.get("datastores", {}), dict) or not all(
+            isinstance(d, dict) for d in vm.get("datastores", {}).values()
+        ):
+            return f"{where} datastores is not a table of datastores"
+        for disk in vm.get("disks", []):
+            if any(not isinstance(disk.get(k), str | None) for k in ("controller", "label", "datastore")):
+                return f"{where} has a disk whose controller, label or datastore is not text"
+    return None
+
+
+def esxi_problem(data: object) -> str | None:
+    """Say what makes an esxcli record unusable (None when it is as `benchlib run` writes it)."""
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        return "not an object of ESXi hosts"
+    for host, listed in data.items():
+        devices = listed.get("devices", [])
+        if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
+            return f"{host}: devices is not a list of devices"
+    return None
+
+
 def read_facts_files(folder: Path, rels: list[str]) -> tuple[dict[str, dict], list[str]]:
     """Return the study's facts files by their folder, and a reason for each one that cannot be read."""
     import json
@@ -398,8 +437,9 @@ def read_facts_files(folder: Path, rels: list[str]) -> tuple[dict[str, dict], li
     for rel in rels:
         try:
             data = json.loads((folder / rel).read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("vms"), list):
-                raise ValueError("no 'vms' list")
+            problem = facts_problem(data)
+            if problem:
+                raise ValueError(problem)
         except (OSError, ValueError) as exc:
             problems.append(f"{rel}: not a facts file of `benchlib vsphere facts` ({exc})")
             continue

@@ -427,3 +427,32 @@ def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: s
     from benchlib.vsphere import policy_matches
 
     assert policy_matches(level, policy) is agrees
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ("{{{", "Expecting property name"),
+        ("[1, 2]", "no 'vms' list"),
+        ('{"vms": ["x", 3]}', "vms[0] is not a VM with a name"),
+        ('{"vms": [{"vm": "VM0", "disks": "x"}]}', "vms[0] disks is not a list of disks"),
+        ('{"vms": [{"vm": "VM0", "disks": [{"controller": 7}]}]}', "controller, label or datastore is not text"),
+        ('{"vms": [{"vm": "VM0", "disks": [], "datastores": ["x"]}]}', "datastores is not a table"),
+    ],
+)
+def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, record: str, why: str) -> None:
+    from benchlib.ingest import ingest_study
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "s"
+    (study / "PVSCSI" / "VM0").mkdir(parents=True)
+    shutil.copy(sorted(corpus_dir("fio-json").glob("*.json"))[0], study / "PVSCSI" / "VM0" / "run.json")
+    (study / "study.toml").write_text(
+        '[factors]\ncontroller = ["PVSCSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
+        '[vsphere]\ncontroller = "controller"\n'
+    )
+    (study / "benchlib-vsphere.json").write_text(record)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["PVSCSI/VM0/run.json"]
+    ((rel, reason),) = report.quarantined
+    assert rel == "benchlib-vsphere.json" and why in reason

@@ -38,7 +38,7 @@ from benchlib.ingest.state import IngestReport, IngestState
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.store import RAW_STATE, scan_table, study_key
 from benchlib.study import load_study
-from benchlib.vsphere import ESXI_FILE, FACTS_FILE, contradictions, read_facts_files
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE, contradictions, esxi_problem, read_facts_files
 
 #: fio JSON files per Parquet part (and small logs per part).
 JSON_BATCH = BATCH
@@ -54,8 +54,9 @@ def _esxi_files(state: IngestState, rels: list[str]) -> dict[str, dict]:
     for rel in rels:
         try:
             data = json.loads((state.study.folder / rel).read_text(encoding="utf-8"))
-            if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-                raise ValueError("not an object of ESXi hosts")
+            problem = esxi_problem(data)
+            if problem:
+                raise ValueError(problem)
         except (OSError, ValueError) as exc:
             state.report.quarantine(rel, f"not esxcli's lists as benchlib run writes them ({exc})")
             continue

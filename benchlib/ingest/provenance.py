@@ -17,7 +17,7 @@ import polars as pl
 
 from benchlib.errors import StudyError
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study
-from benchlib.vsphere import ESXI_FILE, FACTS_FILE, disk_under_test
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE, disk_under_test, esxi_problem, facts_problem
 
 
 def clear_caches() -> None:
@@ -140,7 +140,8 @@ def _nearest_record(folder: Path, study_folder: Path, name: str) -> tuple[str, d
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 return None  # ingest quarantines it and says why
-            return (path.relative_to(study_folder).as_posix(), data) if isinstance(data, dict) else None
+            bad = facts_problem(data) if name == FACTS_FILE else esxi_problem(data)
+            return None if bad else (path.relative_to(study_folder).as_posix(), data)  # a bad one: quarantined
         here = here.parent
     return None
 
