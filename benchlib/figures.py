@@ -17,13 +17,15 @@ their own, so two of them combine (``alt.hconcat(a, b)``, ``a | b``).
 from __future__ import annotations
 
 import base64
+import math
 
 import altair as alt
 import polars as pl
 
-from benchlib.stats.fairness import jain_expr
+from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
 from benchlib.tables import label as words
+from benchlib.tables import number
 
 WIDTH, HEIGHT = 420, 260
 FONT = "DejaVu Sans"
@@ -80,22 +82,23 @@ def per_vm_bars(
     between pages compares bars, not axes (the report passes the largest value of any cell).
     """
     data = frame.select(member, value).drop_nulls().sort(member)
+    data = data.with_columns(pl.col(value).map_elements(number, return_dtype=pl.String).alias("value_label"))
     stats = data.select(
         jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
     )
     jain, spread = stats.row(0)
     subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {words(member)}s)"
     label = f"{words(value)} ({unit})" if unit else words(value)
-    bars = (
-        _chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
-            y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
-            tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
-        )
+    if y_max:
+        subtitle += "; the axis is shared by every cell page of this report"
+    base = _chart(data).encode(
+        x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
+        y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
+        tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
     )
-    return bars.properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
+    # each bar's value written above it: a bar a shared axis makes short is still read exactly
+    values = base.mark_text(dy=-6, fontSize=11).encode(text=alt.Text("value_label:N"))
+    return (base.mark_bar() + values).properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
 
 
 def iodepth_sweep(
@@ -136,20 +139,19 @@ def iodepth_sweep(
         .encode(x=x, y=alt.Y(f"{iops}:Q", title="IOPS (solid line, knee marked)"), color=color)
     )
     layers = [left]
+    subtitle = []
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
-        if not series:  # one sweep: its shape beside its knee (several would print over each other; a table says them)
-            layers.append(
-                _chart(knee_frame).mark_text(dy=-8, align="left", dx=4).encode(x=x, y=f"{iops}:Q", text="note:N")
-            )
+        if not series:  # one sweep: its shape under the title (on the plot it ran over the latency axis)
+            subtitle = [f"Knee (dashed): {knees[0]['note']}"]
     right = (
         _chart(data)
         .mark_line(point=True, strokeDash=[2, 2])
         .encode(x=x, y=alt.Y("latency_ms:Q", title="mean latency, ms (dotted line)"), color=color)
     )
-    chart = alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=title)
-    return chart
+    heading = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
+    return alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=heading)
 
 
 def rwmix_curve(
@@ -478,7 +480,15 @@ def fairness_summary(
         .sort("configuration")
     )
     y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
-    x_scale = alt.Scale(domain=[0, 1])
+    # Jain's index of a few VMs sits near 1: an axis from 0 draws every configuration as the same full
+    # bar. The axis starts just below the worst run or the 0.9 line, whichever is lower, and says so.
+    low = min([UNFAIR_BELOW, *data["jain_worst"].drop_nulls().to_list()])
+    start = max(0.0, math.floor((low - 0.02) * 20) / 20)
+    x = alt.X(
+        "jain_median:Q",
+        scale=alt.Scale(domain=[start, 1], clamp=True),
+        title=f"Jain's index within a run (1 = equal shares; the axis starts at {start:g})",
+    )
     tooltip = [
         "configuration:N",
         alt.Tooltip("jain_median:Q", format=".4f", title="median Jain over runs"),
@@ -486,18 +496,17 @@ def fairness_summary(
         "note:N",
         alt.Tooltip("winners:Q", title="different VMs on top"),
     ]
-    bars = (
-        _chart(data)
-        .mark_bar(color=PALETTE[0])
-        .encode(
-            x=alt.X("jain_median:Q", scale=x_scale, title="Jain's index within a run (1 = equal shares)"),
-            y=y,
-            tooltip=tooltip,
-        )
+    span = _chart(data).mark_rule(color="#999").encode(x=x, x2="jain_worst:Q", y=y)
+    worst = _chart(data).mark_tick(color="black", thickness=2, size=14).encode(x="jain_worst:Q", y=y, tooltip=tooltip)
+    median = _chart(data).mark_circle(color=PALETTE[0], size=70, opacity=1).encode(x=x, y=y, tooltip=tooltip)
+    line = (
+        alt.Chart(alt.Data(values=[{"fair": UNFAIR_BELOW}]))
+        .mark_rule(strokeDash=[4, 3], color=PALETTE[1])
+        .encode(x="fair:Q")
     )
-    worst = _chart(data).mark_tick(color="black", thickness=2, size=16).encode(x="jain_worst:Q", y=y, tooltip=tooltip)
-    text = _chart(data).mark_text(align="left", dx=4).encode(x="jain_median:Q", y=y, text="note:N")
-    return alt.layer(bars, worst, text).properties(title=title)
+    text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
+    subtitle = f"dot: the median run; black tick: the worst run; dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    return alt.layer(span, line, worst, median, text).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
 
 
 def latency_split(

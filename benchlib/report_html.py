@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlib.tables import levels_words
+
 if TYPE_CHECKING:
     from benchlib.pipeline import Execution, Pipeline
 
@@ -169,5 +171,5 @@ def write_html(
 def _title(execution: Execution) -> str:
     """Return a page's title in words: its levels (``profile randread, block size 4k``) or its name."""
     if execution.levels:
-        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in execution.levels.items())
+        return levels_words(execution.levels)
     return execution.slug.replace("-", " ").capitalize()

@@ -56,6 +56,17 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
     return (labels or {}).get(column) or LABELS.get(column) or column.replace("_", " ")
 
 
+def levels_words(levels: Mapping[str, object]) -> str:
+    """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``."""
+    parts = []
+    for factor, level in levels.items():
+        words = label(factor)
+        if parts and words[:1].isupper() and not words[:2].isupper():  # "Block size" inside, "I/O", "SIOC" kept
+            words = words[0].lower() + words[1:]
+        parts.append(f"{words} {level}")
+    return ", ".join(parts)
+
+
 def _decimals(value: float, digits: int) -> int:
     """Decimals that show ``value`` to ``digits`` significant digits (0 for values of that many digits or more)."""
     if value == 0 or abs(value) >= 10 ** (digits - 1):
@@ -153,20 +164,24 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     ``%+.2f%%``), the Holm-adjusted p, the effect and the verdict; "—" where a value cannot exist.
     """
     rows = []
+    # when no comparison has an interval the column says so once, instead of every row saying it
+    any_interval = table.height > 0 and table["ratio_low"].is_not_null().any()
+    change = "change" if any_interval else "change_alone"
     for row in table.iter_rows(named=True):
         low, high = row["ratio_low"], row["ratio_high"]
-        if low is None or high is None:
-            runs = f"{row['runs_baseline']} v {row['runs']}"
-            interval = f" (no 95% interval exists with {runs} runs)" if row["runs_baseline"] > 1 else ""
-        else:
+        if low is not None and high is not None:
             interval = f" ({_signed(100 * (low - 1))} to {_signed(100 * (high - 1))})"
+        elif any_interval and row["runs_baseline"] > 1:
+            interval = f" (no 95% interval exists with {row['runs_baseline']} v {row['runs']} runs)"
+        else:
+            interval = ""
         rows.append(
             {
                 **{k: row[k] for k in [*by, factor]},
                 "runs_pair": f"{row['runs_baseline']} / {row['runs']}",
                 "median_baseline": row["median_baseline"],
                 "median": row["median"],
-                "change": _signed(row["change_pct"]) + interval,
+                change: _signed(row["change_pct"]) + interval,
                 "p_holm": row["p_holm"],
                 "effect": row["effect"] or MISSING,
                 "verdict": row["verdict"],
@@ -177,9 +192,31 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     )
 
 
+def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[str]:
+    """Return a comparison table's verdicts as Markdown list items, comparisons with the same words together.
+
+    Eight comparisons that are all *not testable at this n* for the same reason are one line that
+    says so once, not eight lines a reader must check are the same.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in table.iter_rows(named=True):
+        groups.setdefault((row["verdict"], row["note"]), []).append(levels_words({k: row[k] for k in [*by, factor]}))
+    lines = []
+    for (verdict, note), names in groups.items():
+        if len(names) == 1:
+            who = f"**{names[0]}**"
+        elif len(names) == table.height:  # the table above names them
+            who = f"**All {len(names)} comparisons**"
+        else:
+            who = f"**{len(names)} comparisons** ({'; '.join(names)})"
+        lines.append(f"- {who}: {verdict}. {note}.")
+    return lines
+
+
 LABELS |= {
     "origin": "Histogram from",
     "change": "Change, new vs baseline (95% interval)",
+    "change_alone": "Change, new vs baseline (too few runs for a 95% interval)",
     "iodepth": "Queue depth (iodepth)",
     "queue_depth": "Queue depth",
     "write_pct": "Write share (%)",

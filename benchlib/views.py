@@ -81,26 +81,42 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
     return median_of_run_totals(phased, value, [*by, member], run="_run")
 
 
-def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm") -> str:
-    """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data."""
+def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm", *, capped: bool = False) -> str:
+    """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data.
+
+    ``capped``: the cell's jobs had a rate cap (:func:`cell_capped`); the sentence then says that equal
+    values are the cap's doing.
+    """
     stats = members.select(
         jain_expr(pl.col(value)).alias("jain"),
         max_min_ratio_expr(pl.col(value)).alias("spread"),
         pl.col(value).sum().alias("total"),
         pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
-    from benchlib.tables import label
+    from benchlib.tables import label, levels_words
 
-    where = ", ".join(f"{k} {v}" for k, v in levels.items())
+    where = levels_words(levels)
     who, what = label(member), label(value)
     total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
+    cap = (
+        " The jobs were rate-capped (fio's rate or rate_iops): equal shares are the cap's doing, and the "
+        "totals say what the cap allowed, not what the storage could do."
+        if capped
+        else ""
+    )
     if members.height < 2:
         named = f" ({members[member][0]})" if members.height else ""
-        return f"**{where}**: {members.height} {who}{named}, {what} {total}; fairness between {who}s needs two or more."
+        alone = f"{members.height} {who}{named}, {what} {total}"
+        return f"**{where}**: {alone}; fairness between {who}s needs two or more.{cap}"
     return (
         f"**{where}**: {members.height} {who}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
-        f"lowest; Jain's index {stats['jain']:.4f}; {what} of all {who}s added: {total}."
+        f"lowest; Jain's index {stats['jain']:.4f}; {what} of all {who}s added: {total}.{cap}"
     )
+
+
+def cell_capped(frame: pl.DataFrame) -> bool:
+    """Tell whether any job of a cell's rows (:func:`cell_frame`) had a rate cap, as its tool reports it."""
+    return "rate_limited" in frame.columns and bool(frame["rate_limited"].fill_null(False).any())
 
 
 def overview(study: StudyRef) -> pl.DataFrame:
@@ -283,7 +299,11 @@ def sweep(study: StudyRef, profile: str, *, member: str | None = None, depth: st
     table = per_run.group_by(by).agg(
         pl.col("iops", "lat_mean_ns", "outstanding_ios", "configured").median(), pl.len().alias("runs")
     )
-    return table.with_columns(queue_state_expr("outstanding_ios", "configured")).sort(by)
+    table = table.with_columns(queue_state_expr("outstanding_ios", "configured")).sort(by)
+    whole = table["configured"].drop_nulls()
+    if whole.len() and (whole == whole.round()).all():  # the median of equal depths: show it as the depth it is
+        table = table.with_columns(pl.col("configured").cast(pl.Int64))
+    return table
 
 
 def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
@@ -305,15 +325,17 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
         shape = sweep_shape(
             part[depth].cast(pl.Float64).to_list(), part["iops"].to_list(), part["lat_mean_ns"].to_list()
         )
+        # the depths named are the sweep's own: whole numbers where the sweep's depths are
+        as_depth = (lambda d: None if d is None else int(d)) if part[depth].dtype.is_integer() else (lambda d: d)
         rows.append(
             {
                 **head,
-                "knee": shape.knee_depth,
+                "knee": as_depth(shape.knee_depth),
                 "knee_iops": shape.knee_iops,
                 "knee_latency_ms": None if shape.knee_latency_ns is None else shape.knee_latency_ns / 1e6,
                 "knee_outstanding": shape.knee_outstanding,
-                "latency_knee": shape.latency_knee_depth,
-                "peak": shape.peak_depth,
+                "latency_knee": as_depth(shape.latency_knee_depth),
+                "peak": as_depth(shape.peak_depth),
                 "saturated": shape.saturated,
                 "drops_after_peak": shape.drops_after_peak,
                 "note": shape.note,
@@ -484,6 +506,41 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
     )
     table = table.join(host, on=by, how="left").sort(by)
     return table.with_columns(pl.concat_str([pl.col(c) for c in test], separator=" ").alias("test"))
+
+
+def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per_cpu_pct") -> str:
+    """Say in one sentence which level of ``setting`` did the most I/O per CPU, across the tests.
+
+    From :func:`efficiency_table`: per test, the level with the highest ``value`` and how many times
+    the lowest it is. Descriptive only: medians over VMs, with no test of significance.
+    """
+    from benchlib.tables import label
+
+    rows = table.drop_nulls(value).filter(pl.col(value) > 0)
+    wins: dict[str, int] = {}
+    ratios, tests = [], 0
+    for part in rows.partition_by("test", maintain_order=True):
+        if part.height < 2:  # one level: nothing to compare in this test
+            continue
+        ordered = part.sort(value, descending=True)
+        tests += 1
+        wins[str(ordered[setting][0])] = wins.get(str(ordered[setting][0]), 0) + 1
+        ratios.append(ordered[value][0] / ordered[value][-1])
+    what = label(value)
+    if not tests:
+        return f"**{what}**: no test has two levels of {label(setting)} with a CPU figure, so nothing is compared."
+    span = f"{min(ratios):.2f}x" if min(ratios) == max(ratios) else f"{min(ratios):.2f}x to {max(ratios):.2f}x"
+    most = max(wins.values())
+    leaders = sorted(level for level, n in wins.items() if n == most)
+    if len(leaders) == 1:
+        who = f"{label(setting)} {leaders[0]} was highest in {most} of {tests} tests"
+    else:  # a tie names every leader: no level is "the" most efficient
+        each = ", ".join(f"{level} in {most}" for level in leaders)
+        who = f"the highest {label(setting)} differs by test ({each} of {tests})"
+    return (
+        f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. Medians over VMs, "
+        "descriptive only: no significance test of CPU efficiency here."
+    )
 
 
 def member_values(

@@ -68,3 +68,23 @@ def test_no_cpu_figure_gives_a_reason_not_a_number() -> None:
     table = run_efficiency(frame, member="vm", by=[])
     assert table["iops_per_cpu_pct"].to_list() == [None, None, None]
     assert table["reason"].to_list() == ["0% CPU reported: nothing to divide by", "no CPU figure", "no IOPS figure"]
+
+
+def test_the_efficiency_finding_names_the_level_and_the_spread() -> None:
+    from benchlib.views import efficiency_finding
+
+    table = pl.DataFrame(
+        {
+            "test": ["read 4k", "read 4k", "write 4k", "write 4k", "write 64k"],
+            "ioengine": ["libaio", "psync", "libaio", "psync", "libaio"],
+            "iops_per_cpu_pct": [1000.0, 500.0, 300.0, 600.0, 80.0],
+        }
+    )
+    said = efficiency_finding(table, "ioengine")
+    # a tie names both leaders; write 64k has one level and is not counted
+    assert "differs by test (libaio in 1, psync in 1 of 2)" in said and "2.00x" in said and "descriptive only" in said
+    won = efficiency_finding(table.filter(pl.col("test") != "write 4k"), "ioengine")
+    assert "I/O engine libaio was highest in 1 of 1 tests" in won and "2.00x the lowest" in won
+    assert "nothing is compared" in efficiency_finding(table.filter(pl.col("test") == "write 64k"), "ioengine")
+    no_cpu = table.with_columns(pl.lit(None, dtype=pl.Float64).alias("iops_per_cpu_pct"))
+    assert "nothing is compared" in efficiency_finding(no_cpu, "ioengine")

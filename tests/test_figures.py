@@ -38,10 +38,15 @@ def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
     )
     chart = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off")
     spec = chart.to_dict()
-    assert spec["mark"]["type"] == "bar"
+    bars, written = spec["layer"]
+    assert bars["mark"]["type"] == "bar" and written["mark"]["type"] == "text"
     assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 VMs)"]
     assert [v["vm"] for v in _values(spec)] == ["gus_fio_1", "gus_fio_2", "gus_fio_3", "gus_fio_4", "gus_fio_5"]
     assert [round(v["bandwidth_mib_s"]) for v in _values(spec)] == [401, 1148, 203, 326, 204]
+    assert [v["value_label"] for v in _values(spec)] == ["401", "1,148", "203", "326", "204"]  # as the table shows them
+    shared = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", y_max=5000).to_dict()
+    assert shared["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 5000]
+    assert "shared by every cell page" in shared["title"]["subtitle"][0]
     shuffled = lsi_off.sample(fraction=1.0, shuffle=True, seed=3)
     again = figures.per_vm_bars(shuffled, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off").to_dict()
     assert json.dumps(again, sort_keys=True) == json.dumps(spec, sort_keys=True)  # row order does not matter
@@ -67,6 +72,7 @@ def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
     knee = _values(inner[1])
     assert len(knee) == 1 and f"at {knee[0]['iodepth']:g}" in knee[0]["note"]
     assert 4 <= knee[0]["iodepth"] <= 32
+    assert spec["title"]["subtitle"] == [f"Knee (dashed): {knee[0]['note']}"]  # said above the plot, not over it
     assert spec["resolve"] == {"scale": {"y": "independent"}}
 
 
@@ -206,10 +212,15 @@ def test_fairness_summary_writes_jain_and_spread(published: pl.DataFrame) -> Non
     seqread = seqread.with_columns(pl.lit("the table").alias("run"))  # a published per-VM table is one run
     table = fairness_over_runs(seqread, "bandwidth_mib_s", member="vm", run="run", by=["controller", "sioc"])
     spec = figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
-    bars, worst, text = spec["layer"]
-    rows = {r["configuration"]: r for r in bars["data"]["values"]}
+    span, line, worst, median, text = spec["layer"]
+    rows = {r["configuration"]: r for r in median["data"]["values"]}
     assert round(rows["LSI / off"]["jain_median"], 4) == 0.6245 and rows["LSI / off"]["note"] == "1 run, max/min 5.66x"
     assert text["encoding"]["text"]["field"] == "note" and worst["encoding"]["x"]["field"] == "jain_worst"
+    # the axis starts below the worst run (0.6245), not at 0 where every index near 1 looks the same
+    assert (
+        median["encoding"]["x"]["scale"]["domain"] == [0.6, 1] and "starts at 0.6" in median["encoding"]["x"]["title"]
+    )
+    assert line["data"]["values"] == [{"fair": 0.9}]
     assert spec == figures.fairness_summary(table, by=["controller", "sioc"]).to_dict()
 
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from benchlib.stats.compare import SETTLE_MOST, comparison_table, runs_to_settle, two_level_table
-from benchlib.tables import MISSING, comparison_rows, number, show
+from benchlib.tables import MISSING, comparison_rows, label, number, show, verdict_lines
 from benchlib.views import run_seconds
 
 
@@ -103,3 +103,28 @@ def test_comparison_rows_put_the_interval_beside_the_change() -> None:
     assert row["change"] == f"{table['change_pct'][0]:+.2f}% ({100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%)"
     one = comparison_table(_sides([1000.0], [1100.0]), "iops", factor="controller", baseline="LSI")
     assert comparison_rows(one, by=[], factor="controller")["effect"][0] == MISSING
+    # with no interval anywhere the column's title says why, once, and its cells hold the change alone
+    three = comparison_table(_lognormal(0.20, 3, 0.10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
+    shown = comparison_rows(three, by=["bs"], factor="controller")
+    assert "change" not in shown.columns and shown["change_alone"][0] == f"{three['change_pct'][0]:+.2f}%"
+    assert "too few runs" in label("change_alone") and "95% interval" not in shown["change_alone"][0]
+
+
+def _block_sizes(runs: int) -> pl.DataFrame:
+    parts = [
+        _lognormal(effect, runs, 0.10, seed=i).with_columns(bs=pl.lit(f"{4 << i}k"))
+        for i, effect in enumerate([0.2, 0.3, 0.0])
+    ]
+    return pl.concat(parts)
+
+
+def test_identical_verdicts_are_said_once() -> None:
+    three = comparison_table(_block_sizes(3), "iops", factor="controller", baseline="LSI", by=["bs"])
+    lines = verdict_lines(three, by=["bs"], factor="controller")
+    assert three.height == 3 and len(lines) == 1 and lines[0].startswith("- **All 3 comparisons**: not testable")
+    assert lines[0].count("not testable at this n") == 1
+    ten = comparison_table(_block_sizes(10), "iops", factor="controller", baseline="LSI", by=["bs"])
+    said = verdict_lines(ten, by=["bs"], factor="controller")
+    assert len(said) == len({*zip(ten["verdict"], ten["note"], strict=True)}) > 1 and all(
+        s.count("**") == 2 for s in said
+    )

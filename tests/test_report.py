@@ -47,7 +47,9 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert result.missing_cells == []
     cell = result.folder / "cells" / slugs[0]
     spec = json.loads((cell / "figure-1.json").read_text())
-    assert spec["title"]["subtitle"] == ["Jain's index 0.6245; highest / lowest 5.66x (5 VMs)"]
+    assert spec["title"]["subtitle"] == [
+        "Jain's index 0.6245; highest / lowest 5.66x (5 VMs); the axis is shared by every cell page of this report"
+    ]
     assert (cell / "figure-1.svg").read_text().startswith("<svg") and (cell / "figure-1.png").read_bytes()[
         :4
     ] == b"\x89PNG"
@@ -71,7 +73,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     page = (result.folder / "comparison.html").read_text()
     assert "no significant change" not in page and "nothing here is evidence of an effect" in page
     domains = {
-        json.dumps(json.loads(p.read_text())["encoding"]["y"]["scale"]["domain"])
+        json.dumps(json.loads(p.read_text())["layer"][0]["encoding"]["y"]["scale"]["domain"])
         for p in (result.folder / "cells").glob("*/figure-1.json")
     }
     assert len(domains) == 1  # one value axis for every cell page: flipping pages compares bars

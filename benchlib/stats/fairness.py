@@ -227,7 +227,9 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
             "so these runs cannot show it."
         )
     worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)
-    where = ", ".join(f"{k} {worst[k]}" for k in by)
+    from benchlib.tables import levels_words
+
+    where = levels_words({k: worst[k] for k in by})
     runs = int(table["runs_judged"].sum())
     text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
     text += [
