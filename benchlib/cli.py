@@ -316,12 +316,12 @@ def cmd_vsphere_facts(args: argparse.Namespace, console: Console) -> int:
     """Read the VMs' facts from vCenter and write them as JSON (standard output, or --output)."""
     from pyVim.connect import Disconnect
 
-    from benchlib.vsphere import Server, connect, read_facts
+    from benchlib.vsphere import Server, connect, facts_document
 
     server = Server.parse(args.server)
     service = connect(server, insecure=args.insecure)
     try:
-        facts = {"server": f"{server.host}:{server.port}", **read_facts(service, args.vm)}
+        facts = facts_document(service, server, args.vm)
     finally:
         Disconnect(service)
     text = json.dumps(facts, indent=1, ensure_ascii=False) + "\n"

@@ -49,6 +49,7 @@ from pathlib import Path
 from benchlib.errors import StudyError
 from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
+from benchlib.vsphere import CHECKS
 
 STUDY_FILE = "study.toml"
 RUN_MANIFEST = "benchlib-run.json"  # written by `benchlib run` beside each run's output
@@ -259,7 +260,7 @@ def _check_vsphere(path: Path, found: dict, factors: dict[str, list[str]]) -> di
     for key, value in found.items():
         if not isinstance(value, str) or not value.strip():
             raise StudyError(f"{path}: [vsphere] {key} must be a name in quotes, not {value!r}")
-        if key in ("controller", "sioc", "path_policy", "rr_iops") and value not in factors:
+        if key in CHECKS and value not in factors:
             raise StudyError(
                 f"{path}: [vsphere] {key} = {value!r} names no factor; it names the factor whose levels vCenter's "
                 f"facts check (factors: {', '.join(factors) or 'none declared'})"

@@ -40,6 +40,9 @@ CONTROLLERS = {
     "VirtualIDEController": "IDE",
 }
 USER, PASSWORD, CREDENTIALS = "BENCHLIB_VSPHERE_USER", "BENCHLIB_VSPHERE_PASSWORD", "BENCHLIB_VSPHERE_CREDENTIALS"
+#: the facts a study's levels are checked against: vCenter's (per VM) and esxcli's (per LUN, ``device``)
+VCENTER_CHECKS, LUN_CHECKS = ("controller", "sioc"), ("path_policy", "rr_iops")
+CHECKS = VCENTER_CHECKS + LUN_CHECKS
 
 
 class VSphereError(BenchlibError):
@@ -68,6 +71,11 @@ class Server:
                 "(--insecure for a lab's self-signed certificate)"
             )
         return cls(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.scheme)
+
+    @property
+    def address(self) -> str:
+        """``host:port``, as a facts file records the server it was read from (never with credentials)."""
+        return f"{self.host}:{self.port}"
 
 
 def _loopback(host: str) -> bool:
@@ -140,6 +148,22 @@ def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:
     return {
         "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "vms": [_vm_facts(found[name]) for name in (vms or sorted(found))],
+    }
+
+
+def facts_document(service: Any, server: Server, vms: list[str]) -> dict[str, Any]:
+    """Return what a facts file holds (:data:`FACTS_FILE`): the server, the time read and the VMs' facts."""
+    return {"server": server.address, **read_facts(service, vms)}
+
+
+def failed_document(server: Server, exc: BaseException) -> dict[str, Any]:
+    """Return a facts file for facts that could not be read: no VMs, and why (its first line)."""
+    first = str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return {
+        "server": server.address,
+        "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "error": first,
+        "vms": [],
     }
 
 
@@ -271,7 +295,7 @@ def _nearest(documents: dict[str, dict], rel: str) -> tuple[str, dict] | None:
 
 def _lun_contradictions(study: Any, runs: Any, esxi: dict[str, dict]) -> dict[str, str]:
     """Each run's multipath levels (``path_policy``, ``rr_iops``) against esxcli's lists of its cell."""
-    checks = {f: study.vsphere[f] for f in ("path_policy", "rr_iops") if f in study.vsphere}
+    checks = {f: study.vsphere[f] for f in LUN_CHECKS if f in study.vsphere}
     device, found = study.vsphere.get("device"), {}
     if not checks or not esxi:
         return {}
@@ -317,7 +341,7 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
     on the LUN ``[vsphere] device`` names, on every ESXi host that lists it.
     """
     found = _lun_contradictions(study, runs, esxi or {})
-    checks = {fact: study.vsphere[fact] for fact in ("controller", "sioc") if fact in study.vsphere}
+    checks = {fact: study.vsphere[fact] for fact in VCENTER_CHECKS if fact in study.vsphere}
     if not checks or not facts:
         return sorted(found.values())
     columns = [c for c in ("source", "host", *checks.values()) if c in runs.columns]

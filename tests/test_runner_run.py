@@ -25,6 +25,7 @@ from benchlib.runner.execute import RunError, host_facts, hosts_done, pending
 from benchlib.runner.targets import Targets
 from benchlib.store import scan_table
 from benchlib.study import RUN_MANIFEST, load_study
+from tests import esxi_standins
 
 pytestmark = pytest.mark.fio
 
@@ -384,22 +385,6 @@ def test_study_folder_not_written_by_run_is_refused(fio_binary: str, tmp_path: P
     assert not (tmp_path / "targets").exists()  # refused before any target was created
 
 
-ESXI_SHELL = r'''
-"""A stand-in for `ssh root@<esxi> esxtop -b -d <delay> -n <samples>`: a real capture's header, samples now."""
-import csv, sys, time
-from datetime import datetime, timezone
-_, esxi, delay, samples, source = sys.argv
-rows = list(csv.reader(open(source, newline="")))
-header, sample = rows[0], rows[2]
-writer = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL, lineterminator="\n")
-names = [("\\\\" + esxi + "\\" + c.lstrip("\\").split("\\", 1)[1]) if c else c for c in header[1:]]
-writer.writerow([header[0], *names])  # the capture's counters, as this ESXi host's
-for _ in range(int(samples)):
-    writer.writerow([datetime.now(timezone.utc).strftime("%m/%d/%Y %H:%M:%S")] + sample[1:])
-    sys.stdout.flush()
-    time.sleep(float(delay))
-'''
-
 ESXTOP_PLAN = """
 [study]
 name = "with-esxtop"
@@ -432,8 +417,7 @@ def test_esxtop_runs_on_each_esxi_host_with_every_cell_and_its_samples_fall_in_t
     from benchlib.stats.hostside import counters_during_runs
     from tests.conftest import corpus_dir
 
-    shell = tmp_path / "esxi-shell.py"
-    shell.write_text(ESXI_SHELL)
+    shell = esxi_standins.write(tmp_path, "esxtop-shell.py", esxi_standins.ESXTOP)
     source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(

@@ -22,6 +22,7 @@ import polars as pl
 import pytest
 
 from benchlib.vsphere import Server, VSphereError, credentials
+from tests import esxi_standins
 from tests.conftest import ROOT
 
 GOVMOMI = Path("/usr/share/gocode/src/github.com/vmware/govmomi")
@@ -134,7 +135,8 @@ def test_facts_report_the_controllers_shares_and_luns_that_vcenter_has(vcenter: 
     vm1 = by_vm["DC0_C0_RP0_VM1"]
     assert vm1["host"] == hosts["DC0_C0_RP0_VM1"] and vm1["vcpus"] >= 1 and vm1["memory_mb"] > 0
     assert {d["datastore"] for d in vm1["disks"]} == set(vm1["datastores"]) == {"LocalDS_0"}
-    assert vm1["datastores"]["LocalDS_0"]["sioc_enabled"] is None  # the simulator does not model SIOC: unknown
+    datastore = vm1["datastores"]["LocalDS_0"]  # SIOC as tests/vcsim/main.go sets it, read through the API
+    assert (datastore["sioc_enabled"], datastore["congestion_threshold_ms"]) == (True, 30)
     luns = {lun["lun"]: lun for lun in vm1["luns"]}
     assert luns and all(lun["path_policy"] == "VMW_PSP_FIXED" and lun["paths"] >= 1 for lun in luns.values())
     assert any(lun["queue_depth"] for lun in luns.values())
@@ -283,7 +285,7 @@ def test_a_run_records_vcenters_facts_with_every_cell_and_ingest_checks_the_leve
     assert f"DC0_C0_RP0_VM0 (fio host {host}): study.toml gives controller = 'LSI'" in results["LSI"]
     labels = dict(runs.filter(pl.col("tool") == "fio")["labels"][0].struct.unnest().iter_rows())  # joined to the run
     assert labels["vcenter.vm"] == "DC0_C0_RP0_VM0" and labels["vcenter.controller"] == "PVSCSI"
-    assert "vcenter.sioc" not in labels  # not reported by the simulator: left out, never "off"
+    assert labels["vcenter.sioc"] == "on"  # the datastore's Storage I/O Control, as vCenter reports it
     assert "vCenter says controller 'PVSCSI'" in results["LSI"]
 
 
@@ -305,19 +307,11 @@ def test_a_plan_with_a_vsphere_section_names_its_mistakes(tmp_path: Path) -> Non
             load_plan(plan)
 
 
-ESXI_STANDIN = r'''
-"""A stand-in for `ssh root@<esxi> esxcli ...`: prints the device lists of tests/data/esxcli."""
-import sys
-from pathlib import Path
-here = Path(sys.argv[1])
-print((here / ("nmp-device-list.txt" if "nmp" in sys.argv else "core-device-list.txt")).read_text())
-'''
-
 LUN_PLAN = """
 [study]
 name = "round-robin"
 [run]
-runtime_s = 1
+runtime_s = 2
 repetitions = 1
 output = "study"
 [target]
@@ -329,13 +323,19 @@ direct = 0
 [vsphere]
 server = "{server}"
 vms = {{ local = "DC0_C0_RP0_VM0" }}
-check = {{ controller = "controller", path_policy = "multipath", rr_iops = "rr_limit" }}
+check = {{ controller = "controller", sioc = "sioc", path_policy = "multipath", rr_iops = "rr_limit" }}
 device = "naa.624a9370b1c2d3e4f5a6b7c800011001"
 [esxi]
 hosts = ["esx01.lab"]
-command = "{python} {shell} {data} {{esxi}} {{esxcli}}"
+command = "{python} {esxcli} {data} {{esxi}} {{esxcli}}"
+[[esxtop]]
+host = "esx01.lab"
+command = "{python} {esxtop} {{esxi}} {{delay}} {{samples}} {capture}"
+delay = 1
 [matrix.controller]
 levels = ["PVSCSI"]
+[matrix.sioc]
+levels = ["{sioc}"]
 [matrix.multipath]
 levels = ["RR"]
 [matrix.rr_limit]
@@ -345,20 +345,31 @@ use = "randread-4k"
 """
 
 
-def test_the_luns_path_policy_and_round_robin_limit_come_from_esxcli_with_every_cell_and_are_checked(
+def test_a_plan_with_vsphere_esxi_and_esxtop_captures_checks_and_aligns_every_cell(
     vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """[esxi]: each cell keeps the hosts' esxcli lists; a Round Robin limit the host does not have is refused."""
+    """The whole host side of a cell: vCenter's facts, the host's esxcli lists and an esxtop capture.
+
+    Controller and SIOC come from vCenter (the simulator reports SIOC on, 30 ms), path policy and
+    the Round Robin limit from esxcli; all are checked against the levels at ingest, and the esxtop
+    samples taken while fio ran are attributed to its run.
+    """
     from benchlib.errors import StudyError
     from benchlib.ingest import ingest_study
     from benchlib.runner import load_plan, run_plan
+    from benchlib.stats.hostside import counters_during_runs
+    from benchlib.store import load_study_tables, scan_table
+    from tests.conftest import corpus_dir
 
     for key, value in LOGIN.items():
         monkeypatch.setenv(key, value)
-    shell = tmp_path / "esxi-shell.py"
-    shell.write_text(ESXI_STANDIN)
+    shells = {
+        "esxcli": esxi_standins.write(tmp_path, "esxcli-shell.py", esxi_standins.ESXCLI),
+        "esxtop": esxi_standins.write(tmp_path, "esxtop-shell.py", esxi_standins.ESXTOP),
+    }
     outcome = {}
-    for limit in ("1", "1000"):  # the LUN's Round Robin switches paths after every I/O (iops=1)
+    # as declared: PVSCSI, SIOC on, RR switching paths after every I/O (iops=1); then SIOC off and limit 1000
+    for sioc, limit in (("on", "1"), ("off", "1000")):
         work = tmp_path / limit
         work.mkdir()
         plan = work / "plan.toml"
@@ -367,9 +378,11 @@ def test_the_luns_path_policy_and_round_robin_limit_come_from_esxcli_with_every_
                 targets=work / "targets",
                 server=vcenter,
                 python=sys.executable,
-                shell=shell,
                 data=ROOT / "tests" / "data" / "esxcli",
+                capture=corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv",
+                sioc=sioc,
                 limit=limit,
+                **shells,
             )
         )
         assert run_plan(load_plan(plan, allow_facts_command=True)).done == 1
@@ -378,22 +391,31 @@ def test_the_luns_path_policy_and_round_robin_limit_come_from_esxcli_with_every_
             d for d in json.loads(listed.read_text())["esx01.lab"]["devices"] if d["device"].startswith("naa.624a")
         )
         assert (lun["path_policy"], lun["rr_iops_limit"], lun["device_max_queue_depth"]) == ("VMW_PSP_RR", 1, 64)
+        (facts,) = (work / "study").rglob("benchlib-vsphere.json")
+        (datastore,) = json.loads(facts.read_text())["vms"][0]["datastores"].values()
+        assert (datastore["sioc_enabled"], datastore["congestion_threshold_ms"]) == (True, 30)
+        assert len(list((work / "study").rglob("esxtop-esx01.lab.csv"))) == 1
         try:
             outcome[limit] = ingest_study(work / "study", work / "processed")
         except StudyError as exc:
             outcome[limit] = str(exc)
-    assert outcome["1"].quarantined == []  # RR as declared, limit 1 as declared, PVSCSI as vCenter says
-    from benchlib.store import load_study_tables
-
-    runs = load_study_tables(outcome["1"].processed).runs.filter(pl.col("tool") == "fio")
-    labels = dict(runs["labels"][0].struct.unnest().iter_rows())
+    assert outcome["1"].quarantined == []
+    runs = load_study_tables(outcome["1"].processed).runs
+    fio_runs = runs.filter(pl.col("tool") == "fio", ~pl.col("is_aggregate"))
+    labels = dict(fio_runs["labels"][0].struct.unnest().iter_rows())
+    assert (labels["vcenter.controller"], labels["vcenter.sioc"]) == ("PVSCSI", "on")
     assert (labels["esxi.path_policy"], labels["esxi.rr_iops_limit"], labels["esxi.device_queue_depth"]) == (
         "VMW_PSP_RR",
         "1",
         "64",
     )
-    assert "esx01.lab: study.toml gives rr_limit = '1000'" in outcome["1000"]
-    assert "esxcli says Round Robin IO operation limit 1 for naa.624a9370b1c2d3e4f5a6b7c800011001" in outcome["1000"]
+    placed = counters_during_runs(fio_runs, scan_table(outcome["1"].processed, "host_counters").collect())
+    (run,) = fio_runs.filter(pl.col("format").str.starts_with("fio-json"))["run_id"]
+    assert placed.filter(pl.col("benchmark_run_id") == run)["sample"].n_unique() >= 1  # samples taken while fio ran
+    refused = outcome["1000"]
+    assert "DC0_C0_RP0_VM0 (fio host" in refused and "study.toml gives sioc = 'off'" in refused
+    assert "esx01.lab: study.toml gives rr_limit = '1000'" in refused
+    assert "esxcli says Round Robin IO operation limit 1 for naa.624a9370b1c2d3e4f5a6b7c800011001" in refused
 
 
 @pytest.mark.parametrize(

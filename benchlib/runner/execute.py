@@ -807,21 +807,16 @@ class _VSphereFacts:
         self.service = connect(self.server, insecure=self.section.insecure)  # no credentials: nothing runs
 
     def __call__(self, hosts: list[str], local_name: str | None) -> dict:
-        from benchlib.vsphere import read_facts
+        from benchlib.vsphere import facts_document, failed_document
 
         wanted = {self.section.vms[h]: local_name or h for h in hosts if h in self.section.vms}
         try:
-            facts = read_facts(self.service, list(wanted))
+            facts = facts_document(self.service, self.server, list(wanted))
         except Exception as exc:  # noqa: BLE001 -- a failed read costs this cell's facts only, and says why
-            return {
-                "server": f"{self.server.host}:{self.server.port}",
-                "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "error": str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__,
-                "vms": [],
-            }
+            return failed_document(self.server, exc)
         for vm in facts["vms"]:
             vm["fio_host"] = wanted[vm["vm"]]  # the name the runs carry: fio's host, or this machine's
-        return {"server": f"{self.server.host}:{self.server.port}", **facts}
+        return facts
 
     def close(self) -> None:
         from pyVim.connect import Disconnect

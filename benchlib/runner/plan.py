@@ -83,6 +83,7 @@ from benchlib.runner.vocabulary import file_target_problem, name_problem, option
 from benchlib.schema import RUNS
 from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
+from benchlib.vsphere import CHECKS, LUN_CHECKS
 
 
 class PlanError(BenchlibError):
@@ -643,14 +644,14 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
         )
     check = _table(path, "[vsphere] check", section.get("check", {}))
     for fact, factor in check.items():
-        if fact not in ("controller", "sioc", "path_policy", "rr_iops") or factor not in factors:
+        if fact not in CHECKS or factor not in factors:
             raise PlanError(
                 f"{path}: [vsphere] check = {{ {fact} = {factor!r} }}: checks are controller, sioc, path_policy or "
                 "rr_iops, each naming a "
                 f"[matrix] factor ({', '.join(factors) or 'none'})"
             )
     device = section.get("device")
-    if ({"path_policy", "rr_iops"} & set(check)) and not (isinstance(device, str) and device.strip()):
+    if (set(LUN_CHECKS) & set(check)) and not (isinstance(device, str) and device.strip()):
         raise PlanError(
             f'{path}: [vsphere] checks path_policy or rr_iops of one LUN: name it, device = "naa.6..." '
             "(as esxcli storage nmp device list prints it), and list its ESXi hosts in [esxi]"

@@ -1,7 +1,8 @@
 // A vCenter API simulator for benchlib's tests: govmomi's own (simulator.VPX), on a loopback port.
 //
 // One datacenter, one cluster of two hosts, three VMs (each with one disk on a PVSCSI controller);
-// the tests reconfigure them through the API. Prints the SDK URL on its first line and serves
+// the tests reconfigure them through the API. Storage I/O Control is on for every datastore, with a
+// 30 ms congestion threshold, as a real vCenter reports it (govmomi's simulator leaves it unset). Prints the SDK URL on its first line and serves
 // until it is interrupted or its standard input closes.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"os"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 func main() {
@@ -25,6 +27,9 @@ func main() {
 		os.Exit(1)
 	}
 	defer model.Remove()
+	for _, entity := range simulator.Map.All("Datastore") {
+		entity.(*simulator.Datastore).IormConfiguration = &types.StorageIORMInfo{Enabled: true, CongestionThreshold: 30}
+	}
 	server := model.Service.NewServer()
 	defer server.Close()
 	fmt.Println(server.URL.String())

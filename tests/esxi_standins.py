@@ -1,0 +1,40 @@
+"""Local stand-ins for an ESXi host's shell (``ssh root@<esxi> ...``), shared by the runner's tests.
+
+Each is a small Python script the tests write to a file and name in a plan's command; it prints what
+the real command prints, from real captured text, so the runner and the readers see real output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: ``esxtop -b -d <delay> -n <samples>``: a real capture's header, renamed to the host, one sample per delay, now
+ESXTOP = r"""
+import csv, sys, time
+from datetime import datetime, timezone
+_, esxi, delay, samples, source = sys.argv
+rows = list(csv.reader(open(source, newline="")))
+header, sample = rows[0], rows[2]
+writer = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL, lineterminator="\n")
+names = [("\\\\" + esxi + "\\" + c.lstrip("\\").split("\\", 1)[1]) if c else c for c in header[1:]]
+writer.writerow([header[0], *names])  # the capture's counters, as this ESXi host's
+for _ in range(int(samples)):
+    writer.writerow([datetime.now(timezone.utc).strftime("%m/%d/%Y %H:%M:%S")] + sample[1:])
+    sys.stdout.flush()
+    time.sleep(float(delay))
+"""
+
+#: ``esxcli storage core device list`` / ``esxcli storage nmp device list``: the lists of tests/data/esxcli
+ESXCLI = r"""
+import sys
+from pathlib import Path
+here = Path(sys.argv[1])
+print((here / ("nmp-device-list.txt" if "nmp" in sys.argv else "core-device-list.txt")).read_text())
+"""
+
+
+def write(folder: Path, name: str, script: str) -> Path:
+    """Write a stand-in into ``folder`` and return its path (a plan runs it with this Python)."""
+    path = folder / name
+    path.write_text(script)
+    return path
