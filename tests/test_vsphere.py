@@ -9,6 +9,7 @@ models of the hosts' LUNs (path selection policy, paths, queue depth).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -31,8 +32,8 @@ LOGIN = {"BENCHLIB_VSPHERE_USER": "user", "BENCHLIB_VSPHERE_PASSWORD": "pass"}
 
 
 @pytest.fixture(scope="module")
-def vcenter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A running simulator's address (``http://127.0.0.1:PORT``), built from tests/vcsim/main.go."""
+def vcsim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The simulator's binary, built from tests/vcsim/main.go and govmomi's source."""
     go = shutil.which("go")
     if go is None or not GOVMOMI.is_dir():
         pytest.fail("Go and govmomi's source are not installed; `python3 tasks.py test` installs them (apt)")
@@ -47,19 +48,37 @@ def vcenter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "GOFLAGS": "",
     }
     subprocess.run([go, "build", "-o", str(work / "vcsim"), "vcsim"], cwd=work, env=env, check=True, timeout=600)
+    return work / "vcsim"
+
+
+@contextlib.contextmanager
+def _serving(binary: Path, *args: str) -> Iterator[tuple[str, str]]:
+    """Run the simulator; yield its address without credentials and what it printed after the URL."""
     server = subprocess.Popen(
-        [str(work / "vcsim")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [str(binary), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     try:
         url = server.stdout.readline().strip()  # http://user:pass@127.0.0.1:PORT/sdk
-        assert url.startswith("http://"), url
-        yield "http://" + url.split("@", 1)[1].removesuffix("/sdk")
+        assert url.startswith(("http://", "https://")), url
+        rest = ""
+        if "-tls" in args:  # the certificate, PEM
+            while not rest.rstrip().endswith("-----END CERTIFICATE-----"):
+                rest += server.stdout.readline()
+        scheme, where = url.split("://", 1)[0], url.split("@", 1)[1].removesuffix("/sdk")
+        yield f"{scheme}://{where}", rest
     finally:
-        server.stdin.close()
+        server.stdin.close()  # it serves until its standard input closes
         try:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@pytest.fixture(scope="module")
+def vcenter(vcsim: Path) -> Iterator[str]:
+    """A running simulator's address (``http://127.0.0.1:PORT``)."""
+    with _serving(vcsim) as (address, _):
+        yield address
 
 
 def _facts(vcenter: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -176,6 +195,28 @@ def test_credentials_come_only_from_the_environment_or_a_file_outside_the_study(
 def test_addresses_that_would_leak_the_password_are_refused(address: str, why: str) -> None:
     with pytest.raises(VSphereError, match=why):
         Server.parse(address)
+
+
+def test_tls_is_verified_unless_the_user_says_otherwise(vcsim: Path, tmp_path: Path) -> None:
+    """HTTPS to a server whose certificate nobody trusts is refused with what to do, even on loopback.
+
+    pyVmomi on its own skips the check for 127.0.0.1; benchlib does not. The lab's CA trusted through
+    SSL_CERT_FILE is accepted, the certificate's name is checked, and --insecure accepts anything.
+    """
+    with _serving(vcsim, "-tls") as (address, certificate):
+        assert address.startswith("https://127.0.0.1:")
+        refused = _facts(address, "--vm", "DC0_C0_RP0_VM0")
+        assert refused.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in refused.stderr
+        assert "SSL_CERT_FILE" in refused.stderr and "--insecure" in refused.stderr and refused.stdout == ""
+        ca = tmp_path / "lab-ca.pem"
+        ca.write_text(certificate)
+        trusted = _facts(address, "--vm", "DC0_C0_RP0_VM0", env={"SSL_CERT_FILE": str(ca)})
+        assert trusted.returncode == 0, trusted.stderr
+        assert json.loads(trusted.stdout)["vms"][0]["vm"] == "DC0_C0_RP0_VM0"
+        other_name = _facts(address.replace("127.0.0.1", "localhost"), "--vm", "x", env={"SSL_CERT_FILE": str(ca)})
+        assert other_name.returncode != 0 and "not valid for 'localhost'" in other_name.stderr
+        insecure = _facts(address, "--vm", "DC0_C0_RP0_VM0", "--insecure")
+        assert insecure.returncode == 0 and json.loads(insecure.stdout)["server"] == address.removeprefix("https://")
 
 
 def test_an_address_without_a_scheme_is_https_on_port_443() -> None:

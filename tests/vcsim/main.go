@@ -1,21 +1,36 @@
 // A vCenter API simulator for benchlib's tests: govmomi's own (simulator.VPX), on a loopback port.
 //
 // One datacenter, one cluster of two hosts, three VMs (each with one disk on a PVSCSI controller);
-// the tests reconfigure them through the API. Storage I/O Control is on for every datastore, with a
+// the tests reconfigure them through the API. With -tls it serves HTTPS with a certificate for
+// 127.0.0.1 made at start (ECDSA P-256, self-signed) and prints it (PEM) after the URL, for a test
+// to trust it as a lab would trust its own CA. Storage I/O Control is on for every datastore, with a
 // 30 ms congestion threshold, as a real vCenter reports it (govmomi's simulator leaves it unset). Prints the SDK URL on its first line and serves
 // until it is interrupted or its standard input closes.
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
 func main() {
+	withTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate")
+	flag.Parse()
 	model := simulator.VPX()
 	model.Datacenter = 1
 	model.Cluster = 1
@@ -30,8 +45,43 @@ func main() {
 	for _, entity := range simulator.Map.All("Datastore") {
 		entity.(*simulator.Datastore).IormConfiguration = &types.StorageIORMInfo{Enabled: true, CongestionThreshold: 30}
 	}
+	if *withTLS {
+		cert, err := loopbackCertificate()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
 	server := model.Service.NewServer()
 	defer server.Close()
 	fmt.Println(server.URL.String())
+	if *withTLS {
+		pem.Encode(os.Stdout, &pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})
+	}
 	io.Copy(io.Discard, os.Stdin) // the test closes our standard input to stop us
+}
+
+// loopbackCertificate makes a self-signed certificate for 127.0.0.1 and ::1, valid for a day.
+func loopbackCertificate() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	template := x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
