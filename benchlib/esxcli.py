@@ -22,7 +22,7 @@ import re
 from benchlib.errors import BenchlibError
 
 _KEY = re.compile(r"^\s+([A-Za-z][^:]*?):\s?(.*)$")
-_DEVICE = re.compile(r"^\s*((?:naa|eui|t10|mpx|vml|uuid|sym|nvme|vvol)\.\S+?):?\s*$")
+_DEVICE = re.compile(r"^\s*((?:naa|eui|t10|mpx|vml|uuid|sym|nvme|vvol)\.[^\s,;]+?):?\s*$")
 _PSP_CONFIG = re.compile(r"(\w+)=([^,;}\s]+)")
 #: Round Robin's limit types, by the ``policy=`` word of its device config
 _RR_TYPES = {"rr": "default", "iops": "iops", "bytes": "bytes", "latency": "latency"}
@@ -32,11 +32,15 @@ class EsxcliError(BenchlibError):
     """Text that is not the output of the esxcli command it was given as."""
 
 
-def _blocks(text: str, command: str) -> dict[str, dict[str, str]]:
-    """Return ``device -> {key: value}`` from esxcli's per-device blocks."""
+def _blocks(text: str, command: str, needs: str) -> dict[str, dict[str, str]]:
+    """Return ``device -> {key: value}`` from esxcli's per-device blocks.
+
+    ``needs``: a key every real output of ``command`` has in its blocks; text without it anywhere
+    (another command's output, a CSV or unindented text) is refused, not read as devices without facts.
+    """
     devices: dict[str, dict[str, str]] = {}
     current: dict[str, str] | None = None
-    for line in text.expandtabs(4).splitlines():
+    for line in text.lstrip("\ufeff").expandtabs(4).splitlines():
         device = _DEVICE.match(line)
         if device:
             current = devices.setdefault(device[1], {})
@@ -49,11 +53,17 @@ def _blocks(text: str, command: str) -> dict[str, dict[str, str]]:
             f"no device blocks in the text given as `{command}` output: a device name (naa., eui., t10., mpx. ...) "
             "alone on a line, then indented 'Key: Value' lines"
         )
+    if not any(needs in keys for keys in devices.values()):
+        raise EsxcliError(
+            f"no '{needs}' line in any device block: this is not the output of `{command}` "
+            "(another command's, a different format, or keys that are not indented)"
+        )
     return devices
 
 
 def _integer(value: str | None) -> int | None:
-    return int(value) if value is not None and value.strip().isdigit() else None
+    """Return a whole number esxcli printed (ASCII digits only: "²" is a digit to Python, not a depth)."""
+    return int(value) if value is not None and re.fullmatch(r"[0-9]+", value.strip()) else None
 
 
 def _flag(value: str | None) -> bool | None:
@@ -63,7 +73,7 @@ def _flag(value: str | None) -> bool | None:
 def parse_device_list(text: str) -> list[dict]:
     """Read ``esxcli storage core device list``: one dict per device (queue depths, plugin, size in MB)."""
     out = []
-    for device, keys in _blocks(text, "esxcli storage core device list").items():
+    for device, keys in _blocks(text, "esxcli storage core device list", "Display Name").items():
         competing = keys.get("No of outstanding IOs with competing worlds", keys.get("IOs with competing worlds"))
         out.append(
             {
@@ -83,7 +93,7 @@ def parse_device_list(text: str) -> list[dict]:
 def parse_nmp_device_list(text: str) -> list[dict]:
     """Read ``esxcli storage nmp device list``: one dict per device (policy, Round Robin limit, paths)."""
     out = []
-    for device, keys in _blocks(text, "esxcli storage nmp device list").items():
+    for device, keys in _blocks(text, "esxcli storage nmp device list", "Path Selection Policy").items():
         psp = keys.get("Path Selection Policy")
         config = dict(_PSP_CONFIG.findall(keys.get("Path Selection Policy Device Config", "")))
         limit_type = _RR_TYPES.get(config.get("policy", "")) if psp == "VMW_PSP_RR" else None
@@ -97,7 +107,7 @@ def parse_nmp_device_list(text: str) -> list[dict]:
                 # the IO operation limit applies to the default and iops types (1,000 unless set)
                 "rr_iops_limit": _integer(config.get("iops")) if limit_type in ("default", "iops") else None,
                 "rr_bytes_limit": _integer(config.get("bytes")) if limit_type == "bytes" else None,
-                "working_paths": len(paths),
+                "working_paths": len(paths) if "Working Paths" in keys else None,  # cut-off text: unknown, not 0
             }
         )
     return out

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import socket
 import ssl
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,18 +59,30 @@ class Server:
 
     @classmethod
     def parse(cls, text: str) -> Server:
-        """Read a server address; plain HTTP only to a loopback address (a simulator), never over a network."""
+        """Read a server address; plain HTTP only to a loopback address (a simulator), never over a network.
+
+        A message about a bad address never repeats it whole: it may hold a password (``user:pw@``).
+        """
+        usage = "a vCenter address is https://host[:port] (or http://127.0.0.1:port)"
+        text = text.strip()
+        if "@" in text:  # before anything else: a message must not echo what may be a password
+            raise VSphereError(f"credentials never go in the vCenter address (drop 'user@'); set {USER} and {PASSWORD}")
         parts = urlsplit(text if "://" in text else f"https://{text}")
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise VSphereError(f"{text!r}: a vCenter address is https://host[:port] (or http://127.0.0.1:port)")
-        if parts.username or parts.password:
-            raise VSphereError(f"{parts.hostname}: credentials never go in the address; set {USER} and {PASSWORD}")
-        if parts.scheme == "http" and not _loopback(parts.hostname):
+        try:
+            port = parts.port
+        except ValueError:
+            raise VSphereError(f"{parts.hostname or text}: the port is not a number from 1 to 65535; {usage}") from None
+        host = parts.hostname
+        if parts.scheme not in ("https", "http") or not host or any(c.isspace() for c in text) or port == 0:
+            raise VSphereError(f"{text!r}: {usage}")
+        if parts.path.strip("/") not in ("", "sdk"):
+            raise VSphereError(f"{text!r}: {usage}; no path beyond /sdk")
+        if parts.scheme == "http" and not _loopback(host):
             raise VSphereError(
-                f"{parts.hostname}: plain http would send the password in clear; use https:// "
-                "(--insecure for a lab's self-signed certificate)"
+                f"{host}: plain http would send the password in clear; use https:// "
+                "(plain http only to 127.0.0.1, ::1 or localhost: a simulator)"
             )
-        return cls(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.scheme)
+        return cls(host, port or (443 if parts.scheme == "https" else 80), parts.scheme)
 
     @property
     def address(self) -> str:
@@ -80,9 +91,16 @@ class Server:
 
 
 def _loopback(host: str) -> bool:
+    """Tell whether a host is a loopback address as written.
+
+    Resolving a name here and again at connect time would let a name that answers 127.0.0.1 now and
+    another address then carry the password in clear.
+    """
+    if host.lower() == "localhost":
+        return True
     try:
-        return all(ipaddress.ip_address(a[4][0]).is_loopback for a in socket.getaddrinfo(host, None))
-    except (OSError, ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
         return False
 
 
@@ -91,9 +109,19 @@ def credentials() -> tuple[str, str]:
     user, password = os.environ.get(USER), os.environ.get(PASSWORD)
     file = os.environ.get(CREDENTIALS)
     if file and not (user and password):
-        if not Path(file).is_file():
+        path = Path(file).resolve()
+        if not path.is_file():
             raise VSphereError(f"{file}: no such credentials file ({CREDENTIALS} names it)")
-        data = read_toml(Path(file), VSphereError)
+        inside = next((d for d in path.parents if (d / "study.toml").is_file() or (d / "plan.toml").is_file()), None)
+        if inside is not None:  # a study's files are bundled and published: a password there leaks
+            raise VSphereError(
+                f"{file}: the credentials file is inside the study or plan folder {inside}; keep it outside "
+                "(e.g. ~/.config/benchlib/vcenter.toml), where no bundle or ingest reads it"
+            )
+        try:
+            data = read_toml(path, VSphereError)
+        except OSError as exc:
+            raise VSphereError(f"{file}: cannot read the credentials file ({exc.strerror})") from None
         user, password = user or data.get("user"), password or data.get("password")
     if not (isinstance(user, str) and user and isinstance(password, str) and password):
         raise VSphereError(
@@ -259,26 +287,84 @@ def _lun_facts(host: Any) -> list[dict[str, Any]]:
 
 #: the file ``benchlib vsphere facts --output`` writes into a study (or ``benchlib run`` beside a cell)
 FACTS_FILE = "benchlib-vsphere.json"
-_ON, _OFF = {"on", "enabled", "true", "yes", "1"}, {"off", "disabled", "false", "no", "0"}
+_ON = {"on", "enabled", "enable", "true", "yes", "y", "1"}
+_OFF = {"off", "disabled", "disable", "false", "no", "n", "0"}
+
+#: what a study may call each controller, as vCenter, the vSphere Client and .vmx files name them (case,
+#: spaces, hyphens and underscores ignored); ``LSI`` and ``LSI Logic`` alone mean either LSI Logic controller
+CONTROLLER_NAMES = {
+    "PVSCSI": {"pvscsi", "paravirtual", "paravirtualscsi", "vmwareparavirtual", "vmwarepvscsi", "pvscsicontroller"},
+    "LSI Logic SAS": {"lsilogicsas", "lsisas", "lsisas1068", "lsilogicsascontroller"},
+    "LSI Logic Parallel": {"lsilogicparallel", "lsiparallel", "lsilogicparallelcontroller"},
+    "BusLogic": {"buslogic", "buslogicparallel"},
+    "NVMe": {"nvme", "vnvme", "nvmecontroller", "vmwarenvme"},
+    "SATA": {"sata", "ahci", "satacontroller", "ahcicontroller"},
+    "IDE": {"ide"},
+}
+_EITHER_LSI = {"lsi", "lsilogic"}
+#: path selection policies by what a study may call them
+POLICY_NAMES = {
+    "VMW_PSP_RR": {"rr", "roundrobin", "vmwpsprr", "psprr"},
+    "VMW_PSP_MRU": {"mru", "mostrecentlyused", "vmwpspmru", "pspmru"},
+    "VMW_PSP_FIXED": {"fixed", "vmwpspfixed", "pspfixed"},
+}
+#: a Round Robin limit level for a LUN that is not on Round Robin
+_NO_LIMIT = {"none", "na", "", "off"}
 
 
 def _plain(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower()).replace("paravirtual", "pvscsi")
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def controllers_named(level: str) -> set[str] | None:
+    """Return the controllers (vCenter's names) a study's level names, or None when it names none."""
+    plain = _plain(level)
+    if plain in _EITHER_LSI:
+        return {"LSI Logic SAS", "LSI Logic Parallel"}
+    named = {name for name, words in CONTROLLER_NAMES.items() if plain in words or plain == _plain(name)}
+    return named or None
 
 
 def controller_matches(level: str, fact: str) -> bool:
     """Tell whether a study's controller level names the controller vCenter reports.
 
-    ``PVSCSI`` (or ``ParaVirtual``) for PVSCSI; a level names a type by its start: ``LSI`` is either
-    LSI Logic, ``LSI Logic SAS`` only that one; case, spaces and hyphens do not matter.
+    ``PVSCSI``, ``ParaVirtual`` or ``VMware Paravirtual`` for PVSCSI; ``LSI Logic SAS`` (``lsisas1068``)
+    only that one; ``LSI`` either LSI Logic. A level that names no controller matches nothing
+    (:func:`level_problem` says so).
     """
-    return bool(_plain(level)) and _plain(fact).startswith(_plain(level))
+    named = controllers_named(level)
+    return named is not None and fact in named
 
 
 def sioc_level(level: str) -> bool | None:
-    """Return what a study's SIOC level says (True on, False off), or None when it says neither."""
-    word = level.strip().lower()
+    """Return what a study's SIOC level says (True on, False off), or None when it says neither.
+
+    ``on``, ``enabled``, ``yes`` ... and the same with "SIOC" before them (``SIOC on``, ``sioc-enabled``).
+    """
+    word = re.sub(r"[^a-z0-9]", "", level.lower().replace("sioc", ""))
     return True if word in _ON else False if word in _OFF else None
+
+
+def policy_named(level: str) -> str | None:
+    """Return the path selection policy a study's multipath level names (``VMW_PSP_RR`` ...), or None."""
+    plain = _plain(level)
+    known = next((name for name, words in POLICY_NAMES.items() if plain in words), None)
+    if known is None and "psp" in plain:  # a vendor's plugin policy, named whole
+        return level.strip()
+    return known
+
+
+def level_problem(fact: str, level: str) -> str | None:
+    """Say why a study's level cannot be checked against a fact (None when it can)."""
+    if fact == "controller" and controllers_named(level) is None:
+        return f"names no controller; use one of {', '.join(CONTROLLER_NAMES)} (or LSI for either LSI Logic)"
+    if fact == "sioc" and sioc_level(level) is None:
+        return "says neither on nor off"
+    if fact == "path_policy" and policy_named(level) is None:
+        return "names no path selection policy; use RR, MRU, Fixed or the policy's VMW_PSP_ name"
+    if fact == "rr_iops" and _plain(level) not in _NO_LIMIT and not re.fullmatch(r"\s*[0-9]+\s*", level):
+        return "is not a Round Robin IO operation limit (a whole number, or none for a LUN not on Round Robin)"
+    return None
 
 
 #: esxcli's device lists of a cell (``[esxi]`` of a run plan), by ESXi host
@@ -290,8 +376,15 @@ def policy_matches(level: str, policy: str | None) -> bool:
 
     ``RR``, ``round robin`` or ``VMW_PSP_RR`` for Round Robin; ``Fixed``, ``MRU`` likewise.
     """
-    plain = _plain(level).replace("roundrobin", "rr").replace("mostrecentlyused", "mru")
-    return bool(plain) and policy is not None and _plain(policy).endswith(plain)
+    named = policy_named(level)
+    return named is not None and policy is not None and _plain(named) == _plain(policy)
+
+
+def limit_matches(level: str, limit: int | None) -> bool:
+    """Tell whether a study's Round Robin limit level is the IO operation limit esxcli reports (none: no limit)."""
+    if _plain(level) in _NO_LIMIT:
+        return limit is None
+    return limit is not None and re.fullmatch(r"\s*[0-9]+\s*", level) is not None and int(level) == limit
 
 
 def _nearest(documents: dict[str, dict], rel: str) -> tuple[str, dict] | None:
@@ -322,18 +415,28 @@ def _lun_contradictions(study: Any, runs: Any, esxi: dict[str, dict]) -> dict[st
             lun = next((d for d in listed.get("devices", []) if d.get("device") == device), None)
             if lun is None:
                 continue
-            for fact, factor in checks.items():
-                level = run.get(factor)
-                if level is None:
-                    continue
-                said = lun.get("path_policy") if fact == "path_policy" else lun.get("rr_iops_limit")
-                agrees = policy_matches(level, said) if fact == "path_policy" else str(said) == str(level).strip()
-                if not agrees:
-                    found[f"{host}/{factor}/{level}"] = (
-                        f"{host}: study.toml gives {factor} = {level!r} (run {run['source']}), esxcli says "
-                        f"{'path policy' if fact == 'path_policy' else 'Round Robin IO operation limit'} "
-                        f"{_said(said)} for {device} ({where})"
-                    )
+            found |= _lun_disagreements(checks, run, host, lun, f"{device} ({where})")
+    return found
+
+
+def _lun_disagreements(checks: dict[str, str], run: dict, host: str, lun: dict, device: str) -> dict[str, str]:
+    """One run's multipath levels against one host's listing of the LUN: what disagrees, in words."""
+    found = {}
+    for fact, factor in checks.items():
+        level = run.get(factor)
+        if level is None:
+            continue
+        problem = level_problem(fact, str(level))
+        if problem:
+            found[f"level/{factor}/{level}"] = f"study.toml's {factor} level {level!r} {problem}"
+            continue
+        said = lun.get("path_policy") if fact == "path_policy" else lun.get("rr_iops_limit")
+        if not (policy_matches(level, said) if fact == "path_policy" else limit_matches(level, said)):
+            what = "path policy" if fact == "path_policy" else "Round Robin IO operation limit"
+            found[f"{host}/{factor}/{level}"] = (
+                f"{host}: study.toml gives {factor} = {level!r} (run {run['source']}), esxcli says {what} "
+                f"{_said(said)} for {device}"
+            )
     return found
 
 
@@ -365,6 +468,10 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
             level = run.get(factor)
             if level is None:
                 continue
+            problem = level_problem(fact, str(level))
+            if problem:
+                found[f"level/{factor}/{level}"] = f"study.toml's {factor} level {level!r} {problem}"
+                continue
             if disk is None:
                 found[f"{vm}/{factor}"] = f"{name}: {why} ({facts_file})"
                 continue
@@ -381,15 +488,67 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
     return sorted(found.values())
 
 
+def find_vm(listed: list, name: str | None) -> dict | None:
+    """Return the VM of a facts file's list that a run's host names.
+
+    Its VM name or fio host, exactly, else ignoring case, else by the first label of a DNS name
+    (``vm0`` for ``vm0.lab.local``) when only one fits.
+    """
+    if not name:
+        return None
+    vms = [v for v in listed if isinstance(v, dict)]
+    for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+        found = [v for v in vms if any(isinstance(n, str) and same(n, name) for n in (v.get("vm"), v.get("fio_host")))]
+        if found:
+            return found[0]
+    short = name.lower().split(".")[0]
+    found = [
+        v
+        for v in vms
+        if any(isinstance(n, str) and n.lower().split(".")[0] == short for n in (v.get("vm"), v.get("fio_host")))
+    ]
+    return found[0] if len(found) == 1 and not _is_address(name) else None
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _vm_near(facts: dict[str, dict], rel: str, vm: str | None) -> tuple[dict | None, str]:
     """Return the facts of the run's VM (by name or fio host) from the nearest file up that lists it, and that file."""
     folder = Path(rel).parent
     for near in (folder, *folder.parents) if vm is not None else ():
-        listed = facts.get(str(near), {}).get("vms", [])
-        found = next((v for v in listed if vm in (v.get("vm"), v.get("fio_host"))), None)
+        found = find_vm(facts.get(str(near), {}).get("vms", []), vm)
         if found is not None:
             return found, str(near / FACTS_FILE) if str(near) != "." else FACTS_FILE
     return None, ""
+
+
+def unchecked(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
+    """Say which runs' VMs no facts file lists, though one is up their folders: their levels go unchecked."""
+    if not facts or not any(f in study.vsphere for f in VCENTER_CHECKS):
+        return []
+    said = {}
+    columns = [c for c in ("source", "host") if c in runs.columns]
+    for run in runs.select(columns).unique().iter_rows(named=True):
+        rel = str(run["source"]).split("/", 1)[-1]
+        if _vm_near(facts, rel, run.get("host"))[0] is not None:
+            continue
+        folder = Path(rel).parent
+        near = next(
+            (str(f) for f in (folder, *folder.parents) if str(f) in facts and not facts[str(f)].get("error")), None
+        )
+        if near is not None:
+            listed = ", ".join(str(v.get("vm")) for v in facts[near].get("vms", [])[:10]) or "none"
+            said[(run.get("host"), near)] = (
+                f"host {run.get('host')!r} is no VM of {Path(near) / FACTS_FILE} (VMs there: {listed}): its runs' "
+                "controller and SIOC levels are not checked; name the VM as vCenter does, or give the fio host"
+            )
+    return [said[k] for k in sorted(said, key=str)]
 
 
 def vm_facts_read(facts: dict[str, dict], facts_file: str) -> str:
@@ -399,9 +558,12 @@ def vm_facts_read(facts: dict[str, dict], facts_file: str) -> str:
 
 
 def _said(value: object) -> str:
-    if isinstance(value, str | int) and not isinstance(value, bool):
+    """Return a fact for a message: text quoted (records are checked printable), numbers as is, flags on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, str | int):
         return repr(value)
-    return {True: "on", False: "off"}.get(value, "not reported")  # type: ignore[call-overload]
+    return "not reported"
 
 
 def disk_under_test(vm: dict, label: str | None) -> tuple[dict | None, str]:
@@ -431,24 +593,74 @@ def _sioc_agrees(level: str, fact: bool | None) -> bool | None:
     return None if said is None or fact is None else said == fact
 
 
+#: a record's fields and their types (``None`` allowed everywhere: a fact not reported)
+_TEXT, _COUNT, _FLAG = (str,), (int,), (bool,)
+_FACTS_TOP = {"server": _TEXT, "read_at": _TEXT, "error": _TEXT}
+_VM = {"vm": _TEXT, "fio_host": _TEXT, "host": _TEXT, "vcpus": _COUNT, "memory_mb": _COUNT}
+_DISK = {
+    "label": _TEXT, "controller": _TEXT, "bus": _COUNT, "unit": _COUNT, "capacity_bytes": _COUNT, "file": _TEXT,
+    "datastore": _TEXT, "shares": _COUNT, "shares_level": _TEXT, "limit_iops": _COUNT, "reservation_iops": _COUNT,
+}  # fmt: skip
+_DATASTORE = {"type": _TEXT, "sioc_enabled": _FLAG, "congestion_threshold_ms": _COUNT}
+_ESXI_HOST = {"read_at": _TEXT, "error": _TEXT}
+_DEVICE = {
+    "device": _TEXT, "display_name": _TEXT, "size_mb": _COUNT, "multipath_plugin": _TEXT, "is_local": _FLAG,
+    "is_ssd": _FLAG, "device_max_queue_depth": _COUNT, "outstanding_ios_competing_worlds": _COUNT,
+    "storage_array_type": _TEXT, "path_policy": _TEXT, "rr_limit_type": _TEXT, "rr_iops_limit": _COUNT,
+    "rr_bytes_limit": _COUNT, "working_paths": _COUNT,
+}  # fmt: skip
+#: the longest text a record may hold (vCenter's names are at most 80 characters; esxcli's a few hundred)
+LONGEST_TEXT = 1000
+
+
+def _fields_problem(where: str, record: dict, fields: dict[str, tuple[type, ...]]) -> str | None:
+    """Say which field of a record has the wrong type, or text no tool writes (None when all are right)."""
+    for key, types in fields.items():
+        value = record.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, types) or (types != _FLAG and isinstance(value, bool)):
+            kind = {_TEXT: "text", _COUNT: "a whole number", _FLAG: "true or false"}[types]
+            return f"{where}.{key} is not {kind}"
+        if isinstance(value, str) and (len(value) > LONGEST_TEXT or any(not c.isprintable() for c in value)):
+            return f"{where}.{key} holds control characters or more than {LONGEST_TEXT} characters"
+    return None
+
+
 def facts_problem(data: object) -> str | None:
-    """Say what makes a facts file unusable (None when it is as `benchlib vsphere facts` writes it)."""
+    """Say what makes a facts file unusable (None when it is as `benchlib vsphere facts` writes it).
+
+    Every field benchlib reads has its type checked, and text must be printable and not too long:
+    a hand-edited or hostile file is quarantined with the field named, never crashes a check or
+    reaches a terminal.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("vms"), list):
         return "no 'vms' list"
+    problem = _fields_problem("the file", data, _FACTS_TOP)
     for index, vm in enumerate(data["vms"]):
+        if problem:
+            return problem
         where = f"vms[{index}]"
-        if not isinstance(vm, dict) or not isinstance(vm.get("vm"), str):
+        if not isinstance(vm, dict) or not isinstance(vm.get("vm"), str) or not vm["vm"]:
             return f"{where} is not a VM with a name"
-        if not isinstance(vm.get("disks", []), list) or not all(isinstance(d, dict) for d in vm.get("disks", [])):
+        disks, datastores = vm.get("disks", []), vm.get("datastores", {})
+        if not isinstance(disks, list) or not all(isinstance(d, dict) for d in disks):
             return f"{where} disks is not a list of disks"
-        if not isinstance(vm.get("datastores", {}), dict) or not all(
-            isinstance(d, dict) for d in vm.get("datastores", {}).values()
-        ):
+        if not isinstance(datastores, dict) or not all(isinstance(d, dict) for d in datastores.values()):
             return f"{where} datastores is not a table of datastores"
-        for disk in vm.get("disks", []):
-            if any(not isinstance(disk.get(k), str | None) for k in ("controller", "label", "datastore")):
-                return f"{where} has a disk whose controller, label or datastore is not text"
-    return None
+        problem = (
+            _fields_problem(where, vm, _VM)
+            or next((p for i, d in enumerate(disks) if (p := _fields_problem(f"{where}.disks[{i}]", d, _DISK))), None)
+            or next(
+                (
+                    p
+                    for n, d in datastores.items()
+                    if (p := _fields_problem(f"{where}.datastores[{n!r}]", d, _DATASTORE))
+                ),
+                None,
+            )
+        )
+    return problem
 
 
 def esxi_problem(data: object) -> str | None:
@@ -459,22 +671,39 @@ def esxi_problem(data: object) -> str | None:
         devices = listed.get("devices", [])
         if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
             return f"{host}: devices is not a list of devices"
+        problem = _fields_problem(str(host), listed, _ESXI_HOST) or next(
+            (p for i, d in enumerate(devices) if (p := _fields_problem(f"{host}.devices[{i}]", d, _DEVICE))), None
+        )
+        if problem:
+            return problem
     return None
+
+
+def load_record(path: Path, problem: Any) -> tuple[dict | None, str | None]:
+    """Read a facts or esxcli record: ``(data, None)``, or ``(None, why not)`` for any file that is not one.
+
+    ``problem`` is :func:`facts_problem` or :func:`esxi_problem`. Nesting too deep for the parser,
+    bytes that are not UTF-8, a file that cannot be read: each is a reason, never an exception.
+    """
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        return None, f"not JSON ({type(exc).__name__}: {str(exc)[:120]})"
+    why = problem(data)
+    return (None, why) if why else (data, None)
 
 
 def read_facts_files(folder: Path, rels: list[str]) -> tuple[dict[str, dict], list[str]]:
     """Return the study's facts files by their folder, and a reason for each one that cannot be read."""
-    import json
-
     facts, problems = {}, []
     for rel in rels:
-        try:
-            data = json.loads((folder / rel).read_text(encoding="utf-8"))
-            problem = facts_problem(data)
-            if problem:
-                raise ValueError(problem)
-        except (OSError, ValueError) as exc:
-            problems.append(f"{rel}: not a facts file of `benchlib vsphere facts` ({exc})")
+        data, why = load_record(folder / rel, facts_problem)
+        if data is None:
+            problems.append(f"{rel}: not a facts file of `benchlib vsphere facts` ({why})")
             continue
         facts[str(Path(rel).parent)] = data
     return facts, problems

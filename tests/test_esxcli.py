@@ -56,3 +56,31 @@ def test_both_lists_join_by_device() -> None:
 def test_text_that_is_not_the_command_output_says_what_was_expected(text: str) -> None:
     with pytest.raises(EsxcliError, match="no device blocks"):
         parse_nmp_device_list(text)
+
+
+def test_another_commands_text_or_format_is_refused_not_read_as_empty_devices() -> None:
+    core, nmp = ((TEXT / f).read_text() for f in ("core-device-list.txt", "nmp-device-list.txt"))
+    with pytest.raises(EsxcliError, match="no 'Path Selection Policy' line"):
+        parse_nmp_device_list(core)  # each command's text given as the other's
+    with pytest.raises(EsxcliError, match="no 'Display Name' line"):
+        parse_device_list(nmp)
+    unindented = "\n".join(line.strip() for line in nmp.splitlines())
+    with pytest.raises(EsxcliError, match="keys that are not indented"):
+        parse_nmp_device_list(unindented)
+    csv = "Device,Storage Array Type,Path Selection Policy\nnaa.1,VMW_SATP_ALUA,VMW_PSP_RR\n"
+    with pytest.raises(EsxcliError):
+        parse_nmp_device_list(csv)
+
+
+def test_odd_but_real_text_reads_the_same_or_says_unknown() -> None:
+    nmp = (TEXT / "nmp-device-list.txt").read_text()
+    plain = parse_nmp_device_list(nmp)
+    assert parse_nmp_device_list("\ufeff" + nmp.replace("\n", "\r\n")) == plain  # a BOM and CRLF change nothing
+    cut = nmp[: nmp.rindex("Working Paths")]  # a session that ended before the last device's paths
+    assert parse_nmp_device_list(cut)[-1]["working_paths"] is None  # unknown, not 0
+    core = (
+        (TEXT / "core-device-list.txt").read_text().replace("Device Max Queue Depth: 64", "Device Max Queue Depth: ²")
+    )
+    assert (
+        next(d for d in parse_device_list(core) if d["device"].startswith("naa.624a"))["device_max_queue_depth"] is None
+    )

@@ -182,19 +182,49 @@ def test_credentials_come_only_from_the_environment_or_a_file_outside_the_study(
     monkeypatch.setenv("BENCHLIB_VSPHERE_CREDENTIALS", str(tmp_path / "missing.toml"))
     with pytest.raises(VSphereError, match="no such credentials file"):
         credentials()
+    study = tmp_path / "study"  # a file inside a study would be bundled with it, password and all
+    (study / "cells").mkdir(parents=True)
+    (study / "study.toml").write_text('[study]\nname = "s"\n')
+    (study / "cells" / "vcenter.toml").write_text('user = "user"\npassword = "pass"\n')
+    monkeypatch.setenv("BENCHLIB_VSPHERE_CREDENTIALS", str(study / "cells" / "vcenter.toml"))
+    with pytest.raises(VSphereError, match="inside the study or plan folder") as refused:
+        credentials()
+    assert "pass" not in str(refused.value).replace("password", "")
+    secrets.chmod(0)
+    monkeypatch.setenv("BENCHLIB_VSPHERE_CREDENTIALS", str(secrets))
+    if os.geteuid() != 0:  # root reads any file: the message is checked where a refusal can happen
+        with pytest.raises(VSphereError, match="cannot read the credentials file"):
+            credentials()
 
 
 @pytest.mark.parametrize(
     ("address", "why"),
     [
         ("http://vc.example.com", "plain http would send the password in clear"),
-        ("https://root:secret@vc.example.com", "credentials never go in the address"),
+        ("https://root:secret@vc.example.com", "credentials never go in the"),
         ("ftp://vc.example.com", "a vCenter address is"),
+        ("ftp://administrator:Hunter2!@vc.example", "credentials never go in the"),
+        ("htps://root:secret@vc", "credentials never go in the"),
+        ("https://admin:secret@:443", "credentials never go in the"),
+        ("http://localhost.evil.com:8989", "plain http"),
+        ("http://127.0.0.1.nip.io", "plain http"),
+        ("http://0x7f000001", "plain http"),  # names resolve again at connect: only literal loopback
+        ("https://vc.example:99999", "port is not a number"),
+        ("https://vc:abc", "port is not a number"),
+        ("https://vc example", "a vCenter address is"),
+        ("http://127.0.0.1:0", "a vCenter address is"),
+        ("https://vc.example/some/where", "no path beyond /sdk"),
     ],
 )
 def test_addresses_that_would_leak_the_password_are_refused(address: str, why: str) -> None:
-    with pytest.raises(VSphereError, match=why):
+    with pytest.raises(VSphereError, match=why) as refused:
         Server.parse(address)
+    assert "secret" not in str(refused.value) and "Hunter2" not in str(refused.value)
+
+
+def test_loopback_addresses_as_written_are_plain_http_and_spaces_around_do_not_matter() -> None:
+    assert Server.parse(" http://127.0.0.1:8989 ") == Server("127.0.0.1", 8989, "http")
+    assert Server.parse("http://[::1]:8989/sdk").host == "::1" and Server.parse("http://localhost:1").port == 1
 
 
 def test_tls_is_verified_unless_the_user_says_otherwise(vcsim: Path, tmp_path: Path) -> None:
@@ -463,17 +493,49 @@ def test_a_plan_with_vsphere_esxi_and_esxtop_captures_checks_and_aligns_every_ce
     ("level", "fact", "agrees"),
     [
         ("LSI", "LSI Logic SAS", True),
+        ("LSI", "LSI Logic Parallel", True),  # "LSI" alone: either LSI Logic controller
         ("lsi logic sas", "LSI Logic SAS", True),
         ("LSI Logic SAS", "LSI Logic Parallel", False),
+        ("lsisas1068", "LSI Logic SAS", True),  # the .vmx file's name
+        ("LSI SAS", "LSI Logic SAS", True),
+        ("lsilogic-parallel", "LSI Logic SAS", False),
         ("PVSCSI", "LSI Logic SAS", False),
         ("ParaVirtual", "PVSCSI", True),
+        ("VMware Paravirtual", "PVSCSI", True),  # the vSphere Client's name
+        ("Paravirtual SCSI", "PVSCSI", True),
+        ("AHCI", "SATA", True),
+        ("NVMe controller", "NVMe", True),
+        ("P", "PVSCSI", False),  # a letter names nothing
         ("", "PVSCSI", False),
     ],
 )
-def test_a_controller_level_names_a_controller_by_its_start(level: str, fact: str, agrees: bool) -> None:
+def test_a_controller_level_names_a_controller_by_any_of_its_names(level: str, fact: str, agrees: bool) -> None:
     from benchlib.vsphere import controller_matches
 
     assert controller_matches(level, fact) is agrees
+
+
+@pytest.mark.parametrize(
+    ("fact", "level", "problem"),
+    [
+        ("controller", "P", "names no controller"),
+        ("controller", "PVSCSI", None),
+        ("sioc", "SIOC on", None),
+        ("sioc", "sioc-enabled", None),
+        ("sioc", "maybe", "neither on nor off"),
+        ("path_policy", "R", "names no path selection policy"),
+        ("path_policy", "VMW_PSP_RR", None),
+        ("rr_iops", "1000", None),
+        ("rr_iops", "none", None),
+        ("rr_iops", "1e3", "not a Round Robin IO operation limit"),
+    ],
+)
+def test_a_level_that_names_nothing_is_refused_not_passed(fact: str, level: str, problem: str | None) -> None:
+    from benchlib.vsphere import level_problem, sioc_level
+
+    said = level_problem(fact, level)
+    assert said is None if problem is None else problem in said
+    assert sioc_level("SIOC on") is True and sioc_level("sioc-disabled") is False and sioc_level("n") is False
 
 
 @pytest.mark.parametrize(
@@ -484,6 +546,8 @@ def test_a_controller_level_names_a_controller_by_its_start(level: str, fact: st
         ("Fixed", "VMW_PSP_RR", False),
         ("MRU", "VMW_PSP_MRU", True),
         ("RR", None, False),
+        ("R", "VMW_PSP_RR", False),
+        ("most recently used", "VMW_PSP_MRU", True),
     ],
 )
 def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: str | None, agrees: bool) -> None:
@@ -499,12 +563,19 @@ def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: s
         ("[1, 2]", "no 'vms' list"),
         ('{"vms": ["x", 3]}', "vms[0] is not a VM with a name"),
         ('{"vms": [{"vm": "VM0", "disks": "x"}]}', "vms[0] disks is not a list of disks"),
-        ('{"vms": [{"vm": "VM0", "disks": [{"controller": 7}]}]}', "controller, label or datastore is not text"),
+        ('{"vms": [{"vm": "VM0", "disks": [{"controller": 7}]}]}', "vms[0].disks[0].controller is not text"),
         ('{"vms": [{"vm": "VM0", "disks": [], "datastores": ["x"]}]}', "datastores is not a table"),
+        ("[" * 100_000 + "]" * 100_000, "RecursionError"),  # deeper than the parser goes
+        ('{"vms": [{"vm": "VM0", "datastores": {"ds": {"sioc_enabled": [true]}}}]}', "sioc_enabled is not true or"),
+        ('{"vms": [{"vm": "VM0", "disks": [{"label": "d\\u001b]0;PWNED\\u0007"}]}]}', "control characters"),
+        ('{"vms": [{"vm": "VM0", "vcpus": true}]}', "vms[0].vcpus is not a whole number"),
+        ('{"vms": [{"vm": "' + "x" * 5000 + '"}]}', "more than 1000 characters"),
+        ("\udcff", "not JSON"),
     ],
 )
 def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, record: str, why: str) -> None:
     from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
     from tests.conftest import corpus_dir
 
     study = tmp_path / "raw" / "s"
@@ -514,8 +585,96 @@ def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, 
         '[factors]\ncontroller = ["PVSCSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
         '[vsphere]\ncontroller = "controller"\n'
     )
-    (study / "benchlib-vsphere.json").write_text(record)
+    if record == "\udcff":
+        (study / "benchlib-vsphere.json").write_bytes(b"\xff\xfe{")  # not UTF-8
+    else:
+        (study / "benchlib-vsphere.json").write_text(record)
     report = ingest_study(study, tmp_path / "processed")
     assert report.ingested == ["PVSCSI/VM0/run.json"]
     ((rel, reason),) = report.quarantined
     assert rel == "benchlib-vsphere.json" and why in reason
+    study.joinpath("study.toml").write_text(  # without [vsphere] too: its facts would be the runs' labels
+        '[factors]\ncontroller = ["PVSCSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
+    )
+    again = ingest_study(study, tmp_path / "processed")
+    assert [r for r, _ in again.quarantined] == ["benchlib-vsphere.json"]
+    assert load_study_tables(again.processed).runs.height > 0
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ('{"esx01": {"devices": [{"device": "naa.1", "path_policy": 5}]}}', "esx01.devices[0].path_policy is not text"),
+        ('{"esx01": {"devices": [{"device": "naa.1", "rr_iops_limit": {"n": 1}}]}}', "rr_iops_limit is not a whole"),
+        ('{"esx01": {"devices": [{"device": "naa.1", "rr_iops_limit": 1.0}]}}', "rr_iops_limit is not a whole"),
+        ('{"esx01": {"devices": [{"device": "naa.1", "rr_iops_limit": true}]}}', "rr_iops_limit is not a whole"),
+        ("[" * 100_000 + "]" * 100_000, "RecursionError"),
+    ],
+)
+def test_a_malformed_esxcli_record_is_quarantined_with_the_field_named(tmp_path: Path, record: str, why: str) -> None:
+    from benchlib.ingest import ingest_study
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "s"
+    (study / "RR" / "VM0").mkdir(parents=True)
+    shutil.copy(sorted(corpus_dir("fio-json").glob("*.json"))[0], study / "RR" / "VM0" / "run.json")
+    (study / "study.toml").write_text(
+        '[factors]\nmultipath = ["RR"]\n[[files]]\nglob = "{multipath}/{vm}/*.json"\n'
+        '[vsphere]\npath_policy = "multipath"\ndevice = "naa.1"\n'
+    )
+    (study / "benchlib-esxi.json").write_text(record)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["RR/VM0/run.json"]
+    ((rel, reason),) = report.quarantined
+    assert rel == "benchlib-esxi.json" and why in reason
+
+
+def test_the_hosts_commands_get_no_credentials_and_odd_bytes_cost_only_their_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's esxcli command runs without vCenter's password in its environment; bytes that are not
+    UTF-8 in its output are read as text, and text no reader foresaw is that host's error, not the run's."""
+    from types import SimpleNamespace
+
+    from benchlib.runner.execute import esxi_devices
+
+    monkeypatch.setenv("BENCHLIB_VSPHERE_PASSWORD", "Zq9-odd-pw")
+    nmp = (ROOT / "tests" / "data" / "esxcli" / "nmp-device-list.txt").read_bytes()
+    core = (ROOT / "tests" / "data" / "esxcli" / "core-device-list.txt").read_bytes()
+    (tmp_path / "nmp.txt").write_bytes(nmp)
+    (tmp_path / "core.txt").write_bytes(core.replace(b"Display Name: ", b"Display Name: Disque \xe9 ", 1))
+    shell = tmp_path / "esxcli.sh"
+    shell.write_text(
+        f'env > {tmp_path}/env.txt\ncase "$*" in *nmp*) cat {tmp_path}/nmp.txt;; *) cat {tmp_path}/core.txt;; esac\n'
+    )
+    plan = SimpleNamespace(esxi=SimpleNamespace(line=lambda host, esxcli: f"sh {shell} {host} {esxcli}"))
+    listed = esxi_devices(plan, "esx01.lab")
+    assert "error" not in listed and any("Disque \ufffd" in (d.get("display_name") or "") for d in listed["devices"])
+    assert "Zq9-odd-pw" not in (tmp_path / "env.txt").read_text()
+    (tmp_path / "nmp.txt").write_text("esxcli: unknown command\n")
+    assert "no device blocks" in esxi_devices(plan, "esx01.lab")["error"]
+
+
+def test_a_vm_is_found_by_name_whatever_its_case_or_domain_and_a_run_without_one_is_said(tmp_path: Path) -> None:
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "s"
+    run = sorted(corpus_dir("fio-json").glob("*.json"))[0]
+    for vm in ("vm0", "other"):
+        (study / "LSI" / vm).mkdir(parents=True)
+        (study / "LSI" / vm / "run.json").write_text(run.read_text() + "\n" * len(vm))  # two files, one content
+    (study / "study.toml").write_text(
+        '[factors]\ncontroller = ["LSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
+        '[vsphere]\ncontroller = "controller"\n'
+    )
+    facts = {"vms": [{"vm": "VM0.lab.local", "disks": [{"label": "Hard disk 1", "controller": "PVSCSI"}]}]}
+    (study / "benchlib-vsphere.json").write_text(json.dumps(facts))
+    with pytest.raises(StudyError, match=r"VM0\.lab\.local \(fio host vm0\): study.toml gives controller = 'LSI'"):
+        ingest_study(study, tmp_path / "processed")  # vm0 is VM0.lab.local: the contradiction is found
+    facts["vms"][0]["disks"][0]["controller"] = "LSI Logic SAS"
+    (study / "benchlib-vsphere.json").write_text(json.dumps(facts))
+    report = ingest_study(study, tmp_path / "processed")
+    notes = [note for _, note in report.notes]
+    assert any("host 'other' is no VM of benchlib-vsphere.json" in n and "not checked" in n for n in notes), notes

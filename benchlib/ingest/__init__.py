@@ -38,7 +38,15 @@ from benchlib.ingest.state import IngestReport, IngestState
 from benchlib.paths import PROCESSED, processed_dir_for
 from benchlib.store import RAW_STATE, scan_table, study_key
 from benchlib.study import load_study
-from benchlib.vsphere import ESXI_FILE, FACTS_FILE, contradictions, esxi_problem, read_facts_files
+from benchlib.vsphere import (
+    ESXI_FILE,
+    FACTS_FILE,
+    contradictions,
+    esxi_problem,
+    load_record,
+    read_facts_files,
+    unchecked,
+)
 
 #: fio JSON files per Parquet part (and small logs per part).
 JSON_BATCH = BATCH
@@ -48,17 +56,11 @@ __all__ = ["JSON_BATCH", "PARALLEL_FROM", "STREAM_BYTES", "IngestReport", "inges
 
 def _esxi_files(state: IngestState, rels: list[str]) -> dict[str, dict]:
     """Return the cells' esxcli lists by folder; an unreadable file is quarantined, a host's failure noted."""
-    import json
-
     found = {}
     for rel in rels:
-        try:
-            data = json.loads((state.study.folder / rel).read_text(encoding="utf-8"))
-            problem = esxi_problem(data)
-            if problem:
-                raise ValueError(problem)
-        except (OSError, ValueError) as exc:
-            state.report.quarantine(rel, f"not esxcli's lists as benchlib run writes them ({exc})")
+        data, why = load_record(state.study.folder / rel, esxi_problem)
+        if data is None:
+            state.report.quarantine(rel, f"not esxcli's lists as benchlib run writes them ({why})")
             continue
         for host, listed in data.items():
             if listed.get("error"):
@@ -75,18 +77,22 @@ def _check_vsphere(state: IngestState) -> None:
     """
     rels = sorted(rel for rel in state.raw_files if Path(rel).name == FACTS_FILE)
     esxi_rels = sorted(rel for rel in state.raw_files if Path(rel).name == ESXI_FILE)
-    if not (rels or esxi_rels) or not state.study.vsphere:
+    if not (rels or esxi_rels):
         return
     facts, problems = read_facts_files(state.study.folder, rels)
     esxi = _esxi_files(state, esxi_rels)
-    for problem in problems:
+    for problem in problems:  # quarantined with or without [vsphere]: their facts would be the runs' labels
         rel, reason = problem.split(": ", 1)
         state.report.quarantine(rel, reason)
+    if not state.study.vsphere:
+        return
     for folder, data in facts.items():  # a cell whose facts could not be read: its runs are not checked
         if data.get("error"):
             rel = str(Path(folder) / FACTS_FILE) if folder != "." else FACTS_FILE
             state.report.notes.append((rel, f"vCenter's facts were not read for these runs: {data['error']}"))
     runs = scan_table(state.processed, "runs").filter(~pl.col("is_aggregate")).collect()
+    for note in unchecked(state.study, runs.filter(pl.col("tool") != "esxtop"), facts):
+        state.report.notes.append((FACTS_FILE, note))
     found = contradictions(state.study, runs, facts, esxi)
     if found:
         more = f"; and {len(found) - 10} more" if len(found) > 10 else ""

@@ -17,7 +17,7 @@ import polars as pl
 
 from benchlib.errors import StudyError
 from benchlib.study import RUN_MANIFEST, STUDY_FILE, Study
-from benchlib.vsphere import ESXI_FILE, FACTS_FILE, disk_under_test, esxi_problem, facts_problem
+from benchlib.vsphere import ESXI_FILE, FACTS_FILE, disk_under_test, esxi_problem, facts_problem, find_vm, load_record
 
 
 def clear_caches() -> None:
@@ -36,7 +36,7 @@ def _run_manifest(folder: Path, study_folder: Path) -> tuple[Path, dict] | None:
         if path.is_file():
             try:
                 return folder, json.loads(path.read_text(encoding="utf-8"))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # nesting too deep for the parser: not benchlib's
                 raise StudyError(
                     f"{path}: not valid JSON ({exc}); it was written by benchlib run, restore it"
                 ) from None
@@ -135,13 +135,9 @@ def _nearest_record(folder: Path, study_folder: Path, name: str) -> tuple[str, d
     here = folder
     while here == study_folder or study_folder in here.parents:
         path = here / name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                return None  # ingest quarantines it and says why
-            bad = facts_problem(data) if name == FACTS_FILE else esxi_problem(data)
-            return None if bad else (path.relative_to(study_folder).as_posix(), data)  # a bad one: quarantined
+        if path.is_file():  # a bad one: no labels (ingest quarantines it and says why)
+            data, _ = load_record(path, facts_problem if name == FACTS_FILE else esxi_problem)
+            return None if data is None else (path.relative_to(study_folder).as_posix(), data)
         here = here.parent
     return None
 
@@ -157,14 +153,7 @@ def vsphere_labels(study: Study, rel: str, host: str | None) -> list[dict[str, s
     folder = (study.folder / rel).parent
     labels: dict[str, object] = {}
     facts = _nearest_record(folder, study.folder, FACTS_FILE)
-    vm = next(
-        (
-            v
-            for v in (facts[1].get("vms") or [] if facts else [])
-            if isinstance(v, dict) and host in (v.get("vm"), v.get("fio_host"))
-        ),
-        None,
-    )
+    vm = find_vm(facts[1].get("vms") or [], host) if facts else None
     if vm is not None:
         labels |= {"vcenter.vm": vm.get("vm"), "vcenter.host": vm.get("host"), "vcenter.vcpus": vm.get("vcpus")}
         disk, _ = disk_under_test(vm, study.vsphere.get("disk"))

@@ -178,6 +178,17 @@ echo "target_device=$disk"
 """
 
 
+def child_environment() -> dict[str, str]:
+    """Return this process's environment without vCenter's credentials, for every command benchlib starts.
+
+    The plan's shell commands (facts, esxcli, esxtop) and fio need none of them; a command that
+    printed its environment would otherwise write the password into the study.
+    """
+    from benchlib.vsphere import CREDENTIALS, PASSWORD, USER
+
+    return {k: v for k, v in os.environ.items() if k not in (USER, PASSWORD, CREDENTIALS)}
+
+
 def command_facts(command: str, host: str, target: str) -> dict:
     """Return a remote host's facts through the plan's ``facts_command``.
 
@@ -187,7 +198,15 @@ def command_facts(command: str, host: str, target: str) -> dict:
     line = command.replace("{host}", shlex.quote(host)).replace("{target}", shlex.quote(target))
     try:
         done = subprocess.run(
-            line, shell=True, input=FACTS_SCRIPT, capture_output=True, text=True, timeout=60, check=False
+            line,
+            shell=True,
+            input=FACTS_SCRIPT,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=60,
+            check=False,
+            env=child_environment(),
         )
     except subprocess.TimeoutExpired:
         return {"facts_error": f"facts_command did not finish in 60 s: {line}"}
@@ -510,7 +529,16 @@ def esxi_devices(plan: Plan, host: str) -> dict:
     for esxcli in ("esxcli storage core device list", "esxcli storage nmp device list"):
         line = plan.esxi.line(host, esxcli)
         try:
-            done = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=120, check=False)  # noqa: S602
+            done = subprocess.run(  # noqa: S602 -- the plan's own command, allowed with --allow-facts-command
+                line,
+                shell=True,
+                capture_output=True,
+                text=True,
+                errors="replace",  # a display name in another encoding is text, not a failed run
+                timeout=120,
+                check=False,
+                env=child_environment(),
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"{esxcli} did not finish in 120 s"}
         if done.returncode != 0:
@@ -520,6 +548,8 @@ def esxi_devices(plan: Plan, host: str) -> dict:
         return {"read_at": datetime.now(UTC).isoformat(timespec="seconds"), "devices": host_devices(*texts)}
     except EsxcliError as exc:
         return {"error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 -- text no reader foresaw costs this host's lists, never the cell
+        return {"error": f"esxcli's text could not be read: {type(exc).__name__}: {str(exc)[:200]}"}
 
 
 @dataclass
@@ -545,6 +575,7 @@ def _start_esxtop(plan: Plan, folder: Path) -> list[_Capture]:
                 stdout=out,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=child_environment(),
             )
         captures.append(_Capture(entry.host, target, process, entry.delay_s))
     return captures
@@ -595,6 +626,7 @@ def _run_fio(
         start_new_session=True,
         preexec_fn=_die_with_parent,
         pass_fds=fds,
+        env=child_environment(),
     )
     try:
         while proc.poll() is None:

@@ -656,9 +656,10 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
             f'{path}: [vsphere] checks path_policy or rr_iops of one LUN: name it, device = "naa.6..." '
             "(as esxcli storage nmp device list prints it), and list its ESXi hosts in [esxi]"
         )
-    return VSpherePlan(
-        str(section["server"]), dict(vms), dict(check), bool(section.get("insecure", False)), device or None
-    )
+    insecure = section.get("insecure", False)
+    if not isinstance(insecure, bool):  # "false" in quotes is text, and text is true: never guess about TLS
+        raise PlanError(f"{path}: [vsphere] insecure must be true or false without quotes, not {insecure!r}")
+    return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None)
 
 
 def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_facts_command: bool = False) -> Plan:
