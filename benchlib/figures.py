@@ -298,20 +298,20 @@ def interaction(
         .mark_line(point=True)
         .encode(
             x=alt.X(f"{x}:N", sort=order, title=words(x)),
-            y=alt.Y(f"{value}:Q", title=f"{words(value)}, median run total"),
+            # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
+            y=alt.Y(f"{value}:Q", title=words(value)),
             color=alt.Color(f"{trace}:N", title=words(trace), sort=sorted(data[trace].unique().to_list())),
             tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
         )
-        .properties(width=WIDTH // 2, height=HEIGHT // 2)
+        .properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
+    )
+    heading = alt.TitleParams(
+        title or f"{words(x)} and {words(trace)} together", subtitle=["each point: the median of the runs' totals"]
     )
     if not by:
-        return chart.properties(title=title or f"{words(x)} and {words(trace)} together")
+        return chart.properties(title=heading)
     facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
-    return (
-        chart.facet(facet=facet, columns=2)
-        .resolve_scale(y="independent")
-        .properties(title=title or f"{words(x)} and {words(trace)} together")
-    )
+    return chart.facet(facet=facet, columns=2).resolve_scale(y="independent").properties(title=heading)
 
 
 def heatmap(
