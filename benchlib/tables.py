@@ -56,14 +56,17 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
     return (labels or {}).get(column) or LABELS.get(column) or column.replace("_", " ")
 
 
+def inline(column: str) -> str:
+    """Return a column's words for inside a sentence: ``block size``; ``I/O engine`` and ``SIOC`` kept."""
+    words = label(column)
+    return words[0].lower() + words[1:] if words[:1].isupper() and not words[:2].isupper() else words
+
+
 def levels_words(levels: Mapping[str, object]) -> str:
     """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``."""
-    parts = []
-    for factor, level in levels.items():
-        words = label(factor)
-        if parts and words[:1].isupper() and not words[:2].isupper():  # "Block size" inside, "I/O", "SIOC" kept
-            words = words[0].lower() + words[1:]
-        parts.append(f"{words} {level}")
+    parts = [
+        f"{label(factor) if not i else inline(factor)} {level}" for i, (factor, level) in enumerate(levels.items())
+    ]
     return ", ".join(parts)
 
 

@@ -372,7 +372,8 @@ def interaction(
     Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the run totals
     (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
     seed): ``F``, ``p`` and ``note``, or only a ``note`` saying why it cannot be tested (one run per
-    combination, a combination without runs, a factor with one level).
+    combination, a combination without runs, a factor with one level, every run rate-capped: the
+    cap, not the settings, set the totals).
     """
     import numpy as np
 
@@ -382,12 +383,26 @@ def interaction(
     by = by or []
     totals = run_totals(study, value, [*by, x, trace], only)
     grid = totals.group_by([*by, x, trace]).agg(pl.col(value).median(), pl.len().alias("runs")).sort([*by, x, trace])
+    rows = _study_rows(study, only)
+    capped = (
+        {tuple(r[:-1]): r[-1] for r in rows.group_by(by).agg(pl.col("rate_limited").fill_null(False).all()).rows()}
+        if by and "rate_limited" in rows.columns
+        else {(): bool(rows["rate_limited"].fill_null(False).all())}
+        if "rate_limited" in rows.columns
+        else {}
+    )
     tests = []
     for key, part in totals.group_by(by, maintain_order=True) if by else [((), totals)]:
         head = dict(zip(by, key, strict=True))
         combos = part.group_by(x, trace).len()
         levels = part[x].n_unique() * part[trace].n_unique()
-        if part[x].n_unique() < 2 or part[trace].n_unique() < 2:
+        if capped.get(tuple(key)):
+            note, f, p = (
+                "every run was rate-capped: the cap set the totals, so no interaction can show here",
+                None,
+                None,
+            )
+        elif part[x].n_unique() < 2 or part[trace].n_unique() < 2:
             note, f, p = f"{x} or {trace} has one level here: nothing to interact", None, None
         elif combos.height < levels:
             note, f, p = f"{levels - combos.height} combinations of {x} and {trace} have no runs", None, None
@@ -405,6 +420,8 @@ def interaction(
     adjusted = dict(
         zip(tested.select(by).rows() if by else [()] * tested.height, holm(tested["p"].to_numpy()), strict=True)
     )
+    from benchlib.tables import inline
+
     notes = []
     for row in table.iter_rows(named=True):
         key = tuple(row[b] for b in by)
@@ -412,9 +429,9 @@ def interaction(
             p_holm = float(adjusted[key])
             said = f"permutation p = {row['p']:.4f}, {p_holm:.4f} after Holm over {tested.height} tests, alpha 0.05"
             row["note"] = (
-                f"the effect of {x} depends on {trace} ({said})"
+                f"the effect of {inline(x)} depends on {inline(trace)} ({said})"
                 if p_holm <= 0.05
-                else f"no evidence at this n that the effect of {x} depends on {trace} ({said})"
+                else f"no evidence at this n that the effect of {inline(x)} depends on {inline(trace)} ({said})"
             )
         notes.append(row["note"])
     table = table.with_columns(pl.Series("note", notes, dtype=pl.String))
