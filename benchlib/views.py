@@ -354,12 +354,35 @@ def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | Non
     replicates (METHODS.md R1). fio groups that ran one after another (``stonewall``)
     are phases of a run, never added together: one row per run and ``phase``; a
     study whose runs have several phases compares them phase by phase (put ``phase``
-    in the comparison's ``by``).
+    in the comparison's ``by``). ``rate_capped``: every job of the run had a rate cap (its total
+    is what the cap allowed).
     """
     keys = ["run_unit", "phase", *factors]
     rows = _study_rows(study, only)
     rows = rows.with_columns(run_unit_expr(rows.columns), pl.col("group_id").fill_null(0).alias("phase"))
-    return rows.group_by(keys).agg(total_expr(value)).drop_nulls(value).sort(keys)
+    capped = pl.col("rate_limited").fill_null(False).all() if "rate_limited" in rows.columns else pl.lit(False)
+    return rows.group_by(keys).agg(total_expr(value), capped.alias("rate_capped")).drop_nulls(value).sort(keys)
+
+
+def capped_note(units: pl.DataFrame, *, by: list[str], factor: str) -> str:
+    """Say which comparisons ran every run under a rate cap (Markdown list item; empty when none did).
+
+    From :func:`run_totals`: their totals are what the cap allowed on both sides, so whatever their
+    verdict says, they measure the cap, not the factor.
+    """
+    from benchlib.tables import inline, levels_words
+
+    if "rate_capped" not in units.columns or not by:
+        return ""
+    groups = units.group_by(by).agg(pl.col("rate_capped").all()).sort(by)
+    capped = groups.filter(pl.col("rate_capped"))
+    if capped.is_empty():
+        return ""
+    names = "; ".join(levels_words(row) for row in capped.select(by).iter_rows(named=True))
+    return (
+        f"- **Rate-capped** ({capped.height} of {groups.height} groups: {names}): every run on both sides ran under "
+        f"a rate cap, so these rows measure the cap, not the {inline(factor)}."
+    )
 
 
 def interaction(

@@ -213,3 +213,17 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
     notes = dict(zip(published["test"], published["note"], strict=True))
     assert notes["seqread"].startswith("one run per combination") and published["p"].is_null().all()
     assert "has one level here" in notes["randread"]  # SIOC on was published for seqread only
+
+
+def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
+    from benchlib.views import capped_note, run_totals
+
+    by = ["profile", "block_size", "rate_cap"]
+    units = run_totals("loopback-fio", "iops", ["ioengine", *by], only={"profile": ["randread", "randwrite"]})
+    assert units.filter(pl.col("rate_cap") == "on")["rate_capped"].all()
+    assert not units.filter(pl.col("rate_cap") == "off")["rate_capped"].any()
+    said = capped_note(units, by=by, factor="ioengine")
+    assert said.startswith("- **Rate-capped** (4 of 8 groups: ") and "not the I/O engine" in said
+    assert "rate cap off" not in said
+    published = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
+    assert capped_note(published, by=["sioc"], factor="controller") == ""  # published tables say no cap
