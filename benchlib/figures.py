@@ -254,8 +254,9 @@ def comparison(
         .select("comparison", "change_pct", "low_pct", "high_pct", "label_at", "label", "delta", "verdict")
         .sort("comparison")
     )
-    y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=None)
+    y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=" / ".join(words(c) for c in label))
     verdicts = sorted(data["verdict"].unique().to_list())
+    axis = alt.Axis(labelOverlap="greedy")
     # below the chart: a label at the right end of a change must not run into the legend
     colour = alt.Color("verdict:N", sort=verdicts, title="verdict", legend=alt.Legend(orient="bottom"))
     x_title = (
@@ -266,16 +267,21 @@ def comparison(
     rule = (
         _chart(data.filter(pl.col("low_pct").is_not_null()))
         .mark_rule()
-        .encode(x=alt.X("low_pct:Q", title=x_title), x2="high_pct:Q", y=y, color=colour)
+        .encode(x=alt.X("low_pct:Q", title=x_title, axis=axis), x2="high_pct:Q", y=y, color=colour)
     )
     point = (
         _chart(data)
         .mark_point(filled=True, size=60)
         .encode(
-            x=alt.X("change_pct:Q", title=x_title), y=y, color=colour, tooltip=["comparison:N", "delta:N", "verdict:N"]
+            x=alt.X("change_pct:Q", title=x_title, axis=axis),
+            y=y,
+            color=colour,
+            tooltip=["comparison:N", "delta:N", "verdict:N"],
         )
     )
-    text = _chart(data).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
+    # a label only where it adds to the colour: every row's verdict written out repeated the legend
+    labelled = data.filter(pl.col("delta") != "~") if data["verdict"].n_unique() == 1 else data
+    text = _chart(labelled).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
     return alt.layer(zero, rule, point, text).properties(title=title)
 
@@ -344,6 +350,15 @@ def heatmap(
     return chart.facet(facet=facet, columns=2).resolve_scale(color="shared").properties(title=name)
 
 
+def _decades(values: pl.Series) -> alt.Axis:
+    """Return a log axis labelled at its powers of ten only: Vega's own log ticks overlapped (0.010.02)."""
+    present = values.filter(values > 0)
+    if present.is_empty():
+        return alt.Axis()
+    low, high = math.floor(math.log10(present.min())), math.ceil(math.log10(present.max()))
+    return alt.Axis(values=[10.0**e for e in range(low, high + 1)], format="~g")
+
+
 def exceedance_curve(
     curve: pl.DataFrame, *, series: str | None = None, title: str = "Share of I/Os slower than each latency"
 ) -> alt.TopLevelMixin:
@@ -363,8 +378,15 @@ def exceedance_curve(
         _chart(data)
         .mark_line(interpolate="step-after")
         .encode(
-            x=alt.X("latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)"),
-            y=alt.Y("slower_pct:Q", scale=alt.Scale(type="log"), title="I/Os slower than that (%)"),
+            x=alt.X(
+                "latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)", axis=_decades(data["latency_ms"])
+            ),
+            y=alt.Y(
+                "slower_pct:Q",
+                scale=alt.Scale(type="log"),
+                title="I/Os slower than that (%)",
+                axis=_decades(data["slower_pct"]),
+            ),
             color=color,
             tooltip=[
                 *(f"{k}:N" for k in keys),
@@ -486,7 +508,7 @@ def fairness_summary(
     start = max(0.0, math.floor((low - 0.02) * 20) / 20)
     x = alt.X(
         "jain_median:Q",
-        scale=alt.Scale(domain=[start, 1], clamp=True),
+        scale=alt.Scale(domain=[start, 1], clamp=True, nice=False),
         title=f"Jain's index within a run (1 = equal shares; the axis starts at {start:g})",
     )
     tooltip = [
@@ -522,8 +544,14 @@ def latency_split(
     layer's await and the time above it), so that the bar's length is the application's latency.
     """
     data = frame.with_columns(_joined(where).alias("configuration"))
-    long = data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms").sort(
-        "configuration", "part"
+    named = {part: words(part) for part in parts}  # the legend in words, not column names
+    long = (
+        data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms")
+        .with_columns(
+            pl.col("part").replace_strict({p: i for i, p in enumerate(parts)}, return_dtype=pl.Int64).alias("order"),
+            pl.col("part").replace_strict(named),
+        )
+        .sort("configuration", "order")
     )
     y = alt.Y("configuration:N", sort=sorted(data["configuration"].to_list()), title=None)
     chart = (
@@ -532,8 +560,8 @@ def latency_split(
         .encode(
             x=alt.X("ms:Q", stack="zero", title="mean latency per command (ms)"),
             y=y,
-            color=alt.Color("part:N", sort=list(parts), title=None),
-            order=alt.Order("part:N", sort="ascending"),
+            color=alt.Color("part:N", sort=list(named.values()), title="where the time went"),
+            order=alt.Order("order:Q", sort="ascending"),
             tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
         )
     )

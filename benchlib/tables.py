@@ -217,6 +217,8 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
 
 
 LABELS |= {
+    "device_await_ms": "in the device (block layer await)",
+    "above_device_ms": "above the device (queues, kernel, fio)",
     "origin": "Histogram from",
     "change": "Change, new vs baseline (95% interval)",
     "change_alone": "Change, new vs baseline (too few runs for a 95% interval)",

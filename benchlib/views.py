@@ -81,11 +81,21 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
     return median_of_run_totals(phased, value, [*by, member], run="_run")
 
 
-def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str = "vm", *, capped: bool = False) -> str:
+def describe_cell(
+    members: pl.DataFrame,
+    value: str,
+    levels: dict,
+    member: str = "vm",
+    *,
+    capped: bool = False,
+    run_totals: pl.Series | None = None,
+) -> str:
     """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data.
 
     ``capped``: the cell's jobs had a rate cap (:func:`cell_capped`); the sentence then says that equal
-    values are the cap's doing.
+    values are the cap's doing. ``run_totals``: the cell's run totals (:func:`run_totals`); the total
+    then is their median, the figure the comparison and interaction pages use, not the sum of the
+    members' medians (a member's best and worst runs need not be the same run).
     """
     stats = members.select(
         jain_expr(pl.col(value)).alias("jain"),
@@ -93,11 +103,18 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
         pl.col(value).sum().alias("total"),
         pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
-    from benchlib.tables import label, levels_words
+    from benchlib.tables import inline, label, levels_words
 
     where = levels_words(levels)
-    who, what = label(member), label(value)
+    who, what = label(member), inline(value)
     total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
+    every, basis = f"{what} of all {who}s added", "by their medians over runs"
+    if run_totals is not None and run_totals.drop_nulls().len() == 1:
+        basis = "in its one run"
+    if run_totals is not None and run_totals.drop_nulls().len():
+        n = run_totals.drop_nulls().len()
+        total = f"{run_totals.median():,.0f}"
+        every = f"{what} of all {who}s together, " + ("in its one run" if n == 1 else f"the median of {n} runs' totals")
     cap = (
         " The jobs were rate-capped (fio's rate or rate_iops): equal shares are the cap's doing, and the "
         "totals say what the cap allowed, not what the storage could do."
@@ -109,8 +126,9 @@ def describe_cell(members: pl.DataFrame, value: str, levels: dict, member: str =
         alone = f"{members.height} {who}{named}, {what} {total}"
         return f"**{where}**: {alone}; fairness between {who}s needs two or more.{cap}"
     return (
-        f"**{where}**: {members.height} {who}s; the highest ({stats['top']}) got {stats['spread']:.2f} times the "
-        f"lowest; Jain's index {stats['jain']:.4f}; {what} of all {who}s added: {total}.{cap}"
+        f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
+        f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f} (the fairness page judges each "
+        f"run on its own); {every}: {total}.{cap}"
     )
 
 
@@ -139,6 +157,18 @@ def overview(study: StudyRef) -> pl.DataFrame:
     )
 
 
+def _run_length(units: pl.DataFrame) -> str:
+    """Say how long the runs were: the tool's measured runtime as set, its ramp, and the wall clock."""
+    seconds = units["duration_ns"].drop_nulls()
+    setting, ramp = units["runtime_setting_ns"].drop_nulls(), units["ramp_time_ns"].drop_nulls()
+    clock = f"{seconds.median() / 1e9:,.1f} s from start to end" if not seconds.is_empty() else ""
+    if setting.is_empty():
+        return f"runs lasted {clock} (median)" if clock else "run length not stated"
+    said = f"runtime {setting.median() / 1e9:,.3g} s measured"
+    said += f" after a {ramp.median() / 1e9:,.3g} s ramp" if not ramp.is_empty() and ramp.median() else ""
+    return f"{said} ({clock}, median)" if clock else said
+
+
 def design_statement(study: StudyRef) -> str:
     """Say in words what the study's design is and what it can support (Markdown).
 
@@ -161,28 +191,32 @@ def design_statement(study: StudyRef) -> str:
         opened.tables(only=("results",))
         .results.filter(~pl.col("is_aggregate"))
         .group_by("run_id")
-        .agg(*(pl.col(c).drop_nulls().first() for c in params))
+        .agg(*(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]))
     )
+    timing = jobs.select("run_id", "runtime_setting_ns", "ramp_time_ns")
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
-    runs = runs.join(jobs.select("run_id", *params), on="run_id", how="left")
+    runs = runs.join(jobs.select("run_id", *params), on="run_id", how="left").join(timing, on="run_id", how="left")
     keys = [*present, *params]
     units = runs.group_by(run_unit_expr(runs.columns)).agg(
         *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
+        pl.col("runtime_setting_ns").max(),
+        pl.col("ramp_time_ns").max(),
     )
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
     each = f"{low}" if low == high else f"{low} to {high}"
-    levels = "; ".join(f"{f} ({', '.join(map(str, v))})" for f, v in factors.items()) or "none declared"
+    from benchlib.tables import inline
+
+    levels = "; ".join(f"{inline(f)} ({', '.join(map(str, v))})" for f, v in factors.items()) or "none declared"
     hosts = units["hosts"].filter(units["hosts"] > 0)
     host_text = (
         "hosts per run: none named"
         if hosts.is_empty()
-        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} hosts (VMs) per run"
+        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} hosts per run"
     )
-    seconds = units["duration_ns"].drop_nulls()
-    length = "run length not stated" if seconds.is_empty() else f"runs lasted {seconds.median() / 1e9:,.1f} s (median)"
+    length = _run_length(units)
     named = {
         v if str(v).startswith(str(t)) else f"{t} {v}"
         for t, v in runs.select("tool", "tool_version").unique().iter_rows()
@@ -208,8 +242,8 @@ def design_statement(study: StudyRef) -> str:
     else:
         smallest = min_p(low, low)
         verdict = (
-            f", above α = 0.05: no comparison can be significant; {runs_to_test(1)} runs per side would make one "
-            "testable."
+            f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
+            "side would make one testable (tests over more runs at once, such as the interaction's, can be)."
             if smallest > 0.05
             else "; a correction over many comparisons raises it (each comparison page says by how much)."
         )
@@ -581,6 +615,11 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
         f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. Medians over VMs, "
         "descriptive only: no significance test of CPU efficiency here."
     )
+
+
+def has_intervals(study: StudyRef) -> bool:
+    """Tell whether a study holds any per-interval samples (fio's logs, esxtop), the data of anything over time."""
+    return _open(study).scan("intervals").select(pl.len()).collect().item() > 0
 
 
 def member_values(

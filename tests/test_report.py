@@ -55,9 +55,9 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     ] == b"\x89PNG"
     executed = json.loads((cell / "cell.ipynb").read_text())
     prose = [o for c in executed["cells"] for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
-    assert "the highest (gus_fio_2) got 5.66 times the lowest; Jain's index 0.6245" in "".join(
-        prose[0]["data"]["text/markdown"]
-    )
+    said = "".join(prose[0]["data"]["text/markdown"])
+    assert "in its one run, the highest (gus_fio_2) got 5.66 times the lowest, Jain's index 0.6245" in said
+    assert "bandwidth (MiB/s) of all VMs together, in its one run: 2,282" in said  # the run total, as elsewhere
     page = (result.folder / "claims.html").read_text()
     assert "25 of 32 claims pass" in page and "http" not in page.replace("https://vega.github.io/schema", "")
     assert (PROJECT_ROOT / "notebooks" / "cell.ipynb").read_text() != (
@@ -361,7 +361,7 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
             if "text/markdown" in o.get("data", {})
         )
 
-    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts (VMs) per run" in said("study-overview")
+    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts per run" in said("study-overview")
     # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
     assert "2 vs 2 runs" in said("comparison") and re.search(r"\b\d of 8 runs fell below", said("fairness"))
 

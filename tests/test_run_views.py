@@ -60,7 +60,8 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     assert table["fio-json+"]["runs"] == 87 and table["fio-json+"]["hosts"] == 4  # not 435 runs on 5 hosts
     assert table["fio-log"]["runs"] is None  # logs are files of the runs above
     text = design_statement("loopback-fio")
-    assert "87 runs: 3 per configuration; 4 hosts (VMs) per run" in text and "fio-3." in text
+    assert "87 runs: 3 per configuration; 4 hosts per run; runtime 3 s measured after a 1 s ramp" in text
+    assert "fio-3." in text and "queue depth (1, 2," in text
     assert (
         "smallest exact two-sided p of a comparison of two configurations (Mann-Whitney on their run totals) is 0.1"
         in text

@@ -233,9 +233,10 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     runs = int(table["runs_judged"].sum())
     text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
     text += [
-        f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
-        f"(median {worst['jain_median']:.3f} over {worst['runs_judged']} "
-        f"run{'s' if worst['runs_judged'] != 1 else ''})."
+        f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its one run."
+        if worst["runs_judged"] == 1
+        else f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
+        f"(median {worst['jain_median']:.3f} over {worst['runs_judged']} runs)."
     ]
     below = int(table["runs_below"].sum())
     text.append(f"{below} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
