@@ -391,8 +391,12 @@ def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | Non
     in the comparison's ``by``). ``rate_capped``: every job of the run had a rate cap (its total
     is what the cap allowed).
     """
+    return totals_of_runs(_study_rows(study, only), value, factors)
+
+
+def totals_of_runs(rows: pl.DataFrame, value: str, factors: Collection[str] = ()) -> pl.DataFrame:
+    """Return :func:`run_totals` of rows already read (a cell page's :func:`cell_frame`), without reading again."""
     keys = ["run_unit", "phase", *factors]
-    rows = _study_rows(study, only)
     rows = rows.with_columns(run_unit_expr(rows.columns), pl.col("group_id").fill_null(0).alias("phase"))
     capped = pl.col("rate_limited").fill_null(False).all() if "rate_limited" in rows.columns else pl.lit(False)
     return rows.group_by(keys).agg(total_expr(value), capped.alias("rate_capped")).drop_nulls(value).sort(keys)

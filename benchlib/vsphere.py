@@ -20,6 +20,7 @@ import ipaddress
 import os
 import re
 import ssl
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -419,9 +420,8 @@ def _lun_contradictions(study: Any, runs: Any, esxi: dict[str, dict]) -> dict[st
     return found
 
 
-def _lun_disagreements(checks: dict[str, str], run: dict, host: str, lun: dict, device: str) -> dict[str, str]:
-    """One run's multipath levels against one host's listing of the LUN: what disagrees, in words."""
-    found = {}
+def _checked_levels(checks: dict[str, str], run: dict, found: dict[str, str]) -> Iterator[tuple[str, str, str]]:
+    """Yield each of a run's levels that a fact checks; a level that names nothing goes into ``found`` instead."""
     for fact, factor in checks.items():
         level = run.get(factor)
         if level is None:
@@ -430,6 +430,13 @@ def _lun_disagreements(checks: dict[str, str], run: dict, host: str, lun: dict, 
         if problem:
             found[f"level/{factor}/{level}"] = f"study.toml's {factor} level {level!r} {problem}"
             continue
+        yield fact, factor, level
+
+
+def _lun_disagreements(checks: dict[str, str], run: dict, host: str, lun: dict, device: str) -> dict[str, str]:
+    """One run's multipath levels against one host's listing of the LUN: what disagrees, in words."""
+    found: dict[str, str] = {}
+    for fact, factor, level in _checked_levels(checks, run, found):
         said = lun.get("path_policy") if fact == "path_policy" else lun.get("rr_iops_limit")
         if not (policy_matches(level, said) if fact == "path_policy" else limit_matches(level, said)):
             what = "path policy" if fact == "path_policy" else "Round Robin IO operation limit"
@@ -464,14 +471,7 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
             continue
         disk, why = disk_under_test(vm_facts, study.vsphere.get("disk"))
         name = vm_facts["vm"] if vm_facts.get("vm") == vm else f"{vm_facts.get('vm')} (fio host {vm})"
-        for fact, factor in checks.items():
-            level = run.get(factor)
-            if level is None:
-                continue
-            problem = level_problem(fact, str(level))
-            if problem:
-                found[f"level/{factor}/{level}"] = f"study.toml's {factor} level {level!r} {problem}"
-                continue
+        for fact, factor, level in _checked_levels(checks, run, found):
             if disk is None:
                 found[f"{vm}/{factor}"] = f"{name}: {why} ({facts_file})"
                 continue

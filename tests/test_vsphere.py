@@ -556,6 +556,19 @@ def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: s
     assert policy_matches(level, policy) is agrees
 
 
+def _one_run_study(tmp_path: Path, factor: str, level: str, vsphere: str) -> Path:
+    """A study of one fio run of one VM (VM0) at one level, with the ``[vsphere]`` text given."""
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "s"
+    (study / level / "VM0").mkdir(parents=True, exist_ok=True)
+    shutil.copy(sorted(corpus_dir("fio-json").glob("*.json"))[0], study / level / "VM0" / "run.json")
+    (study / "study.toml").write_text(
+        f'[factors]\n{factor} = ["{level}"]\n[[files]]\nglob = "{{{factor}}}/{{vm}}/*.json"\n{vsphere}'
+    )
+    return study
+
+
 @pytest.mark.parametrize(
     ("record", "why"),
     [
@@ -576,15 +589,8 @@ def test_a_multipath_level_names_the_path_selection_policy(level: str, policy: s
 def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, record: str, why: str) -> None:
     from benchlib.ingest import ingest_study
     from benchlib.store import load_study_tables
-    from tests.conftest import corpus_dir
 
-    study = tmp_path / "raw" / "s"
-    (study / "PVSCSI" / "VM0").mkdir(parents=True)
-    shutil.copy(sorted(corpus_dir("fio-json").glob("*.json"))[0], study / "PVSCSI" / "VM0" / "run.json")
-    (study / "study.toml").write_text(
-        '[factors]\ncontroller = ["PVSCSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
-        '[vsphere]\ncontroller = "controller"\n'
-    )
+    study = _one_run_study(tmp_path, "controller", "PVSCSI", '[vsphere]\ncontroller = "controller"\n')
     if record == "\udcff":
         (study / "benchlib-vsphere.json").write_bytes(b"\xff\xfe{")  # not UTF-8
     else:
@@ -593,9 +599,7 @@ def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, 
     assert report.ingested == ["PVSCSI/VM0/run.json"]
     ((rel, reason),) = report.quarantined
     assert rel == "benchlib-vsphere.json" and why in reason
-    study.joinpath("study.toml").write_text(  # without [vsphere] too: its facts would be the runs' labels
-        '[factors]\ncontroller = ["PVSCSI"]\n[[files]]\nglob = "{controller}/{vm}/*.json"\n'
-    )
+    _one_run_study(tmp_path, "controller", "PVSCSI", "")  # without [vsphere] too: its facts would be the runs' labels
     again = ingest_study(study, tmp_path / "processed")
     assert [r for r, _ in again.quarantined] == ["benchlib-vsphere.json"]
     assert load_study_tables(again.processed).runs.height > 0
@@ -613,15 +617,8 @@ def test_a_malformed_facts_file_is_quarantined_and_costs_no_run(tmp_path: Path, 
 )
 def test_a_malformed_esxcli_record_is_quarantined_with_the_field_named(tmp_path: Path, record: str, why: str) -> None:
     from benchlib.ingest import ingest_study
-    from tests.conftest import corpus_dir
 
-    study = tmp_path / "raw" / "s"
-    (study / "RR" / "VM0").mkdir(parents=True)
-    shutil.copy(sorted(corpus_dir("fio-json").glob("*.json"))[0], study / "RR" / "VM0" / "run.json")
-    (study / "study.toml").write_text(
-        '[factors]\nmultipath = ["RR"]\n[[files]]\nglob = "{multipath}/{vm}/*.json"\n'
-        '[vsphere]\npath_policy = "multipath"\ndevice = "naa.1"\n'
-    )
+    study = _one_run_study(tmp_path, "multipath", "RR", '[vsphere]\npath_policy = "multipath"\ndevice = "naa.1"\n')
     (study / "benchlib-esxi.json").write_text(record)
     report = ingest_study(study, tmp_path / "processed")
     assert report.ingested == ["RR/VM0/run.json"]
