@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import polars as pl
+
 from benchlib.errors import BenchlibError
 from benchlib.tomlfile import read_toml
 
@@ -529,12 +531,16 @@ def _vm_near(facts: dict[str, dict], rel: str, vm: str | None) -> tuple[dict | N
 
 
 def unchecked(study: Any, runs: Any, facts: dict[str, dict]) -> list[str]:
-    """Say which runs' VMs no facts file lists, though one is up their folders: their levels go unchecked."""
+    """Say which runs' VMs no facts file lists, though one is up their folders: their levels go unchecked.
+
+    Host-side captures (esxtop: their host is an ESXi host, not a VM) are not runs of a VM.
+    """
     if not facts or not any(f in study.vsphere for f in VCENTER_CHECKS):
         return []
     said = {}
     columns = [c for c in ("source", "host") if c in runs.columns]
-    for run in runs.select(columns).unique().iter_rows(named=True):
+    guests = runs.filter(pl.col("tool") != "esxtop") if "tool" in runs.columns else runs
+    for run in guests.select(columns).unique().iter_rows(named=True):
         rel = str(run["source"]).split("/", 1)[-1]
         if _vm_near(facts, rel, run.get("host"))[0] is not None:
             continue

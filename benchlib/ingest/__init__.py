@@ -91,7 +91,7 @@ def _check_vsphere(state: IngestState) -> None:
             rel = str(Path(folder) / FACTS_FILE) if folder != "." else FACTS_FILE
             state.report.notes.append((rel, f"vCenter's facts were not read for these runs: {data['error']}"))
     runs = scan_table(state.processed, "runs").filter(~pl.col("is_aggregate")).collect()
-    for note in unchecked(state.study, runs.filter(pl.col("tool") != "esxtop"), facts):
+    for note in unchecked(state.study, runs, facts):
         state.report.notes.append((FACTS_FILE, note))
     found = contradictions(state.study, runs, facts, esxi)
     if found:
