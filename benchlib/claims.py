@@ -378,8 +378,22 @@ def _show(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, list):
+        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(value) > 6 and len(numbers) == len(value):  # a reader wants the range, not twenty numbers
+            return f"{len(value)} values, {_show(float(min(numbers)))} to {_show(float(max(numbers)))}"
         return "[" + ", ".join(_show(v) for v in value) + "]"
     return str(value)
+
+
+def _in_order(key: tuple) -> list[tuple[int, float, str]]:
+    """Sort groups as a reader counts: numbers by value (0, 50, 100), then text."""
+    order = []
+    for part in key:
+        try:
+            order.append((0, float(str(part)), ""))
+        except ValueError:
+            order.append((1, 0.0, str(part)))
+    return order
 
 
 def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
@@ -450,7 +464,7 @@ def verify_claim(
         if not groups:
             raise _Unsupported("no rows match the claim's selection")
         step = _step(claim, tolerances)
-        for key, group in sorted(groups.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        for key, group in sorted(groups.items(), key=lambda kv: _in_order(kv[0])):
             value = _compute(group, claim, frame, step)
             if claim.compute == "reconcile":
                 for name, reported, recomputed in value:
@@ -458,7 +472,7 @@ def verify_claim(
                         shown.append(f"{name}: no IOPS to recompute")
                         continue
                     off = abs(recomputed - reported) / reported
-                    shown.append(f"{name}: {_show(reported)} vs {_show(recomputed)}")
+                    shown.append(f"{name}: reported {_show(reported)}, recomputed {_show(recomputed)}")
                     passed.append(off <= claim.params.get("tolerance", 0.02))
                 continue
             label = "/".join(str(k) for k in key)
