@@ -195,6 +195,23 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     )
 
 
+def shared_clauses(frame: pl.DataFrame, column: str = "note") -> tuple[pl.DataFrame, str]:
+    """Take the clauses every row's ``column`` shares (``"; "``-separated) out of the rows, to be said once.
+
+    Returns the frame with only each row's own clauses (empty: "—") and the shared ones as one
+    sentence; a table whose sixteen notes all end "... a first plan, to be redone" then says it once.
+    """
+    if frame.height < 2 or column not in frame.columns:
+        return frame, ""
+    split = [str(note or "").split("; ") for note in frame[column].to_list()]
+    shared = [c for c in split[0] if c and all(c in clauses for clauses in split[1:])]
+    if not shared:
+        return frame, ""
+    own = ["; ".join(c for c in clauses if c not in shared) or MISSING for clauses in split]
+    said = "; ".join(shared)
+    return frame.with_columns(pl.Series(column, own, dtype=pl.String)), f"Every row: {said[0].lower()}{said[1:]}."
+
+
 def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[str]:
     """Return a comparison table's verdicts as Markdown list items, comparisons with the same words together.
 

@@ -128,3 +128,13 @@ def test_identical_verdicts_are_said_once() -> None:
     assert len(said) == len({*zip(ten["verdict"], ten["note"], strict=True)}) > 1 and all(
         s.count("**") == 2 for s in said
     )
+
+
+def test_a_clause_every_note_shares_is_said_once() -> None:
+    from benchlib.tables import shared_clauses
+
+    frame = pl.DataFrame({"cell": ["a", "b", "c"], "note": ["x 1; a first plan", "x 2; a first plan", "a first plan"]})
+    rows, said = shared_clauses(frame)
+    assert rows["note"].to_list() == ["x 1", "x 2", MISSING] and said == "Every row: a first plan."
+    alone, nothing = shared_clauses(frame.head(1))
+    assert alone.equals(frame.head(1)) and nothing == ""

@@ -438,13 +438,13 @@ def plan_two_levels(
     if between <= 0:
         r1 = int(per_run["n"].max())
         note = (
-            f"runs add no variance beyond their {iterations:.0f} iterations (T2² ≤ 0): more iterations per run "
-            f"buy precision as well as more runs; kept at {r1}"
+            "runs add no variance beyond their iterations (T2² ≤ 0): more iterations per run buy precision as "
+            "well as more runs, so they are kept as they are"
         )
         between = 0.0
     else:
         r1 = max(1, math.ceil(math.sqrt(cost_of_run / cost_of_iteration * within / between)))
-        note = f"T1² = {within:.4g}, T2² = {between:.4g}; a run costs {cost_of_run / cost_of_iteration:g} iterations"
+        note = f"a run costs {cost_of_run / cost_of_iteration:g} iterations"  # T1² and T2² are columns of their own
     variance = between + within / r1
     runs = max(min_runs, 2)
     for _ in range(1000):
@@ -520,8 +520,8 @@ def two_level_table(
         note = plan.note
         if out["iterations_now"] < LAG_FROM:
             note += (
-                f"; {out['iterations_now']:.3g} iterations per run are too few to check that they are "
-                f"independent ({LAG_FROM} or more): a first plan, to be redone from longer runs"
+                f"; fewer than {LAG_FROM} iterations per run are too few to check that they are independent: "
+                "a first plan, to be redone from longer runs"
             )
         elif out["lag1"] is not None and out["lag1"] > 0.2:
             note += f"; iterations are autocorrelated (lag-1 r = {out['lag1']:.2f}): take the runs as a lower bound"
