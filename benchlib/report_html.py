@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlib.tables import levels_words
+from benchlib.tables import inline, levels_words
 
 if TYPE_CHECKING:
     from benchlib.pipeline import Execution, Pipeline
@@ -161,7 +161,11 @@ def write_html(
     if front.get("caveats"):
         parts.append("<h2>What this data is not</h2>" + _markdown(front["caveats"]))
     parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}</ul>")
-    parts.append(f"<h2>One page per configuration</h2><ul>{''.join(cells)}</ul>")
+    drawn = ""
+    if pipeline.only:  # the study's design above counts every configuration; say which this report draws
+        kept = "; ".join(f"{inline(f)} {', '.join(map(str, v))}" for f, v in pipeline.only.items())
+        drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
+    parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
     parts.append(f"<h2>Declared configurations without data</h2><ul>{gaps}</ul>")
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
