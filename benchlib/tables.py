@@ -234,6 +234,7 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
 
 
 LABELS |= {
+    "latency_ms": "Mean latency (ms)",
     "device_await_ms": "in the device (block layer await)",
     "above_device_ms": "above the device (queues, kernel, fio)",
     "origin": "Histogram from",

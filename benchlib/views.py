@@ -81,6 +81,21 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
     return median_of_run_totals(phased, value, [*by, member], run="_run")
 
 
+def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataFrame:
+    """Return a cell's members with ``value`` and their mean latency in ms (each the median over runs).
+
+    The latency is each run's I/O-weighted mean (:func:`per_member`), left out when no row has one.
+    """
+    members = per_member(rows, value, member)
+    if value == "lat_mean_ns" or "lat_mean_ns" not in rows.columns:
+        return members
+    latency = per_member(rows, "lat_mean_ns", member).select(member, (pl.col("lat_mean_ns") / 1e6).alias("latency_ms"))
+    table = members.join(latency, on=member, how="left")
+    if table["latency_ms"].is_null().all():
+        return members
+    return table.select(member, value, "latency_ms", "runs")
+
+
 def describe_cell(
     members: pl.DataFrame,
     value: str,

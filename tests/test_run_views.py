@@ -228,3 +228,15 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     assert "rate cap off" not in said
     published = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
     assert capped_note(published, by=["sioc"], factor="controller") == ""  # published tables say no cap
+
+
+def test_a_cell_table_gives_each_vm_its_mean_latency_beside_its_value() -> None:
+    from benchlib.views import cell_frame, member_table
+
+    rows = cell_frame("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"})
+    table = member_table(rows, "bandwidth_mib_s")
+    assert table.columns == ["vm", "bandwidth_mib_s", "latency_ms", "runs"]
+    best = table.filter(pl.col("vm") == "gus_fio_2").row(0, named=True)  # the write-up: 1,148 MiB/s at 3.47 ms
+    assert round(best["bandwidth_mib_s"]) == 1148 and best["latency_ms"] == pytest.approx(3.47)
+    without = member_table(rows.with_columns(pl.lit(None, dtype=pl.Float64).alias("lat_mean_ns")), "bandwidth_mib_s")
+    assert "latency_ms" not in without.columns  # no latency anywhere: no column of dashes

@@ -34,13 +34,14 @@ def total_expr(value: str) -> pl.Expr:
     Rates and counts (:data:`ADDITIVE`) add, and are null when no row has one (a
     sum of nothing is not zero); anything else (a latency) is the mean weighted
     by each row's I/O count, else by its IOPS (a published table's VMs ran for the
-    same time), else equally.
+    same time), else equally; null, never NaN, when no row has a value or the weights add to nothing.
     """
     if value in ADDITIVE:
         return _sum_or_null(value)
     weight = pl.coalesce(pl.col("io_count"), pl.col("iops"), pl.lit(1))
-    valid = pl.col(value).is_not_null()
-    return ((pl.col(value) * weight).filter(valid).sum() / weight.filter(valid).sum()).alias(value)
+    valid = pl.col(value).is_not_null() & ~pl.col(value).is_nan()
+    weights = weight.filter(valid).sum()
+    return pl.when(weights > 0).then((pl.col(value) * weight).filter(valid).sum() / weights).alias(value)
 
 
 def medians(frame: pl.DataFrame, values: list[str], by: list[str]) -> pl.DataFrame:
