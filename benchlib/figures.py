@@ -560,7 +560,9 @@ def latency_split(
         .encode(
             x=alt.X("ms:Q", stack="zero", title="mean latency per command (ms)"),
             y=y,
-            color=alt.Color("part:N", sort=list(named.values()), title="where the time went"),
+            color=alt.Color(
+                "part:N", sort=list(named.values()), title="where the time went", legend=alt.Legend(labelLimit=0)
+            ),
             order=alt.Order("order:Q", sort="ascending"),
             tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
         )
