@@ -275,8 +275,12 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     tolerance = pl.col("tolerance").str.replace(r"^[a-z_]+: (±)", "$1")  # "about: ±10%" -> "±10%"
     for key, words in _TOLERANCE_WORDS:
         tolerance = tolerance.str.replace(key, words, literal=True)
+    shape = {"neither": "neither (it rises and falls)", "flat": "flat (no step beyond the tolerance)"}
     rows = table.with_columns(
-        pl.when(plain).then(pl.col("recomputed") + unit).otherwise(pl.col("recomputed")).alias("recomputed"),
+        pl.when(plain)
+        .then(pl.col("recomputed") + unit)
+        .otherwise(pl.col("recomputed").replace(shape))  # a monotonic claim's word, said in full
+        .alias("recomputed"),
         tolerance.alias("tolerance"),
     )
     kinds = rows.group_by("note", maintain_order=True).agg(pl.col("claim"))

@@ -91,6 +91,6 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
         }
     )
     rows, support = claim_rows(table)
-    assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "neither"]
+    assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "neither (it rises and falls)"]
     assert rows["tolerance"].to_list() == ["±3%", "±10%", "= increasing"] and "note" not in rows.columns
     assert support == "**Claims 1, 2**: one run: the numbers describe that run.\n\n**Claim 3**: x."
