@@ -208,9 +208,9 @@ def design_statement(study: StudyRef) -> str:
         .group_by("run_id")
         .agg(*(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]))
     )
-    timing = jobs.select("run_id", "runtime_setting_ns", "ramp_time_ns")
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
-    runs = runs.join(jobs.select("run_id", *params), on="run_id", how="left").join(timing, on="run_id", how="left")
+    timing = ["runtime_setting_ns", "ramp_time_ns"]
+    runs = runs.join(jobs.select("run_id", *params, *timing), on="run_id", how="left")
     keys = [*present, *params]
     units = runs.group_by(run_unit_expr(runs.columns)).agg(
         *(pl.col(c).drop_nulls().first() for c in keys),
@@ -425,17 +425,29 @@ def capped_note(units: pl.DataFrame, *, by: list[str], factor: str) -> str:
     """
     from benchlib.tables import inline, levels_words
 
-    if "rate_capped" not in units.columns or not by:
-        return ""
-    groups = units.group_by(by).agg(pl.col("rate_capped").all()).sort(by)
-    capped = groups.filter(pl.col("rate_capped"))
+    capped = capped_groups(units, by)
     if capped.is_empty():
         return ""
-    names = "; ".join(levels_words(row) for row in capped.select(by).iter_rows(named=True))
+    groups = units.select(by).unique().height
+    names = "; ".join(levels_words(row) for row in capped.iter_rows(named=True))
     return (
-        f"- **Rate-capped** ({capped.height} of {groups.height} groups: {names}): every run on both sides ran under "
+        f"- **Rate-capped** ({capped.height} of {groups} groups: {names}): every run on both sides ran under "
         f"a rate cap, so these rows measure the cap, not the {inline(factor)}."
     )
+
+
+def capped_groups(units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return the levels of ``by`` (one row per group) whose every run of :func:`run_totals` was rate-capped."""
+    if "rate_capped" not in units.columns or not by:
+        return pl.DataFrame(schema={b: units.schema[b] for b in by})
+    groups = units.group_by(by).agg(pl.col("rate_capped").all())
+    return groups.filter(pl.col("rate_capped")).select(by).sort(by)
+
+
+def uncapped(table: pl.DataFrame, units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return the rows of a comparison table whose groups were not all rate-capped (:func:`capped_groups`)."""
+    capped = capped_groups(units, by)
+    return table.join(capped, on=by, how="anti") if capped.height else table
 
 
 def interaction(
@@ -459,20 +471,13 @@ def interaction(
     by = by or []
     totals = run_totals(study, value, [*by, x, trace], only)
     grid = totals.group_by([*by, x, trace]).agg(pl.col(value).median(), pl.len().alias("runs")).sort([*by, x, trace])
-    rows = _study_rows(study, only)
-    capped = (
-        {tuple(r[:-1]): r[-1] for r in rows.group_by(by).agg(pl.col("rate_limited").fill_null(False).all()).rows()}
-        if by and "rate_limited" in rows.columns
-        else {(): bool(rows["rate_limited"].fill_null(False).all())}
-        if "rate_limited" in rows.columns
-        else {}
-    )
+    capped = set(capped_groups(totals, by).rows()) if by else {()} if totals["rate_capped"].all() else set()
     tests = []
     for key, part in totals.group_by(by, maintain_order=True) if by else [((), totals)]:
         head = dict(zip(by, key, strict=True))
         combos = part.group_by(x, trace).len()
         levels = part[x].n_unique() * part[trace].n_unique()
-        if capped.get(tuple(key)):
+        if tuple(key) in capped:
             note, f, p = (
                 "every run was rate-capped: the cap set the totals, so no interaction can show here",
                 None,

@@ -189,6 +189,24 @@ def child_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in (USER, PASSWORD, CREDENTIALS)}
 
 
+def _shell(line: str, *, timeout: float, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run one of the plan's shell commands (allowed with --allow-facts-command), without vCenter's credentials.
+
+    Its output is text: bytes that are not UTF-8 are replaced, never a failed run.
+    """
+    return subprocess.run(  # noqa: S602 -- the plan's own command
+        line,
+        shell=True,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        check=False,
+        env=child_environment(),
+    )
+
+
 def command_facts(command: str, host: str, target: str) -> dict:
     """Return a remote host's facts through the plan's ``facts_command``.
 
@@ -197,17 +215,7 @@ def command_facts(command: str, host: str, target: str) -> dict:
     """
     line = command.replace("{host}", shlex.quote(host)).replace("{target}", shlex.quote(target))
     try:
-        done = subprocess.run(
-            line,
-            shell=True,
-            input=FACTS_SCRIPT,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=60,
-            check=False,
-            env=child_environment(),
-        )
+        done = _shell(line, timeout=60, stdin=FACTS_SCRIPT)
     except subprocess.TimeoutExpired:
         return {"facts_error": f"facts_command did not finish in 60 s: {line}"}
     if done.returncode != 0:
@@ -529,16 +537,7 @@ def esxi_devices(plan: Plan, host: str) -> dict:
     for esxcli in ("esxcli storage core device list", "esxcli storage nmp device list"):
         line = plan.esxi.line(host, esxcli)
         try:
-            done = subprocess.run(  # noqa: S602 -- the plan's own command, allowed with --allow-facts-command
-                line,
-                shell=True,
-                capture_output=True,
-                text=True,
-                errors="replace",  # a display name in another encoding is text, not a failed run
-                timeout=120,
-                check=False,
-                env=child_environment(),
-            )
+            done = _shell(line, timeout=120)
         except subprocess.TimeoutExpired:
             return {"error": f"{esxcli} did not finish in 120 s"}
         if done.returncode != 0:

@@ -226,7 +226,7 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
             "Every run has one member (VM or host): fairness is between members that ran at once, "
             "so these runs cannot show it."
         )
-    worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)
+    worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)  # as least_fair picks it
     from benchlib.tables import levels_words
 
     where = levels_words({k: worst[k] for k in by})
@@ -250,3 +250,9 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     if capped:
         text.append(f"{capped} configurations were rate-capped: their equal shares are the cap's doing.")
     return " ".join(text)
+
+
+def least_fair(table: pl.DataFrame, by: list[str]) -> dict:
+    """Return the levels of ``by`` of the configuration whose worst run was least fair (empty: none judged)."""
+    judged = table.filter(pl.col("jain_worst").is_not_null())
+    return {b: judged.sort("jain_worst").row(0, named=True)[b] for b in by} if judged.height else {}
