@@ -265,6 +265,22 @@ def test_a_sweep_still_rising_has_no_plateau_and_says_so() -> None:
         sweep_shape([16, 32], [1.0, 2.0])
 
 
+def test_a_dip_at_one_depth_does_not_move_the_knee() -> None:
+    """The loopback study's 127.0.0.5 (medians of 3 runs): 32 dips 4%, so 64 is 10.01% over 32 but 5.7% over 16.
+
+    Measured step by step, 32 -> 64 looked like a second rise and put the knee at 64; against the
+    knee's own IOPS nothing past 16 beats it by 10%, so the plateau starts at 16.
+    """
+    depths = [1, 2, 4, 8, 16, 32, 64, 128]
+    iops = [9569.0, 14107.0, 17315.0, 21640.0, 25688.0, 24673.0, 27144.0, 27813.0]
+    latency = [d / i * 1e9 for d, i in zip(depths, iops, strict=True)]
+    shape = sweep_shape(depths, iops, latency)
+    assert iops[6] / iops[5] - 1 > 0.10  # the step that misled
+    assert shape.knee_depth == 16 and shape.saturated and shape.note.startswith("saturated at 16")
+    # a real second rise still counts: 40% more at 128 than at 16 leaves no knee below 128
+    assert sweep_shape(depths, [*iops[:7], 36000.0], latency).knee_depth is None
+
+
 def test_published_iodepth_sweep_peak_then_drop_and_saturation() -> None:
     """BRIEF study 1, four depths each: gus_fio_2 peaked at 32 and fell; gus_fio_4 saturated at 32."""
     sweep = _published("iodepth_sweep.csv")

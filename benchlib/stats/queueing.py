@@ -109,11 +109,9 @@ def queue_state_expr(outstanding: str, configured: str) -> pl.Expr:
 MIN_SWEEP_POINTS = 3
 #: Kneedle needs at least this many points (METHODS.md D3); the plateau rule works from 3.
 MIN_KNEEDLE_POINTS = 5
-#: A knee must already have this fraction of the sweep's peak IOPS.
-PLATEAU_FRACTION = 0.90
 #: A drop of more than this fraction below the peak, at any later depth, is "peak then drop", not noise.
 PEAK_DROP_FRACTION = 0.10
-#: Past the knee, a doubling of depth that adds less than this share of IOPS adds nothing worth its latency.
+#: No depth past the knee beats its IOPS by this share or more: more depth adds nothing worth its latency.
 FLAT_GAIN = 0.10
 #: The latency knee: the first depth whose next step multiplies latency by at least this much per doubling
 #: of depth (a full queue: IOPS flat, so by Little's law latency grows with depth).
@@ -132,13 +130,15 @@ class SweepShape:
     drops_after_peak: bool
     drop_fraction: float
     note: str
-    #: past the knee IOPS stay flat (under 10% per doubling) while latency keeps rising
+    #: past the knee IOPS stay within 10% of the knee's while latency keeps rising
     saturated: bool = False
     #: the first depth after which latency grows about as fast as depth (None when it never does)
     latency_knee_depth: float | None = None
     #: Little's-law outstanding I/Os at the knee (IOPS × latency), beside the configured depth
     knee_outstanding: float | None = None
     method: str = "plateau"
+    #: the note's first clause, for a table whose other columns say the rest ("saturated at 16")
+    verdict: str = ""
 
 
 def sweep_shape(
@@ -156,17 +156,20 @@ def sweep_shape(
         Optional mean latency at each depth: gives the latency knee, saturation and the
         outstanding I/Os at the knee.
     method
-        ``"plateau"`` (default): the knee is the first depth after which no doubling of depth
-        adds 10% or more IOPS, and which already has 90% of the sweep's peak; a sweep still
-        gaining at its largest depth has none and says so. ``"kneedle"``: Kneedle on log2 depth
+        ``"plateau"`` (default): the knee is the smallest depth that no deeper depth beats by
+        10% or more IOPS (so it already has over 90% of the sweep's peak). A dip at one depth
+        cannot move it: each deeper depth is measured against the knee, not against its
+        neighbour (a dip of 5% at 32 then 10% "gained" at 64 is noise around a plateau, not a
+        second rise). A sweep whose largest depth still beats every smaller one by 10% has no
+        knee and says so. ``"kneedle"``: Kneedle on log2 depth
         (S = 1), which needs 5 points.
 
     Returns
     -------
     SweepShape
         ``drops_after_peak`` when any depth after the peak is more than 10% below it
-        (``drop_fraction`` is the largest such drop); ``saturated`` when, past the knee, every
-        doubling adds under 10% IOPS while latency rises; ``note`` says it in words.
+        (``drop_fraction`` is the largest such drop); ``saturated`` when there are depths past the
+        knee (all within 10% of its IOPS, by its definition), no drop, and latency rises; ``note`` says it in words.
 
     """
     if method not in ("plateau", "kneedle"):
@@ -184,23 +187,17 @@ def sweep_shape(
     knee, why = _knee(x, y, method)
     at = x.index(knee) if knee is not None else None
     latency_knee = _latency_knee(x, lat) if lat is not None else None
-    saturated = (
-        at is not None
-        and lat is not None
-        and at < len(x) - 1
-        and not drops
-        and all(_gain_per_doubling(x, y, i) < FLAT_GAIN for i in range(at, len(x) - 1))
-        and lat[-1] > lat[at]
-    )
+    saturated = at is not None and lat is not None and at < len(x) - 1 and not drops and lat[-1] > lat[at]
     if drops:
         worst = peak + 1 + after.index(min(after))
-        note = f"peak then drop at {x[peak]:g}: {100 * drop:.0f}% lower at {x[worst]:g}"
+        verdict = note = f"peak then drop at {x[peak]:g}: {100 * drop:.0f}% lower at {x[worst]:g}"
     elif saturated:
-        note = f"saturated at {knee:g}: beyond it more depth adds latency, not IOPS"
+        verdict = f"saturated at {knee:g}"
+        note = f"{verdict}: beyond it more depth adds latency, not IOPS"
     elif knee is not None:
-        note = f"knee at {knee:g}"
+        verdict = note = f"knee at {knee:g}"
     else:
-        note = why
+        verdict = note = why
     if latency_knee is not None:
         note += f"; latency grows with depth from {latency_knee:g}"
     return SweepShape(
@@ -212,6 +209,7 @@ def sweep_shape(
         drops_after_peak=drops,
         drop_fraction=drop,
         note=note,
+        verdict=verdict,
         saturated=saturated,
         latency_knee_depth=latency_knee,
         knee_outstanding=None if at is None or lat is None else y[at] * lat[at] / 1e9,
@@ -230,10 +228,8 @@ def _knee(x: list[float], y: list[float], method: str) -> tuple[float | None, st
         if located.knee is None:
             return None, "no knee (Kneedle)"
         return min(x, key=lambda v: abs(math.log2(v) - located.knee)), ""
-    top = max(y)
     for i in range(len(x) - 1):
-        later = all(_gain_per_doubling(x, y, j) < FLAT_GAIN for j in range(i, len(x) - 1))
-        if later and y[i] >= PLATEAU_FRACTION * top:
+        if max(y[i + 1 :]) < (1 + FLAT_GAIN) * y[i]:
             return x[i], ""
     gain = _gain_per_doubling(x, y, len(x) - 2)
     return None, f"no plateau: IOPS still rose {100 * gain:.0f}% per doubling at the largest depth, {x[-1]:g}"
