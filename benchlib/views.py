@@ -359,8 +359,9 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     """Describe each sweep of :func:`sweep` (per member when given): knee, saturation, peak then drop.
 
     Columns: the member, ``knee``, ``knee_iops``, ``knee_latency_ms``, ``knee_outstanding``
-    (Little's law at the knee), ``latency_knee``, ``peak``, ``saturated``, ``drops_after_peak`` and
-    ``note`` (:func:`benchlib.stats.queueing.sweep_shape`); a sweep of fewer than 3 depths says so.
+    (Little's law at the knee), ``latency_knee``, ``peak``, ``saturated``, ``drops_after_peak``,
+    ``note`` (:func:`benchlib.stats.queueing.sweep_shape`) and ``shape`` (its first clause, for a
+    table whose columns say the rest); a sweep of fewer than 3 depths says so in both.
     """
     from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
 
@@ -369,7 +370,8 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
         head = {member: part[member][0]} if member else {}
         part = part.drop_nulls(["iops", "lat_mean_ns"]).sort(depth)
         if part.height < MIN_SWEEP_POINTS:
-            rows.append({**head, "note": f"{part.height} depths: a shape needs {MIN_SWEEP_POINTS} or more"})
+            why = f"{part.height} depths: a shape needs {MIN_SWEEP_POINTS} or more"
+            rows.append({**head, "note": why, "shape": why})
             continue
         shape = sweep_shape(
             part[depth].cast(pl.Float64).to_list(), part["iops"].to_list(), part["lat_mean_ns"].to_list()
@@ -388,6 +390,7 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
                 "saturated": shape.saturated,
                 "drops_after_peak": shape.drops_after_peak,
                 "note": shape.note,
+                "shape": shape.verdict,
             }
         )
     return pl.DataFrame(rows)
@@ -417,37 +420,12 @@ def totals_of_runs(rows: pl.DataFrame, value: str, factors: Collection[str] = ()
     return rows.group_by(keys).agg(total_expr(value), capped.alias("rate_capped")).drop_nulls(value).sort(keys)
 
 
-def capped_note(units: pl.DataFrame, *, by: list[str], factor: str) -> str:
-    """Say which comparisons ran every run under a rate cap (Markdown list item; empty when none did).
-
-    From :func:`run_totals`: their totals are what the cap allowed on both sides, so whatever their
-    verdict says, they measure the cap, not the factor.
-    """
-    from benchlib.tables import inline, levels_words
-
-    capped = capped_groups(units, by)
-    if capped.is_empty():
-        return ""
-    groups = units.select(by).unique().height
-    names = "; ".join(levels_words(row) for row in capped.iter_rows(named=True))
-    return (
-        f"- **Rate-capped** ({capped.height} of {groups} groups: {names}): every run on both sides ran under "
-        f"a rate cap, so these rows measure the cap, not the {inline(factor)}."
-    )
-
-
 def capped_groups(units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Return the levels of ``by`` (one row per group) whose every run of :func:`run_totals` was rate-capped."""
     if "rate_capped" not in units.columns or not by:
         return pl.DataFrame(schema={b: units.schema[b] for b in by})
     groups = units.group_by(by).agg(pl.col("rate_capped").all())
     return groups.filter(pl.col("rate_capped")).select(by).sort(by)
-
-
-def uncapped(table: pl.DataFrame, units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Return the rows of a comparison table whose groups were not all rate-capped (:func:`capped_groups`)."""
-    capped = capped_groups(units, by)
-    return table.join(capped, on=by, how="anti") if capped.height else table
 
 
 def interaction(
@@ -639,6 +617,24 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
         f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. Medians over VMs, "
         "descriptive only: no significance test of CPU efficiency here."
     )
+
+
+def on_vsphere(study: StudyRef) -> bool:
+    """Tell whether a study ran on vSphere: a factor names a vSphere setting, or it holds esxtop or vCenter facts.
+
+    A page says what a virtual controller or the ESXi host costs only for such a study; of four fio
+    servers on one Linux disk it would speak of machinery the study never had.
+    """
+    from benchlib.vsphere import CHECKS
+
+    opened = _open(study)
+    if any(factor in CHECKS for factor in opened.study.factors):
+        return True
+    runs = opened.tables(only=("runs",)).runs
+    if (runs["format"] == "esxtop").any():
+        return True
+    names = runs.select(pl.col("labels").list.eval(pl.element().struct.field("name")).explode()).to_series()
+    return bool(names.drop_nulls().str.contains(r"^(vcenter|esxi)\.").any())  # facts ingest joined (provenance)
 
 
 def has_intervals(study: StudyRef) -> bool:

@@ -154,6 +154,11 @@ def test_a_depth_sweep_per_run_and_per_vm_with_littles_law_beside_the_depth() ->
     assert added["iops"].to_list() == pytest.approx(totals["iops"].to_list(), rel=0.05)
     shapes = sweep_shapes(per_vm, member="vm")
     assert shapes.height == 4 and shapes["note"].str.starts_with("saturated at").all()
+    for vm, knee in shapes.select("vm", "knee").iter_rows():  # each knee is the first depth no deeper one beats by 10%
+        iops = dict(per_vm.filter(pl.col("vm") == vm).select("iodepth", "iops").iter_rows())
+        assert all(value < 1.1 * iops[knee] for depth, value in iops.items() if depth > knee)
+        before = max(depth for depth in iops if depth < knee)
+        assert any(value >= 1.1 * iops[before] for depth, value in iops.items() if depth > before)
     run = sweep_shapes(totals)
     assert run["saturated"][0] and run["knee_outstanding"][0] == pytest.approx(4 * run["knee"][0], rel=0.05)
 
@@ -217,17 +222,38 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
 
 
 def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
-    from benchlib.views import capped_note, run_totals
+    """Rate-capped rows get their own verdict, no p, no effect, and leave the family (the others' Holm)."""
+    from benchlib.stats.compare import comparison_table, design_summary, geomean_row, holm, runs_to_settle
+    from benchlib.tables import verdict_lines
+    from benchlib.views import run_totals
 
     by = ["profile", "block_size", "rate_cap"]
     units = run_totals("loopback-fio", "iops", ["ioengine", *by], only={"profile": ["randread", "randwrite"]})
     assert units.filter(pl.col("rate_cap") == "on")["rate_capped"].all()
     assert not units.filter(pl.col("rate_cap") == "off")["rate_capped"].any()
-    said = capped_note(units, by=by, factor="ioengine")
-    assert said.startswith("- **Rate-capped** (4 of 8 groups: ") and "not the I/O engine" in said
-    assert "rate cap off" not in said
+    table = comparison_table(units, "iops", factor="ioengine", baseline="psync", by=by)
+    capped = table.filter(pl.col("rate_cap") == "on")
+    assert capped.height == 4 and set(capped["verdict"]) == {"rate-capped"}
+    assert capped["effect"].is_null().all() and capped["p_holm"].is_null().all() and set(capped["delta"]) == {"~"}
+    assert (table["family"] == 4).all()  # the 4 uncapped comparisons: 3 v 3 runs, p_min 0.1 x 4 = 0.4
+    free = table.filter(pl.col("rate_cap") == "off")
+    assert free["p_holm"].to_list() == pytest.approx(list(holm(free["p"].to_numpy())))  # Holm over these 4 only
+    assert "the 4 rate-capped rows measure the cap and are left out" in design_summary(table)
+    lines = verdict_lines(table, by=by, factor="ioengine")
+    assert any(
+        line.startswith("- **4 comparisons** (") and ": rate-capped. 3 vs 3 runs, every one" in line for line in lines
+    )
+    settle = runs_to_settle(units, "iops", factor="ioengine", baseline="psync", by=by)
+    assert settle.filter(pl.col("rate_cap") == "on")["runs"].is_null().all()
+    assert settle.filter(pl.col("rate_cap") == "on")["why"].str.starts_with("rate-capped").all()
+    assert geomean_row(free)["change_pct"] is not None
     published = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
-    assert capped_note(published, by=["sioc"], factor="controller") == ""  # published tables say no cap
+    mixed = comparison_table(published, "bandwidth_mib_s", factor="controller", baseline="LSI", by=["sioc"])
+    assert "rate-capped" not in mixed["verdict"].to_list()  # published tables say no cap
+    all_capped = comparison_table(
+        units.filter(pl.col("rate_cap") == "on"), "iops", factor="ioengine", baseline="psync", by=by
+    )
+    assert design_summary(all_capped).startswith("Every comparison (4) ran under a rate cap")
 
 
 def test_a_cell_table_gives_each_vm_its_mean_latency_beside_its_value() -> None:
@@ -240,3 +266,11 @@ def test_a_cell_table_gives_each_vm_its_mean_latency_beside_its_value() -> None:
     assert round(best["bandwidth_mib_s"]) == 1148 and best["latency_ms"] == pytest.approx(3.47)
     without = member_table(rows.with_columns(pl.lit(None, dtype=pl.Float64).alias("lat_mean_ns")), "bandwidth_mib_s")
     assert "latency_ms" not in without.columns  # no latency anywhere: no column of dashes
+
+
+def test_only_a_study_on_vsphere_is_told_about_virtual_controllers_and_esxi_hosts() -> None:
+    """The loopback study is four fio servers on one Linux disk; the write-up's study varies vSphere settings."""
+    from benchlib.views import on_vsphere
+
+    assert not on_vsphere("loopback-fio") and not on_vsphere("fio-sample")
+    assert on_vsphere("pvscsi-vs-lsi")  # its factors are the controller and SIOC

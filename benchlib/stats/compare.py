@@ -15,7 +15,10 @@ A comparison's verdict says only what its design can support (G3b):
 * ``inconclusive``: neither;
 * ``not testable at this n``: even the most extreme data could not reach α after
   the correction (the smallest attainable p says why, and how many runs would do);
-* ``descriptive only``: one run per configuration: no test, no interval.
+* ``descriptive only``: one run per configuration: no test, no interval;
+* ``rate-capped``: every run on both sides ran under a rate cap (the frame's ``rate_capped``
+  column): the totals are what the cap allowed, so the row measures the cap, not the factor. It
+  gets no p, no effect, and is not in the family the correction counts.
 """
 
 from __future__ import annotations
@@ -34,7 +37,17 @@ MIN_RUNS_FOR_MEDIAN_CI = 6
 #: without ties (with ties it stops at 25; the exact distribution with ties costs milliseconds at 50 here).
 EXACT_LIMIT = 50
 #: The verdicts of :func:`comparison_table`.
-VERDICTS = ("improved", "regressed", "equivalent", "inconclusive", "not testable at this n", "descriptive only")
+VERDICTS = (
+    "improved",
+    "regressed",
+    "equivalent",
+    "inconclusive",
+    "not testable at this n",
+    "descriptive only",
+    "rate-capped",
+)
+#: the verdicts of rows no test was made for: no p, no effect, no delta
+UNTESTED = ("not testable at this n", "descriptive only", "rate-capped")
 
 
 @dataclass(frozen=True)
@@ -569,7 +582,9 @@ def comparison_table(
     ----------
     frame
         One row per run (the experimental unit: one invocation across all its
-        hosts, never a VM of one): the ``value`` column and the factor columns.
+        hosts, never a VM of one): the ``value`` column and the factor columns;
+        optionally ``rate_capped`` (:func:`benchlib.views.run_totals`): a comparison
+        whose every run on both sides was capped is ``rate-capped``, outside the family.
     value
         What to compare (IOPS, bandwidth, latency).
     factor, baseline
@@ -578,7 +593,7 @@ def comparison_table(
         The other factors: one comparison per combination of their levels.
     alpha
         Significance level, for Holm-adjusted p over the whole table: the family
-        is every comparison in the table, and the table says so.
+        is every comparison in the table but the rate-capped ones, and the table says so.
     band
         Practical band: a change within ±``band`` (a fraction) is no practical
         change; ``equivalent`` needs the whole interval inside it, ``improved`` or
@@ -625,7 +640,10 @@ def comparison_table(
         for level in [lv for lv in group[factor].unique(maintain_order=True).to_list() if lv != baseline]:
             new = _values(group, value, factor, level, where)
             if len(base) and len(new):
-                rows.append({**where, factor: level, **_compare_pair(base, new, confidence)})
+                capped = "rate_capped" in group.columns and bool(
+                    group.filter(pl.col(factor).is_in([baseline, level]))["rate_capped"].fill_null(False).all()
+                )
+                rows.append({**where, factor: level, **_compare_pair(base, new, confidence), "rate_capped": capped})
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
@@ -672,16 +690,29 @@ def _compare_pair(base: np.ndarray, new: np.ndarray, confidence: float) -> dict:
 
 
 def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -> pl.DataFrame:
-    family = table.height
-    table = table.with_columns(pl.Series("p_holm", holm(table["p"].to_numpy())), pl.lit(family).alias("family"))
+    capped = table["rate_capped"].to_numpy()
+    family = max(1, int((~capped).sum()))  # the capped rows test nothing: they do not dilute the others' alpha
+    p_holm = np.full(table.height, np.nan)
+    if (~capped).any():
+        p_holm[~capped] = holm(table["p"].to_numpy()[~capped])
+    table = table.with_columns(pl.Series("p_holm", p_holm).fill_nan(None), pl.lit(family).alias("family"))
     verdicts, notes, effects, deltas = [], [], [], []
     for row in table.iter_rows(named=True):
-        verdict, note = _verdict(row, alpha=alpha, band=band, better=better, family=family)
+        if row["rate_capped"]:
+            verdict, note = (
+                "rate-capped",
+                (
+                    f"{row['runs_baseline']} vs {row['runs']} runs, every one under a rate cap: the totals are what "
+                    "the cap allowed, so this row measures the cap, not the setting; it is left out of the family"
+                ),
+            )
+        else:
+            verdict, note = _verdict(row, alpha=alpha, band=band, better=better, family=family)
         verdicts.append(verdict)
         notes.append(note)
         inside = abs(row["ratio"] - 1) < band
         effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
-        significant = verdict not in ("not testable at this n", "descriptive only") and row["p_holm"] <= alpha
+        significant = verdict not in UNTESTED and row["p_holm"] <= alpha
         change = row["median_change_pct"]
         deltas.append(f"{change:+.2f}%" if significant and change is not None else "~")
     table = table.with_columns(
@@ -690,7 +721,8 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
         pl.Series("effect", effects),
         pl.Series("note", notes),
     )
-    alone = pl.col("verdict") == "descriptive only"  # one run each: a p or an effect size would say nothing
+    # one run each, or the cap's numbers: a p or an effect size would say nothing
+    alone = pl.col("verdict").is_in(["descriptive only", "rate-capped"])
     return table.with_columns(
         pl.when(~alone).then(pl.col(c)).alias(c) for c in ("p", "p_holm", "u", "cliffs_delta", "effect")
     )
@@ -733,20 +765,28 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     family = int(table["family"][0])
     counts = table["verdict"].value_counts().sort("verdict")
     tally = "; ".join(f"{n} {v}" for v, n in counts.iter_rows())
+    capped = table.filter(pl.col("verdict") == "rate-capped").height
+    if capped == table.height:
+        return (
+            f"Every comparison ({capped}) ran under a rate cap on both sides: the totals are what the cap allowed, "
+            "so this table measures the cap and tests nothing about the setting."
+        )
+    outside = f" (the {capped} rate-capped rows measure the cap and are left out)" if capped else ""
+    tested = table.filter(pl.col("verdict") != "rate-capped")
     text = (
-        f"The family is the {family} comparison{'s' if family > 1 else ''} of this table, Holm-corrected at "
-        f"α = {alpha}. Verdicts: {tally}."
+        f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
+        f"at α = {alpha}. Verdicts: {tally}."
     )
-    untestable = table.filter(pl.col("verdict") == "not testable at this n")
-    if untestable.height == table.height:
+    untestable = tested.filter(pl.col("verdict") == "not testable at this n")
+    if untestable.height == tested.height:
         need = runs_to_test(family, alpha)
         text += (
             f" No comparison can reach α with these runs (the smallest p any of them allows is "
-            f"{table['p_min'].min():.3g}, {min(1.0, family * table['p_min'].min()):.3g} after correction): "
+            f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
             f"the table describes, it cannot test; {need} runs per configuration would make every row testable."
         )
-    descriptive = table.filter(pl.col("verdict") == "descriptive only")
-    if descriptive.height == table.height:
+    descriptive = tested.filter(pl.col("verdict") == "descriptive only")
+    if descriptive.height == tested.height:
         text += " Every configuration was run once: nothing here is evidence of an effect of the setting."
     return text
 
@@ -784,7 +824,7 @@ def runs_to_settle(
     table = comparison_table(frame, value, factor=factor, baseline=baseline, by=by, alpha=alpha, band=band)
     if table.is_empty():
         return pl.DataFrame()
-    family = table.height
+    family = int(table["family"][0])
     floor = runs_to_test(family, alpha)
     edge = math.log1p(band)
     n = np.arange(2, SETTLE_MOST + 1)
@@ -800,6 +840,10 @@ def runs_to_settle(
         )
         sides = [x for x in (base, new) if len(x) >= 2]
         out = {**where, factor: row[factor], "runs_baseline": len(base), "runs_now": len(new)}
+        if row["verdict"] == "rate-capped":
+            why = "rate-capped: more runs would measure the cap again; run it uncapped to test the setting"
+            rows.append(out | {"spread_pct": None, "change_pct": None, "runs": None, "why": why})
+            continue
         if not sides:
             rows.append(
                 out
