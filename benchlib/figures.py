@@ -143,8 +143,10 @@ def iodepth_sweep(
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
-        if not series:  # one sweep: its shape under the title (on the plot it ran over the latency axis)
-            subtitle = [f"Knee (dashed): {knees[0]['note']}"]
+        # what the dashed rules are; the page's text and table say what the shape means
+        subtitle = [
+            "Dashed line: the knee" + (f" ({knees[0][depth]:g})" if not series else f" of each {words(series)}")
+        ]
     right = (
         _chart(data)
         .mark_line(point=True, strokeDash=[2, 2])
@@ -339,7 +341,8 @@ def heatmap(
     )
     text = base.mark_text(fontSize=11).encode(
         text=alt.Text(f"{value}:Q", format=",.0f"),
-        color=alt.Color("dark:N", scale=alt.Scale(domain=[True, False], range=["white", "black"]), legend=None),
+        # a condition, not a second colour scale: a scale of its own split the shared legend, one per panel
+        color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
     )
     chart = alt.layer(squares, text).properties(width=WIDTH // 3, height=HEIGHT // 3)
     name = title or f"Median run total: {words(x)} x {words(y)}"
@@ -460,18 +463,40 @@ def esxtop_latency_stack(
 
 
 def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
-    """Jain's index across members per interval, from :func:`benchlib.stats.jain_per_interval`."""
+    """Jain's index across members per interval, from :func:`benchlib.stats.jain_per_interval`.
+
+    The axis starts just below the lowest interval or the 0.9 line, whichever is lower (as
+    :func:`fairness_summary`'s): on 0 to 1 a run between 0.98 and 1 was a flat line on the top edge.
+    """
     data = per_interval.select("time_s", "jain", "members").sort("time_s")
+    start = _jain_axis_start(data["jain"])
     chart = (
         _chart(data)
         .mark_line(point=True)
         .encode(
             x=alt.X("time_s:Q", title="time (s)"),
-            y=alt.Y("jain:Q", scale=alt.Scale(domain=[0, 1]), title="Jain's index"),
+            y=alt.Y(
+                "jain:Q",
+                # zero=False: the dashed rule's layer made the shared scale include 0 again (Vega-Lite's default)
+                scale=alt.Scale(domain=[start, 1], clamp=True, nice=False, zero=False),
+                title=f"Jain's index (1 = equal; the axis starts at {start:g})",
+            ),
             tooltip=["time_s:Q", alt.Tooltip("jain:Q", format=".4f"), "members:Q"],
         )
     )
-    return chart.properties(title=title)
+    line = (
+        alt.Chart(alt.Data(values=[{"fair": UNFAIR_BELOW}]))
+        .mark_rule(strokeDash=[4, 3], color=PALETTE[1])
+        .encode(y="fair:Q")
+    )
+    subtitle = f"dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    return alt.layer(line, chart).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
+
+
+def _jain_axis_start(values: pl.Series) -> float:
+    """Where a Jain's-index axis starts: 0.02 below the lowest value or the 0.9 line, on a 0.05 step."""
+    low = min([UNFAIR_BELOW, *values.drop_nulls().to_list()])
+    return max(0.0, math.floor((low - 0.02) * 20) / 20)
 
 
 def fairness_summary(
@@ -504,8 +529,7 @@ def fairness_summary(
     y = alt.Y("configuration:N", sort=data["configuration"].to_list(), title=None)
     # Jain's index of a few VMs sits near 1: an axis from 0 draws every configuration as the same full
     # bar. The axis starts just below the worst run or the 0.9 line, whichever is lower, and says so.
-    low = min([UNFAIR_BELOW, *data["jain_worst"].drop_nulls().to_list()])
-    start = max(0.0, math.floor((low - 0.02) * 20) / 20)
+    start = _jain_axis_start(data["jain_worst"])
     x = alt.X(
         "jain_median:Q",
         scale=alt.Scale(domain=[start, 1], clamp=True, nice=False),

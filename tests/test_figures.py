@@ -72,7 +72,8 @@ def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
     knee = _values(inner[1])
     assert len(knee) == 1 and f"at {knee[0]['iodepth']:g}" in knee[0]["note"]
     assert 4 <= knee[0]["iodepth"] <= 32
-    assert spec["title"]["subtitle"] == [f"Knee (dashed): {knee[0]['note']}"]  # said above the plot, not over it
+    # the subtitle says what the dashed rule is (the page's text says the shape, once)
+    assert spec["title"]["subtitle"] == [f"Dashed line: the knee ({knee[0]['iodepth']:g})"]
     assert spec["resolve"] == {"scale": {"y": "independent"}}
 
 
@@ -201,9 +202,18 @@ def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
     )
     iops = loopback.intervals.join(runs.select("run_id", "host"), on="run_id").filter(pl.col("metric") == "iops")
     spec = figures.fairness_over_time(jain_per_interval(iops, member="host")).to_dict()
-    values = _values(spec)
+    line, chart = spec["layer"]
+    values = _values(chart)
     assert all(0.25 <= v["jain"] <= 1.0 for v in values) and all(v["members"] == 4 for v in values)
     assert [v["time_s"] for v in values] == sorted(v["time_s"] for v in values)
+    # the axis starts just below the lowest interval or the 0.9 line: 0.98-1.0 is no flat line on a 0-1 axis
+    start = chart["encoding"]["y"]["scale"]["domain"][0]
+    assert start == 0.85 if min(v["jain"] for v in values) >= 0.9 else start < min(v["jain"] for v in values)
+    import vl_convert as vlc
+
+    (y,) = [s for s in vlc.vegalite_to_vega(spec)["scales"] if s["name"] == "y"]  # as Vega draws it
+    assert y["domain"] == [start, 1] and not y.get("zero")  # the rule's layer once pulled 0 back in
+    assert line["mark"]["type"] == "rule" and spec["title"]["subtitle"] == ["dashed line: 0.9 (below it, unfair)"]
 
 
 def test_fairness_summary_writes_jain_and_spread(published: pl.DataFrame) -> None:
@@ -248,3 +258,39 @@ def test_two_charts_combine(published: pl.DataFrame) -> None:
     assert side_by_side["config"]["font"] == figures.FONT and "config" not in side_by_side["hconcat"][0]
     stacked = (lsi & pvscsi).to_dict()
     assert len(stacked["vconcat"]) == 2
+
+
+def test_a_faceted_heatmap_has_one_legend_for_all_its_panels() -> None:
+    """Compiled by Vega-Lite: the shared colour scale's legend is drawn once, beside the panels, not in each.
+
+    The cells' text colour (white on dark squares) was a second colour scale; Vega-Lite could not merge it with
+    the squares' and drew the legend inside every facet cell.
+    """
+    import vl_convert as vlc
+
+    grid = pl.DataFrame(
+        {
+            "profile": ["randread"] * 4 + ["randwrite"] * 4,
+            "block_size": ["4k", "64k"] * 4,
+            "ioengine": ["libaio", "libaio", "psync", "psync"] * 2,
+            "iops": [103_748.0, 10_033.0, 44_646.0, 9_982.0, 86_650.0, 11_049.0, 30_462.0, 10_128.0],
+            "runs": [3] * 8,
+        }
+    )
+    vega = vlc.vegalite_to_vega(
+        figures.heatmap(grid, value="iops", x="block_size", y="ioengine", by=["profile"]).to_dict()
+    )
+    nested = []
+
+    def walk(node: object, top: bool) -> None:
+        if isinstance(node, dict):
+            if not top and node.get("legends"):
+                nested.append(node.get("name"))
+            for child in node.values():
+                walk(child, False)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child, False)
+
+    walk(vega, True)
+    assert len(vega.get("legends", [])) == 1 and nested == []
