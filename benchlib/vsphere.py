@@ -265,15 +265,22 @@ def _datastore_facts(datastore: Any) -> dict[str, Any]:
 
 
 def _lun_facts(host: Any) -> list[dict[str, Any]]:
-    """Return the host's SCSI LUNs: canonical name, queue depth, path selection policy, paths and states."""
+    """Return the host's SCSI LUNs: canonical name, queue depth, path selection policy, paths and states.
+
+    With each LUN the host bus adapters its paths run through (``vmhba0``, model, driver): the API
+    reports no adapter queue depth (``HostHostBusAdapter`` has none, and esxtop's batch mode leaves
+    AQLEN out), but the adapter and its driver say which queue limits apply.
+    """
     storage = host.configManager.storageSystem
     info = storage.storageDeviceInfo if storage is not None else None
     if info is None:
         return []
     paths = {lun.lun: lun for lun in (info.multipathInfo.lun if info.multipathInfo else [])}
+    adapters = {hba.key: hba for hba in (info.hostBusAdapter or [])}
     out = []
     for lun in info.scsiLun:
         multipath = paths.get(lun.key)
+        behind = sorted({p.adapter for p in multipath.path if p.adapter} if multipath is not None else set())
         out.append(
             {
                 "lun": lun.canonicalName,
@@ -281,9 +288,17 @@ def _lun_facts(host: Any) -> list[dict[str, Any]]:
                 "path_policy": multipath.policy.policy if multipath is not None and multipath.policy else None,
                 "paths": len(multipath.path) if multipath is not None else None,
                 "path_states": sorted({p.state for p in multipath.path}) if multipath is not None else [],
+                "adapters": [_adapter_facts(adapters.get(key), key) for key in behind],
             }
         )
     return out
+
+
+def _adapter_facts(hba: Any, key: str) -> dict[str, Any]:
+    """Return a host bus adapter's name, model and driver (only its API key when the host did not list it)."""
+    if hba is None:
+        return {"adapter": key.rsplit("-", 1)[-1], "model": None, "driver": None}
+    return {"adapter": hba.device, "model": hba.model, "driver": hba.driver}
 
 
 # ---------------------------------------------------------------- a study's levels against the facts
@@ -608,6 +623,8 @@ _DISK = {
     "datastore": _TEXT, "shares": _COUNT, "shares_level": _TEXT, "limit_iops": _COUNT, "reservation_iops": _COUNT,
 }  # fmt: skip
 _DATASTORE = {"type": _TEXT, "sioc_enabled": _FLAG, "congestion_threshold_ms": _COUNT}
+_LUN = {"lun": _TEXT, "queue_depth": _COUNT, "path_policy": _TEXT, "paths": _COUNT}
+_ADAPTER = {"adapter": _TEXT, "model": _TEXT, "driver": _TEXT}
 _ESXI_HOST = {"read_at": _TEXT, "error": _TEXT}
 _DEVICE = {
     "device": _TEXT, "display_name": _TEXT, "size_mb": _COUNT, "multipath_plugin": _TEXT, "is_local": _FLAG,
@@ -649,9 +666,16 @@ def facts_problem(data: object) -> str | None:
         where = f"vms[{index}]"
         if not isinstance(vm, dict) or not isinstance(vm.get("vm"), str) or not vm["vm"]:
             return f"{where} is not a VM with a name"
-        disks, datastores = vm.get("disks", []), vm.get("datastores", {})
+        disks, datastores, luns = vm.get("disks", []), vm.get("datastores", {}), vm.get("luns", [])
         if not isinstance(disks, list) or not all(isinstance(d, dict) for d in disks):
             return f"{where} disks is not a list of disks"
+        if not isinstance(luns, list) or not all(
+            isinstance(lun, dict)
+            and isinstance(lun.get("adapters", []), list)
+            and all(isinstance(a, dict) for a in lun.get("adapters", []))
+            for lun in luns
+        ):
+            return f"{where} luns is not a list of LUNs with their adapters"
         if not isinstance(datastores, dict) or not all(isinstance(d, dict) for d in datastores.values()):
             return f"{where} datastores is not a table of datastores"
         problem = (
@@ -665,8 +689,20 @@ def facts_problem(data: object) -> str | None:
                 ),
                 None,
             )
+            or next((p for i, lun in enumerate(luns) if (p := _lun_problem(f"{where}.luns[{i}]", lun))), None)
         )
     return problem
+
+
+def _lun_problem(where: str, lun: dict) -> str | None:
+    return _fields_problem(where, lun, _LUN) or next(
+        (
+            p
+            for i, a in enumerate(lun.get("adapters", []))
+            if (p := _fields_problem(f"{where}.adapters[{i}]", a, _ADAPTER))
+        ),
+        None,
+    )
 
 
 def esxi_problem(data: object) -> str | None:

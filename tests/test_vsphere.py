@@ -159,6 +159,10 @@ def test_facts_report_the_controllers_shares_and_luns_that_vcenter_has(vcenter: 
     luns = {lun["lun"]: lun for lun in vm1["luns"]}
     assert luns and all(lun["path_policy"] == "VMW_PSP_FIXED" and lun["paths"] >= 1 for lun in luns.values())
     assert any(lun["queue_depth"] for lun in luns.values())
+    # the adapters each LUN's paths run through, as the host lists them (the simulator's local disk on vmhba0)
+    adapters = {a["adapter"]: a for lun in luns.values() for a in lun["adapters"]}
+    assert adapters["vmhba0"] == {"adapter": "vmhba0", "model": "PVSCSI SCSI Controller", "driver": "pvscsi"}
+    assert all(lun["adapters"] for lun in luns.values())
     assert facts["read_at"].endswith("+00:00")
 
 
@@ -583,6 +587,8 @@ def _one_run_study(tmp_path: Path, factor: str, level: str, vsphere: str) -> Pat
         ('{"vms": [{"vm": "VM0", "disks": [{"label": "d\\u001b]0;PWNED\\u0007"}]}]}', "control characters"),
         ('{"vms": [{"vm": "VM0", "vcpus": true}]}', "vms[0].vcpus is not a whole number"),
         ('{"vms": [{"vm": "' + "x" * 5000 + '"}]}', "more than 1000 characters"),
+        ('{"vms": [{"vm": "VM0", "luns": [{"lun": "naa.1", "adapters": "vmhba0"}]}]}', "luns is not a list of LUNs"),
+        ('{"vms": [{"vm": "VM0", "luns": [{"lun": "naa.1", "adapters": [{"driver": 5}]}]}]}', "adapters[0].driver is"),
         ("\udcff", "not JSON"),
     ],
 )
