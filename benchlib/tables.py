@@ -212,6 +212,34 @@ def shared_clauses(frame: pl.DataFrame, column: str = "note") -> tuple[pl.DataFr
     return frame.with_columns(pl.Series(column, own, dtype=pl.String)), f"Every row: {said[0].lower()}{said[1:]}."
 
 
+def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
+    """Return benchstat's summary line for a comparison table as a Markdown list item ("" when it has none).
+
+    Over the rows that test the setting (rate-capped rows measure the cap) and only when they are
+    two or more. Changes that point both ways get no mean: +2% from -21% and +32% would hide both.
+    """
+    from benchlib.stats.compare import geomean_row
+
+    kept = table.filter(pl.col("verdict") != "rate-capped") if table.height else table
+    if kept.height < 2:
+        return ""
+    changes = kept["change_pct"].drop_nulls()
+    which = f"the {kept.height} changes" + (" (the uncapped rows)" if kept.height < table.height else "")
+    if changes.min() < 0 < changes.max():
+        return (
+            f"- **{which[0].upper()}{which[1:]}** point both ways ({changes.min():+.1f}% to {changes.max():+.1f}%): "
+            "no one number sums them up; each row is its own finding."
+        )
+    mean = geomean_row(kept)
+    if mean["change_pct"] is None:
+        return ""
+    differ = f", over rows that differ in {', '.join(inline(b) for b in by)}" if by else ""
+    return (
+        f"- **Geometric mean of {which}**: {mean['change_pct']:+.2f}%{differ}; benchstat's summary line, "
+        "not a verdict: each row is its own finding."
+    )
+
+
 def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[str]:
     """Return a comparison table's verdicts as Markdown list items, comparisons with the same words together.
 

@@ -863,6 +863,10 @@ def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, memb
     return bins.select("run_id", *dict.fromkeys(keep), "origin", "bin_index", "bin_value_ns", "count")
 
 
+#: The fewest I/Os beyond a percentile for :func:`tail_latency` to give it (p99 needs 1,000 I/Os, p99.9 10,000).
+TAIL_BEYOND = 10
+
+
 def tail_latency(
     study: StudyRef,
     *,
@@ -877,7 +881,9 @@ def tail_latency(
     One row per group of ``by``, run (and ``member``, e.g. ``"vm"``): ``p50_ms``, ``p90_ms``,
     ``p99_ms``, ``p99.9_ms``, ``ios`` (the I/Os the histogram holds) and ``origin`` (fio json+,
     fio histogram log or vdbench histogram: :data:`BIN_ORIGINS`). ``kind``: ``"clat"``
-    (completion) or ``"lat"`` (total). Empty when the study has no histogram.
+    (completion) or ``"lat"`` (total). Empty when the study has no histogram. A percentile is null
+    where fewer than :data:`TAIL_BEYOND` I/Os lie beyond it (p99.9 needs 10,000 I/Os): from fewer it
+    is one or two slow I/Os, not a tail.
     """
     keys = [*by, "run", *([member] if member else []), "origin"]
     bins = _run_bins(study, by, only, kind, member)
@@ -889,6 +895,13 @@ def tail_latency(
         pl.format("p{}_ms", pl.col("percentile").cast(pl.String).str.strip_suffix(".0")).alias("name"),
     )
     table = wide.pivot(on="name", index=[*keys, "count"], values="ms").rename({"count": "ios"})
+    # a percentile with only a few I/Os beyond it is those few I/Os (p99.9 of 1,500 is the second slowest): unknown
+    enough = {
+        f"p{str(float(q)).removesuffix('.0')}_ms": round(TAIL_BEYOND / (1 - q / 100)) for q in percentiles if q < 100
+    }
+    table = table.with_columns(
+        pl.when(pl.col("ios") >= need).then(pl.col(name)).alias(name) for name, need in enough.items()
+    )
     return table.sort(keys)
 
 

@@ -27,6 +27,17 @@ def test_a_vms_tail_is_fios_own_percentile_of_that_job() -> None:
         assert ours["p50_ms"] == pytest.approx(fio[50.0]) and ours["ios"] == pytest.approx(row["io_count"], rel=1e-3)
 
 
+def test_a_percentile_with_too_few_ios_beyond_it_is_unknown_not_the_slowest_io() -> None:
+    """A rate-capped cell holds about 1,500 I/Os a host per run: p99.9 would be its second slowest I/O."""
+    from benchlib.views import TAIL_BEYOND
+
+    capped = tail_latency("loopback-fio", by=BY, only={**CELL, "rate_cap": ["on"]}, member="vm")
+    assert capped.height == 12 and (capped["ios"] < TAIL_BEYOND * 1000).all()
+    assert capped["p99.9_ms"].is_null().all()
+    assert capped.filter(pl.col("ios") >= TAIL_BEYOND * 100)["p99_ms"].is_not_null().all()
+    assert capped["p50_ms"].is_not_null().all()
+
+
 def test_run_tails_pool_every_vm_and_the_curve_falls_to_zero() -> None:
     runs = tail_latency("loopback-fio", by=BY, only=CELL)
     assert runs.height == 3 and (runs["p99_ms"] > 5 * runs["p50_ms"]).all()  # the tail a mean would hide

@@ -614,7 +614,7 @@ def comparison_table(
         percent) with its exact interval ``ratio_low``/``ratio_high``;
         Mann–Whitney ``u``, ``p``, ``p_holm``, the smallest attainable ``p_min``
         and the ``family`` size; Cliff's δ with ``cliffs_low``/``cliffs_high``
-        and its ``effect`` word (``negligible`` within the band);
+        and its ``effect`` word (``negligible`` within the band; none where no test was made);
         ``hodges_lehmann`` (the shift in the value's unit); ``verdict`` (see the
         module documentation) and ``note`` (what the design can say, in words).
 
@@ -723,9 +723,11 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
     )
     # one run each, or the cap's numbers: a p or an effect size would say nothing
     alone = pl.col("verdict").is_in(["descriptive only", "rate-capped"])
-    return table.with_columns(
+    table = table.with_columns(
         pl.when(~alone).then(pl.col(c)).alias(c) for c in ("p", "p_holm", "u", "cliffs_delta", "effect")
     )
+    # an effect word beside a row no test could decide reads as a finding ("negligible": as if equivalent)
+    return table.with_columns(pl.when(~pl.col("verdict").is_in(UNTESTED)).then(pl.col("effect")).alias("effect"))
 
 
 def _verdict(row: dict, *, alpha: float, band: float, better: bool, family: int) -> tuple[str, str]:
@@ -773,6 +775,11 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
         )
     outside = f" (the {capped} rate-capped rows measure the cap and are left out)" if capped else ""
     tested = table.filter(pl.col("verdict") != "rate-capped")
+    if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
+        return (
+            f"Verdicts: {tally}. Every configuration was run once: the rows describe single runs, no test or "
+            "interval is possible, and nothing here is evidence of an effect of the setting."
+        )
     text = (
         f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
         f"at α = {alpha}. Verdicts: {tally}."
@@ -785,9 +792,6 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
             f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
             f"the table describes, it cannot test; {need} runs per configuration would make every row testable."
         )
-    descriptive = tested.filter(pl.col("verdict") == "descriptive only")
-    if descriptive.height == tested.height:
-        text += " Every configuration was run once: nothing here is evidence of an effect of the setting."
     return text
 
 

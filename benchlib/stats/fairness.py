@@ -213,6 +213,10 @@ def jain_per_interval(
     return data.select("time_s", "jain", "max_min_ratio", "cv", "members").sort("time_s")
 
 
+#: A highest/lowest ratio from which who came out on top is worth saying (below it the shares were about equal).
+UNEVEN_FROM = 1.10
+
+
 def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     """Say in one paragraph what :func:`fairness_over_runs` found.
 
@@ -243,9 +247,16 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     alone = int((table["runs"] - table["runs_judged"]).sum())
     if alone:
         text.append(f"{alone} runs had one member only and are not judged.")
-    rotating = table.filter(pl.col("winners") > 1).height
+    # who led only means something where the shares differed: among equal shares the top is noise
+    uneven = table.filter(
+        pl.col("capped_runs") == 0, pl.col("runs_judged") > 1, pl.col("max_min_median") >= UNEVEN_FROM
+    )
+    rotating = uneven.filter(pl.col("winners") > 1).height
     if rotating:
-        text.append(f"In {rotating} of {table.height} configurations a different VM came out on top in different runs.")
+        text.append(
+            f"In {rotating} of the {uneven.height} uncapped configurations whose highest VM got "
+            f"{UNEVEN_FROM:g}x the lowest or more, a different VM came out on top in different runs."
+        )
     capped = table.filter(pl.col("capped_runs") > 0).height
     if capped:
         text.append(f"{capped} configurations were rate-capped: their equal shares are the cap's doing.")
