@@ -24,8 +24,8 @@ import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
+from benchlib.tables import inline, number
 from benchlib.tables import label as words
-from benchlib.tables import number
 
 WIDTH, HEIGHT = 420, 260
 FONT = "DejaVu Sans"
@@ -87,7 +87,7 @@ def per_vm_bars(
         jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
     )
     jain, spread = stats.row(0)
-    subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {words(member)}s)"
+    subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {inline(member)}s)"
     label = f"{words(value)} ({unit})" if unit else words(value)
     if y_max:
         subtitle += "; the axis is shared by every cell page of this report"
@@ -145,7 +145,7 @@ def iodepth_sweep(
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
         # what the dashed rules are; the page's text and table say what the shape means
         subtitle = [
-            "Dashed line: the knee" + (f" ({knees[0][depth]:g})" if not series else f" of each {words(series)}")
+            "Dashed line: the knee" + (f" ({knees[0][depth]:g})" if not series else f" of each {inline(series)}")
         ]
     right = (
         _chart(data)
@@ -499,12 +499,11 @@ def _jain_axis_start(values: pl.Series) -> float:
     return max(0.0, math.floor((low - 0.02) * 20) / 20)
 
 
-def fairness_summary(
-    table: pl.DataFrame, *, by: list[str], title: str = "Fairness across VMs within each run"
-) -> alt.TopLevelMixin:
+def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> alt.TopLevelMixin:
     """Jain's index per configuration from :func:`benchlib.stats.fairness_over_runs`.
 
     The bar is the median over runs of the index within each run; the black tick is the worst run.
+    The title names the members as :func:`benchlib.tables.name_members` calls them (VMs by default).
     Beside it: the runs, the highest/lowest ratio (median over runs) and whether rate caps set the shares.
     Configurations whose runs had one member each are left out (nothing to judge).
     """
@@ -540,7 +539,7 @@ def fairness_summary(
         alt.Tooltip("jain_median:Q", format=".4f", title="median Jain over runs"),
         alt.Tooltip("jain_worst:Q", format=".4f", title="worst run"),
         "note:N",
-        alt.Tooltip("winners:Q", title="different VMs on top"),
+        alt.Tooltip("winners:Q", title=f"different {inline('vm')}s on top"),
     ]
     span = _chart(data).mark_rule(color="#999").encode(x=x, x2="jain_worst:Q", y=y)
     worst = _chart(data).mark_tick(color="black", thickness=2, size=14).encode(x="jain_worst:Q", y=y, tooltip=tooltip)
@@ -552,6 +551,7 @@ def fairness_summary(
     )
     text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
     subtitle = f"dot: the median run; black tick: the worst run; dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    title = title or f"Fairness across {inline('vm')}s within each run"
     return alt.layer(span, line, worst, median, text).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
 
 

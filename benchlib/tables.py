@@ -56,6 +56,14 @@ def label(column: str, labels: Mapping[str, str] | None = None) -> str:
     return (labels or {}).get(column) or LABELS.get(column) or column.replace("_", " ")
 
 
+def name_members(word: str) -> None:
+    """Call a study's members (the ``vm`` column) ``word`` in this process's tables, axes and sentences.
+
+    ``"VM"`` on vSphere; ``"Host"`` for fio servers on one machine (:func:`benchlib.views.member_word`).
+    """
+    LABELS["vm"] = word
+
+
 def inline(column: str) -> str:
     """Return a column's words for inside a sentence: ``block size``; ``I/O engine`` and ``SIOC`` kept."""
     words = label(column)

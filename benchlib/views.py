@@ -118,10 +118,10 @@ def describe_cell(
         pl.col(value).sum().alias("total"),
         pl.col(member).sort_by(value).last().alias("top"),
     ).row(0, named=True)
-    from benchlib.tables import inline, label, levels_words
+    from benchlib.tables import inline, levels_words
 
     where = levels_words(levels)
-    who, what = label(member), inline(value)
+    who, what = inline(member), inline(value)
     total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
     every, basis = f"{what} of all {who}s added", "by their medians over runs"
     if run_totals is not None and run_totals.drop_nulls().len() == 1:
@@ -590,7 +590,7 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
     From :func:`efficiency_table`: per test, the level with the highest ``value`` and how many times
     the lowest it is. Descriptive only: medians over VMs, with no test of significance.
     """
-    from benchlib.tables import label
+    from benchlib.tables import inline, label
 
     rows = table.drop_nulls(value).filter(pl.col(value) > 0)
     wins: dict[str, int] = {}
@@ -614,8 +614,8 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
         each = ", ".join(f"{level} in {most}" for level in leaders)
         who = f"the highest {label(setting)} differs by test ({each} of {tests})"
     return (
-        f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. Medians over VMs, "
-        "descriptive only: no significance test of CPU efficiency here."
+        f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. "
+        f"Medians over {inline('vm')}s, descriptive only: no significance test of CPU efficiency here."
     )
 
 
@@ -635,6 +635,11 @@ def on_vsphere(study: StudyRef) -> bool:
         return True
     names = runs.select(pl.col("labels").list.eval(pl.element().struct.field("name")).explode()).to_series()
     return bool(names.drop_nulls().str.contains(r"^(vcenter|esxi)\.").any())  # facts ingest joined (provenance)
+
+
+def member_word(study: StudyRef) -> str:
+    """Return what a study's members are: ``"VM"`` on vSphere (:func:`on_vsphere`), else ``"Host"``."""
+    return "VM" if on_vsphere(study) else "Host"
 
 
 def has_intervals(study: StudyRef) -> bool:

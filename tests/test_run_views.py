@@ -285,3 +285,21 @@ def test_only_a_study_on_vsphere_is_told_about_virtual_controllers_and_esxi_host
 
     assert not on_vsphere("loopback-fio") and not on_vsphere("fio-sample")
     assert on_vsphere("pvscsi-vs-lsi")  # its factors are the controller and SIOC
+
+
+def test_fio_servers_on_one_machine_are_called_hosts_not_vms() -> None:
+    """A page of the loopback study names its members as what they are; the write-up's study keeps its VMs."""
+    from benchlib.tables import LABELS, name_members, show
+    from benchlib.views import cell_frame, describe_cell, member_word, per_member
+
+    assert (member_word("loopback-fio"), member_word("pvscsi-vs-lsi")) == ("Host", "VM")
+    levels = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
+    rows = cell_frame("loopback-fio", levels)
+    try:
+        name_members(member_word("loopback-fio"))
+        said = describe_cell(per_member(rows, "iops"), "iops", levels)
+        assert ": 4 hosts;" in said and "VM" not in said
+        assert show(per_member(rows, "iops")).header[0] == "Host"
+    finally:
+        name_members("VM")
+    assert LABELS["vm"] == "VM"

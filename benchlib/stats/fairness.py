@@ -231,7 +231,7 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
             "so these runs cannot show it."
         )
     worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)  # as least_fair picks it
-    from benchlib.tables import levels_words
+    from benchlib.tables import inline, levels_words
 
     where = levels_words({k: worst[k] for k in by})
     runs = int(table["runs_judged"].sum())
@@ -252,10 +252,11 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
         pl.col("capped_runs") == 0, pl.col("runs_judged") > 1, pl.col("max_min_median") >= UNEVEN_FROM
     )
     rotating = uneven.filter(pl.col("winners") > 1).height
+    who = inline("vm")  # VM, or host where the study's members are fio servers (tables.name_members)
     if rotating:
         text.append(
-            f"In {rotating} of the {uneven.height} uncapped configurations whose highest VM got "
-            f"{UNEVEN_FROM:g}x the lowest or more, a different VM came out on top in different runs."
+            f"In {rotating} of the {uneven.height} uncapped configurations whose highest {who} got "
+            f"{UNEVEN_FROM:g}x the lowest or more, a different {who} came out on top in different runs."
         )
     capped = table.filter(pl.col("capped_runs") > 0).height
     if capped:
