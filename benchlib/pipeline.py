@@ -103,8 +103,11 @@ class ReportResult:
 
 
 def load_pipeline(path: str | Path) -> Pipeline:
-    """Read and check ``pipelines/<name>.toml``."""
+    """Read and check ``pipelines/<name>.toml``: a path, or a pipeline's name (``pvscsi-vs-lsi``)."""
     path = Path(path)
+    named = PROJECT_ROOT / "pipelines" / f"{path.name}.toml"
+    if not path.is_file() and path.suffix != ".toml" and path.name == str(path) and named.is_file():
+        path = named  # the names the error below lists are names the command takes
     if not path.is_file():
         candidates = ", ".join(sorted(p.stem for p in (PROJECT_ROOT / "pipelines").glob("*.toml")))
         raise PipelineError(f"{path}: no such pipeline file (pipelines here: {candidates or 'none'})")

@@ -299,19 +299,34 @@ def claim_values(table: pl.DataFrame) -> dict[str, str]:
     return dict(zip(table["claim"], table["recomputed"], strict=True))
 
 
-def profile_totals(study: StudyRef, profile: str, member: str = "vm") -> pl.DataFrame:
-    """Return each run's and host's totals of one profile.
+def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> pl.DataFrame:
+    """Return a sweep's rows: ``levels`` as :func:`cell_frame` takes them (a name alone is a ``profile``).
+
+    The swept column and the job counts as numbers: a published table's levels are text ("16"), and
+    "128" sorts before "16".
+    """
+    frame = cell_frame(study, {"profile": levels} if isinstance(levels, str) else levels)
+    for column in dict.fromkeys([depth, "iodepth", "numjobs"]):
+        if column in frame.columns and frame.schema[column] == pl.String:
+            numbers = frame[column].cast(pl.Float64, strict=False)
+            known = numbers.drop_nulls()
+            frame = frame.with_columns(numbers.cast(pl.Int64) if (known == known.round()).all() else numbers)
+    return frame
+
+
+def profile_totals(study: StudyRef, profile: dict | str, member: str = "vm") -> pl.DataFrame:
+    """Return each run's and host's totals of one profile (or cell: a dict of levels).
 
     Per run and host of one profile: IOPS summed over directions and jobs, I/O-weighted mean latency,
     with the run's job parameters and factor levels (for sweeps and curves).
     """
-    frame = cell_frame(study, {"profile": profile}).with_columns(pl.col("rwmixread_pct").fill_null(100.0))
+    frame = _sweep_rows(study, profile).with_columns(pl.col("rwmixread_pct").fill_null(100.0))
     keys = ["run_id", member, "iodepth", "rwmixread_pct"]
     totals = frame.group_by(keys).agg(total_expr("iops"), total_expr("lat_mean_ns"))
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
 
 
-def sweep(study: StudyRef, profile: str, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
+def sweep(study: StudyRef, profile: dict | str, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
     """Summarise a depth sweep per depth (and member): medians over runs of IOPS, latency and Little's law.
 
     Each run's total per depth (its hosts added; per ``member`` when given), then the median over
@@ -319,10 +334,11 @@ def sweep(study: StudyRef, profile: str, *, member: str | None = None, depth: st
     IOPS x mean latency, the I/Os in flight on average), ``configured`` (the concurrency the jobs
     were set to: iodepth per job, 1 for a sync engine, times jobs, added over hosts) and
     ``queue_state`` (:func:`benchlib.stats.queueing.queue_check` of the medians), and ``runs``.
+    ``profile``: the sweep's profile name, or its levels (``{"test": "iodepth_sweep"}``).
     """
     from benchlib.stats.queueing import queue_check, queue_state_expr
 
-    frame = cell_frame(study, {"profile": profile})
+    frame = _sweep_rows(study, profile, depth)
     jobs = queue_check(frame, iops="iops_or_derived")
     keys = ["run_id", *([member] if member else [])]
     run = run_unit_expr(frame.columns)
