@@ -41,6 +41,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
         "study-overview",
         "claims",
         "comparison",
+        "sweeps",
         "fairness",
         "interaction",
     ]
