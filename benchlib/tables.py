@@ -271,8 +271,8 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
 
 LABELS |= {
     "latency_ms": "Mean latency (ms)",
-    "device_await_ms": "in the device (block layer await)",
-    "above_device_ms": "above the device (queues, kernel, fio)",
+    "device_await_ms": "in the block layer and the device (await, its queue included)",
+    "above_device_ms": "above the block layer (file system, fio)",
     "origin": "Histogram from",
     "change": "Change, new vs baseline (95% interval)",
     "change_alone": "Change, new vs baseline (too few runs for a 95% interval)",
