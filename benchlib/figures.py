@@ -446,7 +446,10 @@ def esxtop_latency_stack(
     long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
         "where", "part"
     )
-    y = alt.Y("where:N", sort=means["where"].to_list(), title=None)
+    # the whole device name (t10.ATA_____... names run to 70 characters and end in the serial), under its host
+    split = "indexof(datum.label, ' ')"
+    lines = f"[substring(datum.label, 0, {split}), substring(datum.label, {split} + 1)]"
+    y = alt.Y("where:N", sort=means["where"].to_list(), title=None, axis=alt.Axis(labelLimit=0, labelExpr=lines))
     bars = (
         _chart(long)
         .mark_bar()

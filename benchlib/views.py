@@ -23,8 +23,9 @@ from benchlib.stats.queueing import device_latency_split
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import ProcessedStudy, open_study
 
-#: fio's per-interval and histogram logs: files of a run, never runs of their own
-LOG_FORMATS = ("fio-log", "fio-hist-log")
+#: Formats whose files are not runs: a per-second log belongs to the run of its json output, an esxtop
+#: capture is the host's view beside the runs.
+NOT_RUNS = ("fio-log", "fio-hist-log", "esxtop")
 
 
 #: A study as the views take it: its name (or raw folder), or one already opened (a report opens it once)
@@ -49,7 +50,7 @@ def _study_rows(study: StudyRef, only: dict | None) -> pl.DataFrame:
     """
     from benchlib.claims import claims_frame
 
-    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(LOG_FORMATS))
+    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
     return _at_levels(frame, only or {})
 
 
@@ -157,15 +158,16 @@ def overview(study: StudyRef) -> pl.DataFrame:
 
     A run is one file's document (one fio invocation across its hosts, one configuration of a
     published table); tool aggregates ("All clients") are not runs and hosts are counted without
-    them. Per-second logs belong to the runs of their json output and are counted as files only.
+    them. Per-second logs (the runs of their json output) and esxtop captures (the host's view beside the
+    runs) are counted as files only.
     """
     runs = study_tables(study).runs.filter(~pl.col("is_aggregate"))
-    logs = pl.col("format").is_in(LOG_FORMATS)
+    not_runs = pl.col("format").is_in(NOT_RUNS)
     return (
         runs.group_by("tool", "format")
         .agg(
             pl.col("sha256").n_unique().alias("files"),
-            pl.when(~logs.first()).then(run_unit_expr(runs.columns).n_unique()).alias("runs"),
+            pl.when(~not_runs.first()).then(run_unit_expr(runs.columns).n_unique()).alias("runs"),
             pl.col("host").drop_nulls().n_unique().alias("hosts"),
         )
         .sort("tool", "format")
@@ -195,7 +197,7 @@ def design_statement(study: StudyRef) -> str:
 
     opened = _open(study)
     factors = opened.study.factors
-    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(LOG_FORMATS))
+    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
     if runs.is_empty():
         return "The study holds no runs."
     present = [f for f in factors if f in runs.columns]
@@ -1004,3 +1006,20 @@ def esxtop_view(study: StudyRef) -> pl.DataFrame:
     esxtop = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
     counters = opened.scan("host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
     return device_queue_view(counters)
+
+
+def adapter_queues(study: StudyRef) -> pl.DataFrame:
+    """Return the esxtop adapter view (AQLEN, commands/s, DAVG, KAVG, GAVG per host, adapter and sample).
+
+    Empty when no capture in the study has the adapters' queue depth (only ``esxtop -b -a`` writes it).
+    """
+    from benchlib.sources.esxtop import adapter_queue_view
+
+    opened = _open(study)
+    esxtop = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
+    counters = (
+        opened.scan("host_counters")
+        .filter(pl.col("run_id").is_in(esxtop["run_id"].implode()) & pl.col("object").str.starts_with("Physical Disk"))
+        .collect()
+    )
+    return adapter_queue_view(counters)

@@ -38,3 +38,26 @@ def write(folder: Path, name: str, script: str) -> Path:
     path = folder / name
     path.write_text(script)
     return path
+
+
+def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int) -> Path:
+    """Write the real capture ``source`` with the adapter queue depth added as ``esxtop -b -a`` writes it.
+
+    The corpus captures were taken without ``-a`` and have no adapter queue depth. A capture of every counter
+    has it as ``\\\\<host>\\Physical Disk(<adapter>)\\Adapter Q Depth``, on the adapter's own instance (the
+    counter map of VMware's EsxtopDrill, ``c_map.csv``: group "Physical Disk", counter "Adapter Q Depth").
+    The column goes before each adapter's own counters; sample 0 is all zero, as esxtop writes it.
+    """
+    import csv
+
+    rows = list(csv.reader(source.open(newline="")))
+    header = rows[0]
+    places = [i for i, c in enumerate(header) if c.endswith("\\Commands/sec") and "\\Physical Disk Adapter(" in c]
+    for place in reversed(places):
+        name = header[place].replace("\\Physical Disk Adapter(", "\\Physical Disk(").rsplit("\\", 1)[0]
+        header.insert(place, name + "\\Adapter Q Depth")
+        for number, row in enumerate(rows[1:]):
+            row.insert(place, "0" if number == 0 else str(depth))
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return path

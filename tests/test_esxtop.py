@@ -188,3 +188,28 @@ def test_a_study_keeps_only_the_esxtop_objects_it_names(tmp_path: Path) -> None:
     (study / "study.toml").write_text('[esxtop]\nobjects = "Physical Disk"\n')
     with pytest.raises(StudyError, match=r"\[esxtop\] objects must be a list"):
         ingest_study(study, tmp_path / "processed")
+
+
+def test_adapter_queue_depth_beside_the_commands_the_adapter_held(tmp_path: Path) -> None:
+    """AQLEN from a capture of every counter, and the commands at the adapter by Little's law, from the raw CSV."""
+    from benchlib.sources.esxtop import adapter_queue_view
+    from benchlib.stats import adapter_queue_use
+    from tests.esxi_standins import capture_with_adapter_queue_depth
+
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    assert adapter_queue_view(read(source).host_counters).is_empty()  # captured without -a: AQLEN unknown
+    full = capture_with_adapter_queue_depth(source, tmp_path / "full.csv", 128)
+    view = adapter_queue_view(read(full).host_counters)
+    assert view["adapter"].unique().to_list() == ["vmhba0"]  # the adapter, not its paths (vmhba0:C0:T2:L0)
+    assert view["AQLEN"].to_list() == [0.0, 128.0, 128.0]
+
+    rows = list(csv.reader(source.open(newline="")))
+    column = {name.rsplit("\\", 1)[1]: i for i, name in enumerate(rows[0]) if "Physical Disk Adapter(vmhba0)" in name}
+    samples = [[float(row[column[c]]) for c in ("Commands/sec", "Average Driver MilliSec/Command")] for row in rows[2:]]
+    at_adapter = [commands * davg / 1000 for commands, davg in samples]  # sample 0 is left out
+
+    use = adapter_queue_use(view).row(0, named=True)
+    assert use["AQLEN"] == 128 and use["samples"] == 2
+    assert use["at_adapter"] == pytest.approx(sum(at_adapter) / 2)
+    assert use["peak_at_adapter"] == pytest.approx(max(at_adapter))
+    assert use["used_pct"] == pytest.approx(100 * sum(at_adapter) / 2 / 128)

@@ -189,6 +189,7 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     guest = {w: 1.0 for w in by_where}
     with_guest = figures.esxtop_latency_stack(device_latency_means(queue), guest_ms=guest).to_dict()
     assert with_guest["layer"][1]["mark"]["type"] == "tick"
+    assert spec["encoding"]["y"]["axis"]["labelLimit"] == 0  # device names whole: they end in the serial
 
 
 def test_fairness_over_time_is_jain_per_interval(loopback) -> None:

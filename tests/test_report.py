@@ -19,7 +19,9 @@ import pytest
 
 from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, build_report, load_pipeline
+from tests import esxi_standins
 from tests.browser import OFFLINE, chromium
+from tests.conftest import corpus_dir
 
 PIPELINE = PROJECT_ROOT / "pipelines" / "pvscsi-vs-lsi.toml"
 
@@ -296,6 +298,7 @@ summary_notebooks = [
     { notebook = "notebooks/comparison.ipynb", parameters = { factor = "bs", baseline = "4k", by = ["rw"], only = {} } },
     { notebook = "notebooks/fairness.ipynb", parameters = { by = ["rw", "bs"], only = {}, series_levels = {} } },
     { notebook = "notebooks/efficiency.ipynb", parameters = { test = ["rw"], setting = "bs", only = {} } },
+    { notebook = "notebooks/host-side.ipynb", parameters = { by = ["rw", "bs"], only = {} } },
 ]
 [parameters]
 value = "iops"
@@ -327,6 +330,9 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
     )
     (study / "README.md").write_text("# Written by the test\n\n## What it is not\n\nA vSphere measurement.\n")
+    # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has
+    esxtop = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    esxi_standins.capture_with_adapter_queue_depth(esxtop, study / "esxtop-esx01.csv", 128)
     pipeline = data / "written.toml"
     pipeline.write_text(WRITTEN_PIPELINE)
     env = {**os.environ, "BENCHLIB_DATA": str(data)}
@@ -366,6 +372,13 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
     assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts per run" in said("study-overview")
     # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
     assert "2 vs 2 runs" in said("comparison") and re.search(r"\b\d of 8 runs fell below", said("fairness"))
+
+
+def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_it_held(written_report) -> None:
+    """The written study has a capture of every counter: the host-side page shows AQLEN and its use."""
+    result, _ = written_report
+    page = (result.folder / "host-side.html").read_text()
+    assert "Adapter queue depth (AQLEN)" in page and "vmhba0" in page and ">128<" in page
 
 
 @pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])

@@ -338,3 +338,49 @@ def device_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
         .select("run_id", "host", "device", "sample", "time", *present)
         .sort("host", "device", "sample")
     )
+
+
+#: esxtop's adapter counters for the adapter queue view. ``Adapter Q Depth`` (AQLEN, the commands the
+#: adapter's driver accepts at once) is written only by a capture of every counter (``esxtop -b -a``), on the
+#: adapter's own instance (``vmhba0``, no ``:``) of object ``Physical Disk``; the rates are on
+#: ``Physical Disk Adapter``.
+ADAPTER_QUEUE_COUNTERS = {
+    "Adapter Q Depth": "AQLEN",
+    "Commands/sec": "CMDS_per_s",
+    "Average Driver MilliSec/Command": "DAVG_ms",
+    "Average Kernel MilliSec/Command": "KAVG_ms",
+    "Average Guest MilliSec/Command": "GAVG_ms",
+}
+
+
+def adapter_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
+    """Return the esxtop adapter view: per host, adapter and sample, AQLEN, commands/s and DAVG, KAVG, GAVG.
+
+    AQLEN comes from any ``Physical Disk`` object's adapter instance (no ``:`` in it, so not a path);
+    the rates from ``Physical Disk Adapter``. An adapter without an ``Adapter Q Depth`` counter (a capture
+    without ``-a``) is left out: its queue depth is unknown. Sorted by host, adapter and sample.
+    """
+    adapter_level = pl.col("instance").is_not_null() & ~pl.col("instance").str.contains(":", literal=True)
+    depth = host_counters.filter(
+        pl.col("object").str.starts_with("Physical Disk") & (pl.col("counter") == "Adapter Q Depth") & adapter_level
+    )
+    rates = host_counters.filter(
+        (pl.col("object") == "Physical Disk Adapter")
+        & (pl.col("counter") != "Adapter Q Depth")
+        & pl.col("counter").is_in(list(ADAPTER_QUEUE_COUNTERS))
+    )
+    keys = ["run_id", "host", "instance", "sample", "time"]
+    if depth.is_empty():
+        schema = {"run_id": pl.String, "host": pl.String, "adapter": pl.String, "sample": pl.Int64, "AQLEN": pl.Float64}
+        return pl.DataFrame(schema=schema)
+    rows = pl.concat([depth, rates], how="vertical_relaxed").with_columns(
+        pl.col("counter").replace_strict(ADAPTER_QUEUE_COUNTERS).alias("counter")
+    )
+    wide = rows.pivot(on="counter", index=keys, values="value", aggregate_function="max")
+    present = [name for name in ADAPTER_QUEUE_COUNTERS.values() if name in wide.columns]
+    return (
+        wide.filter(pl.col("AQLEN").is_not_null())
+        .rename({"instance": "adapter"})
+        .select("run_id", "host", "adapter", "sample", "time", *present)
+        .sort("host", "adapter", "sample")
+    )

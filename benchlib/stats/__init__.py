@@ -10,10 +10,11 @@ from benchlib.stats.fairness import (
     jain_per_interval,
     max_min_ratio_expr,
 )
-from benchlib.stats.queueing import device_latency_means, outstanding_ios_expr, queue_check
+from benchlib.stats.queueing import adapter_queue_use, device_latency_means, outstanding_ios_expr, queue_check
 
 __all__ = [
     "ADDITIVE",
+    "adapter_queue_use",
     "cpus_used_expr",
     "cycles_per_io_expr",
     "device_latency_means",

@@ -312,6 +312,41 @@ def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def adapter_queue_use(view: pl.DataFrame) -> pl.DataFrame:
+    """Per host and adapter: its queue depth (AQLEN) beside the commands it held, by Little's law.
+
+    From :func:`benchlib.sources.esxtop.adapter_queue_view`. In each sample, the commands at the adapter
+    (issued to its driver, not yet done) are commands per second × DAVG, and the commands the kernel held
+    back are commands per second × KAVG; ``at_adapter`` and ``in_kernel`` are their means over the samples,
+    ``peak_at_adapter`` the largest sample. ``used_pct`` and ``peak_used_pct`` set them against AQLEN.
+    esxtop's first sample (``sample`` 0) is always zero and is left out; a sample without a rate or a
+    latency says nothing (null), so an adapter with none has no use (null), never 0.
+    """
+    data = view.filter(pl.col("sample") > 0)
+    rate = pl.col("CMDS_per_s") if "CMDS_per_s" in data.columns else pl.lit(None, dtype=pl.Float64)
+
+    def held(latency: str) -> pl.Expr:
+        return rate * pl.col(latency) / 1000 if latency in data.columns else pl.lit(None, dtype=pl.Float64)
+
+    return (
+        data.with_columns(held("DAVG_ms").alias("_adapter"), held("KAVG_ms").alias("_kernel"), rate.alias("_rate"))
+        .group_by("host", "adapter")
+        .agg(
+            pl.col("AQLEN").max(),
+            pl.col("_rate").mean().alias("commands"),
+            pl.col("_adapter").mean().alias("at_adapter"),
+            pl.col("_adapter").max().alias("peak_at_adapter"),
+            pl.col("_kernel").mean().alias("in_kernel"),
+            pl.len().alias("samples"),
+        )
+        .with_columns(
+            (100 * pl.col("at_adapter") / pl.col("AQLEN")).alias("used_pct"),
+            (100 * pl.col("peak_at_adapter") / pl.col("AQLEN")).alias("peak_used_pct"),
+        )
+        .sort("host", "adapter")
+    )
+
+
 def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Return where latency was spent per group of ``by``, from the kernel's disk statistics (fio's ``disk_util``).
 
