@@ -446,6 +446,10 @@ def capped_groups(units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return groups.filter(pl.col("rate_capped")).select(by).sort(by)
 
 
+#: The permutation tests' seed: a report built twice says the same p.
+SEED = 20261124
+
+
 def interaction(
     study: StudyRef, value: str, *, x: str, trace: str, by: list[str] | None = None, only: dict | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -455,14 +459,16 @@ def interaction(
     median of the run totals (:func:`run_totals`) and ``runs``. ``tests``: per ``by`` group, the
     Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the run totals
     (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
-    seed): ``F``, ``p`` and ``note``, or only a ``note`` saying why it cannot be tested (one run per
-    combination, a combination without runs, a factor with one level, every run rate-capped: the
-    cap, not the settings, set the totals).
+    seed): ``F``, ``p``, ``floor`` (the p it gives an interaction without run-to-run noise:
+    :func:`benchlib.stats.factorial.interaction_floor`) and ``note``, or only a ``note`` saying why it
+    cannot be tested (one run per combination, a combination without runs, a factor with one level,
+    every run rate-capped: the cap, not the settings, set the totals). A test whose floor, Holm-adjusted,
+    is above alpha is said to be unable to tell, never "no evidence".
     """
     import numpy as np
 
     from benchlib.stats.compare import holm
-    from benchlib.stats.factorial import interaction_permutation_test
+    from benchlib.stats.factorial import interaction_floor, interaction_permutation_test
 
     by = by or []
     totals = run_totals(study, value, [*by, x, trace], only)
@@ -473,6 +479,7 @@ def interaction(
         head = dict(zip(by, key, strict=True))
         combos = part.group_by(x, trace).len()
         levels = part[x].n_unique() * part[trace].n_unique()
+        floor = None
         if tuple(key) in capped:
             note, f, p = (
                 "every run was rate-capped: the cap set the totals, so no interaction can show here",
@@ -487,32 +494,53 @@ def interaction(
             note = "one run per combination: the interaction cannot be told from run-to-run noise"
             f, p = None, None
         else:
-            f, p = interaction_permutation_test(
-                part.sort(x, trace), value, x, trace, rng=np.random.default_rng(20261124), n_resamples=9999
-            )
+            ordered = part.sort(x, trace)
+            f, p = interaction_permutation_test(ordered, value, x, trace, rng=np.random.default_rng(SEED))
+            floor = interaction_floor(ordered, value, x, trace, rng=np.random.default_rng(SEED))
             note = None  # said below, once the family's correction is known
-        tests.append({**head, "runs": part.height, "F": f, "p": p, "note": note})
+        tests.append(
+            {**head, "runs": part.height, "per_combination": combos["len"].min(), "F": f, "p": p, "floor": floor}
+            | {"note": note}
+        )
     table = pl.DataFrame(tests)
     tested = table.filter(pl.col("p").is_not_null()) if "p" in table.columns else table.head(0)
     adjusted = dict(
         zip(tested.select(by).rows() if by else [()] * tested.height, holm(tested["p"].to_numpy()), strict=True)
     )
-    from benchlib.tables import inline
 
     notes = []
     for row in table.iter_rows(named=True):
         key = tuple(row[b] for b in by)
         if row["note"] is None:
-            p_holm = float(adjusted[key])
-            said = f"permutation p = {row['p']:.4f}, {p_holm:.4f} after Holm over {tested.height} tests, alpha 0.05"
-            row["note"] = (
-                f"the effect of {inline(x)} depends on {inline(trace)} ({said})"
-                if p_holm <= 0.05
-                else f"no evidence at this n that the effect of {inline(x)} depends on {inline(trace)} ({said})"
-            )
+            row["note"] = interaction_verdict(row, float(adjusted[key]), tested.height, x=x, trace=trace)
         notes.append(row["note"])
     table = table.with_columns(pl.Series("note", notes, dtype=pl.String))
     return grid, table.sort(by) if by else table
+
+
+def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace: str) -> str:
+    """Say what one interaction test found, at the n it had.
+
+    ``test``: a row of :func:`interaction`'s tests (``p``, ``floor``, ``per_combination``); ``p_holm``
+    its Holm-adjusted p in a family of ``family`` tests. A floor that, adjusted, is above alpha means the
+    runs could not have shown any interaction: that is said, never "no evidence".
+    """
+    from benchlib.tables import inline
+
+    runs = f"{test['per_combination']} runs per combination"
+    said = f"permutation p = {test['p']:.4f}, {p_holm:.4f} after Holm over {family} tests, alpha 0.05"
+    if p_holm <= 0.05:
+        at_floor = (
+            f"; as small as this test gives any clear interaction at {runs}" if test["p"] <= test["floor"] else ""
+        )
+        return f"the effect of {inline(x)} depends on {inline(trace)} ({said}{at_floor})"
+    if test["floor"] * family > 0.05:
+        return (
+            f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "
+            f"without run-to-run noise p = {test['floor']:.4f}, {min(1.0, test['floor'] * family):.4f} "
+            f"after Holm over {family} tests; more runs per combination can tell"
+        )
+    return f"no evidence at this n that the effect of {inline(x)} depends on {inline(trace)} ({said})"
 
 
 def member_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
