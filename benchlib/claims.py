@@ -374,14 +374,45 @@ def _judge_one(value: Any, expect: dict, tolerances: dict[str, float]) -> bool:
     return bool(ok)
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+#: computations whose value is one number over another: shown as a multiple ("3.39x")
+_RATIOS = ("ratio", "max_over_min", "trails")
+
+
+def _unit(claim: Claim) -> str:
+    """Return the unit a claim's value is in: a multiple, a signed percent, or its metric's unit."""
+    if claim.compute in _RATIOS:
+        return "x"
+    if claim.compute == "percent_change":
+        return "%"
+    if claim.compute not in (*_REDUCERS, "range", "each"):
+        return ""
+    metric = claim.metric
+    for end, unit in (("_mib_s", " MiB/s"), ("_ms", " ms"), ("_pct", "%"), ("iops", " IOPS")):
+        if metric.endswith(end):
+            return unit
+    return ""
+
+
+def _number(value: float) -> str:
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def _show(value: Any, unit: str = "") -> str:
+    """Return a recomputed value as a reader takes it: with its unit, a change with its sign, names as a list."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        text = _number(float(value))
+        if unit == "%":
+            return ("+" if value > 0 else "") + text + "%"
+        return text + unit
     if isinstance(value, list):
         numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
         if len(value) > 6 and len(numbers) == len(value):  # a reader wants the range, not twenty numbers
-            return f"{len(value)} values, {_show(float(min(numbers)))} to {_show(float(max(numbers)))}"
-        return "[" + ", ".join(_show(v) for v in value) + "]"
+            return f"{len(value)} values, {_number(float(min(numbers)))} to {_number(float(max(numbers)))}{unit}"
+        if len(value) == 2 and len(numbers) == 2 and unit not in ("x", "%"):  # a range: low-high
+            return f"{_number(float(numbers[0]))}-{_number(float(numbers[1]))}{unit}"
+        return ", ".join(_show(v, unit) for v in value)
     return str(value)
 
 
@@ -402,7 +433,14 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
     if "about" in claim.expect:
         word = claim.expect.get("tolerance", "about")
         return f"{word}: ±{tolerances[word] * 100:g}%"
-    return ", ".join(f"{k} {_show(v)}" for k, v in claim.expect.items())
+    unit = _unit(claim)
+    parts = []
+    for key, value in claim.expect.items():
+        if key == "between" and isinstance(value, list) and len(value) == 2:
+            parts.append(f"between {_show(value[0], unit)} and {_show(value[1], unit)}")
+        else:
+            parts.append(f"{key} {_show(value, unit)}")
+    return ", ".join(parts)
 
 
 def _step(claim: Claim, tolerances: dict[str, float]) -> float:
@@ -476,7 +514,7 @@ def verify_claim(
                     passed.append(off <= claim.params.get("tolerance", 0.02))
                 continue
             label = "/".join(str(k) for k in key)
-            shown.append(f"{label}: {_show(value)}" if label else _show(value))
+            shown.append(f"{label}: {_show(value, _unit(claim))}" if label else _show(value, _unit(claim)))
             passed.append(_judge(value, claim, tolerances))
     except _Unsupported as exc:
         return Verdict(claim, str(exc), UNSUPPORTED, tolerance)

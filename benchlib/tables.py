@@ -289,7 +289,7 @@ LABELS |= {
 
 
 #: a claim's tolerance as claims.toml keys it, in words a reader takes at a glance
-_TOLERANCE_WORDS = (("equals ", "= "), ("above ", "> "), ("below ", "< "), ("between ", "in "))
+_TOLERANCE_WORDS = (("equals ", "= "), ("above ", "> "), ("below ", "< "))
 
 
 def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
@@ -311,6 +311,7 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     tolerance = pl.col("tolerance").str.replace(r"^[a-z_]+: (±)", "$1")  # "about: ±10%" -> "±10%"
     for key, words in _TOLERANCE_WORDS:
         tolerance = tolerance.str.replace(key, words, literal=True)
+    tolerance = tolerance.str.replace(r"between (.+) and (.+)", "$1 to $2")  # "between 0.4x and 0.7x"
     shape = {"neither": "neither (it rises and falls)", "flat": "flat (no step beyond the tolerance)"}
     rows = table.with_columns(
         pl.when(plain)

@@ -55,18 +55,22 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     failing = {k for k, v in verdicts.items() if v.verdict == "FAIL"}
     assert failing == {"4a", "9", "12b", "22", "23", "24b", "25"}
     assert not [k for k, v in verdicts.items() if v.verdict == "UNSUPPORTED"]
-    assert verdicts["1"].recomputed == "5.66"  # 1148 / 203
-    assert verdicts["9"].recomputed == "LSI: -24.5; PVSCSI: 27.3"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
-    assert verdicts["12b"].recomputed == "[gus_fio_3, gus_fio_5]"
-    assert verdicts["24b"].recomputed == "LSI: 1.39; PVSCSI: 2.02"
+    assert verdicts["1"].recomputed == "5.66x"  # 1148 / 203
+    assert verdicts["9"].recomputed == "LSI: -24.5%; PVSCSI: +27.3%"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
+    assert verdicts["12b"].recomputed == "gus_fio_3, gus_fio_5"
+    assert verdicts["24b"].recomputed == "LSI: 1.39x; PVSCSI: 2.02x"
     assert verdicts["5a"].recomputed == "32" and verdicts["13"].recomputed == "decreasing"
     # only the sequential-read CPU rows fail to reconcile (BRIEF: one CPU-efficiency row does not)
     rows = dict(part.split(": ") for part in verdicts["23"].recomputed.split("; "))
     assert rows["seqread/LSI"] == "reported 8,563, recomputed 1,158"
     assert rows["seqwrite/LSI"] == "reported 1,807, recomputed 1,810"
     assert verdicts["26"].verdict == "PASS" and verdicts["26"].recomputed == "20 values, 31.9 to 32"  # the range
-    assert verdicts["14b"].recomputed == "0: 2.12; 50: 2.12; 100: 2"  # write shares in order, not as text
+    assert verdicts["14b"].recomputed == "0: 2.12x; 50: 2.12x; 100: 2x"  # write shares in order, not as text
     assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
+    # every value with its unit: bandwidth, IOPS, a signed change, a multiple
+    assert verdicts["8"].recomputed == "292-406 MiB/s" and verdicts["4b"].recomputed == "40,120 IOPS"
+    assert verdicts["9"].tolerance == "below 0%" and verdicts["4b"].tolerance == "above 40,000 IOPS"
+    assert verdicts["22"].tolerance == "between 0.4x and 0.7x"
 
 
 def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:
@@ -93,7 +97,7 @@ def test_a_changed_raw_number_changes_the_verdict(tmp_path: Path) -> None:
         text.replace("LSI,off,gus_fio_2,seqread,read,128k,1148,", "LSI,off,gus_fio_2,seqread,read,128k,948,")
     )
     changed = _verdicts(copy, tmp_path / "processed")
-    assert changed["1"].verdict == "FAIL" and changed["1"].recomputed == "4.67"
+    assert changed["1"].verdict == "FAIL" and changed["1"].recomputed == "4.67x"
     assert changed["6"].verdict == "FAIL"
 
 
