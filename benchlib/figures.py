@@ -75,19 +75,27 @@ def per_vm_bars(
     unit: str = "",
     title: str = "",
     y_max: float | None = None,
+    within: dict | None = None,
 ) -> alt.TopLevelMixin:
     """One bar per VM (or client), with Jain's index and the max/min spread in the subtitle.
 
     ``y_max``: the top of the value axis, shared by every cell page of a report so that flipping
     between pages compares bars, not axes (the report passes the largest value of any cell).
+    ``within``: the cell's row of :func:`benchlib.views.fairness`; the subtitle then gives its
+    figures (within each run, the median run's), the ones the sentence and the fairness page give.
     """
     data = frame.select(member, value).drop_nulls().sort(member)
     data = data.with_columns(pl.col(value).map_elements(number, return_dtype=pl.String).alias("value_label"))
-    stats = data.select(
-        jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
-    )
-    jain, spread = stats.row(0)
-    subtitle = f"Jain's index {jain:.4f}; highest / lowest {spread:.2f}x ({data.height} {inline(member)}s)"
+    if within is not None and within.get("jain_median") is not None:
+        jain, spread, runs = within["jain_median"], within["max_min_median"], within["runs_judged"]
+        basis = "" if runs == 1 else f"within each run, the median of {runs}: "
+    else:
+        stats = data.select(
+            jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
+        )
+        (jain, spread), basis = stats.row(0), ""
+    ratio = f"{spread:.2f}x" if spread is not None else "unknown (one got nothing)"
+    subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
     label = f"{words(value)} ({unit})" if unit else words(value)
     if y_max:
         subtitle += "; the axis is shared by every cell page of this report"

@@ -105,47 +105,70 @@ def describe_cell(
     *,
     capped: bool = False,
     run_totals: pl.Series | None = None,
+    within: dict | None = None,
 ) -> str:
     """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data.
 
-    ``capped``: the cell's jobs had a rate cap (:func:`cell_capped`); the sentence then says that equal
-    values are the cap's doing. ``run_totals``: the cell's run totals (:func:`run_totals`); the total
-    then is their median, the figure the comparison and interaction pages use, not the sum of the
-    members' medians (a member's best and worst runs need not be the same run).
+    ``within``: the cell's row of :func:`fairness` (fairness within each run, summarised over runs); the
+    sentence then gives the fairness page's figures, the median run's, so the two pages cannot disagree,
+    and names the highest member only when it was highest in every run and stood out (1.1x the lowest
+    or more). Without it, the spread of ``members`` (one value per member) is given. ``capped``: the
+    cell's jobs had a rate cap (:func:`cell_capped`); the sentence then says that equal values are the
+    cap's doing. ``run_totals``: the cell's run totals (:func:`run_totals`); the total then is their
+    median, the figure the comparison and interaction pages use, not the sum of the members' medians.
     """
-    stats = members.select(
-        jain_expr(pl.col(value)).alias("jain"),
-        max_min_ratio_expr(pl.col(value)).alias("spread"),
-        pl.col(value).sum().alias("total"),
-        pl.col(member).sort_by(value).last().alias("top"),
-    ).row(0, named=True)
+    from benchlib.stats.fairness import UNEVEN_FROM
     from benchlib.tables import inline, levels_words
 
     where = levels_words(levels)
     who, what = inline(member), inline(value)
-    total = f"{stats['total']:,.0f}" if stats["total"] is not None else "no value"
-    every, basis = f"{what} of all {who}s added", "by their medians over runs"
-    if run_totals is not None and run_totals.drop_nulls().len() == 1:
-        basis = "in its one run"
-    if run_totals is not None and run_totals.drop_nulls().len():
-        n = run_totals.drop_nulls().len()
-        total = f"{run_totals.median():,.0f}"
-        every = f"{what} of all {who}s together, " + ("in its one run" if n == 1 else f"the median of {n} runs' totals")
     cap = (
         " The jobs were rate-capped (fio's rate or rate_iops): equal shares are the cap's doing, and the "
         "totals say what the cap allowed, not what the storage could do."
         if capped
         else ""
     )
+    total = members.select(pl.col(value).sum()).item()
+    total = f"{total:,.0f}" if total is not None else "no value"
+    every = f"{what} of all {who}s added"
+    runs = run_totals.drop_nulls().len() if run_totals is not None else 0
+    if runs:
+        total = f"{run_totals.median():,.0f}"
+        every = f"{what} of all {who}s together, " + (
+            "in its one run" if runs == 1 else f"the median of {runs} runs' totals"
+        )
     if members.height < 2:
         named = f" ({members[member][0]})" if members.height else ""
         alone = f"{members.height} {who}{named}, {what} {total}"
         return f"**{where}**: {alone}; fairness between {who}s needs two or more.{cap}"
-    return (
-        f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
-        f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f} (the fairness page judges each "
-        f"run on its own); {every}: {total}.{cap}"
-    )
+    if within is None or within.get("jain_median") is None:
+        stats = members.select(
+            jain_expr(pl.col(value)).alias("jain"),
+            max_min_ratio_expr(pl.col(value)).alias("spread"),
+            pl.col(member).sort_by(value).last().alias("top"),
+        ).row(0, named=True)
+        basis = "in its one run" if runs == 1 else "by their medians over runs"
+        return (
+            f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
+            f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f}; {every}: {total}.{cap}"
+        )
+    spread, jain = within["max_min_median"], within["jain_median"]
+    stands_out = spread is not None and spread >= UNEVEN_FROM and not capped
+    if within["runs_judged"] == 1:
+        top = f"the highest ({within['top']})" if stands_out and within.get("top") else "the highest"
+        said = f"in its one run, {top} got {spread:.2f} times the lowest, Jain's index {jain:.4f}"
+    else:
+        said = (
+            f"in the median of {within['runs_judged']} runs, the highest got {spread:.2f} times the lowest, "
+            f"Jain's index {jain:.4f} (worst run {within['jain_worst']:.4f})"
+        )
+        if stands_out and within.get("top"):
+            said += f"; {within['top']} was highest in every run"
+        elif stands_out:
+            said += f"; a different {who} was highest in different runs ({within['winners']} of them)"
+    if spread is not None and spread < UNEVEN_FROM and not capped:
+        said += f"; within {UNEVEN_FROM:g}x of each other, no {who} stands out"
+    return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
 
 
 def cell_capped(frame: pl.DataFrame) -> bool:

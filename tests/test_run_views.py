@@ -326,6 +326,39 @@ def test_fio_servers_on_one_machine_are_called_hosts_not_vms() -> None:
     assert LABELS["vm"] == "VM"
 
 
+def test_a_cell_page_gives_the_fairness_pages_figures_and_names_no_winner_the_runs_do_not() -> None:
+    """Every loopback cell: the sentence's Jain's index and spread are the fairness table's (within each run,
+    the median run's); a host is named highest only when it was in every run and stood out by 1.1x."""
+    from benchlib.stats.fairness import UNEVEN_FROM
+    from benchlib.views import cell_capped, cell_frame, describe_cell, fairness, per_member, totals_of_runs
+
+    by = ["profile", "block_size", "ioengine", "rate_cap"]
+    table = fairness("loopback-fio", "iops", by=by, only={"profile": ["randread", "randwrite"]})
+    named = 0
+    for row in table.iter_rows(named=True):
+        levels = {k: row[k] for k in by}
+        rows = cell_frame("loopback-fio", levels)
+        said = describe_cell(
+            per_member(rows, "iops"),
+            "iops",
+            levels,
+            capped=cell_capped(rows),
+            run_totals=totals_of_runs(rows, "iops")["iops"],
+            within=row,
+        )
+        assert (
+            f"the highest got {row['max_min_median']:.2f} times the lowest, Jain's index {row['jain_median']:.4f}"
+            in said
+        )
+        hosts = [h for h in per_member(rows, "iops")["vm"] if f"{h} was highest" in said]
+        stands_out = row["max_min_median"] >= UNEVEN_FROM and row["capped_runs"] == 0
+        assert hosts == ([row["top"]] if stands_out and row["winners"] == 1 else [])
+        named += len(hosts)
+        if row["capped_runs"]:
+            assert "stands out" not in said and "rate-capped" in said
+    assert named == 1  # randwrite 64k libaio: 127.0.0.5 on top in all 3 runs, 1.33x the lowest
+
+
 def test_a_published_sweep_is_read_by_its_levels_with_its_depths_as_numbers() -> None:
     """The write-up's sweep: depths are text in its table ("128" sorts before "16"); per VM, the story it tells."""
     from benchlib.views import profile_totals, sweep, sweep_shapes

@@ -152,7 +152,8 @@ def fairness_over_runs(
         ``jain_worst`` and ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null
         when a member got nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
         members, median over runs), ``winners`` (how many different members were highest
-        across the runs; more than one is a rotating winner), ``capped_runs`` and ``per_share`` (judged
+        across the runs; more than one is a rotating winner), ``top`` (the member highest in every
+        run, null when that rotated), ``capped_runs`` and ``per_share`` (judged
         on ``value`` per share), sorted by the groups.
 
     """
@@ -180,6 +181,7 @@ def fairness_over_runs(
         pl.col("cv").median().alias("cv_median"),
         (pl.col("starved") > 0).sum().alias("starved_runs"),
         pl.col("highest").n_unique().alias("winners"),
+        pl.when(pl.col("highest").n_unique() == 1).then(pl.col("highest").first()).alias("top"),
         pl.col("_capped").sum().alias("capped_runs"),
         pl.lit(shares is not None).alias("per_share"),
     )
