@@ -323,12 +323,22 @@ def _along(frame: pl.DataFrame, claim: Claim, step: float = 0.0) -> Any:
         k = int(claim.params.get("k", 1))
         return sorted(str(v) for v in ordered.sort("_metric")[over][:k])
     values = ordered["_metric"]
-    steps = (values.diff() / values.shift(1).abs()).drop_nulls()  # relative change per step
-    if (steps >= step).all() and (steps > 0).all():
-        return "increasing"
-    if (steps <= -step).all() and (steps < 0).all():
-        return "decreasing"
-    return "flat" if (steps.abs() < step).all() else "neither"
+    steps = (values.diff() / values.shift(1).abs()).drop_nulls().to_list()  # relative change per step
+    return _shape(steps, step)
+
+
+def _shape(steps: list[float], step: float) -> str:
+    """Say how a sweep moves, with its steps.
+
+    ``increasing`` (every step up by ``step`` or more), ``decreasing``, ``flat`` (no step beyond it), or
+    its phases in order (``rises, then flat``).
+    """
+    if not steps:
+        raise _Unsupported("one point: a trend needs two or more")
+    kinds = ["rises" if d > 0 and d >= step else "falls" if d < 0 and d <= -step else "flat" for d in steps]
+    phases = [kind for i, kind in enumerate(kinds) if i == 0 or kind != kinds[i - 1]]
+    said = {"rises": "increasing", "falls": "decreasing", "flat": "flat"}[phases[0]] if len(phases) == 1 else ""
+    return f"{said or ', then '.join(phases)} (steps {', '.join(f'{d * 100:+.1f}%' for d in steps)})"
 
 
 def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float = 0.0) -> Any:
@@ -356,6 +366,8 @@ def _judge(value: Any, claim: Claim, tolerances: dict[str, float]) -> bool:
 
 
 def _judge_one(value: Any, expect: dict, tolerances: dict[str, float]) -> bool:
+    if isinstance(value, str) and " (steps " in value:  # a sweep's shape: its word is judged, its steps shown
+        value = value.split(" (steps ")[0]
     ok = True
     if "about" in expect:
         rel = tolerances[expect.get("tolerance", "about")]
@@ -433,6 +445,9 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
     if "about" in claim.expect:
         word = claim.expect.get("tolerance", "about")
         return f"{word}: ±{tolerances[word] * 100:g}%"
+    if claim.compute == "monotonic":
+        step = _step(claim, tolerances)
+        return f"equals {claim.expect.get('equals', '')} (a step counts below {step * 100:g}% as flat)"
     unit = _unit(claim)
     parts = []
     for key, value in claim.expect.items():

@@ -312,12 +312,8 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     for key, words in _TOLERANCE_WORDS:
         tolerance = tolerance.str.replace(key, words, literal=True)
     tolerance = tolerance.str.replace(r"between (.+) and (.+)", "$1 to $2")  # "between 0.4x and 0.7x"
-    shape = {"neither": "neither (it rises and falls)", "flat": "flat (no step beyond the tolerance)"}
     rows = table.with_columns(
-        pl.when(plain)
-        .then(pl.col("recomputed") + unit)
-        .otherwise(pl.col("recomputed").replace(shape))  # a monotonic claim's word, said in full
-        .alias("recomputed"),
+        pl.when(plain).then(pl.col("recomputed") + unit).otherwise(pl.col("recomputed")).alias("recomputed"),
         tolerance.alias("tolerance"),
     )
     kinds = rows.group_by("note", maintain_order=True).agg(pl.col("claim"))

@@ -59,7 +59,7 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     assert verdicts["9"].recomputed == "LSI: -24.5%; PVSCSI: +27.3%"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
     assert verdicts["12b"].recomputed == "gus_fio_3, gus_fio_5"
     assert verdicts["24b"].recomputed == "LSI: 1.39x; PVSCSI: 2.02x"
-    assert verdicts["5a"].recomputed == "32" and verdicts["13"].recomputed == "decreasing"
+    assert verdicts["5a"].recomputed == "32" and verdicts["13"].recomputed == "decreasing (steps -16.2%, -12.2%)"
     # only the sequential-read CPU rows fail to reconcile (BRIEF: one CPU-efficiency row does not)
     rows = dict(part.split(": ") for part in verdicts["23"].recomputed.split("; "))
     assert rows["seqread/LSI"] == "reported 8,563, recomputed 1,158"
@@ -75,8 +75,9 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
 
 def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:
     """'Kept gaining past depth 32': +0.5% and +1.0% per doubling while latency doubled is not gaining (trend = 5%)."""
-    assert verdicts["4a"].recomputed == "neither" and verdicts["4a"].verdict == "FAIL"
-    assert verdicts["13"].recomputed == "decreasing"  # -16% then -12%: a fall at every step
+    assert verdicts["4a"].recomputed == "rises, then flat (steps +23.6%, +0.5%, +1.0%)"
+    assert verdicts["4a"].verdict == "FAIL" and "below 5% as flat" in verdicts["4a"].tolerance
+    assert verdicts["13"].recomputed.startswith("decreasing")  # -16% then -12%: a fall at every step
 
 
 def test_every_verdict_says_how_many_runs_it_rests_on(verdicts: dict) -> None:
@@ -235,3 +236,13 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
     claims = (root / "data" / "raw" / "pvscsi-vs-lsi" / "claims.toml").read_bytes()
     assert record["claims_sha256"] == hashlib.sha256(claims).hexdigest()
     assert (root / "data" / "processed" / "pvscsi-vs-lsi" / "manifest.json").exists()  # its own processed folder
+
+
+def test_a_sweeps_shape_is_said_in_its_phases_with_its_steps() -> None:
+    """A sweep that rises and levels off is not one that 'rises and falls': each phase, then every step."""
+    from benchlib.claims import _shape
+
+    assert _shape([0.2, -0.1], 0.05) == "rises, then falls (steps +20.0%, -10.0%)"
+    assert _shape([0.1, 0.01, 0.1], 0.05) == "rises, then flat, then rises (steps +10.0%, +1.0%, +10.0%)"
+    assert _shape([0.01, -0.02], 0.05) == "flat (steps +1.0%, -2.0%)"
+    assert _shape([0.01, 0.02], 0.0) == "increasing (steps +1.0%, +2.0%)"  # no step rule: any rise counts

@@ -85,12 +85,12 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
         {
             "claim": ["1", "2", "3"],
             "stated": ["5.6x", "-65%", "rising"],
-            "recomputed": ["5.66", "-65.1", "neither"],
+            "recomputed": ["5.66", "-65.1", "rises, then flat (steps +23.6%, +0.5%)"],
             "tolerance": ["as_stated: ±3%", "about: ±10%", "equals increasing"],
             "note": ["one run: the numbers describe that run", "one run: the numbers describe that run", "x"],
         }
     )
     rows, support = claim_rows(table)
-    assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "neither (it rises and falls)"]
+    assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "rises, then flat (steps +23.6%, +0.5%)"]
     assert rows["tolerance"].to_list() == ["±3%", "±10%", "= increasing"] and "note" not in rows.columns
     assert support == "**Claims 1, 2**: one run: the numbers describe that run.\n\n**Claim 3**: x."
