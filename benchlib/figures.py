@@ -578,9 +578,13 @@ def latency_split(
     """Draw where the latency was spent, as stacked bars per configuration.
 
     Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
-    layer's await and the time above it), so that the bar's length is the application's latency.
+    layer's await and the time above it), so that the bar's length is the application's latency. A
+    configuration with a part unknown (the page cache answered: fio's latency is not the device's) is
+    not drawn, since its bar would not be its latency; the subtitle names it.
     """
     data = frame.with_columns(_joined(where).alias("configuration"))
+    unknown = data.filter(pl.any_horizontal(pl.col(list(parts)).is_null()))["configuration"].to_list()
+    data = data.filter(pl.all_horizontal(pl.col(list(parts)).is_not_null()))
     named = {part: words(part) for part in parts}  # the legend in words, not column names
     long = (
         data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms")
@@ -604,7 +608,10 @@ def latency_split(
             tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
         )
     )
-    return chart.properties(title=title)
+    if not unknown:
+        return chart.properties(title=title)
+    left_out = f"Not drawn, a part unknown (see the table): {', '.join(unknown)}"
+    return chart.properties(title=alt.TitleParams(title, subtitle=[left_out]))
 
 
 VEGALITE_MIME = "application/vnd.vegalite.v6+json"

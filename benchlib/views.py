@@ -19,7 +19,7 @@ from benchlib.schema import UNNAMED_HOST, Tables, run_unit_expr
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
-from benchlib.stats.queueing import device_latency_split
+from benchlib.stats.queueing import configured_depth_expr, device_latency_split
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import ProcessedStudy, open_study
 
@@ -1037,10 +1037,14 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         .collect()
         .pivot(on="counter", index=["run_id", "host", "instance"], values="value", aggregate_function="first")
     )
+    rows = _study_rows(study, only)
+    rows = rows.with_columns(run_unit_expr(rows.columns), configured_depth_expr(rows.columns))
+    # the I/Os all hosts of a run kept in flight at most: they share the disk whose counters each reports
+    depth = rows.group_by("run_unit").agg(pl.col("configured_depth").sum(), total_expr("iops").alias("run_iops"))
     guest = (
-        _study_rows(study, only)
-        .group_by("run_id", *by)
+        rows.group_by("run_id", "run_unit", *by)
         .agg(total_expr("lat_mean_ms").alias("app_latency_ms"), total_expr("iops"), pl.col("runtime_ns").max())
+        .join(depth, on="run_unit")
     )
     return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
 

@@ -76,6 +76,47 @@ def test_disk_view_obeys_littles_law() -> None:
     assert (quiet["device_queue"] < 1).all()  # rate-capped synchronous I/O never queues
 
 
+def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:
+    """fio's util of the rate-capped psync runs (0.1%) cannot hold a queue of 0.13 requests from 4 jobs at
+    most (at least ~3% busy): the kernel's io_ticks, shown as unknown, with both figures in the note."""
+    view = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
+    capped = view.filter(pl.col("ioengine") == "psync", pl.col("rate_cap") == "on", pl.col("block_size") == "4k")
+    assert capped["util_pct"].is_null().all()
+    assert all(n.startswith("fio's util 0.") and "its own queue (aqu-sz 0." in n for n in capped["note"])
+    busy = view.filter(pl.col("rate_cap") == "off")
+    assert busy["util_pct"].min() > 85 and busy["note"].is_null().all()  # queues of 3 to 163: not contradicted
+
+
+def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> None:
+    """fio saw 0.003 ms while the block layer's await was 11 ms: the page cache answered, the device's I/Os
+    were the write-back's; 'above the block layer' is unknown, not 0, and the chart leaves the bar out."""
+    from benchlib import figures
+    from benchlib.stats.queueing import device_latency_split
+
+    runs = pl.DataFrame(
+        {
+            "cell": ["buffered", "direct"],
+            "app_latency_ms": [0.0026, 1.2],
+            "runtime_ns": [10**9, 10**9],
+            "read_ios": [0, 1000],
+            "write_ios": [1000, 0],
+            "read_ticks_ms": [0, 900],
+            "write_ticks_ms": [11000, 0],
+            "in_queue_ms": [11000, 900],
+            "util_pct": [60.0, 90.0],
+            "instance": ["vda", "vda"],
+            "configured_depth": [1.0, 1.0],
+            "run_iops": [500_000.0, 1000.0],
+        }
+    )
+    split = {r["cell"]: r for r in device_latency_split(runs, ["cell"]).iter_rows(named=True)}
+    assert split["buffered"]["above_device_ms"] is None and "page cache" in split["buffered"]["note"]
+    assert split["direct"]["above_device_ms"] == pytest.approx(0.3) and split["direct"]["note"] is None
+    spec = figures.latency_split(device_latency_split(runs, ["cell"]), where=["cell"]).to_dict()
+    assert {v["configuration"] for v in spec["data"]["values"]} == {"direct"}
+    assert "buffered" in spec["title"]["subtitle"][0]
+
+
 def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> None:
     import polars as pl
 

@@ -347,32 +347,76 @@ def adapter_queue_use(view: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: fio's latency this far below the block layer's await means the page cache answered (buffered I/O)
+CACHED_BELOW = 0.9
+#: a busy share under this part of what the queue needs is not the device's: other I/O on the disk can
+#: raise the most requests in flight, so only a share far below the bound is called wrong
+UNDERCOUNT_BELOW = 0.5
+
+
 def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Return where latency was spent per group of ``by``, from the kernel's disk statistics (fio's ``disk_util``).
 
     ``runs`` has one row per run and host: ``app_latency_ms`` (what the application
     saw), ``runtime_ns`` and the counters ``read_ios``, ``write_ios``,
     ``read_ticks_ms``, ``write_ticks_ms``, ``in_queue_ms``, ``util_pct`` and
-    ``instance``. Per run: the block layer's time per I/O (``device_await_ms``,
+    ``instance``; optionally ``configured_depth``, the I/Os the run's jobs kept in flight at most,
+    and ``run_iops``, their rate (all its hosts). Per run: the block layer's time per I/O (``device_await_ms``,
     iostat's await), the mean number of I/Os in the device queue
     (``device_queue``, iostat's aqu-sz) and ``device_ios_per_s``; then the
     median per group, and ``above_device_ms``: latency spent above the block
     layer (in the guest: file system, page cache, fio's own queue).
+
+    Figures the row itself contradicts are unknown (null), with the reason in ``note``:
+    fio's latency below the await (by ``CACHED_BELOW``) means the page cache answered and the
+    device's I/Os were the write-back's, so nothing was spent "above" it; a busy share below what the
+    queue implies (under ``UNDERCOUNT_BELOW`` of it) is the kernel's io_ticks, not the device's time.
+    A queue of aqu-sz requests keeps the device busy at least aqu-sz / depth of the time, where depth
+    is the most requests in flight at once: ``configured_depth`` times the requests the block layer
+    made of each I/O (device requests per second over ``run_iops``; a 64k I/O can be split in two).
     """
     ios = pl.col("read_ios") + pl.col("write_ios")
+    none = pl.lit(None, dtype=pl.Float64)
+    depth = pl.col("configured_depth") if "configured_depth" in runs.columns else none
+    rate = pl.col("run_iops") if "run_iops" in runs.columns else none
     view = runs.with_columns(
         ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / ios).alias("device_await_ms"),
         (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
         (ios / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s"),
     )
+    split = pl.max_horizontal(pl.lit(1.0), pl.col("device_ios_per_s") / rate)
+    view = view.with_columns((100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"))
     medians = view.group_by(*by).agg(
         pl.col("app_latency_ms").median(),
         pl.col("device_await_ms").median(),
         pl.col("device_ios_per_s").median(),
         pl.col("device_queue").median(),
         pl.col("util_pct").median(),
+        pl.col("_busy_at_least").median(),
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
     )
-    above = (pl.col("app_latency_ms") - pl.col("device_await_ms")).clip(lower_bound=0).alias("above_device_ms")
-    return medians.with_columns(above).sort(by)
+    cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
+    busy_at_least = pl.col("_busy_at_least")
+    undercounted = ~cached & (pl.col("util_pct") < UNDERCOUNT_BELOW * busy_at_least)
+    above = pl.col("app_latency_ms") - pl.col("device_await_ms")
+    return (
+        medians.with_columns(
+            pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
+            pl.when(undercounted.fill_null(False)).then(None).otherwise(pl.col("util_pct")).alias("util_pct"),
+            pl.when(cached)
+            .then(pl.lit("fio's latency is below the await: the page cache answered (buffered I/O)"))
+            .when(undercounted.fill_null(False))
+            .then(
+                pl.format(
+                    "fio's util {}% is below the {}% its own queue (aqu-sz {}) needs",
+                    pl.col("util_pct").round(2),
+                    busy_at_least.round(1),
+                    pl.col("device_queue").round(2),
+                )
+            )
+            .alias("note"),
+        )
+        .drop("_busy_at_least")
+        .sort(by)
+    )
