@@ -440,23 +440,26 @@ def latency_exceedance(
 def esxtop_latency_stack(
     means: pl.DataFrame,
     *,
+    by: list[str] | None = None,
     guest_ms: dict[str, float] | None = None,
     title: str = "Where the time goes: KAVG (kernel) + DAVG (device) = GAVG",
 ) -> alt.TopLevelMixin:
     """Draw KAVG and DAVG per device, stacked to GAVG.
 
-    KAVG and DAVG per device stacked to GAVG (each weighted by commands), from
-    :func:`benchlib.stats.device_latency_means`; devices without commands are left out; the
-    guest-measured latency per device as a tick when given.
+    KAVG and DAVG per device (and configuration of ``by``) stacked to GAVG (each weighted by commands),
+    from :func:`benchlib.stats.device_latency_means`; devices without commands are left out; the
+    guest-measured latency per device as a tick when given (keyed ``host|device``, after the
+    configuration's words and a ``|`` when ``by`` is given). Each label is its lines: the configuration,
+    the host, and the whole device name (t10.ATA_____... names run to 70 characters and end in the serial).
     """
+    by = by or []
     means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
-    means = means.with_columns(pl.concat_str("host", pl.lit(" "), "device").alias("where")).sort("where")
+    parts = [_joined(by)] if by else []
+    means = means.with_columns(pl.concat_str(*parts, "host", "device", separator="|").alias("where")).sort("where")
     long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
         "where", "part"
     )
-    # the whole device name (t10.ATA_____... names run to 70 characters and end in the serial), under its host
-    split = "indexof(datum.label, ' ')"
-    lines = f"[substring(datum.label, 0, {split}), substring(datum.label, {split} + 1)]"
+    lines = "split(datum.label, '|')"
     y = alt.Y("where:N", sort=means["where"].to_list(), title=None, axis=alt.Axis(labelLimit=0, labelExpr=lines))
     bars = (
         _chart(long)

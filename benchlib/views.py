@@ -1049,32 +1049,110 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
 
 
-def esxtop_view(study: StudyRef) -> pl.DataFrame:
-    """Return the esxtop device queue view of the study.
+def _esxtop_runs(opened: ProcessedStudy) -> pl.DataFrame:
+    return opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id", "host").collect()
 
-    Return the device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of every esxtop capture in the study
-    (an empty frame when there is none).
+
+def esxtop_captures(study: StudyRef) -> pl.DataFrame:
+    """Return each esxtop capture of the study, and how much of it is the study's I/O.
+
+    Per capture: its ESXi host, first and last sample time, samples (after esxtop's first, always
+    zero), and ``in_runs``: how many of them fell inside a run of the study (only those are its I/O).
+    """
+    opened = _open(study)
+    captures = _esxtop_runs(opened)
+    counters = (
+        opened.scan("host_counters")
+        .filter(pl.col("run_id").is_in(captures["run_id"].implode()))
+        .filter(pl.col("sample") > 0)  # esxtop's first sample is always zero
+        .select("run_id", "sample", "time")
+        .unique()
+        .collect()
+    )
+    inside = _placed(opened, counters, by=[], only=None).select("run_id", "sample").unique()
+    return (
+        counters.group_by("run_id")
+        .agg(pl.col("time").min().alias("first"), pl.col("time").max().alias("last"), pl.col("sample").n_unique())
+        .rename({"sample": "samples"})
+        .join(inside.group_by("run_id").len("in_runs"), on="run_id", how="left")
+        .join(captures, on="run_id")
+        .with_columns(pl.col("in_runs").fill_null(0))
+        .select("host", "first", "last", "samples", "in_runs")
+        .sort("host", "first")
+    )
+
+
+def esxtop_coverage(captures: pl.DataFrame) -> str:
+    """Say how much of the study's esxtop captures (:func:`esxtop_captures`) fell inside its runs (Markdown).
+
+    Empty when every sample did; otherwise each capture with its span, so that a reader knows which
+    samples the page left out and why (a capture of another time is not the study's I/O).
+    """
+    if captures.is_empty() or (captures["in_runs"] == captures["samples"]).all():
+        return ""
+    spans = []
+    for row in captures.iter_rows(named=True):
+        first, last = (
+            f"{t:%Y-%m-%d %H:%M:%S} UTC" if t is not None else "time unknown" for t in (row["first"], row["last"])
+        )
+        spans.append(f"{row['host']}, {first} to {last}: {row['in_runs']} of {row['samples']} samples inside a run")
+    if (captures["in_runs"] == 0).all():
+        lead = "No esxtop sample of this study was taken during one of its runs, so none is drawn"
+    else:
+        lead = "Only the esxtop samples taken during a run are drawn"
+    return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
+
+
+def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None) -> pl.DataFrame:
+    """Return the esxtop rows whose sample fell inside a run of the study, with that run's ``by`` levels.
+
+    A run's window spans all its hosts; sample 0 (always zero) is left out.
+    """
+    from benchlib.stats.hostside import counters_during_runs
+
+    runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
+    runs = _at_levels(runs, only or {}).with_columns(run_unit_expr(runs.columns))
+    end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
+    windows = runs.group_by("run_unit").agg(
+        *(pl.col(b).first() for b in by),
+        pl.col("start_time").min(),
+        (end.max() - pl.col("start_time").min()).dt.total_nanoseconds().alias("duration_ns"),
+    )
+    placed = counters_during_runs(windows.rename({"run_unit": "run_id"}), counters)
+    return placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id").drop(
+        "benchmark_run_id"
+    )
+
+
+def esxtop_view(study: StudyRef, *, by: list[str] | None = None, only: dict | None = None) -> pl.DataFrame:
+    """Return the esxtop device queue view (DQLEN, ACTV, QUED, DAVG, KAVG, GAVG...) of the study's runs.
+
+    Only samples taken inside a run of the study count (a capture of another time is not its I/O:
+    :func:`esxtop_captures` says which); each carries its run's ``by`` levels. Empty when none.
     """
     from benchlib.sources.esxtop import device_queue_view
 
-    opened = _open(study)
-    esxtop = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
-    counters = opened.scan("host_counters").filter(pl.col("run_id").is_in(esxtop["run_id"].implode())).collect()
-    return device_queue_view(counters)
+    opened, by = _open(study), by or []
+    captures = _esxtop_runs(opened)
+    counters = opened.scan("host_counters").filter(pl.col("run_id").is_in(captures["run_id"].implode())).collect()
+    return device_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
 
 
-def adapter_queues(study: StudyRef) -> pl.DataFrame:
+def adapter_queues(study: StudyRef, *, by: list[str] | None = None, only: dict | None = None) -> pl.DataFrame:
     """Return the esxtop adapter view (AQLEN, commands/s, DAVG, KAVG, GAVG per host, adapter and sample).
 
-    Empty when no capture in the study has the adapters' queue depth (only ``esxtop -b -a`` writes it).
+    Only samples inside a run of the study, with its ``by`` levels. Empty when no capture in the study
+    has the adapters' queue depth (only ``esxtop -b -a`` writes it).
     """
     from benchlib.sources.esxtop import adapter_queue_view
 
-    opened = _open(study)
-    esxtop = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id").collect()
+    opened, by = _open(study), by or []
+    captures = _esxtop_runs(opened)
     counters = (
         opened.scan("host_counters")
-        .filter(pl.col("run_id").is_in(esxtop["run_id"].implode()) & pl.col("object").str.starts_with("Physical Disk"))
+        .filter(
+            pl.col("run_id").is_in(captures["run_id"].implode()) & pl.col("object").str.starts_with("Physical Disk")
+        )
         .collect()
     )
-    return adapter_queue_view(counters)
+    return adapter_queue_view(_placed(opened, counters, by=by, only=only), keys=by)

@@ -40,13 +40,15 @@ def write(folder: Path, name: str, script: str) -> Path:
     return path
 
 
-def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int) -> Path:
+def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int, times: list | None = None) -> Path:
     """Write the real capture ``source`` with the adapter queue depth added as ``esxtop -b -a`` writes it.
 
     The corpus captures were taken without ``-a`` and have no adapter queue depth. A capture of every counter
     has it as ``\\\\<host>\\Physical Disk(<adapter>)\\Adapter Q Depth``, on the adapter's own instance (the
     counter map of VMware's EsxtopDrill, ``c_map.csv``: group "Physical Disk", counter "Adapter Q Depth").
     The column goes before each adapter's own counters; sample 0 is all zero, as esxtop writes it.
+    ``times``: a datetime per sample, to place the capture in runs of a test's own (esxtop writes whole
+    seconds, UTC).
     """
     import csv
 
@@ -58,6 +60,8 @@ def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int) -> Pa
         header.insert(place, name + "\\Adapter Q Depth")
         for number, row in enumerate(rows[1:]):
             row.insert(place, "0" if number == 0 else str(depth))
+    for row, when in zip(rows[1:], times or [], strict=False):
+        row[0] = f"{when:%m/%d/%Y %H:%M:%S}"
     with path.open("w", newline="") as handle:
         csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
     return path

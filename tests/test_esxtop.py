@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
@@ -213,3 +214,39 @@ def test_adapter_queue_depth_beside_the_commands_the_adapter_held(tmp_path: Path
     assert use["at_adapter"] == pytest.approx(sum(at_adapter) / 2)
     assert use["peak_at_adapter"] == pytest.approx(max(at_adapter))
     assert use["used_pct"] == pytest.approx(100 * sum(at_adapter) / 2 / 128)
+
+
+def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture from 2018 beside a run of another day: none of its samples is drawn, and the page says why,
+    with the capture's span; moved into the run's window, its samples count, with the run's levels."""
+    import benchlib.store
+    from benchlib.views import esxtop_captures, esxtop_coverage, esxtop_view
+    from tests.esxi_standins import capture_with_adapter_queue_depth
+
+    study = tmp_path / "raw" / "elsewhen"
+    study.mkdir(parents=True)
+    toml = '[study]\nname = "elsewhen"\n[factors]\ntest = ["seq"]\n'
+    toml += '[[files]]\nglob = "fio.json"\nlevels = { test = "seq" }\n'
+    (study / "study.toml").write_text(toml, encoding="utf-8")
+    fio = corpus_dir("fio-json") / "fio-plot-M1015-PM883__randread-32-4.json"
+    shutil.copyfile(fio, study / "fio.json")
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    shutil.copyfile(source, study / "esxtop-esx01.csv")
+    monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
+    ingest_study(study, tmp_path / "processed")
+    captures = esxtop_captures(str(study))
+    assert captures.select("samples", "in_runs").row(0) == (2, 0)
+    assert esxtop_view(str(study)).is_empty()
+    said = esxtop_coverage(captures)
+    assert said.startswith("No esxtop sample of this study was taken during one of its runs")
+    assert "localhost.home, 2018-04-26 14:06:32 UTC to 2018-04-26 14:06:37 UTC: 0 of 2 samples inside a run" in said
+
+    runs = read(fio).runs.filter(pl.col("start_time").is_not_null())
+    start = runs["start_time"].min()
+    inside = [start + timedelta(seconds=s) for s in (-1, 1, 2)]  # sample 0 (left out), then two during the run
+    capture_with_adapter_queue_depth(source, study / "esxtop-esx01.csv", 64, inside)
+    ingest_study(study, tmp_path / "processed")
+    assert esxtop_captures(str(study)).select("samples", "in_runs").row(0) == (2, 2)
+    assert esxtop_coverage(esxtop_captures(str(study))) == ""
+    view = esxtop_view(str(study), by=["test"])
+    assert set(view["test"]) == {"seq"} and sorted(set(view["sample"])) == [1, 2]

@@ -183,9 +183,9 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     gavg = busy.group_by("host", "device").agg(
         ((pl.col("GAVG_ms") * pl.col("CMDS_per_s")).sum() / pl.col("CMDS_per_s").sum()).alias("mean")
     )
-    assert gavg.height and set(by_where) == {f"{h} {d}" for h, d, _ in gavg.iter_rows()}
+    assert gavg.height and set(by_where) == {f"{h}|{d}" for h, d, _ in gavg.iter_rows()}
     for host, device, mean in gavg.iter_rows():
-        assert by_where[f"{host} {device}"] == pytest.approx(mean, abs=0.02)
+        assert by_where[f"{host}|{device}"] == pytest.approx(mean, abs=0.02)
     guest = {w: 1.0 for w in by_where}
     with_guest = figures.esxtop_latency_stack(device_latency_means(queue), guest_ms=guest).to_dict()
     assert with_guest["layer"][1]["mark"]["type"] == "tick"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -13,12 +14,14 @@ import subprocess
 import sys
 import tempfile
 import types
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, build_report, load_pipeline
+from benchlib.sources import read
 from tests import esxi_standins
 from tests.browser import OFFLINE, chromium
 from tests.conftest import corpus_dir
@@ -314,15 +317,17 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
 
     data = tmp_path_factory.mktemp("data")
     study = data / "raw" / "written"
-    mappings = []
+    mappings, starts = [], {}
     for rw in ("randread", "randwrite"):
         mappings.append(f'[[files]]\nglob = "rw={rw}/**"\nlevels = {{ rw = "{rw}" }}\n')
         for bs in ("4k", "64k"):
             for repetition in (1, 2):
                 for vm in ("vm-a", "vm-b"):
                     folder = study / f"rw={rw}" / f"bs={bs}" / f"r{repetition}" / vm
-                    run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
+                    out = run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
                     (folder / "scratch.dat").unlink()
+                    begun = read(out).runs["start_time"].min()  # when benchlib places the run
+                    starts.setdefault((rw, bs, repetition), begun.timestamp())
     mappings += [f'[[files]]\nglob = "*/bs={bs}/**"\nlevels = {{ bs = "{bs}" }}\n' for bs in ("4k", "64k")]
     mappings.append('[[files]]\nglob = "*/*/*/{vm}/*"\n')
     (study / "study.toml").write_text(
@@ -330,9 +335,15 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
     )
     (study / "README.md").write_text("# Written by the test\n\n## What it is not\n\nA vSphere measurement.\n")
-    # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has
+    # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has; its
+    # two samples (after the first, always zero) taken during two runs: the first whole second of each
     esxtop = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
-    esxi_standins.capture_with_adapter_queue_depth(esxtop, study / "esxtop-esx01.csv", 128)
+    during = [
+        datetime.fromtimestamp(math.ceil(starts[run]), tz=UTC)
+        for run in (("randread", "4k", 1), ("randwrite", "64k", 2))
+    ]
+    times = [during[0] - timedelta(seconds=1), *during]
+    esxi_standins.capture_with_adapter_queue_depth(esxtop, study / "esxtop-esx01.csv", 128, times)
     pipeline = data / "written.toml"
     pipeline.write_text(WRITTEN_PIPELINE)
     env = {**os.environ, "BENCHLIB_DATA": str(data)}
@@ -375,10 +386,13 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
 
 
 def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_it_held(written_report) -> None:
-    """The written study has a capture of every counter: the host-side page shows AQLEN and its use."""
+    """The written study has a capture of every counter, two samples of it taken during two runs: the
+    host-side page shows AQLEN and its use in those two configurations, and says nothing was left out."""
     result, _ = written_report
     page = (result.folder / "host-side.html").read_text()
     assert "Adapter queue depth (AQLEN)" in page and "vmhba0" in page and ">128<" in page
+    assert page.count(">vmhba0<") == 2  # randread 4k and randwrite 64k, one sample each
+    assert "a capture of another time" not in page
 
 
 @pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -319,24 +319,28 @@ DEVICE_QUEUE_COUNTERS = {
 }
 
 
-def device_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
+def device_queue_view(host_counters: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
     """Return the esxtop disk-device view.
 
     Return the esxtop disk-device view: one row per host, device and sample, with DQLEN, ACTV, QUED,
     %USD, LOAD, commands/s, MB read/written per second and DAVG, KAVG, GAVG, QAVG (ms).
 
-    Built from ``host_counters`` of object ``Physical Disk SCSI Device``;
-    sorted by host, device and sample.
+    Built from ``host_counters`` of object ``Physical Disk SCSI Device``; ``keys``: columns of
+    ``host_counters`` kept beside (the levels of the run a sample fell in); sorted by them, host,
+    device and sample.
     """
     rows = host_counters.filter(
         (pl.col("object") == "Physical Disk SCSI Device") & pl.col("counter").is_in(list(DEVICE_QUEUE_COUNTERS))
     ).with_columns(pl.col("counter").replace_strict(DEVICE_QUEUE_COUNTERS).alias("counter"))
-    wide = rows.pivot(on="counter", index=["run_id", "host", "instance", "sample", "time"], values="value")
+    if rows.is_empty():
+        schema = {"run_id": pl.String, "host": pl.String, "device": pl.String, "sample": pl.Int64}
+        return pl.DataFrame(schema={**schema, **dict.fromkeys(keys, pl.String)})
+    wide = rows.pivot(on="counter", index=["run_id", *keys, "host", "instance", "sample", "time"], values="value")
     present = [name for name in DEVICE_QUEUE_COUNTERS.values() if name in wide.columns]
     return (
         wide.rename({"instance": "device"})
-        .select("run_id", "host", "device", "sample", "time", *present)
-        .sort("host", "device", "sample")
+        .select("run_id", *keys, "host", "device", "sample", "time", *present)
+        .sort(*keys, "host", "device", "sample")
     )
 
 
@@ -353,12 +357,13 @@ ADAPTER_QUEUE_COUNTERS = {
 }
 
 
-def adapter_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
+def adapter_queue_view(host_counters: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
     """Return the esxtop adapter view: per host, adapter and sample, AQLEN, commands/s and DAVG, KAVG, GAVG.
 
     AQLEN comes from any ``Physical Disk`` object's adapter instance (no ``:`` in it, so not a path);
     the rates from ``Physical Disk Adapter``. An adapter without an ``Adapter Q Depth`` counter (a capture
-    without ``-a``) is left out: its queue depth is unknown. Sorted by host, adapter and sample.
+    without ``-a``) is left out: its queue depth is unknown. ``keys``: columns kept beside, as
+    :func:`device_queue_view`'s. Sorted by them, host, adapter and sample.
     """
     adapter_level = pl.col("instance").is_not_null() & ~pl.col("instance").str.contains(":", literal=True)
     depth = host_counters.filter(
@@ -369,18 +374,18 @@ def adapter_queue_view(host_counters: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("counter") != "Adapter Q Depth")
         & pl.col("counter").is_in(list(ADAPTER_QUEUE_COUNTERS))
     )
-    keys = ["run_id", "host", "instance", "sample", "time"]
+    index = ["run_id", *keys, "host", "instance", "sample", "time"]
     if depth.is_empty():
         schema = {"run_id": pl.String, "host": pl.String, "adapter": pl.String, "sample": pl.Int64, "AQLEN": pl.Float64}
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema={**schema, **dict.fromkeys(keys, pl.String)})
     rows = pl.concat([depth, rates], how="vertical_relaxed").with_columns(
         pl.col("counter").replace_strict(ADAPTER_QUEUE_COUNTERS).alias("counter")
     )
-    wide = rows.pivot(on="counter", index=keys, values="value", aggregate_function="max")
+    wide = rows.pivot(on="counter", index=index, values="value", aggregate_function="max")
     present = [name for name in ADAPTER_QUEUE_COUNTERS.values() if name in wide.columns]
     return (
         wide.filter(pl.col("AQLEN").is_not_null())
         .rename({"instance": "adapter"})
-        .select("run_id", "host", "adapter", "sample", "time", *present)
-        .sort("host", "adapter", "sample")
+        .select("run_id", *keys, "host", "adapter", "sample", "time", *present)
+        .sort(*keys, "host", "adapter", "sample")
     )

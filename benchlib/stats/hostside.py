@@ -45,9 +45,8 @@ def counters_during_runs(
         .filter((pl.col("time") >= pl.col("window_start")) & (pl.col("time") <= pl.col("window_end")))
         .select("time", "benchmark_run_id")
     )
-    return samples.join(membership, on="time").sort(
-        "benchmark_run_id", "object", "instance", "counter", "time", nulls_last=True
-    )
+    order = ["benchmark_run_id", *(c for c in ("object", "instance", "counter", "time") if c in samples.columns)]
+    return samples.join(membership, on="time").sort(*order, nulls_last=True)
 
 
 #: esxtop's object and counter for the CPU a VM's worlds used (100% is one core busy all the time)

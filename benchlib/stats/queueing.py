@@ -270,8 +270,8 @@ def where_ios_wait(
     return places or ["nowhere: latency is the device's own"]
 
 
-def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
-    """Per host and device: KAVG, DAVG, GAVG (ms) weighted by commands per second, and the queues.
+def device_latency_means(queue: pl.DataFrame, by: Collection[str] = ()) -> pl.DataFrame:
+    """Per host and device (and group of ``by``): KAVG, DAVG, GAVG (ms) weighted by commands per second, and the queues.
 
     From :func:`benchlib.sources.esxtop.device_queue_view`. esxtop's latencies are per command, so a
     sample's mean counts as many times as it had commands: an idle sample (0 commands) says nothing
@@ -295,7 +295,7 @@ def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
         return pl.col(column).mean() if column in data.columns else pl.lit(None, dtype=pl.Float64).alias(column)
 
     return (
-        data.group_by("host", "device")
+        data.group_by(*by, "host", "device")
         .agg(
             weighted("KAVG_ms"),
             weighted("DAVG_ms"),
@@ -308,12 +308,12 @@ def device_latency_means(queue: pl.DataFrame) -> pl.DataFrame:
             ),
             pl.len().alias("samples"),
         )
-        .sort("host", "device")
+        .sort(*by, "host", "device")
     )
 
 
-def adapter_queue_use(view: pl.DataFrame) -> pl.DataFrame:
-    """Per host and adapter: its queue depth (AQLEN) beside the commands it held, by Little's law.
+def adapter_queue_use(view: pl.DataFrame, by: Collection[str] = ()) -> pl.DataFrame:
+    """Per host and adapter (and group of ``by``): its queue depth (AQLEN) beside the commands it held.
 
     From :func:`benchlib.sources.esxtop.adapter_queue_view`. In each sample, the commands at the adapter
     (issued to its driver, not yet done) are commands per second × DAVG, and the commands the kernel held
@@ -330,7 +330,7 @@ def adapter_queue_use(view: pl.DataFrame) -> pl.DataFrame:
 
     return (
         data.with_columns(held("DAVG_ms").alias("_adapter"), held("KAVG_ms").alias("_kernel"), rate.alias("_rate"))
-        .group_by("host", "adapter")
+        .group_by(*by, "host", "adapter")
         .agg(
             pl.col("AQLEN").max(),
             pl.col("_rate").mean().alias("commands"),
@@ -343,7 +343,7 @@ def adapter_queue_use(view: pl.DataFrame) -> pl.DataFrame:
             (100 * pl.col("at_adapter") / pl.col("AQLEN")).alias("used_pct"),
             (100 * pl.col("peak_at_adapter") / pl.col("AQLEN")).alias("peak_used_pct"),
         )
-        .sort("host", "adapter")
+        .sort(*by, "host", "adapter")
     )
 
 
