@@ -196,15 +196,19 @@ def _slug(levels: dict) -> str:
 
 
 def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], list[dict]]:
-    """Return the axis combinations present in the runs, and the declared ones without data."""
+    """Return the axis combinations present in the runs (those the pipeline draws), and the declared ones without data.
+
+    The missing ones are of the whole declared matrix, whatever the pipeline draws: an index that said
+    "none" for the configurations it draws let a reader believe every declared one was run.
+    """
     study = load_study(RAW / pipeline.study)
     axes = list(pipeline.axes)
+    seen = {tuple(c[a] for a in axes) for c in runs.select(axes).drop_nulls().unique().to_dicts()}
+    declared = itertools.product(*(study.factors[a] for a in axes))
+    missing = [dict(zip(axes, combo, strict=True)) for combo in declared if combo not in seen]
     for factor, levels in pipeline.only.items():
         runs = runs.filter(pl.col(factor).is_in(levels))
     present = runs.select(axes).drop_nulls().unique().sort(axes).to_dicts()
-    seen = {tuple(c[a] for a in axes) for c in present}
-    declared = itertools.product(*(pipeline.only.get(a, study.factors[a]) for a in axes))
-    missing = [dict(zip(axes, combo, strict=True)) for combo in declared if combo not in seen]
     order = {a: {lvl: i for i, lvl in enumerate(study.factors[a])} for a in axes}
     present.sort(key=lambda c: [order[a].get(c[a], 99) for a in axes])
     return present, missing
@@ -448,7 +452,7 @@ def build_report(
                     progress(finished, len(executions), execution.slug)
     finally:
         kernels.close()
-    write_html(pipeline, folder, executions, [_slug(m) for m in missing], front=front_matter(study))
+    write_html(pipeline, folder, executions, missing, front=front_matter(study))
     return ReportResult(folder, executions, missing)
 
 

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlib.paths import RAW
+from benchlib.study import load_study
 from benchlib.tables import inline, levels_words
 
 if TYPE_CHECKING:
@@ -124,13 +126,13 @@ def write_html(
     pipeline: Pipeline,
     folder: Path,
     executions: list[Execution],
-    missing: list[str],
+    missing: list[dict],
     front: dict[str, str] | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
-    Write ``index.html`` and one page per execution into ``folder``; ``missing``: the slugs of declared
-    cells without data; ``front``: the index's design, caveats and provenance
+    Write ``index.html`` and one page per execution into ``folder``; ``missing``: the declared cells
+    without data (their levels), of the whole matrix; ``front``: the index's design, caveats and provenance
     (:func:`benchlib.pipeline.front_matter`). Every string from data, study.toml, a README or the
     pipeline is escaped.
     """
@@ -149,7 +151,12 @@ def write_html(
             headline = _headline(execution)
             if headline and headline.strip() != front.get("design", "").strip():
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
-    gaps = "".join(f"<li>{html.escape(m)}</li>" for m in missing) or "<li>none</li>"
+    gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing) or "<li>none</li>"
+    study = load_study(RAW / pipeline.study)
+    declared = 1
+    for axis in pipeline.axes:
+        declared *= len(study.factors[axis])
+    scope = f"{len(missing)} of the {declared} that {' x '.join(map(inline, pipeline.axes))} declare"
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
         f"{html.escape(' x '.join(pipeline.axes))}.</p>"
@@ -166,7 +173,7 @@ def write_html(
         kept = "; ".join(f"{inline(f)} {', '.join(map(str, v))}" for f, v in pipeline.only.items())
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
-    parts.append(f"<h2>Declared configurations without data</h2><ul>{gaps}</ul>")
+    parts.append(f"<h2>Declared configurations without data</h2><p>{html.escape(scope)}.</p><ul>{gaps}</ul>")
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
