@@ -242,8 +242,9 @@ def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
     if mean["change_pct"] is None:
         return ""
     differ = f", over rows that differ in {', '.join(inline(b) for b in by)}" if by else ""
+    span = f" (they run from {changes.min():+.2f}% to {changes.max():+.2f}%)"
     return (
-        f"- **Geometric mean of {which}**: {mean['change_pct']:+.2f}%{differ}; benchstat's summary line, "
+        f"- **Geometric mean of {which}**: {mean['change_pct']:+.2f}%{span}{differ}; benchstat's summary line, "
         "not a verdict: each row is its own finding."
     )
 
@@ -252,19 +253,21 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
     """Return a comparison table's verdicts as Markdown list items, comparisons with the same words together.
 
     Eight comparisons that are all *not testable at this n* for the same reason are one line that
-    says so once, not eight lines a reader must check are the same.
+    says so once, not eight lines a reader must check are the same; the table's Verdict column names
+    them. Verdicts the design summary explains in full (:func:`benchlib.stats.compare.summarised_verdicts`)
+    are not said again.
     """
+    from benchlib.stats.compare import summarised_verdicts
+
+    said = summarised_verdicts(table)
     groups: dict[tuple[str, str], list[str]] = {}
     for row in table.iter_rows(named=True):
-        groups.setdefault((row["verdict"], row["note"]), []).append(levels_words({k: row[k] for k in [*by, factor]}))
+        if row["verdict"] not in said:
+            names = groups.setdefault((row["verdict"], row["note"]), [])
+            names.append(levels_words({k: row[k] for k in [*by, factor]}))
     lines = []
     for (verdict, note), names in groups.items():
-        if len(names) == 1:
-            who = f"**{names[0]}**"
-        elif len(names) == table.height:  # the table above names them
-            who = f"**All {len(names)} comparisons**"
-        else:
-            who = f"**{len(names)} comparisons** ({'; '.join(names)})"
+        who = f"**{names[0]}**" if len(names) == 1 else f"**{len(names)} comparisons**"
         lines.append(f"- {who}: {verdict}. {note}.")
     return lines
 

@@ -283,7 +283,8 @@ def design_statement(study: StudyRef) -> str:
         smallest = min_p(low, low)
         verdict = (
             f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
-            "side would make one testable (tests over more runs at once, such as the interaction's, can be)."
+            "side would make one comparison alone testable, more when a page corrects over several (each says how "
+            "many); tests over more runs at once, such as the interaction's, can be significant."
             if smallest > 0.05
             else "; a correction over many comparisons raises it (each comparison page says by how much)."
         )
@@ -435,6 +436,71 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
             }
         )
     return pl.DataFrame(rows)
+
+
+#: job parameters that, when they differ between the sides of a comparison, are changed with the factor
+CONFOUNDERS = {
+    "configured_depth": "I/Os in flight per host (iodepth x jobs; a synchronous engine keeps 1)",
+    "block_size_bytes": "block size (bytes)",
+    "rw": "I/O pattern",
+    "rwmixread_pct": "read share (%)",
+}
+#: factor names that are the parameter itself (a block-size factor changes the block size by design)
+_SAME_AS = {
+    "configured_depth": {"iodepth", "queue_depth", "depth", "numjobs", "jobs", "qd"},
+    "block_size_bytes": {"block_size", "bs", "blocksize", "block_size_bytes"},
+    "rw": {"rw", "readwrite", "pattern", "profile", "workload"},
+    "rwmixread_pct": {"rwmixread", "rwmixread_pct", "write_pct", "read_pct", "mix"},
+}
+
+
+def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], only: dict | None = None) -> str:
+    """Say which job parameters changed with ``factor`` between the baseline and the other levels (Markdown).
+
+    Within each group of ``by``, a parameter whose values on the baseline side differ from another
+    level's changed together with the factor: the comparison cannot tell which of them made the change
+    (psync against libaio at iodepth 32 is also 1 I/O in flight against 32). Empty when none did.
+    """
+    from benchlib.tables import inline
+
+    rows = _study_rows(study, only)
+    rows = rows.with_columns(configured_depth_expr(rows.columns))
+    keys = [b for b in by if b in rows.columns]
+    chosen = {factor.lower(), *(b.lower() for b in by)}  # what the comparison varies or holds by design
+    params = [p for p in CONFOUNDERS if p in rows.columns and not (_SAME_AS[p] | {p}) & chosen]
+    if factor not in rows.columns or not params:
+        return ""
+    sides = rows.group_by(*keys, factor).agg(*(pl.col(p).drop_nulls().unique().sort() for p in params))
+    base = sides.filter(pl.col(factor).cast(pl.String) == str(baseline)).drop(factor)
+    others = sides.filter(pl.col(factor).cast(pl.String) != str(baseline))
+    paired = (
+        others.join(base, on=keys, suffix="_baseline") if keys else others.join(base, how="cross", suffix="_baseline")
+    )
+    found = []
+    for param in params:
+        known = (pl.col(param).list.len() > 0) & (pl.col(f"{param}_baseline").list.len() > 0)  # unknown: no claim
+        differ = paired.filter(known & (pl.col(param) != pl.col(f"{param}_baseline")))
+        if differ.is_empty():
+            continue
+        values = {}
+        for row in differ.iter_rows(named=True):
+            values.setdefault(str(baseline), set()).update(row[f"{param}_baseline"])
+            values.setdefault(str(row[factor]), set()).update(row[param])
+        said = "; ".join(
+            f"{level}: {', '.join(f'{v:g}' if isinstance(v, float) else str(v) for v in sorted(vals))}"
+            for level, vals in values.items()
+        )
+        where = (
+            "every compared group" if differ.height == paired.height else f"{differ.height} of {paired.height} groups"
+        )
+        found.append(f"{CONFOUNDERS[param]} ({said}; in {where})")
+    if not found:
+        return ""
+    return (
+        f"**Besides {inline(factor)}, the sides differ in** "
+        + "; and ".join(found)
+        + f": a change here is not {inline(factor)}'s alone."
+    )
 
 
 def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:

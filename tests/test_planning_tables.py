@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from benchlib.stats.compare import SETTLE_MOST, comparison_table, runs_to_settle, two_level_table
+from benchlib.stats.compare import SETTLE_MOST, comparison_table, design_summary, runs_to_settle, two_level_table
 from benchlib.tables import MISSING, comparison_rows, label, number, show, verdict_lines
 from benchlib.views import run_seconds
 
@@ -120,9 +120,17 @@ def _block_sizes(runs: int) -> pl.DataFrame:
 
 def test_identical_verdicts_are_said_once() -> None:
     three = comparison_table(_block_sizes(3), "iops", factor="controller", baseline="LSI", by=["bs"])
-    lines = verdict_lines(three, by=["bs"], factor="controller")
-    assert three.height == 3 and len(lines) == 1 and lines[0].startswith("- **All 3 comparisons**: not testable")
-    assert lines[0].count("not testable at this n") == 1
+    # all 3 not testable for one reason: the design summary says it once, in full, and no line repeats it
+    assert three.height == 3 and verdict_lines(three, by=["bs"], factor="controller") == []
+    assert "3 runs per configuration" not in design_summary(three) and "would make every row testable" in (
+        design_summary(three)
+    )
+    mixed = three.with_columns(
+        pl.when(pl.col("bs") == "4k").then(pl.lit("inconclusive")).otherwise("verdict").alias("verdict")
+    )
+    lines = verdict_lines(mixed, by=["bs"], factor="controller")
+    untestable = [line for line in lines if "not testable" in line]
+    assert len(lines) == 2 and untestable[0].startswith("- **2 comparisons**: not testable at this n. 3 vs 3 runs")
     ten = comparison_table(_block_sizes(10), "iops", factor="controller", baseline="LSI", by=["bs"])
     said = verdict_lines(ten, by=["bs"], factor="controller")
     assert len(said) == len({*zip(ten["verdict"], ten["note"], strict=True)}) > 1 and all(

@@ -760,6 +760,19 @@ def _verdict(row: dict, *, alpha: float, band: float, better: bool, family: int)
     return "inconclusive", f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
 
 
+def summarised_verdicts(table: pl.DataFrame) -> set[str]:
+    """Return the verdicts :func:`design_summary` explains in full, so the page need not say them again.
+
+    Rate-capped rows always; *not testable at this n* and *descriptive only* when every tested row has it.
+    """
+    tested = table.filter(pl.col("verdict") != "rate-capped")["verdict"] if table.height else table
+    said = {"rate-capped"}
+    for verdict in ("not testable at this n", "descriptive only"):
+        if len(tested) and (tested == verdict).all():
+            said.add(verdict)
+    return said
+
+
 def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     """Return, in words, the family a comparison table corrects over and what its design can test."""
     if table.is_empty():
@@ -773,7 +786,12 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
             f"Every comparison ({capped}) ran under a rate cap on both sides: the totals are what the cap allowed, "
             "so this table measures the cap and tests nothing about the setting."
         )
-    outside = f" (the {capped} rate-capped rows measure the cap and are left out)" if capped else ""
+    outside = (
+        f" (the {capped} rate-capped rows are left out: their totals are what the cap allowed, not what the "
+        "setting did)"
+        if capped
+        else ""
+    )
     tested = table.filter(pl.col("verdict") != "rate-capped")
     if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
         return (

@@ -39,13 +39,14 @@ def configured_depth_expr(columns: Collection[str]) -> pl.Expr:
     """
     # the job's own engine: "ioengine_job" where a study factor took the name "ioengine" (claims_frame)
     engine = next((c for c in ("ioengine_job", "ioengine") if c in columns), None)
+    # a published table's columns are text ("32"): read as numbers, unknown where they are not
+    iodepth = pl.col("iodepth").cast(pl.Float64, strict=False)
     depth = (
-        pl.when(pl.col(engine).is_in(list(SYNC_ENGINES))).then(pl.lit(1)).otherwise(pl.col("iodepth"))
-        if engine
-        else pl.col("iodepth")
+        pl.when(pl.col(engine).is_in(list(SYNC_ENGINES))).then(pl.lit(1.0)).otherwise(iodepth) if engine else iodepth
     )
-    jobs = pl.coalesce(*(pl.col(c) for c in ("jobs", "numjobs") if c in columns), pl.lit(1))
-    return (depth * jobs).cast(pl.Float64).alias("configured_depth")
+    counts = (pl.col(c).cast(pl.Float64, strict=False) for c in ("jobs", "numjobs") if c in columns)
+    jobs = pl.coalesce(*counts, pl.lit(1.0))
+    return (depth * jobs).alias("configured_depth")
 
 
 def queue_check(
