@@ -288,6 +288,9 @@ LABELS |= {
     "value": "Value",
     "test": "Test",
     "runs_pair": "Runs (baseline / new)",
+    "table": "Published table",
+    "rw": "I/O pattern",
+    "bs": "Block size",
 }
 
 

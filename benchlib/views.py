@@ -340,6 +340,40 @@ def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> 
     return frame
 
 
+#: job parameters a sweep may hold fixed, in words (a published table's are text)
+_HELD = {
+    "rw": "I/O pattern",
+    "block_size_bytes": "block size",
+    "bs": "block size",
+    "numjobs": "jobs",
+    "iodepth": "iodepth",
+}
+
+
+def held_fixed(study: StudyRef, levels: dict | str, *, varied: str) -> str:
+    """Say what a sweep held fixed while ``varied`` stepped: every factor and job parameter with one value.
+
+    ``"controller LSI, SIOC off, I/O pattern randread, block size 4 KiB, 1 job"``; a reader of a sweep
+    needs its conditions, which the rows know and a page's prose did not say.
+    """
+    from benchlib.tables import inline
+
+    rows = _sweep_rows(study, levels)
+    named = levels if isinstance(levels, dict) else {"profile": levels}
+    factors = [f for f in _open(study).study.factors if f not in named and f != varied and f in rows.columns]
+    said: dict[str, str] = {}  # by what it names: a block-size factor and the job's block size are one thing
+    for column in [*factors, *(c for c in _HELD if c in rows.columns and c != varied)]:
+        values = rows[column].drop_nulls().unique()
+        name = _HELD.get(column) if column in _HELD else inline(column)
+        if values.len() != 1 or name in said:
+            continue
+        value = values[0]
+        if column == "block_size_bytes":
+            value = f"{int(value) // 1024}k" if int(value) % 1024 == 0 else f"{int(value)} bytes"
+        said[name] = f"{value} job{'' if str(value) == '1' else 's'}" if column == "numjobs" else f"{name} {value}"
+    return ", ".join(said.values())
+
+
 def profile_totals(study: StudyRef, profile: dict | str, member: str = "vm") -> pl.DataFrame:
     """Return each run's and host's totals of one profile (or cell: a dict of levels).
 
@@ -920,7 +954,10 @@ def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", on
     Seconds that not every host of the run logged are left out: their sum is no run total.
     """
     opened = _open(study)
-    runs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only or {})
+    logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
+    if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
+        logs = logs.filter(pl.lit(False))  # no log run has it: none is selected
+    runs = _at_levels(logs, {k: v for k, v in (only or {}).items() if k in logs.collect_schema().names()})
     runs = runs.select("run_id", _folder_run_label().alias("run"), *factors).collect()
     series = (
         opened.scan("intervals")

@@ -392,3 +392,15 @@ def test_a_comparison_says_what_else_changed_with_its_factor() -> None:
     assert (
         confounded("pvscsi-vs-lsi", factor="controller", baseline="LSI", by=["sioc"], only={"test": ["seqread"]}) == ""
     )
+
+
+def test_a_sweep_says_what_it_held_fixed() -> None:
+    """The write-up's sweeps, read from their rows: 4K random read, 1 job, LSI, SIOC off; the mix at 8 jobs x 8."""
+    from benchlib.views import held_fixed
+
+    assert held_fixed("pvscsi-vs-lsi", {"test": "iodepth_sweep"}, varied="iodepth") == (
+        "controller LSI, SIOC off, I/O pattern randread, block size 4k, 1 job"
+    )
+    mix = held_fixed("pvscsi-vs-lsi", {"test": "rwmix_sweep"}, varied="write_pct")
+    assert mix.endswith("I/O pattern randrw, block size 4k, 8 jobs, iodepth 8")
+    assert "iodepth" not in held_fixed("loopback-fio", "iodepth-sweep", varied="iodepth")  # what it stepped
