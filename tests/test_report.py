@@ -46,6 +46,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
         "study-overview",
         "claims",
         "comparison",
+        "controllers-per-test",
         "sweeps",
         "fairness",
         "interaction",
@@ -93,6 +94,9 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     # for the sequential read only
     assert "14 of the 28 that test x controller x SIOC declare" in index
     assert "<li>Test randread, controller LSI, SIOC on</li>" in index
+    # claims 15-18's tests, compared: PVSCSI against LSI in gus_fio_1's table (one run each: descriptive)
+    per_test = (result.folder / "controllers-per-test.html").read_text()
+    assert "+4.96%" in per_test and "-67.88%" in per_test and "descriptive only" in per_test
     assert "not replicates" in index  # the study README's caveats
     assert re.search(r"benchlib \d+\.\d+\.\d+, commit ", index) and "raw data: digest " in index
 
