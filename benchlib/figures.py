@@ -311,14 +311,18 @@ def interaction(
         pl.col(x).cast(pl.String), pl.col(trace).cast(pl.String)
     )
     order = sorted(data[x].unique().to_list())
+    traces = sorted(data[trace].unique().to_list())
     chart = (
         alt.Chart(alt.Data(values=data.to_dicts()))
-        .mark_line(point=True)
+        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True))
         .encode(
             x=alt.X(f"{x}:N", sort=order, title=words(x)),
             # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
             y=alt.Y(f"{value}:Q", title=words(value)),
-            color=alt.Color(f"{trace}:N", title=words(trace), sort=sorted(data[trace].unique().to_list())),
+            color=alt.Color(f"{trace}:N", title=words(trace), sort=traces),
+            # dash and marker tell the lines apart where they lie on each other (a rate cap's equal totals)
+            strokeDash=alt.StrokeDash(f"{trace}:N", title=words(trace), sort=traces),
+            shape=alt.Shape(f"{trace}:N", title=words(trace), sort=traces),
             tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
         )
         .properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
@@ -566,7 +570,9 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
         .encode(x="fair:Q")
     )
     text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
-    subtitle = f"dot: the median run; black tick: the worst run; dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    one_run = bool((data["runs"] <= 1).all()) if "runs" in data.columns else False
+    marks = "dot: the one run of each" if one_run else "dot: the median run; black tick: the worst run"
+    subtitle = f"{marks}; dashed line: {UNFAIR_BELOW} (below it, unfair)"
     title = title or f"Fairness across {inline('vm')}s within each run"
     return alt.layer(span, line, worst, median, text).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
 
