@@ -314,21 +314,19 @@ def interaction(
     traces = sorted(data[trace].unique().to_list())
     chart = (
         alt.Chart(alt.Data(values=data.to_dicts()))
-        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True))
+        .mark_line(point=True)
         .encode(
             x=alt.X(f"{x}:N", sort=order, title=words(x)),
             # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
             y=alt.Y(f"{value}:Q", title=words(value)),
             color=alt.Color(f"{trace}:N", title=words(trace), sort=traces),
-            # dash and marker tell the lines apart where they lie on each other (a rate cap's equal totals)
-            strokeDash=alt.StrokeDash(f"{trace}:N", title=words(trace), sort=traces),
-            shape=alt.Shape(f"{trace}:N", title=words(trace), sort=traces),
             tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
         )
         .properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
     )
     heading = alt.TitleParams(
-        title or f"{words(x)} and {words(trace)} together", subtitle=["each point: the median of the runs' totals"]
+        title or f"{words(x)} and {words(trace)} together",
+        subtitle=["each point: the median of the runs' totals; one line hiding another: the same totals"],
     )
     if not by:
         return chart.properties(title=heading)
