@@ -122,6 +122,18 @@ def _headline(execution: Execution) -> str:
     return ""
 
 
+#: the pages' own one-run caveats, which the index's design statement already makes for the whole study
+_ONE_RUN_SAID = re.compile(
+    r"\s*(?:Every configuration was run once|Each depth was run once|\d+ of \d+ claims rest on configurations "
+    r"that were run once):[^.]*\."
+)
+
+
+def _finding(headline: str, design: str) -> str:
+    """Return a page's headline for the index, without the one-run caveat its design statement made once."""
+    return _ONE_RUN_SAID.sub("", headline).strip() if "One run per configuration" in design else headline
+
+
 def write_html(
     pipeline: Pipeline,
     folder: Path,
@@ -148,7 +160,7 @@ def write_html(
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
         (cells if execution.levels else links).append(link)
         if not execution.levels:
-            headline = _headline(execution)
+            headline = _finding(_headline(execution), front.get("design", ""))
             if headline and headline.strip() != front.get("design", "").strip():
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing) or "<li>none</li>"

@@ -88,6 +88,8 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     for part in ("The design", "What the pages find", "What this data is not", "Provenance", "One page per"):
         assert f"<h2>{part}" in index, part
     assert "27 runs: 1 per configuration" in index and "descriptive only" in index  # the design, computed
+    # the design says "one run per configuration" once; the findings under it do not say it again
+    assert index.count("One run per configuration") == 1 and not re.search(r"(was|were) run once", index)
     assert "25 of 32 claims pass; 7 fail: claims 4a, 9, 12b, 22, 23, 24b, 25" in index  # a summary page's headline
     assert "This report draws only the configurations with test seqread." in index  # 4 of the 27 pages
     # the gaps are of the whole declared matrix, not of the 4 configurations drawn: SIOC on was published
