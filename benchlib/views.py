@@ -1146,7 +1146,15 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     depth = rows.group_by("run_unit").agg(pl.col("configured_depth").sum(), total_expr("iops").alias("run_iops"))
     guest = (
         rows.group_by("run_id", "run_unit", *by)
-        .agg(total_expr("lat_mean_ms").alias("app_latency_ms"), total_expr("iops"), pl.col("runtime_ns").max())
+        .agg(
+            total_expr("lat_mean_ms").alias("app_latency_ms"),
+            total_expr("iops"),
+            pl.col("runtime_ns").max(),
+            # the disk's counters run through the ramp too: their rates are over ramp and runtime
+            (pl.col("runtime_ns") + (pl.col("ramp_time_ns").fill_null(0) if "ramp_time_ns" in rows.columns else 0))
+            .max()
+            .alias("disk_span_ns"),
+        )
         .join(depth, on="run_unit")
     )
     return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)

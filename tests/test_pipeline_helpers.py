@@ -74,6 +74,11 @@ def test_disk_view_obeys_littles_law() -> None:
         assert row["device_queue"] == pytest.approx(row["device_ios_per_s"] * row["device_await_ms"] / 1e3, rel=0.1)
     quiet = view.filter((pl.col("ioengine") == "psync") & (pl.col("rate_cap") == "on"))
     assert (quiet["device_queue"] < 1).all()  # rate-capped synchronous I/O never queues
+    # the counters run through fio's 1 s ramp: over the 3 s runtime alone, 4 hosts capped at 500 IOPS read
+    # as 2,660 requests/s and the busiest queue as 163 with 128 I/Os in flight at most
+    capped = view.filter(pl.col("rate_cap") == "on")["device_ios_per_s"]
+    assert capped.min() > 1850 and capped.max() < 2050
+    assert view["device_queue"].max() < 128
 
 
 def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:

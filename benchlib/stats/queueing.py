@@ -361,7 +361,9 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ``runs`` has one row per run and host: ``app_latency_ms`` (what the application
     saw), ``runtime_ns`` and the counters ``read_ios``, ``write_ios``,
     ``read_ticks_ms``, ``write_ticks_ms``, ``in_queue_ms``, ``util_pct`` and
-    ``instance``; optionally ``configured_depth``, the I/Os the run's jobs kept in flight at most,
+    ``instance``; optionally ``disk_span_ns``, the time the counters cover (fio's ramp and runtime:
+    without it ``runtime_ns``, and a ramp's I/Os would inflate the rates by its share);
+    ``configured_depth``, the I/Os the run's jobs kept in flight at most,
     and ``run_iops``, their rate (all its hosts). Per run: the block layer's time per I/O (``device_await_ms``,
     iostat's await), the mean number of I/Os in the device queue
     (``device_queue``, iostat's aqu-sz) and ``device_ios_per_s``; then the
@@ -377,13 +379,15 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     made of each I/O (device requests per second over ``run_iops``; a 64k I/O can be split in two).
     """
     ios = pl.col("read_ios") + pl.col("write_ios")
+    # the disk's counters cover fio's ramp as well as its runtime: rates and queue are over that span
+    span_ns = pl.col("disk_span_ns") if "disk_span_ns" in runs.columns else pl.col("runtime_ns")
     none = pl.lit(None, dtype=pl.Float64)
     depth = pl.col("configured_depth") if "configured_depth" in runs.columns else none
     rate = pl.col("run_iops") if "run_iops" in runs.columns else none
     view = runs.with_columns(
         ((pl.col("read_ticks_ms") + pl.col("write_ticks_ms")) / ios).alias("device_await_ms"),
-        (pl.col("in_queue_ms") / (pl.col("runtime_ns") / 1e6)).alias("device_queue"),
-        (ios / (pl.col("runtime_ns") / 1e9)).alias("device_ios_per_s"),
+        (pl.col("in_queue_ms") / (span_ns / 1e6)).alias("device_queue"),
+        (ios / (span_ns / 1e9)).alias("device_ios_per_s"),
     )
     split = pl.max_horizontal(pl.lit(1.0), pl.col("device_ios_per_s") / rate)
     view = view.with_columns((100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"))
