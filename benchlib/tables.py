@@ -242,10 +242,12 @@ def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
     if mean["change_pct"] is None:
         return ""
     differ = f", over rows that differ in {', '.join(inline(b) for b in by)}" if by else ""
-    span = f" (they run from {changes.min():+.2f}% to {changes.max():+.2f}%)"
+    rows = f"the {kept.height} {'uncapped ' if kept.height < table.height else ''}rows"
     return (
-        f"- **Geometric mean of {which}**: {mean['change_pct']:+.2f}%{span}{differ}; benchstat's summary line, "
-        "not a verdict: each row is its own finding."
+        f"- **Geometric means of the medians over {rows}**: {number(mean['median_baseline'])} against "
+        f"{number(mean['median'])}, {mean['change_pct']:+.2f}%{differ}. This is benchstat's bottom row (the rates "
+        f"are summarised, the ratios are not averaged), not a mean of the changes above, which run from "
+        f"{changes.min():+.2f}% to {changes.max():+.2f}%; it is no verdict: each row is its own finding."
     )
 
 
@@ -277,8 +279,8 @@ LABELS |= {
     "device_await_ms": "in the block layer and the device (await, its queue included)",
     "above_device_ms": "above the block layer (file system, fio)",
     "origin": "Histogram from",
-    "change": "Change, new vs baseline (95% interval)",
-    "change_alone": "Change, new vs baseline (too few runs for a 95% interval)",
+    "change": "Change, new vs baseline: median of the run-to-run ratios (95% interval)",
+    "change_alone": "Change, new vs baseline: median of the run-to-run ratios (too few runs for a 95% interval)",
     "iodepth": "Queue depth (iodepth)",
     "queue_depth": "Queue depth",
     "write_pct": "Write share (%)",

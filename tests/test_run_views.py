@@ -284,6 +284,12 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     assert settle.filter(pl.col("rate_cap") == "on")["runs"].is_null().all()
     assert settle.filter(pl.col("rate_cap") == "on")["why"].str.starts_with("rate-capped").all()
     assert geomean_row(free)["change_pct"] is not None
+    # benchstat's bottom row (the medians' geometric means), said to be that, beside the changes' range
+    from benchlib.tables import geomean_line
+
+    line = geomean_line(table, by=by)
+    assert line.startswith("- **Geometric means of the medians over the 4 uncapped rows**")
+    assert f"{geomean_row(free)['change_pct']:+.2f}%" in line and "not a mean of the changes above" in line
     published = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
     mixed = comparison_table(published, "bandwidth_mib_s", factor="controller", baseline="LSI", by=["sioc"])
     assert "rate-capped" not in mixed["verdict"].to_list()  # published tables say no cap
