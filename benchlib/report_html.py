@@ -150,6 +150,7 @@ def write_html(
     """
     front = front or {}
     links, cells, findings = [], [], []
+    said: set[str] = set()
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
@@ -161,6 +162,10 @@ def write_html(
         (cells if execution.levels else links).append(link)
         if not execution.levels:
             headline = _finding(_headline(execution), front.get("design", ""))
+            # a paragraph an earlier page's finding already gave (the same caveat on three pages) is said once
+            fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
+            said.update(p.strip() for p in fresh)
+            headline = "\n\n".join(fresh)
             if headline and headline.strip() != front.get("design", "").strip():
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing) or "<li>none</li>"
@@ -168,10 +173,13 @@ def write_html(
     declared = 1
     for axis in pipeline.axes:
         declared *= len(study.factors[axis])
-    scope = f"{len(missing)} of the {declared} that {' x '.join(map(inline, pipeline.axes))} declare"
+    scope = (
+        f"{len(missing)} of the {declared} combinations of {' x '.join(map(inline, pipeline.axes))} have no runs "
+        "(the design above counts configurations, a sweep's every point among them)"
+    )
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
-        f"{html.escape(' x '.join(pipeline.axes))}.</p>"
+        f"{html.escape(' x '.join(map(inline, pipeline.axes)))}.</p>"
     ]
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
