@@ -171,6 +171,31 @@ def describe_cell(
     return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
 
 
+def buffered_note(frame: pl.DataFrame, by: list[str]) -> str:
+    """Say which configurations fio ran buffered (``direct=0``, its default): their figures are the page cache's.
+
+    ``frame``: result rows (:func:`cell_frame`); ``by``: what a configuration is. Empty when every job
+    was direct or the rows do not say (a published table).
+    """
+    if "direct" not in frame.columns or frame.is_empty():
+        return ""
+    keys = [b for b in by if b in frame.columns] or [pl.lit(0).alias("_all")]
+    per = frame.group_by(keys).agg((pl.col("direct") == False).any().alias("buffered"))  # noqa: E712 (null: unknown)
+    buffered = int(per["buffered"].fill_null(False).sum())
+    if not buffered:
+        return ""
+    which = "These jobs" if buffered == per.height else f"In {buffered} of these {per.height} configurations the jobs"
+    return (
+        f"{which} ran buffered (fio's direct=0, its default): the page cache served reads and absorbed writes, so "
+        "their IOPS and latency are the cache's as much as the storage's; --direct=1 measures the storage."
+    )
+
+
+def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> str:
+    """Return :func:`buffered_note` for the study's rows at ``only`` (a summary page's runs)."""
+    return buffered_note(_study_rows(study, only), by)
+
+
 def cell_capped(frame: pl.DataFrame) -> bool:
     """Tell whether any job of a cell's rows (:func:`cell_frame`) had a rate cap, as its tool reports it."""
     return "rate_limited" in frame.columns and bool(frame["rate_limited"].fill_null(False).any())

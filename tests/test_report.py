@@ -394,6 +394,8 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
     assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts per run" in said("study-overview")
     # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
     assert "2 vs 2 runs" in said("comparison") and re.search(r"\b\d of 8 runs fell below", said("fairness"))
+    # the test's fio jobs ran buffered (direct=0, fio's default): the pages say whose figures they are
+    assert "ran buffered (fio's direct=0, its default)" in said("comparison")
 
 
 def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_it_held(written_report) -> None:

@@ -410,3 +410,19 @@ def test_a_sweep_says_what_it_held_fixed() -> None:
     mix = held_fixed("pvscsi-vs-lsi", {"test": "rwmix_sweep"}, varied="write_pct")
     assert mix.endswith("I/O pattern randrw, block size 4k, 8 jobs, iodepth 8")
     assert "iodepth" not in held_fixed("loopback-fio", "iodepth-sweep", varied="iodepth")  # what it stepped
+
+
+def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
+    """fio's direct=0 (its default) leaves the page cache in the path: the pages say so; direct or unknown: not."""
+    from benchlib.views import buffered_note, cell_frame
+
+    direct = cell_frame(
+        "loopback-fio", {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
+    )
+    assert buffered_note(direct, ["profile"]) == ""  # the loopback study ran direct=1
+    cached = direct.with_columns(pl.lit(False).alias("direct"))
+    assert buffered_note(cached, ["profile"]).startswith("These jobs ran buffered (fio's direct=0")
+    half = pl.concat([direct.with_columns(pl.lit("b").alias("profile")), cached])
+    assert buffered_note(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
+    published = cell_frame("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"})
+    assert buffered_note(published, ["test"]) == ""  # a published table does not say: no claim
