@@ -405,16 +405,22 @@ def _unit(claim: Claim) -> str:
     return ""
 
 
-def _number(value: float) -> str:
-    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+def _number(value: float, *, stated: bool = False) -> str:
+    """Return a recomputed value to three significant digits, trailing zeros kept (0.760 beside 0.768).
+
+    Whole numbers from 100. ``stated``: a figure the claims file gives (a tolerance's 0.4), as written.
+    """
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.3g}" if stated else f"{value:#,.3g}".rstrip(".")
 
 
-def _show(value: Any, unit: str = "") -> str:
+def _show(value: Any, unit: str = "", *, stated: bool = False) -> str:
     """Return a recomputed value as a reader takes it: with its unit, a change with its sign, names as a list."""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int | float):
-        text = _number(float(value))
+        text = _number(float(value), stated=stated)
         if unit == "%":
             return ("+" if value > 0 else "") + text + "%"
         return text + unit
@@ -452,9 +458,9 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
     parts = []
     for key, value in claim.expect.items():
         if key == "between" and isinstance(value, list) and len(value) == 2:
-            parts.append(f"between {_show(value[0], unit)} and {_show(value[1], unit)}")
+            parts.append(f"between {_show(value[0], unit, stated=True)} and {_show(value[1], unit, stated=True)}")
         else:
-            parts.append(f"{key} {_show(value, unit)}")
+            parts.append(f"{key} {_show(value, unit, stated=True)}")
     return ", ".join(parts)
 
 

@@ -64,8 +64,8 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     rows = dict(part.split(": ") for part in verdicts["23"].recomputed.split("; "))
     assert rows["seqread/LSI"] == "reported 8,563, recomputed 1,158"
     assert rows["seqwrite/LSI"] == "reported 1,807, recomputed 1,810"
-    assert verdicts["26"].verdict == "PASS" and verdicts["26"].recomputed == "20 values, 31.9 to 32"  # the range
-    assert verdicts["14b"].recomputed == "0: 2.12x; 50: 2.12x; 100: 2x"  # write shares in order, not as text
+    assert verdicts["26"].verdict == "PASS" and verdicts["26"].recomputed == "20 values, 31.9 to 32.0"  # the range
+    assert verdicts["14b"].recomputed == "0: 2.12x; 50: 2.12x; 100: 2.00x"  # write shares in order, not as text
     assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
     # every value with its unit: bandwidth, IOPS, a signed change, a multiple
     assert verdicts["8"].recomputed == "292-406 MiB/s" and verdicts["4b"].recomputed == "40,120 IOPS"
