@@ -136,8 +136,8 @@ def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
     text = PIPELINE.read_text()
     pipeline.write_text(
         text.replace(
-            '"notebooks/comparison.ipynb",',
-            '{ notebook = "notebooks/comparison.ipynb", name = "sioc", '
+            '\n    "notebooks/comparison.ipynb",',  # the plain entry (another names the notebook in a table)
+            '\n    { notebook = "notebooks/comparison.ipynb", name = "sioc", '
             'parameters = { factor = "sioc", baseline = "off", by = ["controller"] } },',
         )
     )
@@ -145,12 +145,16 @@ def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
     assert "sioc" in loaded.summary_names
     assert loaded.summary_parameters[loaded.summary_names.index("sioc")]["baseline"] == "off"
     pipeline.write_text(
-        text.replace('"notebooks/comparison.ipynb",', '{ notebook = "notebooks/comparison.ipynb", nmae = "x" },')
+        text.replace(
+            '\n    "notebooks/comparison.ipynb",', '\n    { notebook = "notebooks/comparison.ipynb", nmae = "x" },'
+        )
     )
     with pytest.raises(PipelineError, match="unknown keys \\['nmae'\\]"):
         load_pipeline(pipeline)
     pipeline.write_text(
-        text.replace('"notebooks/comparison.ipynb",', '"notebooks/comparison.ipynb", "notebooks/comparison.ipynb",')
+        text.replace(
+            '\n    "notebooks/comparison.ipynb",', '\n    "notebooks/comparison.ipynb", "notebooks/comparison.ipynb",'
+        )
     )
     with pytest.raises(PipelineError, match="same page name"):
         load_pipeline(pipeline)
