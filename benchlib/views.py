@@ -1255,8 +1255,12 @@ def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], on
         (end.max() - pl.col("start_time").min()).dt.total_nanoseconds().alias("duration_ns"),
     )
     placed = counters_during_runs(windows.rename({"run_unit": "run_id"}), counters)
-    return placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id").drop(
-        "benchmark_run_id"
+    # windows from whole-second start times can overlap a run's neighbour: a sample in two runs of the same
+    # levels counts once for them
+    return (
+        placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id")
+        .drop("benchmark_run_id")
+        .unique(maintain_order=True)
     )
 
 

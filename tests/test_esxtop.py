@@ -250,3 +250,11 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     assert esxtop_coverage(esxtop_captures(str(study))) == ""
     view = esxtop_view(str(study), by=["test"])
     assert set(view["test"]) == {"seq"} and sorted(set(view["sample"])) == [1, 2]
+    # a second run of the same configuration over the same seconds (windows from whole-second times overlap a
+    # neighbour's): each sample still counts once
+    (study / "fio-again.json").write_text(fio.read_text().replace("{", "{ ", 1))
+    toml += '[[files]]\nglob = "fio-again.json"\nlevels = { test = "seq" }\n'
+    (study / "study.toml").write_text(toml, encoding="utf-8")
+    ingest_study(study, tmp_path / "processed")
+    again = esxtop_view(str(study), by=["test"])
+    assert again.height == view.height and again.equals(view)
