@@ -266,7 +266,12 @@ def comparison(
         .select("comparison", "change_pct", "low_pct", "high_pct", "label_at", "label", "delta", "verdict")
         .sort("comparison")
     )
-    y = alt.Y("comparison:N", sort=data["comparison"].to_list(), title=" / ".join(words(c) for c in label))
+    y = alt.Y(
+        "comparison:N",
+        sort=data["comparison"].to_list(),
+        title=" / ".join(words(c) for c in label),
+        axis=alt.Axis(labelLimit=0),  # a comparison's whole name: "randwrite_64k_8jobs / off / PVSCSI", not "PV…"
+    )
     verdicts = sorted(data["verdict"].unique().to_list())
     axis = alt.Axis(labelOverlap="greedy")
     # below the chart: a label at the right end of a change must not run into the legend

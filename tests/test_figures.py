@@ -147,6 +147,7 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
     drawn = figures.comparison(table, label=["block_size", "ioengine"]).to_dict()["layer"][1]
     assert len(_values(drawn)) == 2 and all(v["low_pct"] <= v["high_pct"] for v in _values(drawn))
     assert "with its 95% interval" in drawn["encoding"]["x"]["title"]
+    assert drawn["encoding"]["y"]["axis"]["labelLimit"] == 0  # whole names, never cut with an ellipsis
 
 
 def test_latency_exceedance_from_pooled_bins(loopback) -> None:
