@@ -338,7 +338,18 @@ def _shape(steps: list[float], step: float) -> str:
     kinds = ["rises" if d > 0 and d >= step else "falls" if d < 0 and d <= -step else "flat" for d in steps]
     phases = [kind for i, kind in enumerate(kinds) if i == 0 or kind != kinds[i - 1]]
     said = {"rises": "increasing", "falls": "decreasing", "flat": "flat"}[phases[0]] if len(phases) == 1 else ""
-    return f"{said or ', then '.join(phases)} (steps {', '.join(f'{d * 100:+.1f}%' for d in steps)})"
+    return _Shape(said or ", then ".join(phases), steps)
+
+
+class _Shape(str):
+    """A sweep's shape as a reader sees it, its word and its steps; a claim is judged by the word alone."""
+
+    word: str
+
+    def __new__(cls, word: str, steps: list[float]) -> _Shape:
+        shown = super().__new__(cls, f"{word} (steps {', '.join(f'{d * 100:+.1f}%' for d in steps)})")
+        shown.word = word
+        return shown
 
 
 def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float = 0.0) -> Any:
@@ -366,8 +377,8 @@ def _judge(value: Any, claim: Claim, tolerances: dict[str, float]) -> bool:
 
 
 def _judge_one(value: Any, expect: dict, tolerances: dict[str, float]) -> bool:
-    if isinstance(value, str) and " (steps " in value:  # a sweep's shape: its word is judged, its steps shown
-        value = value.split(" (steps ")[0]
+    if isinstance(value, _Shape):  # a sweep's shape: its word is judged, its steps only shown
+        value = value.word
     ok = True
     if "about" in expect:
         rel = tolerances[expect.get("tolerance", "about")]

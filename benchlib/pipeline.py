@@ -37,6 +37,7 @@ import importlib.metadata
 import itertools
 import json
 import keyword
+import math
 import re
 import shutil
 import subprocess
@@ -195,21 +196,20 @@ def _slug(levels: dict) -> str:
     return safe if safe == text else f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def expand_cells(pipeline: Pipeline, runs: pl.DataFrame) -> tuple[list[dict], list[dict]]:
+def expand_cells(pipeline: Pipeline, runs: pl.DataFrame, factors: dict[str, list]) -> tuple[list[dict], list[dict]]:
     """Return the axis combinations present in the runs (those the pipeline draws), and the declared ones without data.
 
     The missing ones are of the whole declared matrix, whatever the pipeline draws: an index that said
     "none" for the configurations it draws let a reader believe every declared one was run.
     """
-    study = load_study(RAW / pipeline.study)
     axes = list(pipeline.axes)
     seen = {tuple(c[a] for a in axes) for c in runs.select(axes).drop_nulls().unique().to_dicts()}
-    declared = itertools.product(*(study.factors[a] for a in axes))
+    declared = itertools.product(*(factors[a] for a in axes))
     missing = [dict(zip(axes, combo, strict=True)) for combo in declared if combo not in seen]
     for factor, levels in pipeline.only.items():
         runs = runs.filter(pl.col(factor).is_in(levels))
     present = runs.select(axes).drop_nulls().unique().sort(axes).to_dicts()
-    order = {a: {lvl: i for i, lvl in enumerate(study.factors[a])} for a in axes}
+    order = {a: {lvl: i for i, lvl in enumerate(factors[a])} for a in axes}
     present.sort(key=lambda c: [order[a].get(c[a], 99) for a in axes])
     return present, missing
 
@@ -425,7 +425,8 @@ def build_report(
     pipeline = load_pipeline(pipeline_path)
     study = _current_study(pipeline.study, processed_root)
     runs = study.scan("runs").collect()
-    cells, missing = expand_cells(pipeline, runs)
+    factors = study.study.factors
+    cells, missing = expand_cells(pipeline, runs, factors)
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
     shared = _shared_scale(pipeline, study)
@@ -452,7 +453,8 @@ def build_report(
                     progress(finished, len(executions), execution.slug)
     finally:
         kernels.close()
-    write_html(pipeline, folder, executions, missing, front=front_matter(study))
+    declared = math.prod(len(factors[axis]) for axis in pipeline.axes)
+    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study))
     return ReportResult(folder, executions, missing)
 
 

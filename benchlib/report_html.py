@@ -14,8 +14,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlib.paths import RAW
-from benchlib.study import load_study
 from benchlib.tables import inline, levels_words
 
 if TYPE_CHECKING:
@@ -139,14 +137,15 @@ def write_html(
     folder: Path,
     executions: list[Execution],
     missing: list[dict],
+    declared: int,
     front: dict[str, str] | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
     Write ``index.html`` and one page per execution into ``folder``; ``missing``: the declared cells
-    without data (their levels), of the whole matrix; ``front``: the index's design, caveats and provenance
-    (:func:`benchlib.pipeline.front_matter`). Every string from data, study.toml, a README or the
-    pipeline is escaped.
+    without data (their levels), of the whole matrix of ``declared`` combinations; ``front``: the
+    index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`). Every string
+    from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
     links, cells, findings = [], [], []
@@ -169,10 +168,6 @@ def write_html(
             if headline and headline.strip() != front.get("design", "").strip():
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing) or "<li>none</li>"
-    study = load_study(RAW / pipeline.study)
-    declared = 1
-    for axis in pipeline.axes:
-        declared *= len(study.factors[axis])
     scope = (
         f"{len(missing)} of the {declared} combinations of {' x '.join(map(inline, pipeline.axes))} have no runs "
         "(the design above counts configurations, a sweep's every point among them)"

@@ -70,6 +70,13 @@ def inline(column: str) -> str:
     return words[0].lower() + words[1:] if words[:1].isupper() and not words[:2].isupper() else words
 
 
+def runs_read(only: Mapping[str, object]) -> str:
+    """Return which runs a page read, in words: ``profile randread, randwrite; rate cap off`` ("" for all)."""
+    return "; ".join(
+        f"{inline(f)} {', '.join(map(str, v)) if isinstance(v, list | tuple) else v}" for f, v in only.items()
+    )
+
+
 def levels_words(levels: Mapping[str, object]) -> str:
     """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``."""
     parts = [

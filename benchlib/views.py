@@ -981,8 +981,8 @@ def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", on
     opened = _open(study)
     logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
     if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
-        logs = logs.filter(pl.lit(False))  # no log run has it: none is selected
-    runs = _at_levels(logs, {k: v for k, v in (only or {}).items() if k in logs.collect_schema().names()})
+        logs, only = logs.filter(pl.lit(False)), {}  # no log run has it: none is selected
+    runs = _at_levels(logs, only or {})
     runs = runs.select("run_id", _folder_run_label().alias("run"), *factors).collect()
     series = (
         opened.scan("intervals")
@@ -1189,6 +1189,12 @@ def _esxtop_runs(opened: ProcessedStudy) -> pl.DataFrame:
     return opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id", "host").collect()
 
 
+def _capture_counters(opened: ProcessedStudy, objects: pl.Expr) -> pl.DataFrame:
+    """Return the rows of the study's esxtop captures whose object ``objects`` selects (a capture holds thousands)."""
+    captures = _esxtop_runs(opened)["run_id"].implode()
+    return opened.scan("host_counters").filter(pl.col("run_id").is_in(captures) & objects).collect()
+
+
 def esxtop_captures(study: StudyRef) -> pl.DataFrame:
     """Return each esxtop capture of the study, and how much of it is the study's I/O.
 
@@ -1273,8 +1279,7 @@ def esxtop_view(study: StudyRef, *, by: list[str] | None = None, only: dict | No
     from benchlib.sources.esxtop import device_queue_view
 
     opened, by = _open(study), by or []
-    captures = _esxtop_runs(opened)
-    counters = opened.scan("host_counters").filter(pl.col("run_id").is_in(captures["run_id"].implode())).collect()
+    counters = _capture_counters(opened, pl.col("object") == "Physical Disk SCSI Device")
     return device_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
 
 
@@ -1287,12 +1292,5 @@ def adapter_queues(study: StudyRef, *, by: list[str] | None = None, only: dict |
     from benchlib.sources.esxtop import adapter_queue_view
 
     opened, by = _open(study), by or []
-    captures = _esxtop_runs(opened)
-    counters = (
-        opened.scan("host_counters")
-        .filter(
-            pl.col("run_id").is_in(captures["run_id"].implode()) & pl.col("object").str.starts_with("Physical Disk")
-        )
-        .collect()
-    )
+    counters = _capture_counters(opened, pl.col("object").str.starts_with("Physical Disk"))
     return adapter_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
