@@ -17,14 +17,16 @@ their own, so two of them combine (``alt.hconcat(a, b)``, ``a | b``).
 from __future__ import annotations
 
 import base64
+import functools
 import math
+from collections.abc import Callable
 
 import altair as alt
 import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
-from benchlib.tables import inline, number
+from benchlib.tables import LEVEL_WORDS, inline, level_expr, number
 from benchlib.tables import label as words
 
 WIDTH, HEIGHT = 420, 260
@@ -51,6 +53,17 @@ def _registered() -> alt.theme.ThemeConfig:
     return alt.theme.ThemeConfig(theme())
 
 
+def _in_words(chart: Callable[..., alt.TopLevelMixin]) -> Callable[..., alt.TopLevelMixin]:
+    """Draw ``chart``'s data (its first argument) with every level in the study's words (:func:`level_expr`)."""
+
+    @functools.wraps(chart)
+    def drawn(data: pl.DataFrame, *args: object, **kwargs: object) -> alt.TopLevelMixin:
+        worded = [c for c in data.columns if c in LEVEL_WORDS]
+        return chart(data.with_columns(level_expr(c) for c in worded) if worded else data, *args, **kwargs)
+
+    return drawn
+
+
 def _joined(columns: list[str]) -> pl.Expr:
     """One label from several factor columns: ``LSI / off``."""
     return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
@@ -67,6 +80,7 @@ def _chart(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
 
 
+@_in_words
 def per_vm_bars(
     frame: pl.DataFrame,
     *,
@@ -109,6 +123,7 @@ def per_vm_bars(
     return (base.mark_bar() + values).properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
 
 
+@_in_words
 def iodepth_sweep(
     frame: pl.DataFrame,
     *,
@@ -166,6 +181,7 @@ def iodepth_sweep(
     return alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=heading)
 
 
+@_in_words
 def rwmix_curve(
     frame: pl.DataFrame,
     *,
@@ -192,6 +208,7 @@ def rwmix_curve(
     return chart.properties(title=title)
 
 
+@_in_words
 def cpu_efficiency(
     frame: pl.DataFrame,
     *,
@@ -215,6 +232,7 @@ def cpu_efficiency(
     return chart.properties(width=90, height=HEIGHT, title=title)
 
 
+@_in_words
 def time_series(
     frame: pl.DataFrame,
     *,
@@ -246,6 +264,7 @@ def time_series(
     return alt.layer(*layers, line).properties(title=title or value)
 
 
+@_in_words
 def comparison(
     table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline"
 ) -> alt.TopLevelMixin:
@@ -269,7 +288,7 @@ def comparison(
     y = alt.Y(
         "comparison:N",
         sort=data["comparison"].to_list(),
-        title=" / ".join(words(c) for c in label),
+        title=None,  # in the subtitle: beside labels of any length an axis title ran into them
         axis=alt.Axis(labelLimit=0),  # a comparison's whole name: "randwrite_64k_8jobs / off / PVSCSI", not "PV…"
     )
     verdicts = sorted(data["verdict"].unique().to_list())
@@ -300,9 +319,11 @@ def comparison(
     labelled = data.filter(pl.col("delta") != "~") if data["verdict"].n_unique() == 1 else data
     text = _chart(labelled).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
-    return alt.layer(zero, rule, point, text).properties(title=title)
+    rows = "each row: " + " / ".join(inline(c) for c in label)
+    return alt.layer(zero, rule, point, text).properties(title=alt.Title(title, subtitle=rows))
 
 
+@_in_words
 def interaction(
     grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str] | None = None, title: str = ""
 ) -> alt.TopLevelMixin:
@@ -339,6 +360,7 @@ def interaction(
     return chart.facet(facet=facet, columns=2).resolve_scale(y="independent").properties(title=heading)
 
 
+@_in_words
 def heatmap(
     grid: pl.DataFrame, *, value: str, x: str, y: str, by: list[str] | None = None, title: str = ""
 ) -> alt.TopLevelMixin:
@@ -379,6 +401,7 @@ def _decades(values: pl.Series) -> alt.Axis:
     return alt.Axis(values=[10.0**e for e in range(low, high + 1)], format="~g")
 
 
+@_in_words
 def exceedance_curve(
     curve: pl.DataFrame, *, series: str | None = None, title: str = "Share of I/Os slower than each latency"
 ) -> alt.TopLevelMixin:
@@ -418,6 +441,7 @@ def exceedance_curve(
     return chart.properties(title=title)
 
 
+@_in_words
 def latency_exceedance(
     pooled: pl.DataFrame, *, series: str | None = None, title: str = "Latency exceedance (pooled bins)"
 ) -> alt.TopLevelMixin:
@@ -444,6 +468,7 @@ def latency_exceedance(
     return chart.properties(title=title)
 
 
+@_in_words
 def esxtop_latency_stack(
     means: pl.DataFrame,
     *,
@@ -485,6 +510,7 @@ def esxtop_latency_stack(
     return alt.layer(bars, tick).properties(title=title)
 
 
+@_in_words
 def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index per interval") -> alt.TopLevelMixin:
     """Jain's index across members per interval, from :func:`benchlib.stats.jain_per_interval`.
 
@@ -522,6 +548,7 @@ def _jain_axis_start(values: pl.Series) -> float:
     return max(0.0, math.floor((low - 0.02) * 20) / 20)
 
 
+@_in_words
 def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> alt.TopLevelMixin:
     """Jain's index per configuration from :func:`benchlib.stats.fairness_over_runs`.
 
@@ -580,6 +607,7 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     return alt.layer(span, line, worst, median, text).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
 
 
+@_in_words
 def latency_split(
     frame: pl.DataFrame,
     *,

@@ -454,6 +454,9 @@ def build_report(
     finally:
         kernels.close()
     declared = math.prod(len(factors[axis]) for axis in pipeline.axes)
+    from benchlib.views import use_study_words
+
+    use_study_words(study)  # the index says levels as the pages do
     write_html(pipeline, folder, executions, missing, declared, front=front_matter(study))
     return ReportResult(folder, executions, missing)
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlib.tables import inline, levels_words
+from benchlib.tables import inline, levels_words, runs_read
 
 if TYPE_CHECKING:
     from benchlib.pipeline import Execution, Pipeline
@@ -185,7 +185,7 @@ def write_html(
     parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}</ul>")
     drawn = ""
     if pipeline.only:  # the study's design above counts every configuration; say which this report draws
-        kept = "; ".join(f"{inline(f)} {', '.join(map(str, v))}" for f, v in pipeline.only.items())
+        kept = runs_read(pipeline.only)
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
     parts.append(f"<h2>Declared configurations without data</h2><p>{html.escape(scope)}.</p><ul>{gaps}</ul>")

@@ -33,6 +33,9 @@ Example::
     gus_fio_1 = 2000               # fairness is then judged on throughput per share
     gus_fio_2 = 1000
 
+    [levels.test]                  # optional: a level in words, where the data's name is not words;
+    iodepth_sweep = "queue depth sweep"  # titles, tables and charts say these words
+
 A key benchlib does not know (a misspelling) is an error that names it, never ignored.
 """
 
@@ -111,6 +114,8 @@ class Study:
     vsphere: dict[str, str] = field(default_factory=dict)
     #: member (VM or host) -> its shares; empty when the study declares none (every member equal)
     shares: dict[str, float] = field(default_factory=dict)
+    #: ``[levels]``: factor -> level -> the level in words, where the study gives them
+    level_words: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def levels_for(self, relative_path: str) -> dict[str, str | None]:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
@@ -141,7 +146,7 @@ class Study:
 
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
-    "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares"},
+    "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares", "levels"},
     "study": {"name", "title", "citation"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
@@ -252,7 +257,47 @@ def load_study(folder: str | Path) -> Study:
         esxtop_objects=_check_objects(path, data.get("esxtop", {}).get("objects", [])),
         vsphere=_check_vsphere(path, data.get("vsphere", {}), factors),
         shares=_check_shares(path, data.get("shares", {})),
+        level_words=_check_level_words(path, data.get("levels", {}), factors),
     )
+
+
+def _check_level_words(path: Path, found: object, factors: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+    """Return ``[levels]``: each names a declared factor and level, and gives it in words (one line of text)."""
+    example = 'e.g. [levels.test] then iodepth_sweep = "queue depth sweep"'
+    if not isinstance(found, dict):
+        raise StudyError(f"{path}: [levels] must hold a table per factor, {example}")
+    words: dict[str, dict[str, str]] = {}
+    for factor, levels in found.items():
+        if factor not in factors:
+            raise StudyError(
+                f"{path}: [levels.{factor}] names a factor [factors] does not declare "
+                f"(declared: {', '.join(factors) or 'none'})"
+            )
+        if not isinstance(levels, dict):
+            raise StudyError(f"{path}: [levels.{factor}] must be a table of level = words, {example}")
+        for level, text in levels.items():
+            if str(level) not in factors[factor]:
+                raise StudyError(
+                    f"{path}: [levels.{factor}] gives words for {level!r}, which is not one of its levels "
+                    f"{factors[factor]}; fix the spelling or remove it"
+                )
+            if not isinstance(text, str) or not text.strip() or len(text) > 80 or re.search(r"[\n,;]| / ", text):
+                raise StudyError(
+                    f"{path}: [levels.{factor}] {level} = {text!r}; give the level in words, one line of at most "
+                    "80 characters without ',', ';' or ' / ' (pages join levels with them), e.g. "
+                    '"random write 64k with 8 jobs"'
+                )
+        words[str(factor)] = {str(level): text.strip() for level, text in levels.items()}
+    for factor, levels in words.items():
+        names = list(levels.values())
+        clash = next(
+            (text for lv, text in levels.items() if names.count(text) > 1 or text in set(factors[factor]) - {lv}), None
+        )
+        if clash is not None:
+            raise StudyError(
+                f"{path}: [levels.{factor}] {clash!r} would name two of its levels; each needs words of its own"
+            )
+    return words
 
 
 def _check_vsphere(path: Path, found: dict, factors: dict[str, list[str]]) -> dict[str, str]:

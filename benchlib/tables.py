@@ -64,6 +64,28 @@ def name_members(word: str) -> None:
     LABELS["vm"] = word
 
 
+#: factor -> level -> the level in words, from the study's ``[levels]`` (:func:`name_levels`)
+LEVEL_WORDS: dict[str, dict[str, str]] = {}
+
+
+def name_levels(words: Mapping[str, Mapping[str, str]]) -> None:
+    """Say a study's levels in its own words (study.toml's ``[levels]``) in this process's tables, axes and titles."""
+    LEVEL_WORDS.clear()
+    LEVEL_WORDS.update({factor: dict(levels) for factor, levels in words.items()})
+
+
+def level(factor: str, value: object) -> str:
+    """Return one level of ``factor`` as the study words it (``queue depth sweep``), else as the data names it."""
+    return LEVEL_WORDS.get(factor, {}).get(str(value), str(value))
+
+
+def level_expr(column: str) -> pl.Expr:
+    """Return ``column``'s values as text, each level in the study's words (:func:`level`)."""
+    text = pl.col(column).cast(pl.String)
+    words = LEVEL_WORDS.get(column)
+    return text.replace(words) if words else text
+
+
 def inline(column: str) -> str:
     """Return a column's words for inside a sentence: ``block size``; ``I/O engine`` and ``SIOC`` kept."""
     words = label(column)
@@ -73,14 +95,16 @@ def inline(column: str) -> str:
 def runs_read(only: Mapping[str, object]) -> str:
     """Return which runs a page read, in words: ``profile randread, randwrite; rate cap off`` ("" for all)."""
     return "; ".join(
-        f"{inline(f)} {', '.join(map(str, v)) if isinstance(v, list | tuple) else v}" for f, v in only.items()
+        f"{inline(f)} {', '.join(level(f, x) for x in v) if isinstance(v, list | tuple) else level(f, v)}"
+        for f, v in only.items()
     )
 
 
 def levels_words(levels: Mapping[str, object]) -> str:
     """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``."""
     parts = [
-        f"{label(factor) if not i else inline(factor)} {level}" for i, (factor, level) in enumerate(levels.items())
+        f"{label(factor) if not i else inline(factor)} {level(factor, value)}"
+        for i, (factor, value) in enumerate(levels.items())
     ]
     return ", ".join(parts)
 
@@ -162,7 +186,9 @@ def show(
     digits: int = 3,
     caption: str = "",
 ) -> Shown:
-    """Return ``frame`` as a readable table, every row and every character of it."""
+    """Return ``frame`` as a readable table, every row and every character of it, levels in the study's words."""
+    worded = [c for c in frame.columns if c in LEVEL_WORDS and frame[c].dtype in (pl.String, pl.Categorical)]
+    frame = frame.with_columns(level_expr(c) for c in worded) if worded else frame
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
     places = [
         _column_decimals(frame[c].to_list(), digits) if frame[c].dtype.is_float() else None for c in frame.columns

@@ -272,9 +272,11 @@ def design_statement(study: StudyRef) -> str:
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
     each = f"{low}" if low == high else f"{low} to {high}"
-    from benchlib.tables import inline
+    from benchlib.tables import inline, level
 
-    levels = "; ".join(f"{inline(f)} ({', '.join(map(str, v))})" for f, v in factors.items()) or "none declared"
+    levels = (
+        "; ".join(f"{inline(f)} ({', '.join(level(f, x) for x in v)})" for f, v in factors.items()) or "none declared"
+    )
     hosts = units["hosts"].filter(units["hosts"] > 0)
     host_text = (
         "hosts per run: none named"
@@ -836,6 +838,18 @@ def member_word(study: StudyRef) -> str:
     return "VM" if on_vsphere(study) else "Host"
 
 
+def use_study_words(study: StudyRef) -> None:
+    """Say a study's members (:func:`member_word`) and levels (study.toml's ``[levels]``) its way on every page.
+
+    Sets, for this process, what tables, axes and titles call them (:func:`benchlib.tables.name_members`,
+    :func:`benchlib.tables.name_levels`).
+    """
+    from benchlib.tables import name_levels, name_members
+
+    name_members(member_word(study))
+    name_levels(_open(study).study.level_words)
+
+
 def has_intervals(study: StudyRef) -> bool:
     """Tell whether a study holds any per-interval samples (fio's logs, esxtop), the data of anything over time."""
     return _open(study).scan("intervals").select(pl.len()).collect().item() > 0
@@ -846,12 +860,6 @@ def member_values(
 ) -> pl.DataFrame:
     """One value per VM (host) per group of ``by``: each run's total, then the median over repetitions."""
     return per_member(_study_rows(study, only), value, member, tuple(by)).drop_nulls(value)
-
-
-def _unit_label(columns: Collection[str]) -> pl.Expr:
-    """Name a run where the study numbers no repetitions: its source and run number, one name for all its hosts."""
-    unit = run_unit_expr(columns)
-    return pl.format("{} #{}", pl.col("source").min().over(unit), pl.col("document_index").min().over(unit))
 
 
 def member_run_totals(
@@ -865,11 +873,8 @@ def member_run_totals(
     a member, and runs without any value of ``value``, are left out.
     """
     frame = _study_rows(study, only)
-    run = (
-        pl.when(pl.col("repetition").is_not_null())
-        .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(_unit_label(frame.columns))
-    )
+    frame = frame.join(run_names(frame, by), on="run_id")
+    run = pl.col("run")
     phase = pl.col("group_id").fill_null(0)
     run = pl.when(phase.n_unique().over("run_unit") > 1).then(pl.format("{} phase {}", run, phase)).otherwise(run)
     frame = frame.with_columns(run_unit_expr(frame.columns))
@@ -939,7 +944,8 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
     opened = _open(study)
     only = {factor: [level] for factor, level in levels.items()}
     logs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only)
-    runs = logs.select("run_id", "host", _folder_run_label().alias("run")).collect()
+    runs = logs.collect()
+    runs = runs.join(run_names(runs, list(levels)), on="run_id").select("run_id", "host", "run")
     if runs.is_empty():
         return None
     run = run or sorted(runs["run"].unique().to_list())[0]
@@ -983,7 +989,8 @@ def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", on
     if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
         logs, only = logs.filter(pl.lit(False)), {}  # no log run has it: none is selected
     runs = _at_levels(logs, only or {})
-    runs = runs.select("run_id", _folder_run_label().alias("run"), *factors).collect()
+    runs = runs.collect()
+    runs = runs.join(run_names(runs, factors), on="run_id").select("run_id", "run", *factors)
     series = (
         opened.scan("intervals")
         .filter(
@@ -1003,14 +1010,80 @@ def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", on
     return totals.sort(keys)
 
 
-def _folder_run_label() -> pl.Expr:
-    """Name the run a fio log (or a run's json) belongs to: its repetition, else the folder it was written in.
+#: formats whose files hold a run's series beside its output: a run's logs are its folder's, whatever their names
+LOG_FORMATS = ("fio-log", "fio-hist-log")
 
-    A log holds no run of its own; ``benchlib run`` records the repetition, and elsewhere a run's
-    logs are written beside its output, in its folder.
+
+def run_names(runs: pl.DataFrame, by: Collection[str]) -> pl.DataFrame:
+    """Name every run of ``runs`` in words a reader can find it by, the same name for its output and its logs.
+
+    ``runs`` needs ``run_id``, ``source``, ``format``, ``document_index``, ``repetition`` and ``by``
+    (``run_group`` when it has it). Returns ``run_id`` and ``run``:
+
+    - ``run 2`` where ``benchlib run`` recorded the repetition;
+    - else the folder that tells the configuration's runs apart (``r2``, ``2026-11-24T10-00``): the
+      folders of a run's members (``r2/vm-a``, ``r2/vm-b``) give their common part, the folders all
+      the configuration's runs share are left out;
+    - with the file's name where one folder holds several runs, and ``run 3 in`` it where one file does;
+    - ``run 1`` where the configuration has one run and nothing to tell apart.
+
+    A log names no run of its own: a run's logs are the ones in its folder (:data:`LOG_FORMATS`).
     """
-    folder = pl.col("source").str.replace(r"/[^/]*$", "")
-    return pl.when(pl.col("repetition").is_not_null()).then(pl.format("run {}", pl.col("repetition"))).otherwise(folder)
+    unit = run_unit_expr(runs.columns)
+    rows = runs.select(
+        "run_id",
+        "repetition",
+        *by,
+        unit,
+        pl.col("format").is_in(LOG_FORMATS).alias("log"),
+        pl.col("source").str.split("/").alias("parts"),
+        pl.col("document_index").fill_null(0).alias("doc"),
+    ).with_columns(pl.col("log").all().over("run_unit"))
+    units = rows.group_by(["run_unit", *by]).agg(
+        pl.col("repetition").drop_nulls().first(), pl.col("log").first(), pl.col("doc").min(), pl.col("parts")
+    )
+    names: dict[tuple, str] = {}
+    for group in units.partition_by(list(by), maintain_order=True) if by else [units]:
+        records = group.to_dicts()
+        folders = [_common_prefix([parts[:-1] for parts in record["parts"]]) for record in records]
+        shared = len(_common_prefix(folders))
+        places = ["/".join(folder[shared:]) for folder in folders]
+        files = [min(parts[-1] for parts in record["parts"]) for record in records]
+        outputs = [
+            (place, file) for place, file, record in zip(places, files, records, strict=True) if not record["log"]
+        ]
+        for record, place, file in zip(records, places, files, strict=True):
+            name = place
+            if not record["log"] and sum(other == place for other, _ in outputs) > 1:
+                name = f"{place}/{file}" if place else file
+                if outputs.count((place, file)) > 1:
+                    name = f"run {record['doc'] + 1} in {name}"
+            names[(record["run_unit"], *(record[factor] for factor in by))] = (
+                f"run {record['repetition']}" if record["repetition"] is not None else name or "run 1"
+            )
+    keyed = rows.select("run_id", "run_unit", *by)
+    return (
+        keyed.with_columns(
+            pl.Series(
+                "run", [names[(row[0], *row[1:])] for row in keyed.select("run_unit", *by).iter_rows()], pl.String
+            )
+        )
+        .select("run_id", "run")
+        .unique("run_id")
+    )
+
+
+def _common_prefix(lists: list[list[str]]) -> list[str]:
+    """Return the leading items every list of ``lists`` shares."""
+    if not lists:
+        return []
+    first = lists[0]
+    size = len(first)
+    for other in lists[1:]:
+        size = next(
+            (i for i, (a, b) in enumerate(zip(first[:size], other, strict=False)) if a != b), min(size, len(other))
+        )
+    return first[:size]
 
 
 #: The tail percentiles a report shows.
@@ -1030,14 +1103,12 @@ def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, memb
     """
     opened = _open(study)
     runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
-    run = (
-        pl.when(pl.col("repetition").is_not_null())
-        .then(pl.format("run {}", pl.col("repetition")))
-        .otherwise(_unit_label(runs.collect_schema().names()))
-    )
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
-    runs = runs.select("run_id", "tool", "format", run.alias("run"), member_name, folder, *by).collect()
+    runs = runs.collect()
+    runs = runs.join(run_names(runs, by), on="run_id").select(
+        "run_id", "tool", "format", "run", member_name, folder, *by
+    )
     bins = (
         opened.scan("latency_bins")
         .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("latency_kind").is_in([kind, "lat"]))
@@ -1138,9 +1209,9 @@ def run_steadiness_table(
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
+    rows = _study_rows(study, only)
     fio = (
-        _study_rows(study, only)
-        .with_columns(_folder_run_label().alias("run"))
+        rows.join(run_names(rows, factors), on="run_id")
         .group_by([*factors, "run"])
         .agg(
             pl.when(pl.col("ss_attained").is_not_null().any())

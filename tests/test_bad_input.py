@@ -338,3 +338,27 @@ def detect_all_named(path: Path) -> list[tuple[str, Path]]:
     from benchlib.sources import detect_all
 
     return [(name, path) for name in detect_all(path)]
+
+
+@pytest.mark.parametrize(
+    ("levels", "says"),
+    [
+        ('[levels.tset]\nseqread = "sequential read"', "[levels.tset] names a factor [factors] does not declare"),
+        ('[levels.test]\nseqraed = "sequential read"', "gives words for 'seqraed', which is not one of its levels"),
+        ('[levels.test]\nseqread = "read, sequential"', "without ',', ';' or ' / '"),
+        ('[levels.test]\nseqread = ""', "give the level in words"),
+        ("[levels.test]\nseqread = 3", "give the level in words"),
+        ('[levels.test]\nseqread = "randread"', "'randread' would name two of its levels"),
+        ('[levels.test]\nseqread = "read"\nrandread = "read"', "'read' would name two of its levels"),
+        ('[levels]\ntest = "words"', "[levels.test] must be a table of level = words"),
+    ],
+)
+def test_level_words_that_would_mislead_are_refused_with_the_place_to_fix(tmp_path: Path, levels: str, says: str):
+    """[levels] for an undeclared factor or level, with list punctuation, or naming two levels alike: refused."""
+    from benchlib.errors import StudyError
+    from benchlib.study import load_study
+
+    (tmp_path / "study.toml").write_text(f'[factors]\ntest = ["seqread", "randread"]\n{levels}\n')
+    with pytest.raises(StudyError) as refused:
+        load_study(tmp_path)
+    assert says in str(refused.value) and "study.toml" in str(refused.value)

@@ -137,7 +137,8 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
     assert _values(rule) == []  # and so no interval is drawn, and the axis does not promise one
     assert "no interval" in point["encoding"]["x"]["title"] and "95%" not in point["encoding"]["x"]["title"]
     assert _values(text) == []  # one verdict for all: the legend says it, not a label on every row
-    assert point["encoding"]["y"]["title"] == "Block size / I/O engine"
+    # what a row names is the subtitle's to say: an axis title beside labels of any length ran into them
+    assert point["encoding"]["y"]["title"] is None and spec["title"]["subtitle"] == "each row: block size / I/O engine"
     assert text["encoding"]["text"]["field"] == "label"
 
     many = per_run.vstack(per_run.with_columns(pl.col("iops") * 1.001)).vstack(
@@ -296,3 +297,30 @@ def test_a_faceted_heatmap_has_one_legend_for_all_its_panels() -> None:
 
     walk(vega, True)
     assert len(vega.get("legends", [])) == 1 and nested == []
+
+
+def test_a_studys_level_words_name_its_levels_on_charts_and_in_tables() -> None:
+    """study.toml's [levels] give a level words: the chart's labels and a table's cells say them, not the data's
+    short name; a level without words keeps its name; the words are reset per study."""
+    from benchlib.study import load_study
+    from benchlib.tables import levels_words, name_levels, show
+
+    words = load_study(RAW / "pvscsi-vs-lsi").level_words
+    assert words["test"]["randwrite_64k_8jobs"] == "random write 64k with 8 jobs"
+    table = pl.DataFrame(
+        {"test": ["randwrite_64k_8jobs", "seqread"], "controller": ["PVSCSI", "PVSCSI"], "sioc": ["off", "off"]}
+    ).with_columns(
+        change_pct=pl.Series([-67.9, 4.96]), ratio_low=None, ratio_high=None, delta=pl.lit("~"), verdict=pl.lit("x")
+    )
+    try:
+        name_levels(words)
+        drawn = json.dumps(figures.comparison(table, label=["test", "sioc", "controller"]).to_dict())
+        assert "random write 64k with 8 jobs / off / PVSCSI" in drawn and "randwrite_64k_8jobs" not in drawn
+        shown = show(table.select("test", "controller"))._repr_html_()
+        assert ">sequential read 128k<" in shown and "seqread" not in shown
+        assert (
+            levels_words({"test": "iodepth_sweep", "sioc": "on"}) == "Test queue depth sweep (random read 4k), SIOC on"
+        )
+    finally:
+        name_levels({})
+    assert "randwrite_64k_8jobs / off" in json.dumps(figures.comparison(table, label=["test", "sioc"]).to_dict())

@@ -402,6 +402,10 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
     assert re.search(r"\b\d of 8 runs fell below", said("fairness"))
     # the test's fio jobs ran buffered (direct=0, fio's default): the pages say whose figures they are
     assert "ran buffered (fio's direct=0, its default)" in said("comparison")
+    # a run is named by the folder that tells it apart (r1, r2), its VMs' rows and logs under that one name:
+    # the steady-state table judges each run's total once, not each VM's log as a run of its own
+    cell = (result.folder / "rw=randwrite__bs=4k.html").read_text()
+    assert "job.out" not in cell and cell.count(">r1</td>") == 2 + 1 and cell.count(">r2</td>") == 2 + 1
 
 
 def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_it_held(written_report) -> None:

@@ -203,7 +203,9 @@ def test_a_steady_runs_window_is_found_in_its_per_second_log(
     monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
     ingest_study(study, tmp_path / "processed")
     found = run_time_series(str(study), {})
-    assert found is not None and found.run == "steady/r1" and found.note.startswith("steady: steady from round")
+    assert (
+        found is not None and found.run == "run 1" and found.note.startswith("steady: steady from round")
+    )  # its one run: nothing to tell apart
     seconds = found.series["time_ns"] / 1e9
     start, end = found.window_s
     # 5 one-second rounds inside the run (a round logged at 1.001 s covers 0-1 s)
@@ -426,3 +428,34 @@ def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     assert buffered_note(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
     published = cell_frame("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"})
     assert buffered_note(published, ["test"]) == ""  # a published table does not say: no claim
+
+
+def test_a_run_is_named_by_what_tells_it_apart_from_the_configurations_other_runs() -> None:
+    """Runs name themselves by the folder that differs between them, VMs' files and a run's logs under one name;
+    a folder holding several runs adds the file, a file holding several adds its place in it."""
+    from benchlib.views import run_names
+
+    def row(source: str, fmt: str = "fio-json+", doc: int = 0, group: str | None = None, rep: int | None = None):
+        return {"run_id": f"{source}#{doc}", "source": source, "format": fmt, "document_index": doc,
+                "run_group": group, "repetition": rep, "cell": source.split("/")[1]}  # fmt: skip
+
+    rows = [
+        *(row(f"s/a/r{r}/{vm}/job.out", group=f"r{r}") for r in (1, 2) for vm in ("vm-a", "vm-b")),
+        *(row(f"s/a/r{r}/{vm}/job_iops.1.log", "fio-log", group=f"log{r}") for r in (1, 2) for vm in ("vm-a", "vm-b")),
+        row("s/b/one.json"),
+        row("s/b/two.json"),  # one folder, two runs
+        row("s/c/batch.json", doc=0),
+        row("s/c/batch.json", doc=1),  # one file, two runs
+        row("s/d/x/job.out"),
+        row("s/d/x/job_iops.1.log", "fio-log"),  # one run and its log
+        row("s/e/r1/job.out", rep=3),
+        row("s/e/r2/job.out", rep=4),  # benchlib run recorded the repetition
+    ]
+    frame = pl.DataFrame(rows, schema_overrides={"repetition": pl.Int32, "document_index": pl.Int32})
+    names = dict(run_names(frame, ["cell"]).iter_rows())
+    assert [names[f"s/a/r{r}/{vm}/job.out#0"] for r in (1, 2) for vm in ("vm-a", "vm-b")] == ["r1", "r1", "r2", "r2"]
+    assert names["s/a/r2/vm-b/job_iops.1.log#0"] == "r2"  # the logs of a run carry its name
+    assert names["s/b/one.json#0"] == "one.json" and names["s/b/two.json#0"] == "two.json"
+    assert names["s/c/batch.json#1"] == "run 2 in batch.json"
+    assert names["s/d/x/job.out#0"] == names["s/d/x/job_iops.1.log#0"] == "run 1"
+    assert names["s/e/r2/job.out#0"] == "run 4"
