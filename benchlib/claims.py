@@ -125,6 +125,8 @@ class Verdict:
     runs_per_configuration: int = 0
     #: what those runs can support: the arithmetic of a verdict is not evidence of an effect with one run each
     note: str = ""
+    #: what benchlib computed, in words (:func:`computed_as`)
+    computed: str = ""
 
 
 def claims_frame(tables: Tables) -> pl.DataFrame:
@@ -509,6 +511,86 @@ def _runs_read(
     return rows["run_unit"].n_unique(), int(per["runs"].min()), per.height
 
 
+#: a claim's metric in words, for what it computes (:func:`computed_as`); another keeps its name
+_METRIC_WORDS = {
+    "bandwidth_mib_s": "bandwidth (MiB/s)",
+    "iops": "IOPS",
+    "lat_mean_ms": "mean latency (ms)",
+    "cpu_pct": "CPU (usr + sys, %)",
+    "iops_per_cpu_pct_reported": "reported IOPS per CPU%",
+    "iops_per_cpu_pct": "IOPS per CPU%",
+    "outstanding_ios": "outstanding I/Os (IOPS x mean latency)",
+}
+
+
+def _words(column: str) -> str:
+    """Return a column in words: ``write_pct`` -> ``write share (%)``, ``sioc`` -> ``SIOC``."""
+    from benchlib.tables import inline
+
+    return {"write_pct": "write share (%)", "table": "published table"}.get(column) or inline(column)
+
+
+def _rows_named(where: dict[str, Any]) -> str:
+    """Return a selection in words: ``published table seqread_per_vm; controller LSI; SIOC on``; members by name."""
+    from benchlib.tables import level
+
+    parts = []
+    for column, wanted in where.items():
+        values = [level(column, v) for v in (wanted if isinstance(wanted, list) else [wanted])]
+        parts.append(", ".join(values) if column == "vm" else f"{_words(column)} {' or '.join(values)}")
+    return "; ".join(parts)
+
+
+def computed_as(claim: Claim) -> str:
+    """Return what benchlib computes to check ``claim``, in words: what it divides by what, over which rows.
+
+    ``ratio`` of IOPS of controller PVSCSI to controller LSI; ``trails``: the highest of the trailing
+    members over the lowest of the leading ones; the rows a claim reads (its ``where``) and the groups it
+    is judged per (``by``) named, so a value like ``0.731x`` says what it is.
+    """
+    metric = _METRIC_WORDS.get(claim.metric, claim.metric.replace("_", " "))
+    p = claim.params
+    rate = claim.metric in ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s")  # rows' rates add up: a total
+    reduce = {"sum": "total" if rate else "", "mean": "mean", "min": "lowest", "max": "highest", "value": ""}.get(
+        str(p.get("reduce", "sum")), str(p.get("reduce"))
+    )
+    of = reduce + " " if reduce else ""
+    how = {
+        "value": f"{metric} of the one row",
+        "sum": f"total {metric}" if rate else f"sum of {metric}",
+        "mean": f"mean {metric}",
+        "min": f"lowest {metric}",
+        "max": f"highest {metric}",
+        "max_over_min": f"highest {metric} / lowest",
+        "jain": f"Jain's index of {metric}",
+        "range": f"lowest and highest {metric}",
+        "each": f"{metric} of every row",
+        "argmax": f"the {_words(str(p.get('over')))} with the highest {metric}",
+        "lowest": f"the {p.get('k', 1)} {_words(str(p.get('over')))}s with the lowest {metric}",
+        "monotonic": f"{metric} step by step along {_words(str(p.get('over')))}",
+        "reconcile": f"each row's {metric} against IOPS / CPU% ({_rows_named(p.get('iops_from', {}))})",
+    }.get(claim.compute)
+    if claim.compute == "ratio":
+        how = f"{of}{metric} of {_rows_named(p.get('of', {}))} / that of {_rows_named(p.get('to', {}))}"
+    elif claim.compute == "percent_change":
+        how = f"change in {of}{metric} from {_rows_named(p.get('from', {}))} to {_rows_named(p.get('to', {}))}"
+    elif claim.compute == "trails":
+        how = (
+            f"highest {metric} of {_rows_named(p.get('lower', {}))} / lowest of {_rows_named(p.get('higher', {}))} "
+            "(below 1x: each trails each)"
+        )
+    rows = f"; rows: {_rows_named(claim.where)}" if claim.where else "; every row"
+    per = f"; per {' / '.join(_words(c) for c in claim.by)}" if claim.by else ""
+    return f"{how}{rows}{per}"
+
+
+def _group_name(columns: tuple[str, ...], key: tuple) -> str:
+    """Return a group's key as a reader takes it: ``LSI/off``; a percent column's value with its sign (``50%``)."""
+    from benchlib.tables import level
+
+    return "/".join(f"{k}%" if c.endswith("_pct") else level(c, k) for c, k in zip(columns, key, strict=True))
+
+
 def _note(claim: Claim, runs: int, fewest: int, configurations: int) -> str:
     if runs == 0:
         return ""
@@ -530,6 +612,7 @@ def verify_claim(
     groups = selected.partition_by(list(claim.by), as_dict=True, maintain_order=True) if claim.by else {(): selected}
     shown, passed = [], []
     tolerance = _tolerance_text(claim, tolerances)
+    computed = computed_as(claim)
     try:
         if not groups:
             raise _Unsupported("no rows match the claim's selection")
@@ -545,13 +628,18 @@ def verify_claim(
                     shown.append(f"{name}: reported {_show(reported)}, recomputed {_show(recomputed)}")
                     passed.append(off <= claim.params.get("tolerance", 0.02))
                 continue
-            label = "/".join(str(k) for k in key)
+            label = _group_name(claim.by, key)
             shown.append(f"{label}: {_show(value, _unit(claim))}" if label else _show(value, _unit(claim)))
             passed.append(_judge(value, claim, tolerances))
     except _Unsupported as exc:
-        return Verdict(claim, str(exc), UNSUPPORTED, tolerance)
+        return Verdict(claim, str(exc), UNSUPPORTED, tolerance, computed=computed)
     runs, fewest, configurations = _runs_read(frame, claim, selected, factors)
-    facts = {"runs": runs, "runs_per_configuration": fewest, "note": _note(claim, runs, fewest, configurations)}
+    facts = {
+        "runs": runs,
+        "runs_per_configuration": fewest,
+        "note": _note(claim, runs, fewest, configurations),
+        "computed": computed,
+    }
     if not passed:
         return Verdict(claim, "; ".join(shown), UNSUPPORTED, tolerance, **facts)
     return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
@@ -594,6 +682,7 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
         "section": claim.section,
         "says": claim.says,
         "stated": claim.stated,
+        "computed": verdict.computed,
         "recomputed": verdict.recomputed,
         "tolerance": verdict.tolerance,
         "verdict": verdict.verdict,

@@ -335,6 +335,7 @@ def claim_table(study: StudyRef) -> pl.DataFrame:
                 "claim": v.claim.id,
                 "section": v.claim.section,
                 "says": v.claim.says,
+                "computed": v.computed,
                 "stated": v.claim.stated,
                 "recomputed": v.recomputed,
                 "tolerance": v.tolerance,
@@ -1316,10 +1317,13 @@ def esxtop_coverage(captures: pl.DataFrame) -> str:
     return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
 
 
-def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None) -> pl.DataFrame:
+def _placed(
+    opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None, each_run: bool = False
+) -> pl.DataFrame:
     """Return the esxtop rows whose sample fell inside a run of the study, with that run's ``by`` levels.
 
-    A run's window spans all its hosts; sample 0 (always zero) is left out.
+    A run's window spans all its hosts; sample 0 (always zero) is left out. ``each_run``: keep the run
+    (``run_unit``) a sample fell in, once per run.
     """
     from benchlib.stats.hostside import counters_during_runs
 
@@ -1332,12 +1336,81 @@ def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], on
         (end.max() - pl.col("start_time").min()).dt.total_nanoseconds().alias("duration_ns"),
     )
     placed = counters_during_runs(windows.rename({"run_unit": "run_id"}), counters)
+    placed = placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id")
+    if each_run:
+        return placed.rename({"benchmark_run_id": "run_unit"})
     # windows from whole-second start times can overlap a run's neighbour: a sample in two runs of the same
     # levels counts once for them
+    return placed.drop("benchmark_run_id").unique(maintain_order=True)
+
+
+#: how many times more (or fewer) commands/s than the guests' IOPS esxtop may count before a page says so
+COMMANDS_MATCH = 2.0
+
+
+def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
+    """Per configuration: the commands/s esxtop counted on its devices during the runs, beside the guests' IOPS.
+
+    A capture is tied to the runs by time alone; this checks that its devices carried their I/O. Per
+    run: each device's mean commands/s over the samples inside the run, added over hosts and devices,
+    against the run's total IOPS (phases averaged); per configuration the medians over those runs.
+    Columns: ``by``, ``runs`` (runs with samples), ``guest_iops``, ``esxtop_commands``, ``ratio``
+    (commands per guest I/O) and ``matches`` (within :data:`COMMANDS_MATCH` times either way). Empty
+    without samples inside runs. A guest I/O split into several commands (large blocks) or absorbed
+    by the page cache (buffered jobs) moves the ratio without the capture being wrong: the page says so.
+    """
+    from benchlib.sources.esxtop import device_queue_view
+
+    opened = _open(study)
+    counters = _capture_counters(opened, pl.col("object") == "Physical Disk SCSI Device")
+    queue = device_queue_view(_placed(opened, counters, by=by, only=only, each_run=True), keys=[*by, "run_unit"])
+    if queue.is_empty() or "CMDS_per_s" not in queue.columns:
+        return pl.DataFrame()
+    keys = ["run_unit", *by]
+    seen = queue.group_by(*keys, "host", "device").agg(pl.col("CMDS_per_s").mean())
+    seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands"))
+    guests = totals_of_runs(_study_rows(opened, only), "iops", by).group_by(keys).agg(pl.col("iops").mean())
+    runs = seen.join(guests, on=keys)
+    if runs.is_empty():
+        return pl.DataFrame()
+    table = runs.group_by(by or pl.lit(0)).agg(
+        pl.len().alias("runs"),
+        pl.col("iops").median().alias("guest_iops"),
+        pl.col("esxtop_commands").median(),
+    )
+    ratio = pl.col("esxtop_commands") / pl.col("guest_iops")
     return (
-        placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id")
-        .drop("benchmark_run_id")
-        .unique(maintain_order=True)
+        table.with_columns(pl.when(pl.col("guest_iops") > 0).then(ratio).alias("ratio"))
+        .with_columns(pl.col("ratio").is_between(1 / COMMANDS_MATCH, COMMANDS_MATCH).alias("matches"))
+        .select(*by, "runs", "guest_iops", "esxtop_commands", "ratio", "matches")
+        .sort(by or "runs")
+    )
+
+
+def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
+    """Say whether esxtop's devices carried the guests' I/O (:func:`esxtop_against_guests`), in Markdown; "" if so."""
+    from benchlib.tables import number
+
+    if table.is_empty() or table["matches"].fill_null(False).all():
+        return ""
+    off = table.filter(~pl.col("matches").fill_null(False))
+    worst = off.sort(pl.col("ratio").log().abs(), descending=True, nulls_last=False).row(0, named=True)
+    if worst["ratio"] is not None and worst["ratio"] > 1:
+        why = (
+            "far more commands than the guests did I/Os: other load may have shared these devices, or the "
+            "guests' I/Os were split into several commands each (blocks larger than the device takes at once)"
+        )
+    else:
+        why = "far fewer commands than the guests did I/Os: the capture may watch devices other than the guests' " + (
+            "disks, or another host; and these jobs ran buffered, so the page cache answered many of their I/Os"
+            if buffered
+            else "disks, or another host"
+        )
+    return (
+        f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
+        f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from the guests' IOPS (the farthest: "
+        f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS). esxtop counted "
+        f"{why}. Read the device latencies below as the devices', not as these runs', until that is explained."
     )
 
 

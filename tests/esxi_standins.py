@@ -40,7 +40,9 @@ def write(folder: Path, name: str, script: str) -> Path:
     return path
 
 
-def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int, times: list | None = None) -> Path:
+def capture_with_adapter_queue_depth(
+    source: Path, path: Path, depth: int, times: list | None = None, commands: float | None = None
+) -> Path:
     """Write the real capture ``source`` with the adapter queue depth added as ``esxtop -b -a`` writes it.
 
     The corpus captures were taken without ``-a`` and have no adapter queue depth. A capture of every counter
@@ -48,7 +50,8 @@ def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int, times
     counter map of VMware's EsxtopDrill, ``c_map.csv``: group "Physical Disk", counter "Adapter Q Depth").
     The column goes before each adapter's own counters; sample 0 is all zero, as esxtop writes it.
     ``times``: a datetime per sample, to place the capture in runs of a test's own (esxtop writes whole
-    seconds, UTC).
+    seconds, UTC). ``commands``: the commands/s of the capture's first disk device in every sample after
+    the first (the others' set to 0), to stand for a device that carried a run's I/O.
     """
     import csv
 
@@ -60,6 +63,13 @@ def capture_with_adapter_queue_depth(source: Path, path: Path, depth: int, times
         header.insert(place, name + "\\Adapter Q Depth")
         for number, row in enumerate(rows[1:]):
             row.insert(place, "0" if number == 0 else str(depth))
+    if commands is not None:
+        devices = [
+            i for i, c in enumerate(header) if "\\Physical Disk SCSI Device(" in c and c.endswith("\\Commands/sec")
+        ]
+        for row in rows[2:]:
+            for i in devices:
+                row[i] = f"{commands if i == devices[0] else 0.0:.2f}"
     for row, when in zip(rows[1:], times or [], strict=False):
         row[0] = f"{when:%m/%d/%Y %H:%M:%S}"
     with path.open("w", newline="") as handle:

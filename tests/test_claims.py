@@ -65,12 +65,29 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     assert rows["seqread/LSI"] == "reported 8,563, recomputed 1,158"
     assert rows["seqwrite/LSI"] == "reported 1,807, recomputed 1,810"
     assert verdicts["26"].verdict == "PASS" and verdicts["26"].recomputed == "20 values, 31.9 to 32.0"  # the range
-    assert verdicts["14b"].recomputed == "0: 2.12x; 50: 2.12x; 100: 2.00x"  # write shares in order, not as text
+    assert verdicts["14b"].recomputed == "0%: 2.12x; 50%: 2.12x; 100%: 2.00x"  # write shares in order, not as text
     assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
     # every value with its unit: bandwidth, IOPS, a signed change, a multiple
     assert verdicts["8"].recomputed == "292-406 MiB/s" and verdicts["4b"].recomputed == "40,120 IOPS"
     assert verdicts["9"].tolerance == "below 0%" and verdicts["4b"].tolerance == "above 40,000 IOPS"
     assert verdicts["22"].tolerance == "between 0.4x and 0.7x"
+
+
+def test_every_verdict_says_what_it_divides_over_which_rows(verdicts: dict) -> None:
+    """A value like 0.731x says what it is: which members over which, the rows read, the groups judged."""
+    assert verdicts["10"].computed == (
+        "highest bandwidth (MiB/s) of gus_fio_3, gus_fio_5 / lowest of gus_fio_1, gus_fio_2 (below 1x: each trails "
+        "each); rows: published table seqread_per_vm; controller LSI; SIOC on"
+    )
+    assert verdicts["25"].computed.endswith("; per controller / SIOC")
+    assert verdicts["14b"].computed.endswith("; per write share (%)")
+    # the queue-depth arithmetic reads the sequential-read table alone, and says so
+    assert verdicts["26"].computed == (
+        "outstanding I/Os (IOPS x mean latency) of every row; rows: published table seqread_per_vm"
+    )
+    assert verdicts["17b"].computed.startswith("mean latency (ms) of controller PVSCSI / that of controller LSI")
+    assert verdicts["9"].computed.startswith("change in total bandwidth (MiB/s) from SIOC off to SIOC on")
+    assert all(v.computed for v in verdicts.values())
 
 
 def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:

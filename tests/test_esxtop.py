@@ -220,7 +220,7 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     """A capture from 2018 beside a run of another day: none of its samples is drawn, and the page says why,
     with the capture's span; moved into the run's window, its samples count, with the run's levels."""
     import benchlib.store
-    from benchlib.views import esxtop_captures, esxtop_coverage, esxtop_view
+    from benchlib.views import esxtop_against_guests, esxtop_captures, esxtop_coverage, esxtop_match_note, esxtop_view
     from tests.esxi_standins import capture_with_adapter_queue_depth
 
     study = tmp_path / "raw" / "elsewhen"
@@ -258,3 +258,14 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     ingest_study(study, tmp_path / "processed")
     again = esxtop_view(str(study), by=["test"])
     assert again.height == view.height and again.equals(view)
+    # tied by time alone: its devices' few commands/s are not the run's I/O, and the page says so
+    iops = float(read(fio).results.filter(~pl.col("is_aggregate"))["iops"].sum())  # each of its two runs
+    against = esxtop_against_guests(str(study), by=["test"])
+    assert against["guest_iops"][0] == pytest.approx(iops) and not against["matches"][0]
+    assert against["runs"][0] == 2 and esxtop_match_note(against).startswith("**The capture may not be")
+    assert "far fewer commands than the guests did I/Os" in esxtop_match_note(against)
+    capture_with_adapter_queue_depth(source, study / "esxtop-esx01.csv", 64, inside, commands=iops * 1.1)
+    ingest_study(study, tmp_path / "processed")
+    against = esxtop_against_guests(str(study), by=["test"])
+    assert against["ratio"][0] == pytest.approx(1.1, rel=0.01) and against["matches"][0]
+    assert esxtop_match_note(against) == ""
