@@ -277,7 +277,7 @@ def _reconcile(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame) -> list[tu
     out = []
     for row in rows.iter_rows(named=True):
         recomputed = row["_iops"] / row["cpu_pct"] if row["_iops"] is not None and row["cpu_pct"] else None
-        out.append(("/".join(str(row[j]) for j in join), row["_reported"], recomputed))
+        out.append((_group_name(tuple(join), tuple(row[j] for j in join)), row["_reported"], recomputed))
     return out
 
 

@@ -261,6 +261,11 @@ def load_study(folder: str | Path) -> Study:
     )
 
 
+#: what a level's words may hold: letters, digits, spaces and a little punctuation; never markup (``*``, ``_``,
+#: ``<``, ``[``, backticks) nor the separators pages list levels with (``,``, ``;``)
+_WORDS = re.compile(r"(?:[^\W_]|[ .()/+%:'-])*[^\W_](?:[^\W_]|[ .()/+%:'-])*")
+
+
 def _check_level_words(path: Path, found: object, factors: dict[str, list[str]]) -> dict[str, dict[str, str]]:
     """Return ``[levels]``: each names a declared factor and level, and gives it in words (one line of text)."""
     example = 'e.g. [levels.test] then iodepth_sweep = "queue depth sweep"'
@@ -281,11 +286,11 @@ def _check_level_words(path: Path, found: object, factors: dict[str, list[str]])
                     f"{path}: [levels.{factor}] gives words for {level!r}, which is not one of its levels "
                     f"{factors[factor]}; fix the spelling or remove it"
                 )
-            if not isinstance(text, str) or not text.strip() or len(text) > 80 or re.search(r"[\n,;]| / ", text):
+            if not isinstance(text, str) or len(text) > 80 or not _WORDS.fullmatch(text) or " / " in text:
                 raise StudyError(
-                    f"{path}: [levels.{factor}] {level} = {text!r}; give the level in words, one line of at most "
-                    "80 characters without ',', ';' or ' / ' (pages join levels with them), e.g. "
-                    '"random write 64k with 8 jobs"'
+                    f"{path}: [levels.{factor}] {level} = {text!r}; give the level in words: letters, digits, "
+                    "spaces and . ( ) / + % : ' - only, at most 80 characters, no ' / ' (pages join levels with "
+                    'it, and with , and ;), e.g. "random write 64k with 8 jobs"'
                 )
         words[str(factor)] = {str(level): text.strip() for level, text in levels.items()}
     for factor, levels in words.items():
