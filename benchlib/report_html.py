@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlib.caveats import without_one_run
 from benchlib.tables import inline, levels_words, runs_read
 
 if TYPE_CHECKING:
@@ -120,16 +121,9 @@ def _headline(execution: Execution) -> str:
     return ""
 
 
-#: the pages' own one-run caveats, which the index's design statement already makes for the whole study
-_ONE_RUN_SAID = re.compile(
-    r"\s*(?:Every configuration was run once|Each depth was run once|\d+ of \d+ claims rest on configurations "
-    r"that were run once):[^.]*\."
-)
-
-
 def _finding(headline: str, design: str) -> str:
     """Return a page's headline for the index, without the one-run caveat its design statement made once."""
-    return _ONE_RUN_SAID.sub("", headline).strip() if "One run per configuration" in design else headline
+    return without_one_run(headline) if "One run per configuration" in design else headline
 
 
 def write_html(

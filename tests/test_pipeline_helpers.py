@@ -140,3 +140,19 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
     assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "rises, then flat (steps +23.6%, +0.5%)"]
     assert rows["tolerance"].to_list() == ["±3%", "±10%", "= increasing"] and "note" not in rows.columns
     assert support == "**Claims 1, 2**: one run: the numbers describe that run.\n\n**Claim 3**: x."
+
+
+def test_the_index_leaves_out_exactly_the_one_run_caveats_the_pages_print() -> None:
+    """The pages print the one-run sentences of benchlib.caveats; the index drops those and nothing else."""
+    from benchlib.caveats import CLAIMS_ONCE, COMPARISON_ONCE, SWEEP_ONCE, without_one_run
+    from benchlib.stats.compare import design_summary
+
+    one_run = pl.DataFrame({"family": [2, 2], "verdict": ["descriptive only", "descriptive only"]})
+    assert design_summary(one_run) == f"Verdicts: 2 descriptive only. {COMPARISON_ONCE}"
+    assert without_one_run(design_summary(one_run)) == "Verdicts: 2 descriptive only."
+    claims = "25 of 32 claims pass.\n\n" + CLAIMS_ONCE.format(once=32, total=32)
+    assert without_one_run(claims) == "25 of 32 claims pass."
+    sweep = f"Runs read: a. {SWEEP_ONCE} **gus_fio_2** peak then drop."
+    assert without_one_run(sweep) == "Runs read: a. **gus_fio_2** peak then drop."
+    # a sentence that only resembles one is the page's own finding: kept
+    assert without_one_run("Each depth was run once or twice.") == "Each depth was run once or twice."

@@ -31,6 +31,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from benchlib.caveats import COMPARISON_ONCE
+
 #: Below this many runs no 95% order-statistic interval for the median exists.
 MIN_RUNS_FOR_MEDIAN_CI = 6
 #: Exact Mann–Whitney p (ties included) while both sides have at most this many runs: benchstat's limit
@@ -794,10 +796,7 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     )
     tested = table.filter(pl.col("verdict") != "rate-capped")
     if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
-        return (
-            f"Verdicts: {tally}. Every configuration was run once: the rows describe single runs, no test or "
-            "interval is possible, and nothing here is evidence of an effect of the setting."
-        )
+        return f"Verdicts: {tally}. {COMPARISON_ONCE}"
     text = (
         f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
         f"at α = {alpha}. Verdicts: {tally}."
