@@ -253,6 +253,29 @@ def shared_clauses(frame: pl.DataFrame, column: str = "note") -> tuple[pl.DataFr
     return frame.with_columns(pl.Series(column, own, dtype=pl.String)), f"Every row: {said[0].lower()}{said[1:]}."
 
 
+def settle_section(
+    settle: pl.DataFrame, table: pl.DataFrame, *, by: list[str], factor: str
+) -> tuple[list[str], pl.DataFrame | None]:
+    """Return the runs-to-settle section for reading: its sentences, then its table (None when a sentence says all).
+
+    ``settle``: :func:`benchlib.stats.compare.runs_to_settle`; ``table``: the comparison table. Rate-capped
+    comparisons are left out (more runs would measure the cap again), said once; a table whose every
+    row has no plan for one and the same reason becomes that reason, said once.
+    """
+    said = []
+    capped = table.filter(pl.col("verdict") == "rate-capped").select(*by, factor)
+    if capped.height:
+        settle = settle.join(capped, on=[*by, factor], how="anti")
+        said.append(
+            f"Left out: the {capped.height} rate-capped comparisons (more runs would measure the cap again; run "
+            "them uncapped to test the setting)."
+        )
+    if settle.height and settle["runs"].is_null().all() and settle["why"].n_unique() == 1:
+        which = f"For all {settle.height} comparisons" if settle.height > 1 else "For the one comparison"
+        return [*said, f"{which}: {settle['why'][0]}."], None
+    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", "change_pct", "runs", "why")
+
+
 def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
     """Return benchstat's summary line for a comparison table as a Markdown list item ("" when it has none).
 

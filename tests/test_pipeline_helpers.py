@@ -156,3 +156,19 @@ def test_the_index_leaves_out_exactly_the_one_run_caveats_the_pages_print() -> N
     assert without_one_run(sweep) == "Runs read: a. **gus_fio_2** peak then drop."
     # a sentence that only resembles one is the page's own finding: kept
     assert without_one_run("Each depth was run once or twice.") == "Each depth was run once or twice."
+
+
+def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_once() -> None:
+    """Capped comparisons are left out and said so; a table of one reason and no plan is that reason, once."""
+    from benchlib.tables import settle_section
+
+    table = pl.DataFrame({"bs": ["4k", "64k"], "engine": ["libaio", "libaio"], "verdict": ["improved", "rate-capped"]})
+    settle = pl.DataFrame(
+        {"bs": ["4k", "64k"], "engine": ["libaio", "libaio"], "runs_baseline": [1, 1], "runs_now": [1, 1]}
+    ).with_columns(spread_pct=None, change_pct=pl.lit(5.0), runs=pl.lit(None, pl.Int64), why=pl.lit("one run per side"))
+    said, rows = settle_section(settle, table, by=["bs"], factor="engine")
+    assert rows is None and said[0].startswith("Left out: the 1 rate-capped comparisons")
+    assert said[1] == "For the one comparison: one run per side."
+    planned = settle.with_columns(runs=pl.Series([4, 6]))
+    said, rows = settle_section(planned, table.with_columns(verdict=pl.lit("improved")), by=["bs"], factor="engine")
+    assert said == [] and rows is not None and rows["runs"].to_list() == [4, 6]
