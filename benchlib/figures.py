@@ -41,7 +41,8 @@ def theme() -> dict:
             "view": {"continuousWidth": WIDTH, "continuousHeight": HEIGHT, "stroke": None},
             "font": FONT,
             "title": {"fontSize": 14, "anchor": "start", "subtitleFontSize": 11, "subtitleColor": "#555555"},
-            "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#e6e6e6"},
+            # labels closer than 6 px are thinned: "−25−20" and "0.250.30" read as one number
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#e6e6e6", "labelSeparation": 6},
             "legend": {"labelFontSize": 11, "titleFontSize": 12},
             "range": {"category": PALETTE},
         }

@@ -161,10 +161,14 @@ def write_html(
             headline = "\n\n".join(fresh)
             if headline and headline.strip() != front.get("design", "").strip():
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
-    gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing) or "<li>none</li>"
+    gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
+    axes = " x ".join(map(inline, pipeline.axes))
     scope = (
-        f"{len(missing)} of the {declared} combinations of {' x '.join(map(inline, pipeline.axes))} have no runs "
+        f"{len(missing)} of the {declared} combinations of {axes} have no runs. study.toml declares each factor's "
+        "levels, not which combinations were planned: these may never have been meant to run, or may have failed "
         "(the design above counts configurations, a sweep's every point among them)"
+        if missing
+        else f"Every one of the {declared} combinations of {axes} has runs"
     )
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
@@ -182,7 +186,8 @@ def write_html(
         kept = runs_read(pipeline.only)
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
-    parts.append(f"<h2>Declared configurations without data</h2><p>{html.escape(scope)}.</p><ul>{gaps}</ul>")
+    listed = f"<ul>{gaps}</ul>" if gaps else ""
+    parts.append(f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{listed}")
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")

@@ -210,7 +210,8 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     rows = []
     # when no comparison has an interval the column says so once, instead of every row saying it
     any_interval = table.height > 0 and table["ratio_low"].is_not_null().any()
-    change = "change" if any_interval else "change_alone"
+    single = table.height > 0 and table["runs_baseline"].max() == 1 and table["runs"].max() == 1
+    change = "change" if any_interval else "change_single" if single else "change_alone"
     for row in table.iter_rows(named=True):
         low, high = row["ratio_low"], row["ratio_high"]
         if low is not None and high is not None:
@@ -337,6 +338,7 @@ LABELS |= {
     "origin": "Histogram from",
     "change": "Change, new vs baseline: median of the run-to-run ratios (95% interval)",
     "change_alone": "Change, new vs baseline: median of the run-to-run ratios (too few runs for a 95% interval)",
+    "change_single": "Change, new vs baseline (one run each: the two runs' ratio)",
     "iodepth": "Queue depth (iodepth)",
     "queue_depth": "Queue depth",
     "write_pct": "Write share (%)",

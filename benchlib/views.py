@@ -234,6 +234,11 @@ def _run_length(units: pl.DataFrame) -> str:
     return f"{said} ({clock}, median)" if clock else said
 
 
+def _count(n: int, noun: str) -> str:
+    """Return ``n`` with its noun: ``1 run``, ``19 runs``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def design_statement(study: StudyRef) -> str:
     """Say in words what the study's design is and what it can support (Markdown).
 
@@ -256,19 +261,28 @@ def design_statement(study: StudyRef) -> str:
         opened.tables(only=("results",))
         .results.filter(~pl.col("is_aggregate"))
         .group_by("run_id")
-        .agg(*(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]))
+        .agg(
+            *(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]),
+            pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null()).any().alias("io"),
+        )
     )
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
     timing = ["runtime_setting_ns", "ramp_time_ns"]
-    runs = runs.join(jobs.select("run_id", *params, *timing), on="run_id", how="left")
+    runs = runs.join(jobs.select("run_id", *params, *timing, "io"), on="run_id", how="left")
     keys = [*present, *params]
+    end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
     units = runs.group_by(run_unit_expr(runs.columns)).agg(
         *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
         pl.col("runtime_setting_ns").max(),
         pl.col("ramp_time_ns").max(),
+        pl.col("io").fill_null(False).any(),
+        # hosts of one run that never ran at once: the last started after the first had finished
+        (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
     )
+    other = units.filter(~pl.col("io")).height  # rows of other figures (a published CPU table): no I/O measured
+    units = units.filter(pl.col("io")) if other < units.height else units
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
     each = f"{low}" if low == high else f"{low} to {high}"
@@ -291,9 +305,25 @@ def design_statement(study: StudyRef) -> str:
     }
     versions = ", ".join(sorted(named)) or "tool versions not stated"
     lines = [
-        f"**Design.** Factors: {levels}. {per_config.height} configurations with runs, {units.height} runs: "
-        f"{each} per configuration; {host_text}; {length}; {versions}.",
+        f"**Design.** Factors: {levels}. {_count(per_config.height, 'configuration')} with runs, "
+        f"{_count(units.height, 'run')}: {each} per configuration; {host_text}; {length}; {versions}."
+        + (
+            f" Besides them, {other} row{'s' if other > 1 else ''} of other figures (no IOPS, bandwidth or latency, "
+            "such as a table of CPU use) tied to no run's I/O."
+            if other and other < units.height + other
+            else ""
+        ),
     ]
+    several = units.filter(pl.col("hosts") > 1)
+    apart = int(several["apart"].sum())
+    if apart:
+        lines.append(
+            "**Hosts that did not run at once.** "
+            + (f"In {apart} of the {several.height} runs" if several.height > 1 else "In the one run")
+            + " of several hosts, the last host started after the first had finished: their run totals add rates "
+            "that never shared the storage, and fairness between them compares turns, not contention. Run the "
+            "hosts together (fio's client/server mode, `benchlib run`), or read each host's figures on its own."
+        )
     if high == 1:
         lines.append(
             "**What it can support.** One run per configuration: every comparison between settings is descriptive "
@@ -791,7 +821,7 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
 
     rows = table.drop_nulls(value).filter(pl.col(value) > 0)
     wins: dict[str, int] = {}
-    ratios, tests = [], 0
+    ratios, tests, last = [], 0, set()
     for part in rows.partition_by("test", maintain_order=True):
         if part.height < 2:  # one level: nothing to compare in this test
             continue
@@ -799,12 +829,20 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
         tests += 1
         wins[str(ordered[setting][0])] = wins.get(str(ordered[setting][0]), 0) + 1
         ratios.append(ordered[value][0] / ordered[value][-1])
+        last.add(str(ordered[setting][-1]))
     what = label(value)
     if not tests:
         return f"**{what}**: no test has two levels of {label(setting)} with a CPU figure, so nothing is compared."
     span = f"{min(ratios):.2f}x" if min(ratios) == max(ratios) else f"{min(ratios):.2f}x to {max(ratios):.2f}x"
     most = max(wins.values())
     leaders = sorted(level for level, n in wins.items() if n == most)
+    if len(leaders) == 1 and most == tests and len(last) == 1:  # one level always first, one always last
+        span += f" {inline(setting)} {last.pop()}'s"
+        return (
+            f"**{what}**: {label(setting)} {leaders[0]} was highest in {most} of {tests} tests, with {span} "
+            f"{what} in each. Medians over {inline('vm')}s, descriptive only: no significance test of CPU "
+            "efficiency here."
+        )
     if len(leaders) == 1:
         who = f"{label(setting)} {leaders[0]} was highest in {most} of {tests} tests"
     else:  # a tie names every leader: no level is "the" most efficient
@@ -981,17 +1019,14 @@ RUN_SECONDS_METRICS = {"iops": "iops", "bandwidth_bytes_per_s": "bw", "bandwidth
 def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", only: dict | None = None) -> pl.DataFrame:
     """Per-second totals of every run (fio's logs): the iterations of a two-level plan.
 
-    One row per run and whole second after the ramp (rows fio marks as warm-up are left out): the
-    hosts' values added (IOPS, bandwidth), with ``run`` (the repetition, else the logs' folder) and ``factors``.
-    Seconds that not every host of the run logged are left out: their sum is no run total.
+    One row per run and whole second after the ramp (rows fio marks as warm-up are left out): each
+    log's mean rate over the second (its intervals in it, when it logged more often than once a second),
+    the hosts' added (IOPS, bandwidth), with ``run`` (:func:`run_names`) and ``factors``. A second a
+    log's intervals do not cover, and one that not every host of the run logged, are left out: neither
+    is a run total.
     """
     opened = _open(study)
-    logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
-    if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
-        logs, only = logs.filter(pl.lit(False)), {}  # no log run has it: none is selected
-    runs = _at_levels(logs, only or {})
-    runs = runs.collect()
-    runs = runs.join(run_names(runs, factors), on="run_id").select("run_id", "run", *factors)
+    runs = _log_runs(opened, factors, only)
     series = (
         opened.scan("intervals")
         .filter(
@@ -1002,13 +1037,35 @@ def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", on
         .select("run_id", "time_ns", "value")
         .collect()
         .join(runs, on="run_id")
-        .with_columns(((pl.col("time_ns") + 500_000_000) // 1_000_000_000).alias("second"))  # 999 ms and 1,005 ms: 1 s
+        .sort("run_id", "time_ns")
+        # fio stamps an interval at its end (ms since the start, a few ms late): (0 s, 1 s] is second 1, as are
+        # 250, 500, 750 and 1,000 ms of a --log_avg_msec=250 log, and 1,005 ms of a 1 s one
+        .with_columns(
+            ((pl.col("time_ns") - 50_000_000 + 999_999_999) // 1_000_000_000).alias("second"),
+            pl.coalesce(pl.col("time_ns").diff().over("run_id").median().over("run_id"), pl.col("time_ns").min())
+            .over("run_id")
+            .alias("interval_ns"),
+        )
     )
     keys = [*factors, "run", "second"]
-    totals = series.group_by(keys).agg(pl.col("value").sum().alias(metric), pl.col("run_id").n_unique().alias("hosts"))
+    # each log's rate over the second is the mean of its intervals in it (a log every 250 ms gives four rates of
+    # the same second, not four seconds); a second its intervals do not cover (the run's last, cut short) is no
+    # whole second
+    per_log = series.group_by(*keys, "run_id").agg(pl.col("value").mean(), pl.len(), pl.col("interval_ns").first())
+    per_log = per_log.filter(pl.col("len") * pl.col("interval_ns") >= 950_000_000)
+    totals = per_log.group_by(keys).agg(pl.col("value").sum().alias(metric), pl.col("run_id").n_unique().alias("hosts"))
     # a second only some hosts logged (one host's last interval) is not the run's total: leave it out
     totals = totals.filter(pl.col("hosts") == pl.col("hosts").max().over(*factors, "run")).drop("hosts")
     return totals.sort(keys)
+
+
+def _log_runs(opened: ProcessedStudy, factors: list[str], only: dict | None) -> pl.DataFrame:
+    """Return the study's fio logs at ``only``: ``run_id`` (one per log), ``run`` (:func:`run_names`), ``factors``."""
+    logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
+    if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
+        logs, only = logs.filter(pl.lit(False)), {}  # no log run has it: none is selected
+    runs = _at_levels(logs, only or {}).collect()
+    return runs.join(run_names(runs, factors), on="run_id").select("run_id", "run", *factors)
 
 
 #: formats whose files hold a run's series beside its output: a run's logs are its folder's, whatever their names
@@ -1207,6 +1264,18 @@ def run_steadiness_table(
                 "note": judged.note,
             }
         )
+    judged_runs = {tuple(row[c] for c in [*factors, "run"]) for row in rows}
+    for key in _log_runs(_open(study), factors, only).select(*factors, "run").unique().sort(pl.all()).iter_rows():
+        if key not in judged_runs:  # logged, but not one second that its logs cover and every host logged
+            rows.append(
+                {
+                    **dict(zip([*factors, "run"], key, strict=True)),
+                    "intervals": 0,
+                    "state": "too short to assess",
+                    "note": "no whole second that every host logged (a run under a second long, or hosts that "
+                    "logged different seconds)",
+                }
+            )
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
@@ -1395,7 +1464,14 @@ def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
         return ""
     off = table.filter(~pl.col("matches").fill_null(False))
     worst = off.sort(pl.col("ratio").log().abs(), descending=True, nulls_last=False).row(0, named=True)
-    if worst["ratio"] is not None and worst["ratio"] > 1:
+    ratio = worst["ratio"]
+    if ratio is None or ratio == 0:
+        per = "no command at all"
+    elif ratio >= 1:
+        per = f"{number(ratio)} commands per guest I/O"
+    else:
+        per = f"one command per {number(1 / ratio)} guest I/Os"
+    if ratio is not None and ratio > 1:
         why = (
             "far more commands than the guests did I/Os: other load may have shared these devices, or the "
             "guests' I/Os were split into several commands each (blocks larger than the device takes at once)"
@@ -1409,7 +1485,8 @@ def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
     return (
         f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
         f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from the guests' IOPS (the farthest: "
-        f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS). esxtop counted "
+        f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS, {per}). "
+        "esxtop counted "
         f"{why}. Read the device latencies below as the devices', not as these runs', until that is explained."
     )
 

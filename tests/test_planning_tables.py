@@ -108,6 +108,9 @@ def test_comparison_rows_put_the_interval_beside_the_change() -> None:
     shown = comparison_rows(three, by=["bs"], factor="controller")
     assert "change" not in shown.columns and shown["change_alone"][0] == f"{three['change_pct'][0]:+.2f}%"
     assert "too few runs" in label("change_alone") and "95% interval" not in shown["change_alone"][0]
+    # one run a side: no median, no run-to-run ratios to take the median of; the column says what it is
+    assert comparison_rows(one, by=[], factor="controller")["change_single"][0] == "+10.00%"
+    assert "the two runs' ratio" in label("change_single") and "median" not in label("change_single")
 
 
 def _block_sizes(runs: int) -> pl.DataFrame:

@@ -79,6 +79,36 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     )
     published = design_statement("pvscsi-vs-lsi")
     assert "1 per configuration" in published and "descriptive only" in published
+    # the CPU table's rows measured no I/O: they are not runs of their own
+    assert "19 runs: 1 per configuration" in published and "Besides them, 8 rows of other figures" in published
+    assert "did not run at once" not in text + published
+
+
+def test_hosts_of_one_run_that_ran_one_after_another_are_said_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two VMs' files grouped into one run by their folders, run on different days: the design says their totals
+    add rates that never shared the storage."""
+    import shutil
+
+    import benchlib.store
+    from benchlib.ingest import ingest_study
+    from benchlib.views import design_statement
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "apart"
+    for vm, name in (
+        ("vm-a", "fio-plot-M1015-PM883__randread-32-4.json"),
+        ("vm-b", "fio-plot-ceph-ssd__randwrite-4-1.json"),
+    ):
+        (study / "r1" / vm).mkdir(parents=True)
+        shutil.copyfile(corpus_dir("fio-json") / name, study / "r1" / vm / "job.json")
+    (study / "study.toml").write_text('[study]\nname = "apart"\n[[files]]\nglob = "*/{vm}/*"\n', encoding="utf-8")
+    monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
+    ingest_study(study, tmp_path / "processed")
+    said = design_statement(str(study))
+    assert "1 configuration with runs, 1 run: 1 per configuration; 2 hosts per run" in said
+    assert "**Hosts that did not run at once.** In the one run of several hosts, the last host started after" in said
 
 
 def test_declared_shares_judge_fairness_per_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -109,7 +109,12 @@ def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
     if len(y) < window:
-        return RunSteadiness("too short to assess", len(y), None, f"{len(y)} intervals; the PTS window needs {window}")
+        return RunSteadiness(
+            "too short to assess",
+            len(y),
+            None,
+            f"{len(y)} interval{'' if len(y) == 1 else 's'}; the PTS window needs {window}",
+        )
     end = steady_windows(y, window)
     if end is None:
         last = pts_window(y[-window:])
