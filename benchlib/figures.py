@@ -112,8 +112,10 @@ def per_vm_bars(
     ratio = f"{spread:.2f}x" if spread is not None else "unknown (one got nothing)"
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
     label = f"{words(value)} ({unit})" if unit else words(value)
-    if y_max:
-        subtitle += "; the axis is shared by every cell page of this report"
+    # the bars are each member's median over runs, the figures above are per run: say which is which
+    bars = f"bars: each {inline(member)}'s median over the runs" if basis else ""
+    shared = "the axis is shared by every cell page of this report" if y_max else ""
+    below = "; ".join(part for part in (bars, shared) if part)
     base = _chart(data).encode(
         x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
         y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
@@ -121,7 +123,8 @@ def per_vm_bars(
     )
     # each bar's value written above it: a bar a shared axis makes short is still read exactly
     values = base.mark_text(dy=-6, fontSize=11).encode(text=alt.Text("value_label:N"))
-    return (base.mark_bar() + values).properties(title=alt.TitleParams(title or label, subtitle=[subtitle]))
+    lines = [subtitle, below] if below else [subtitle]
+    return (base.mark_bar() + values).properties(title=alt.TitleParams(title or label, subtitle=lines))
 
 
 @_in_words

@@ -331,6 +331,31 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
     return lines
 
 
+def change_line(table: pl.DataFrame, *, by: list[str], factor: str, gap: float = 5.0) -> str:
+    """Say where the change column departs from the two medians beside it (Markdown list item, "" where none does).
+
+    The change is the median of every run-to-run ratio (Hodges-Lehmann), not the ratio of the two
+    medians; one low or high run moves them apart. A reader who divides the medians should find why
+    the column says otherwise: rows more than ``gap`` percentage points apart are named.
+    """
+    rows = table.filter(pl.col("runs_baseline") > 1, pl.col("median_baseline") > 0).with_columns(
+        ((pl.col("median") / pl.col("median_baseline") - 1) * 100).alias("of_medians")
+    )
+    apart = rows.filter((pl.col("change_pct") - pl.col("of_medians")).abs() > gap)
+    if apart.is_empty():
+        return ""
+    named = "; ".join(
+        f"{', '.join(f'{inline(k)} {level(k, row[k])}' for k in [*by, factor])}: {_signed(row['change_pct'])} against "
+        f"{_signed(row['of_medians'])}"
+        for row in apart.iter_rows(named=True)
+    )
+    return (
+        "- **The change is not the ratio of the medians.** It is the median of every run-to-run ratio "
+        "(Hodges-Lehmann), which the spread of the runs moves away from the two medians' ratio; more than "
+        f"{gap:g} points apart for {named} (the medians' ratio second)."
+    )
+
+
 LABELS |= {
     "latency_ms": "Mean latency (ms)",
     "device_await_ms": "in the block layer and the device (await, its queue included)",

@@ -149,3 +149,20 @@ def test_a_clause_every_note_shares_is_said_once() -> None:
     assert rows["note"].to_list() == ["x 1", "x 2", MISSING] and said == "Every row: a first plan."
     alone, nothing = shared_clauses(frame.head(1))
     assert alone.equals(frame.head(1)) and nothing == ""
+
+
+def test_a_change_far_from_the_medians_ratio_is_explained() -> None:
+    """Medians 60 and 200 give +233%; the median of the nine run-to-run ratios is +159%: the page says why."""
+    from benchlib.tables import change_line
+
+    table = comparison_table(
+        _sides([100.0, 60.0, 58.0], [200.0, 150.0, 220.0]), "iops", factor="controller", baseline="LSI"
+    )
+    said = change_line(table, by=[], factor="controller")
+    assert "(Hodges-Lehmann)" in said and "controller PVSCSI: +158.62% against +233.33%" in said
+    close = comparison_table(
+        _sides([100.0, 90.0, 95.0], [200.0, 190.0, 195.0]), "iops", factor="controller", baseline="LSI"
+    )
+    assert change_line(close, by=[], factor="controller") == ""
+    one = comparison_table(_sides([60.0], [210.0]), "iops", factor="controller", baseline="LSI")
+    assert change_line(one, by=[], factor="controller") == ""  # one run a side: the ratio is the medians' ratio

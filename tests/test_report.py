@@ -56,7 +56,8 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     cell = result.folder / "cells" / slugs[0]
     spec = json.loads((cell / "figure-1.json").read_text())
     assert spec["title"]["subtitle"] == [
-        "Jain's index 0.6245; highest / lowest 5.66x (5 VMs); the axis is shared by every cell page of this report"
+        "Jain's index 0.6245; highest / lowest 5.66x (5 VMs)",
+        "the axis is shared by every cell page of this report",
     ]
     assert (cell / "figure-1.svg").read_text().startswith("<svg") and (cell / "figure-1.png").read_bytes()[
         :4
