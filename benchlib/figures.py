@@ -542,14 +542,34 @@ def fairness_over_time(per_interval: pl.DataFrame, *, title: str = "Jain's index
         .mark_rule(strokeDash=[4, 3], color=PALETTE[1])
         .encode(y="fair:Q")
     )
-    subtitle = f"dashed line: {UNFAIR_BELOW} (below it, unfair)"
-    return alt.layer(line, chart).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
+    layers = [line, chart] if start < UNFAIR_BELOW else [chart]
+    return alt.layer(*layers).properties(title=alt.TitleParams(title, subtitle=[_unfair_line(start, data["jain"])]))
+
+
+#: from this lowest value up, a Jain's-index axis zooms to the data and leaves the 0.9 line off
+JAIN_ZOOM_FROM = 0.95
 
 
 def _jain_axis_start(values: pl.Series) -> float:
-    """Where a Jain's-index axis starts: 0.02 below the lowest value or the 0.9 line, on a 0.05 step."""
-    low = min([UNFAIR_BELOW, *values.drop_nulls().to_list()])
+    """Where a Jain's-index axis starts: 0.02 below the lowest value or the 0.9 line, on a 0.05 step.
+
+    When every value is :data:`JAIN_ZOOM_FROM` or more, just below the lowest on a 0.01 step: on an
+    axis down to 0.85, 0.987 and 1.000 were one dot.
+    """
+    found = values.drop_nulls().to_list()
+    if found and min(found) >= JAIN_ZOOM_FROM:
+        return math.floor((min(found) - 0.005) * 100) / 100
+    low = min([UNFAIR_BELOW, *found])
     return max(0.0, math.floor((low - 0.02) * 20) / 20)
+
+
+def _unfair_line(start: float, values: pl.Series) -> str:
+    """Say where the 0.9 line is: drawn, dashed, or below an axis zoomed to the data (:func:`_jain_axis_start`)."""
+    if start < UNFAIR_BELOW:
+        return f"dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    return (
+        f"every value {min(values.drop_nulls().to_list()):.4f} or more: the 0.9 line (below it, unfair) is off the axis"
+    )
 
 
 @_in_words
@@ -606,9 +626,10 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
     one_run = bool((data["runs"] <= 1).all()) if "runs" in data.columns else False
     marks = "dot: the one run of each" if one_run else "dot: the median run; black tick: the worst run"
-    subtitle = f"{marks}; dashed line: {UNFAIR_BELOW} (below it, unfair)"
+    subtitle = f"{marks}; {_unfair_line(start, data['jain_worst'])}"
     title = title or f"Fairness across {inline('vm')}s within each run"
-    return alt.layer(span, line, worst, median, text).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
+    layers = [span, line, worst, median, text] if start < UNFAIR_BELOW else [span, worst, median, text]
+    return alt.layer(*layers).properties(title=alt.TitleParams(title, subtitle=[subtitle]))
 
 
 @_in_words
