@@ -595,6 +595,53 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
     )
 
 
+#: per-I/O figures: at another block size, one of them is another amount of work
+PER_IO_VALUES = ("iops", "lat_mean_ms", "clat_mean_ms", "lat_mean_ns", "clat_mean_ns", "iops_per_cpu_pct")
+
+
+def unlike_work(
+    study: StudyRef, *, factor: str, baseline: str, value: str, by: list[str], only: dict | None = None
+) -> str:
+    """Say when a per-I/O figure (IOPS, latency) is compared across block sizes: not the same work (Markdown).
+
+    Within each group of ``by``, when the baseline's block sizes differ from another level's, an I/O
+    on one side moves more bytes than on the other; bandwidth compares the bytes moved. Empty when the
+    sides share their block sizes, the rows do not say them, or ``value`` is not per I/O. Unlike
+    :func:`confounded`, said also when ``factor`` itself is the block size.
+    """
+    rows = _study_rows(study, only)
+    if value not in PER_IO_VALUES or "block_size_bytes" not in rows.columns or factor not in rows.columns:
+        return ""
+    keys = [b for b in by if b in rows.columns]
+    sides = rows.group_by(*keys, factor).agg(pl.col("block_size_bytes").drop_nulls().unique().sort().alias("_sizes"))
+    base = sides.filter(pl.col(factor).cast(pl.String) == str(baseline)).drop(factor)
+    others = sides.filter(pl.col(factor).cast(pl.String) != str(baseline))
+    paired = (
+        others.join(base, on=keys, suffix="_baseline") if keys else others.join(base, how="cross", suffix="_baseline")
+    )
+    known = (pl.col("_sizes").list.len() > 0) & (pl.col("_sizes_baseline").list.len() > 0)
+    differ = paired.filter(known & (pl.col("_sizes") != pl.col("_sizes_baseline")))
+    if differ.is_empty():
+        return ""
+    sizes = sorted({int(b) for row in differ.iter_rows(named=True) for b in [*row["_sizes"], *row["_sizes_baseline"]]})
+    low, high = sizes[0], sizes[-1]
+    from benchlib.tables import label
+
+    return (
+        f"**Not the same work.** The sides ran different block sizes ({', '.join(_size(b) for b in sizes)}): "
+        f"one I/O of {_size(high)} moves {high / low:g} times the bytes of one of {_size(low)}, so "
+        f"{label(value)} compares different work; bandwidth (MiB/s) compares the bytes moved."
+    )
+
+
+def _size(size: int) -> str:
+    """Return a block size as fio writes it: ``4k``, ``64k``, ``1m``, ``512``."""
+    for unit, scale in (("m", 1 << 20), ("k", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
 def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:
     """One value per run with its factor levels: the experimental unit of a comparison.
 

@@ -489,3 +489,18 @@ def test_a_run_is_named_by_what_tells_it_apart_from_the_configurations_other_run
     assert names["s/c/batch.json#1"] == "run 2 in batch.json"
     assert names["s/d/x/job.out#0"] == names["s/d/x/job_iops.1.log#0"] == "run 1"
     assert names["s/e/r2/job.out#0"] == "run 4"
+
+
+def test_iops_across_block_sizes_is_said_to_be_other_work() -> None:
+    """4k against 64k in IOPS compares I/Os of 16 times the bytes; in bandwidth, or between engines, it does not."""
+    from benchlib.views import unlike_work
+
+    only = {"profile": ["randread", "randwrite"]}
+    said = unlike_work("loopback-fio", factor="block_size", baseline="4k", value="iops", by=["profile"], only=only)
+    assert said.startswith("**Not the same work.** The sides ran different block sizes (4k, 64k)")
+    assert "one I/O of 64k moves 16 times the bytes of one of 4k" in said
+    bandwidth = unlike_work(
+        "loopback-fio", factor="block_size", baseline="4k", value="bandwidth_mib_s", by=[], only=only
+    )
+    engines = unlike_work("loopback-fio", factor="ioengine", baseline="psync", value="iops", by=BY[:2], only=only)
+    assert bandwidth == engines == ""
