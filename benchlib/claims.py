@@ -550,7 +550,14 @@ def computed_as(claim: Claim) -> str:
     """
     metric = _METRIC_WORDS.get(claim.metric, claim.metric.replace("_", " "))
     p = claim.params
-    rate = claim.metric in ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s")  # rows' rates add up: a total
+
+    def single(member: Any) -> bool:
+        return isinstance(member, str) or (isinstance(member, list) and len(member) == 1)
+
+    sides = [p[k] for k in ("of", "to", "from", "lower", "higher") if isinstance(p.get(k), dict)]
+    # one VM's figure (in the rows, or on each side of a ratio): nothing to add up, no total
+    one = single(claim.where.get("vm")) or bool(sides) and all(single(side.get("vm")) for side in sides)
+    rate = claim.metric in ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s") and not one  # rates add: a total
     reduce = {"sum": "total" if rate else "", "mean": "mean", "min": "lowest", "max": "highest", "value": ""}.get(
         str(p.get("reduce", "sum")), str(p.get("reduce"))
     )
