@@ -502,6 +502,9 @@ def _runs_read(
     extras = [key for key in ("of", "to", "from", "lower", "higher") if isinstance(claim.params.get(key), dict)]
     # two selections read only their own rows (taken from the selected ones)
     parts = [_select(selected, claim.params[key], claim) for key in extras] or [selected]
+    # rows of other figures (a published CPU table) measured no I/O: not runs (the design statement's rule)
+    measured = pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null())
+    parts = [part.filter(measured) for part in parts]
     wanted = [*factors, *claim.by, str(claim.params.get("over", "")), *_JOB]
     columns = list(dict.fromkeys(c for c in wanted if c in frame.columns))
     rows = pl.concat([p.select(run_unit_expr(p.columns), *columns) for p in parts], how="vertical").unique()

@@ -356,7 +356,7 @@ def interaction(
     )
     heading = alt.TitleParams(
         title or f"{words(x)} and {words(trace)} together",
-        subtitle=["each point: the median of the runs' totals; one line hiding another: the same totals"],
+        subtitle=[f"each point: {_run_total_words(grid)}; one line hiding another: the same totals"],
     )
     if not by:
         return chart.properties(title=heading)
@@ -388,12 +388,18 @@ def heatmap(
         color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
     )
     chart = alt.layer(squares, text).properties(width=WIDTH // 3, height=HEIGHT // 3)
-    name = title or f"Median run total: {words(x)} x {words(y)}"
+    name = title or f"{_run_total_words(grid).capitalize()}: {words(x)} x {words(y)}"
     if not by:
         return chart.properties(title=name)
     facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
     # one colour scale for every panel: a panel of its own would stretch 1,999 against 2,000 to full contrast
     return chart.facet(facet=facet, columns=2).resolve_scale(color="shared").properties(title=name)
+
+
+def _run_total_words(grid: pl.DataFrame) -> str:
+    """Say what a grid's value is: ``the median of the runs' totals``, or ``the one run's total`` with one run each."""
+    once = "runs" in grid.columns and grid.height and grid["runs"].max() == 1
+    return "the one run's total" if once else "the median of the runs' totals"
 
 
 def _decades(values: pl.Series) -> alt.Axis:
@@ -585,7 +591,8 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     spread = (
         pl.when(pl.col("max_min_median").is_null())
         .then(pl.lit("a VM got nothing"))
-        .otherwise(pl.format("max/min {}x", pl.col("max_min_median").round(2)))
+        # two decimals always: 1.005 rounded to "1.0x" beside 1.006's "1.01x"
+        .otherwise(pl.format("max/min {}x", pl.col("max_min_median").map_elements(lambda v: f"{v:.2f}", pl.String)))
     )
     note = pl.concat_str(
         pl.format("{} run", pl.col("runs")),

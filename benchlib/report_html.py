@@ -165,8 +165,9 @@ def write_html(
     axes = " x ".join(map(inline, pipeline.axes))
     scope = (
         f"{len(missing)} of the {declared} combinations of {axes} have no runs. study.toml declares each factor's "
-        "levels, not which combinations were planned: these may never have been meant to run, or may have failed "
-        "(the design above counts configurations, a sweep's every point among them)"
+        "levels, not which combinations were planned, run or published: these may never have been meant to run. "
+        "The design above counts more configurations than combinations: each point of a sweep (a depth, a write "
+        "share) is a configuration of its own"
         if missing
         else f"Every one of the {declared} combinations of {axes} has runs"
     )

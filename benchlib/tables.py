@@ -407,7 +407,11 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
         pl.when(plain).then(pl.col("recomputed") + unit).otherwise(pl.col("recomputed")).alias("recomputed"),
         tolerance.alias("tolerance"),
     )
-    kinds = rows.group_by("note", maintain_order=True).agg(pl.col("claim"))
+    notes = pl.when(pl.col("runs").is_null() & (pl.col("note") == "")).then(
+        pl.lit("they read rows of other figures (no IOPS, bandwidth or latency, such as a table of CPU use), not runs")
+    )
+    kinds = rows.with_columns(notes.otherwise(pl.col("note")).alias("note"))
+    kinds = kinds.group_by("note", maintain_order=True).agg(pl.col("claim"))
     paragraphs = [
         f"**Claims {', '.join(claims)}**: {note}." if len(claims) > 1 else f"**Claim {claims[0]}**: {note}."
         for note, claims in kinds.iter_rows()

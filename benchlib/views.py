@@ -209,17 +209,30 @@ def overview(study: StudyRef) -> pl.DataFrame:
     them. Per-second logs (the runs of their json output) and esxtop captures (the host's view beside the
     runs) are counted as files only.
     """
-    runs = study_tables(study).runs.filter(~pl.col("is_aggregate"))
+    tables = study_tables(study)
+    runs = tables.runs.filter(~pl.col("is_aggregate"))
+    io = _measured_io(tables.results)
+    runs = runs.join(io, on="run_id", how="left").with_columns(pl.col("io").fill_null(False))
     not_runs = pl.col("format").is_in(NOT_RUNS)
-    return (
+    unit = run_unit_expr(runs.columns)
+    table = (
         runs.group_by("tool", "format")
         .agg(
             pl.col("sha256").n_unique().alias("files"),
-            pl.when(~not_runs.first()).then(run_unit_expr(runs.columns).n_unique()).alias("runs"),
+            pl.when(~not_runs.first()).then(unit.filter(pl.col("io")).n_unique()).alias("runs"),
+            pl.when(~not_runs.first()).then(unit.filter(~pl.col("io")).n_unique()).alias("other_rows"),
             pl.col("host").drop_nulls().n_unique().alias("hosts"),
         )
         .sort("tool", "format")
     )
+    # rows of other figures (a published CPU table) measured no I/O: not runs; a column only where there are some
+    return table if table["other_rows"].fill_null(0).sum() else table.drop("other_rows")
+
+
+def _measured_io(results: pl.DataFrame) -> pl.DataFrame:
+    """Return ``run_id`` and ``io``: whether any result row of the run holds IOPS, bandwidth or latency."""
+    measured = pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null())
+    return results.filter(~pl.col("is_aggregate")).group_by("run_id").agg(measured.any().alias("io"))
 
 
 def _run_length(units: pl.DataFrame) -> str:
@@ -257,14 +270,12 @@ def design_statement(study: StudyRef) -> str:
     # what a configuration is: the declared factors and the job's own parameters (a sweep's depths
     # are configurations of their own even where the study does not declare them as a factor)
     params = ["rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs"]
+    results = opened.tables(only=("results",)).results
     jobs = (
-        opened.tables(only=("results",))
-        .results.filter(~pl.col("is_aggregate"))
+        results.filter(~pl.col("is_aggregate"))
         .group_by("run_id")
-        .agg(
-            *(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]),
-            pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null()).any().alias("io"),
-        )
+        .agg(*(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]))
+        .join(_measured_io(results), on="run_id")
     )
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
     timing = ["runtime_setting_ns", "ramp_time_ns"]
@@ -370,7 +381,7 @@ def claim_table(study: StudyRef) -> pl.DataFrame:
                 "recomputed": v.recomputed,
                 "tolerance": v.tolerance,
                 "verdict": v.verdict,
-                "runs": v.runs,
+                "runs": v.runs or None,  # rows of other figures (a CPU table) are no runs: unknown, not 0
                 "note": v.note,
             }
             for v in verdicts
