@@ -407,7 +407,8 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
         pl.when(plain).then(pl.col("recomputed") + unit).otherwise(pl.col("recomputed")).alias("recomputed"),
         tolerance.alias("tolerance"),
     )
-    notes = pl.when(pl.col("runs").is_null() & (pl.col("note") == "")).then(
+    no_runs = pl.col("runs").is_null() if "runs" in rows.columns else pl.lit(False)
+    notes = pl.when(no_runs & (pl.col("note") == "")).then(
         pl.lit("they read rows of other figures (no IOPS, bandwidth or latency, such as a table of CPU use), not runs")
     )
     kinds = rows.with_columns(notes.otherwise(pl.col("note")).alias("note"))

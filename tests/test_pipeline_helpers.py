@@ -140,6 +140,11 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
     assert rows["recomputed"].to_list() == ["5.66x", "-65.1%", "rises, then flat (steps +23.6%, +0.5%)"]
     assert rows["tolerance"].to_list() == ["±3%", "±10%", "= increasing"] and "note" not in rows.columns
     assert support == "**Claims 1, 2**: one run: the numbers describe that run.\n\n**Claim 3**: x."
+    # a claim that read no run (a CPU table's rows) says so, instead of a blank or a 0 in its runs
+    cpu = table.with_columns(runs=pl.Series([1, 1, None]), note=pl.Series(["x", "x", ""]))
+    assert claim_rows(cpu)[1].endswith(
+        "**Claim 3**: they read rows of other figures (no IOPS, bandwidth or latency, such as a table of CPU use), not runs."
+    )
 
 
 def test_the_index_leaves_out_exactly_the_one_run_caveats_the_pages_print() -> None:
