@@ -143,7 +143,8 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
     # a claim that read no run (a CPU table's rows) says so, instead of a blank or a 0 in its runs
     cpu = table.with_columns(runs=pl.Series([1, 1, None]), note=pl.Series(["x", "x", ""]))
     assert claim_rows(cpu)[1].endswith(
-        "**Claim 3**: they read rows of other figures (no IOPS, bandwidth or latency, such as a table of CPU use), not runs."
+        "**Claim 3**: they read rows of other figures (no IOPS, bandwidth or latency, such as a table of CPU use), "
+        "not runs."
     )
 
 
