@@ -57,7 +57,7 @@ from typing import Any
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.schema import RUNS, TABLES, UNNAMED_HOST, Tables, label_expr, run_unit_expr
+from benchlib.schema import RUNS, TABLES, UNNAMED_HOST, Tables, label_expr, measured_io_expr, run_unit_expr
 from benchlib.stats.efficiency import cpu_pct_expr, iops_per_cpu_pct_expr
 from benchlib.stats.fairness import jain_expr, max_min_ratio_expr
 from benchlib.stats.queueing import outstanding_ios_expr
@@ -503,8 +503,7 @@ def _runs_read(
     # two selections read only their own rows (taken from the selected ones)
     parts = [_select(selected, claim.params[key], claim) for key in extras] or [selected]
     # rows of other figures (a published CPU table) measured no I/O: not runs (the design statement's rule)
-    measured = pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null())
-    parts = [part.filter(measured) for part in parts]
+    parts = [part.filter(measured_io_expr()) for part in parts]
     wanted = [*factors, *claim.by, str(claim.params.get("over", "")), *_JOB]
     columns = list(dict.fromkeys(c for c in wanted if c in frame.columns))
     rows = pl.concat([p.select(run_unit_expr(p.columns), *columns) for p in parts], how="vertical").unique()

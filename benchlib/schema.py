@@ -375,6 +375,15 @@ def run_unit_expr(columns: Collection[str] = ()) -> pl.Expr:
     return from_id.alias("run_unit")
 
 
+def measured_io_expr() -> pl.Expr:
+    """Tell whether a ``results`` row measured I/O: IOPS, bandwidth or latency; a row of CPU figures alone did not.
+
+    Such rows (a published table of CPU use) are no runs of their own: the design statement, the
+    overview and the claims' runs read leave them out.
+    """
+    return pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null())
+
+
 def label_expr(name: str) -> pl.Expr:
     """Return the value of one label of a run (``runs.labels``), or null."""
     found = pl.col("labels").list.eval(

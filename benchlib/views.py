@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from benchlib.schema import UNNAMED_HOST, Tables, run_unit_expr
+from benchlib.schema import UNNAMED_HOST, Tables, measured_io_expr, run_unit_expr
 from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
@@ -231,8 +231,7 @@ def overview(study: StudyRef) -> pl.DataFrame:
 
 def _measured_io(results: pl.DataFrame) -> pl.DataFrame:
     """Return ``run_id`` and ``io``: whether any result row of the run holds IOPS, bandwidth or latency."""
-    measured = pl.any_horizontal(pl.col("iops", "bandwidth_bytes_per_s", "lat_mean_ns").is_not_null())
-    return results.filter(~pl.col("is_aggregate")).group_by("run_id").agg(measured.any().alias("io"))
+    return results.filter(~pl.col("is_aggregate")).group_by("run_id").agg(measured_io_expr().any().alias("io"))
 
 
 def _run_length(units: pl.DataFrame) -> str:
@@ -319,7 +318,7 @@ def design_statement(study: StudyRef) -> str:
         f"**Design.** Factors: {levels}. {_count(per_config.height, 'configuration')} with runs, "
         f"{_count(units.height, 'run')}: {each} per configuration; {host_text}; {length}; {versions}."
         + (
-            f" Besides them, {other} row{'s' if other > 1 else ''} of other figures (no IOPS, bandwidth or latency, "
+            f" Besides them, {_count(other, 'row')} of other figures (no IOPS, bandwidth or latency, "
             "such as a table of CPU use) tied to no run's I/O."
             if other and other < units.height + other
             else ""
@@ -643,6 +642,24 @@ def unlike_work(
         f"one I/O of {_size(high)} moves {high / low:g} times the bytes of one of {_size(low)}, so "
         f"{label(value)} compares different work; bandwidth (MiB/s) compares the bytes moved."
     )
+
+
+def unlike_work_of_two(
+    study: StudyRef, grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str], only: dict | None = None
+) -> str:
+    """:func:`unlike_work` for an interaction grid: said for ``x`` or else ``trace``, each against its first level."""
+    if grid.is_empty():
+        return ""
+    for factor, other in ((x, trace), (trace, x)):
+        said = unlike_work(study, factor=factor, baseline=str(grid[factor][0]), value=value, by=[*by, other], only=only)
+        if said:
+            return said
+    return ""
+
+
+def listed_members(study: StudyRef, value: str, *, by: list[str], only: dict | None = None) -> list[str]:
+    """Return the members with a ``value`` in the rows at ``only``: those a table lists that leaves out others."""
+    return sorted(member_values(study, value, by=[b for b in by if b != "phase"], only=only)["vm"].unique())
 
 
 def _size(size: int) -> str:
@@ -1074,17 +1091,24 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
 RUN_SECONDS_METRICS = {"iops": "iops", "bandwidth_bytes_per_s": "bw", "bandwidth_mib_s": "bw"}
 
 
-def run_seconds(study: StudyRef, factors: list[str], *, metric: str = "iops", only: dict | None = None) -> pl.DataFrame:
+def run_seconds(
+    study: StudyRef,
+    factors: list[str],
+    *,
+    metric: str = "iops",
+    only: dict | None = None,
+    logs: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Per-second totals of every run (fio's logs): the iterations of a two-level plan.
 
     One row per run and whole second after the ramp (rows fio marks as warm-up are left out): each
     log's mean rate over the second (its intervals in it, when it logged more often than once a second),
     the hosts' added (IOPS, bandwidth), with ``run`` (:func:`run_names`) and ``factors``. A second a
     log's intervals do not cover, and one that not every host of the run logged, are left out: neither
-    is a run total.
+    is a run total. ``logs``: the logs of ``_log_runs`` when the caller has them already.
     """
     opened = _open(study)
-    runs = _log_runs(opened, factors, only)
+    runs = _log_runs(opened, factors, only) if logs is None else logs
     series = (
         opened.scan("intervals")
         .filter(
@@ -1310,7 +1334,9 @@ def run_steadiness_table(
     ``intervals``, ``state``, ``note`` and ``fio_ss_attained`` (fio's own ``ss=`` check, where a
     job used it; null otherwise).
     """
-    seconds = run_seconds(study, factors, metric=metric, only=only)
+    opened = _open(study)
+    logs = _log_runs(opened, factors, only)  # named once: the runs judged and the runs too short to judge
+    seconds = run_seconds(opened, factors, metric=metric, only=only, logs=logs)
     rows = []
     for key, group in seconds.sort("second").group_by([*factors, "run"], maintain_order=True):
         judged = run_steadiness(group[metric].to_list())
@@ -1323,7 +1349,7 @@ def run_steadiness_table(
             }
         )
     judged_runs = {tuple(row[c] for c in [*factors, "run"]) for row in rows}
-    for key in _log_runs(_open(study), factors, only).select(*factors, "run").unique().sort(pl.all()).iter_rows():
+    for key in logs.select(*factors, "run").unique().sort(pl.all()).iter_rows():
         if key not in judged_runs:  # logged, but not one second that its logs cover and every host logged
             rows.append(
                 {
@@ -1337,7 +1363,7 @@ def run_steadiness_table(
     if not rows:
         return pl.DataFrame()
     table = pl.DataFrame(rows)
-    rows = _study_rows(study, only)
+    rows = _study_rows(opened, only)
     fio = (
         rows.join(run_names(rows, factors), on="run_id")
         .group_by([*factors, "run"])
