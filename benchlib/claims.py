@@ -539,6 +539,8 @@ def _rows_named(where: dict[str, Any]) -> str:
     parts = []
     for column, wanted in where.items():
         values = [level(column, v) for v in (wanted if isinstance(wanted, list) else [wanted])]
+        if column == "table":  # a published table by its name, set apart from the words around it
+            values = [f"\u201c{v}\u201d" for v in values]
         parts.append(", ".join(values) if column == "vm" else f"{_words(column)} {' or '.join(values)}")
     return "; ".join(parts)
 

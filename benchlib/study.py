@@ -266,6 +266,10 @@ def load_study(folder: str | Path) -> Study:
 _WORDS = re.compile(r"(?:[^\W_]|[ .()/+%:'-])*[^\W_](?:[^\W_]|[ .()/+%:'-])*")
 
 
+#: the label a published table's rows carry its name in (``table,controller,...``); ``[levels.table]`` words it
+TABLE_LABEL = "table"
+
+
 def _check_level_words(path: Path, found: object, factors: dict[str, list[str]]) -> dict[str, dict[str, str]]:
     """Return ``[levels]``: each names a declared factor and level, and gives it in words (one line of text)."""
     example = 'e.g. [levels.test] then iodepth_sweep = "queue depth sweep"'
@@ -273,15 +277,15 @@ def _check_level_words(path: Path, found: object, factors: dict[str, list[str]])
         raise StudyError(f"{path}: [levels] must hold a table per factor, {example}")
     words: dict[str, dict[str, str]] = {}
     for factor, levels in found.items():
-        if factor not in factors:
+        if factor not in factors and factor != TABLE_LABEL:
             raise StudyError(
                 f"{path}: [levels.{factor}] names a factor [factors] does not declare "
-                f"(declared: {', '.join(factors) or 'none'})"
+                f"(declared: {', '.join(factors) or 'none'}; [levels.{TABLE_LABEL}] words published tables' names)"
             )
         if not isinstance(levels, dict):
             raise StudyError(f"{path}: [levels.{factor}] must be a table of level = words, {example}")
         for level, text in levels.items():
-            if str(level) not in factors[factor]:
+            if factor in factors and str(level) not in factors[factor]:
                 raise StudyError(
                     f"{path}: [levels.{factor}] gives words for {level!r}, which is not one of its levels "
                     f"{factors[factor]}; fix the spelling or remove it"
@@ -296,7 +300,12 @@ def _check_level_words(path: Path, found: object, factors: dict[str, list[str]])
     for factor, levels in words.items():
         names = list(levels.values())
         clash = next(
-            (text for lv, text in levels.items() if names.count(text) > 1 or text in set(factors[factor]) - {lv}), None
+            (
+                text
+                for lv, text in levels.items()
+                if names.count(text) > 1 or text in set(factors.get(factor, [])) - {lv}
+            ),
+            None,
         )
         if clash is not None:
             raise StudyError(

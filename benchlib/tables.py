@@ -64,14 +64,34 @@ def name_members(word: str) -> None:
     LABELS["vm"] = word
 
 
+#: fio's ``rw`` values in words (its HOWTO's readwrite=), said so unless a study words them its own way
+FIO_RW_WORDS = {
+    "read": "sequential read",
+    "write": "sequential write",
+    "trim": "sequential trim",
+    "randread": "random read",
+    "randwrite": "random write",
+    "randtrim": "random trim",
+    "rw": "sequential read/write mix",
+    "readwrite": "sequential read/write mix",
+    "randrw": "random read/write mix",
+    "trimwrite": "trim then write",
+    "randtrimwrite": "random trim then write",
+}
+
+
 #: factor -> level -> the level in words, from the study's ``[levels]`` (:func:`name_levels`)
-LEVEL_WORDS: dict[str, dict[str, str]] = {}
+LEVEL_WORDS: dict[str, dict[str, str]] = {"rw": dict(FIO_RW_WORDS)}
 
 
 def name_levels(words: Mapping[str, Mapping[str, str]]) -> None:
-    """Say a study's levels in its own words (study.toml's ``[levels]``) in this process's tables, axes and titles."""
+    """Say a study's levels in its own words (study.toml's ``[levels]``) in this process's tables, axes and titles.
+
+    fio's I/O patterns (``rw``) are said in words (:data:`FIO_RW_WORDS`) where the study does not word them.
+    """
     LEVEL_WORDS.clear()
     LEVEL_WORDS.update({factor: dict(levels) for factor, levels in words.items()})
+    LEVEL_WORDS["rw"] = {**FIO_RW_WORDS, **LEVEL_WORDS.get("rw", {})}
 
 
 def level(factor: str, value: object) -> str:

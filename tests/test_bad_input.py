@@ -358,6 +358,10 @@ def detect_all_named(path: Path) -> list[tuple[str, Path]]:
         ('[levels.test]\nseqread = "randread"', "'randread' would name two of its levels"),
         ('[levels.test]\nseqread = "read"\nrandread = "read"', "'read' would name two of its levels"),
         ('[levels]\ntest = "words"', "[levels.test] must be a table of level = words"),
+        (
+            '[levels.table]\nseqread_per_vm = "per_vm"',
+            "[levels.table] seqread_per_vm = 'per_vm'; give the level in words",
+        ),
     ],
 )
 def test_level_words_that_would_mislead_are_refused_with_the_place_to_fix(tmp_path: Path, levels: str, says: str):

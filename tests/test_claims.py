@@ -77,14 +77,26 @@ def test_every_verdict_says_what_it_divides_over_which_rows(verdicts: dict) -> N
     """A value like 0.731x says what it is: which members over which, the rows read, the groups judged."""
     assert verdicts["10"].computed == (
         "highest bandwidth (MiB/s) of gus_fio_3, gus_fio_5 / lowest of gus_fio_1, gus_fio_2 (below 1x: each trails "
-        "each); rows: published table seqread_per_vm; controller LSI; SIOC on"
+        "each); rows: published table \u201cseqread_per_vm\u201d; controller LSI; SIOC on"
     )
     assert verdicts["25"].computed.endswith("; per controller / SIOC")
     assert verdicts["14b"].computed.endswith("; per write share (%)")
     # the queue-depth arithmetic reads the sequential-read table alone, and says so
     assert verdicts["26"].computed == (
-        "outstanding I/Os (IOPS x mean latency) of every row; rows: published table seqread_per_vm"
+        "outstanding I/Os (IOPS x mean latency) of every row; rows: published table \u201cseqread_per_vm\u201d"
     )
+    # a study's words for its tables ([levels.table]) name them on the page
+    from benchlib.claims import computed_as
+    from benchlib.study import load_study
+    from benchlib.tables import name_levels
+
+    try:
+        name_levels(load_study(RAW / "pvscsi-vs-lsi").level_words)
+        assert computed_as(verdicts["26"].claim).endswith(
+            "rows: published table \u201csequential read 128k per VM\u201d"
+        )
+    finally:
+        name_levels({})
     assert verdicts["17b"].computed.startswith("mean latency (ms) of controller PVSCSI / that of controller LSI")
     assert verdicts["9"].computed.startswith("change in total bandwidth (MiB/s) from SIOC off to SIOC on")
     assert all(v.computed for v in verdicts.values())

@@ -310,7 +310,7 @@ def test_a_studys_level_words_name_its_levels_on_charts_and_in_tables() -> None:
     """study.toml's [levels] give a level words: the chart's labels and a table's cells say them, not the data's
     short name; a level without words keeps its name; the words are reset per study."""
     from benchlib.study import load_study
-    from benchlib.tables import levels_words, name_levels, show
+    from benchlib.tables import level, levels_words, name_levels, show
 
     words = load_study(RAW / "pvscsi-vs-lsi").level_words
     assert words["test"]["randwrite_64k_8jobs"] == "random write 64k with 8 jobs"
@@ -328,6 +328,17 @@ def test_a_studys_level_words_name_its_levels_on_charts_and_in_tables() -> None:
         assert (
             levels_words({"test": "iodepth_sweep", "sioc": "on"}) == "Test queue depth sweep (random read 4k), SIOC on"
         )
+        assert level("table", "seqread_per_vm") == "sequential read 128k per VM"  # a published table's name
     finally:
         name_levels({})
     assert "randwrite_64k_8jobs / off" in json.dumps(figures.comparison(table, label=["test", "sioc"]).to_dict())
+    # fio's I/O patterns are said in words in every study, unless a study words them its own way
+    patterns = pl.DataFrame({"rw": ["randread", "write", "randrw"]})
+    shown = show(patterns)._repr_html_()
+    assert all(f">{w}<" in shown for w in ("random read", "sequential write", "random read/write mix")), shown
+    assert ">randread<" not in shown
+    try:
+        name_levels({"rw": {"randread": "4k random reads"}})
+        assert level("rw", "randread") == "4k random reads" and level("rw", "randwrite") == "random write"
+    finally:
+        name_levels({})
