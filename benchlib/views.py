@@ -421,10 +421,10 @@ _HELD = {
 def held_fixed(study: StudyRef, levels: dict | str, *, varied: str) -> str:
     """Say what a sweep held fixed while ``varied`` stepped: every factor and job parameter with one value.
 
-    ``"controller LSI, SIOC off, I/O pattern randread, block size 4 KiB, 1 job"``; a reader of a sweep
-    needs its conditions, which the rows know and a page's prose did not say.
+    ``"controller LSI, SIOC off, I/O pattern random read, block size 4k, 1 job"`` (levels in the study's
+    words); a reader of a sweep needs its conditions, which the rows know and a page's prose did not say.
     """
-    from benchlib.tables import inline
+    from benchlib.tables import inline, level
 
     rows = _sweep_rows(study, levels)
     named = levels if isinstance(levels, dict) else {"profile": levels}
@@ -438,7 +438,11 @@ def held_fixed(study: StudyRef, levels: dict | str, *, varied: str) -> str:
         value = values[0]
         if column == "block_size_bytes":
             value = f"{int(value) // 1024}k" if int(value) % 1024 == 0 else f"{int(value)} bytes"
-        said[name] = f"{value} job{'' if str(value) == '1' else 's'}" if column == "numjobs" else f"{name} {value}"
+        said[name] = (
+            f"{value} job{'' if str(value) == '1' else 's'}"
+            if column == "numjobs"
+            else f"{name} {level(column, value)}"
+        )
     return ", ".join(said.values())
 
 
@@ -563,7 +567,7 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
     level's changed together with the factor: the comparison cannot tell which of them made the change
     (psync against libaio at iodepth 32 is also 1 I/O in flight against 32). Empty when none did.
     """
-    from benchlib.tables import inline
+    from benchlib.tables import inline, level
 
     rows = _study_rows(study, only)
     rows = rows.with_columns(configured_depth_expr(rows.columns))
@@ -589,8 +593,9 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
             values.setdefault(str(baseline), set()).update(row[f"{param}_baseline"])
             values.setdefault(str(row[factor]), set()).update(row[param])
         said = "; ".join(
-            f"{level}: {', '.join(f'{v:g}' if isinstance(v, float) else str(v) for v in sorted(vals))}"
-            for level, vals in values.items()
+            f"{level(factor, side)}: "
+            + ", ".join(f"{v:g}" if isinstance(v, float) else level(param, v) for v in sorted(vs))
+            for side, vs in values.items()
         )
         where = (
             "every compared group" if differ.height == paired.height else f"{differ.height} of {paired.height} groups"

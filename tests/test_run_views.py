@@ -437,10 +437,10 @@ def test_a_sweep_says_what_it_held_fixed() -> None:
     from benchlib.views import held_fixed
 
     assert held_fixed("pvscsi-vs-lsi", {"test": "iodepth_sweep"}, varied="iodepth") == (
-        "controller LSI, SIOC off, I/O pattern randread, block size 4k, 1 job"
+        "controller LSI, SIOC off, I/O pattern random read, block size 4k, 1 job"
     )
     mix = held_fixed("pvscsi-vs-lsi", {"test": "rwmix_sweep"}, varied="write_pct")
-    assert mix.endswith("I/O pattern randrw, block size 4k, 8 jobs, iodepth 8")
+    assert mix.endswith("I/O pattern random read/write mix, block size 4k, 8 jobs, iodepth 8")
     assert "iodepth" not in held_fixed("loopback-fio", "iodepth-sweep", varied="iodepth")  # what it stepped
 
 
