@@ -318,7 +318,8 @@ def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
     mean = geomean_row(kept)
     if mean["change_pct"] is None:
         return ""
-    differ = f", over rows that differ in {', '.join(inline(b) for b in by)}" if by else ""
+    varied = [b for b in by if b in kept.columns and kept[b].n_unique() > 1]  # what sets the averaged rows apart
+    differ = f", over rows that differ in {', '.join(inline(b) for b in varied)}" if varied else ""
     rows = f"the {kept.height} {'uncapped ' if kept.height < table.height else ''}rows"
     return (
         f"- **Geometric means of the medians over {rows}**: {number(mean['median_baseline'])} against "

@@ -302,10 +302,12 @@ def design_statement(study: StudyRef) -> str:
         "; ".join(f"{inline(f)} ({', '.join(level(f, x) for x in v)})" for f, v in factors.items()) or "none declared"
     )
     hosts = units["hosts"].filter(units["hosts"] > 0)
+    one = "VM" if member_word(opened) == "VM" else "host"  # VMs on vSphere, hosts for fio servers on one machine
+    members = f"{one}s"
     host_text = (
-        "hosts per run: none named"
+        f"{members} per run: none named"
         if hosts.is_empty()
-        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} hosts per run"
+        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} {members} per run"
     )
     length = _run_length(units)
     named = {
@@ -328,11 +330,11 @@ def design_statement(study: StudyRef) -> str:
     apart = int(several["apart"].sum())
     if apart:
         lines.append(
-            "**Hosts that did not run at once.** "
+            f"**{members[0].upper()}{members[1:]} that did not run at once.** "
             + (f"In {apart} of the {several.height} runs" if several.height > 1 else "In the one run")
-            + " of several hosts, the last host started after the first had finished: their run totals add rates "
-            "that never shared the storage, and fairness between them compares turns, not contention. Run the "
-            "hosts together (fio's client/server mode, `benchlib run`), or read each host's figures on its own."
+            + f" of several {members}, the last {one} started after the first had finished: their run totals add "
+            f"rates that never shared the storage, and fairness between them compares turns, not contention. Run the "
+            f"{members} together (fio's client/server mode, `benchlib run`), or read each {one}'s figures on its own."
         )
     if high == 1:
         lines.append(
@@ -1084,7 +1086,7 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
         .sort("host", "time_ns")
     )
     totals = run_seconds(study, list(levels), metric=metric, only=only).filter(pl.col("run") == run).sort("second")
-    judged = run_steadiness(totals[metric].to_list())
+    judged = run_steadiness(totals[metric].to_list(), unit="whole second")
     window = None
     if judged.steady_from is not None:
         seconds = totals["second"].to_list()
@@ -1344,7 +1346,7 @@ def run_steadiness_table(
     seconds = run_seconds(opened, factors, metric=metric, only=only, logs=logs)
     rows = []
     for key, group in seconds.sort("second").group_by([*factors, "run"], maintain_order=True):
-        judged = run_steadiness(group[metric].to_list())
+        judged = run_steadiness(group[metric].to_list(), unit="whole second")
         rows.append(
             {
                 **dict(zip([*factors, "run"], key, strict=True)),
@@ -1361,8 +1363,8 @@ def run_steadiness_table(
                     **dict(zip([*factors, "run"], key, strict=True)),
                     "intervals": 0,
                     "state": "too short to assess",
-                    "note": "no whole second that every host logged (a run under a second long, or hosts that "
-                    "logged different seconds)",
+                    "note": "no second that every host's log covers whole (a run of about a second, whose log "
+                    "intervals straddle the seconds, or hosts that logged different seconds)",
                 }
             )
     if not rows:

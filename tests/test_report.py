@@ -407,7 +407,7 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
             if "text/markdown" in o.get("data", {})
         )
 
-    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 hosts per run" in said("study-overview")
+    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 VMs per run" in said("study-overview")
     # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
     page = (result.folder / "comparison.html").read_text()
     assert page.count(">2 / 2</td>") == 2 and ">4 / 4</td>" not in page  # runs per side: 2, not 4 (the VMs' files)

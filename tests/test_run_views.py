@@ -234,7 +234,7 @@ def test_a_steady_runs_window_is_found_in_its_per_second_log(
     ingest_study(study, tmp_path / "processed")
     found = run_time_series(str(study), {})
     assert (
-        found is not None and found.run == "run 1" and found.note.startswith("steady: steady from round")
+        found is not None and found.run == "run 1" and found.note.startswith("steady: steady from second")
     )  # its one run: nothing to tell apart
     seconds = found.series["time_ns"] / 1e9
     start, end = found.window_s
@@ -322,6 +322,7 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     line = geomean_line(table, by=by)
     assert line.startswith("- **Geometric means of the medians over the 4 uncapped rows**")
     assert f"{geomean_row(free)['change_pct']:+.2f}%" in line and "not a mean of the changes above" in line
+    assert "differ in profile, block size." in line  # the uncapped rows share their rate cap: not said to differ
     published = run_totals("pvscsi-vs-lsi", "bandwidth_mib_s", ["controller", "sioc"], only={"test": ["seqread"]})
     mixed = comparison_table(published, "bandwidth_mib_s", factor="controller", baseline="LSI", by=["sioc"])
     assert "rate-capped" not in mixed["verdict"].to_list()  # published tables say no cap

@@ -244,8 +244,15 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
         else f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
         f"(median {worst['jain_median']:.3f} over {worst['runs_judged']} runs)."
     ]
-    below = int(table["runs_below"].sum())
-    text.append(f"{below} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
+    free = table.filter(pl.col("capped_runs") == 0)  # a cap evens its runs: they would only pad the count
+    capped_runs = runs - int(free["runs_judged"].sum())
+    if capped_runs and free.height:
+        text.append(
+            f"{int(free['runs_below'].sum())} of the {runs - capped_runs} uncapped runs fell below Jain "
+            f"{UNFAIR_BELOW} (the {capped_runs} runs of rate-capped configurations are left out: the cap evened them)."
+        )
+    else:
+        text.append(f"{int(table['runs_below'].sum())} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
     alone = int((table["runs"] - table["runs_judged"]).sum())
     if alone:
         text.append(f"{alone} runs had one member only and are not judged.")
@@ -256,8 +263,9 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     rotating = uneven.filter(pl.col("winners") > 1).height
     who = inline("vm")  # VM, or host where the study's members are fio servers (tables.name_members)
     if rotating:
+        uncapped = "uncapped " if capped_runs else ""  # a study without caps has no other kind
         text.append(
-            f"In {rotating} of the {uneven.height} uncapped configurations whose highest {who} got "
+            f"In {rotating} of the {uneven.height} {uncapped}configurations whose highest {who} got "
             f"{UNEVEN_FROM:g}x the lowest or more, a different {who} came out on top in different runs."
         )
     capped = table.filter(pl.col("capped_runs") > 0).height

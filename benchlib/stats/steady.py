@@ -101,10 +101,13 @@ class RunSteadiness:
     note: str
 
 
-def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS) -> RunSteadiness:
+def run_steadiness(
+    values: np.ndarray | list[float], *, window: int = PTS_ROUNDS, unit: str = "interval"
+) -> RunSteadiness:
     """Judge one run's series (per-interval IOPS or bandwidth, in time order) with the PTS window.
 
-    Each interval is a round. Fewer than ``window`` rounds: "too short to assess" (never "steady").
+    Each interval is a round; ``unit`` says what one is in the note (``"whole second"``). Fewer than
+    ``window`` rounds: "too short to assess" (never "steady").
     """
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
@@ -113,7 +116,7 @@ def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS
             "too short to assess",
             len(y),
             None,
-            f"{len(y)} interval{'' if len(y) == 1 else 's'}; the PTS window needs {window}",
+            f"{len(y)} {unit}{'' if len(y) == 1 else 's'}; the PTS window needs {window}",
         )
     end = steady_windows(y, window)
     if end is None:
@@ -125,7 +128,8 @@ def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS
             f"no {window}-round window within 20% range and 10% excursion (last: range "
             f"{100 * last.range_fraction:.0f}%, excursion {100 * last.excursion_fraction:.0f}%)",
         )
-    return RunSteadiness("steady", len(y), end, f"steady from round {end - window + 2} to {end + 1} of {len(y)}")
+    said = "round" if unit == "interval" else unit.split()[-1]  # "second 4 to 8 of 10"
+    return RunSteadiness("steady", len(y), end, f"steady from {said} {end - window + 2} to {end + 1} of {len(y)}")
 
 
 def batch_means_ci(
