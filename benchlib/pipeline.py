@@ -489,8 +489,9 @@ PINNED = ("polars", "altair", "scipy", "numpy", "papermill", "vl-convert-python"
 
 
 def front_matter(study: ProcessedStudy) -> dict[str, str]:
-    """Return what the index says before its pages: the design, the study README's caveats, and provenance.
+    """Return what the index says before its pages: the source, the design, the README's caveats, provenance.
 
+    ``source``: study.toml's citation (what the data are, where from), as written.
     ``design``: :func:`benchlib.views.design_statement`. ``caveats``: the sections of the study's
     README whose heading says what the data is not (or its limits, caveats), as written.
     ``provenance``: benchlib's version and commit, a digest of the raw files, package versions and the
@@ -517,6 +518,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
         f"- built {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
     ]
     return {
+        "source": study.study.citation,
         "design": design_statement(study),
         "caveats": caveats,
         "provenance": "\n".join(provenance),

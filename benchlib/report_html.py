@@ -109,11 +109,16 @@ def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
 
 
 def _headline(execution: Execution) -> str:
-    """Return the first Markdown a summary notebook printed (its computed summary), or nothing."""
+    """Return a summary notebook's computed summary for the index, or nothing.
+
+    The Markdown printed by its cell tagged ``headline`` where it has one, else the first Markdown it printed.
+    """
     notebook = execution.output_dir / execution.notebook.name
     if not notebook.is_file():
         return ""
-    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    tagged = [c for c in cells if "headline" in c.get("metadata", {}).get("tags", [])]
+    for cell in tagged or cells:
         for output in cell.get("outputs", []):
             text = output.get("data", {}).get("text/markdown")
             if text:
@@ -175,6 +180,8 @@ def write_html(
         f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
         f"{html.escape(' x '.join(map(inline, pipeline.axes)))}.</p>"
     ]
+    if front.get("source"):  # which write-up or recording the data are, before anything is said of them
+        parts.append(f"<p><strong>Source.</strong> {html.escape(front['source'])}</p>")
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
     if findings:
