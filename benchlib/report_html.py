@@ -138,12 +138,14 @@ def write_html(
     missing: list[dict],
     declared: int,
     front: dict[str, str] | None = None,
+    unplanned: int | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
     Write ``index.html`` and one page per execution into ``folder``; ``missing``: the declared cells
     without data (their levels), of the whole matrix of ``declared`` combinations; ``front``: the
-    index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`). Every string
+    index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`); ``unplanned``: how
+    many combinations the plan ``benchlib run`` recorded never listed (None: no record). Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -168,14 +170,7 @@ def write_html(
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
     axes = " x ".join(map(inline, pipeline.axes))
-    scope = (
-        f"{len(missing)} of the {declared} combinations of {axes} have no runs. study.toml declares each factor's "
-        "levels, not which combinations were planned, run or published: these may never have been meant to run. "
-        "The design above counts more configurations than combinations: each point of a sweep (a depth, a write "
-        "share) is a configuration of its own"
-        if missing
-        else f"Every one of the {declared} combinations of {axes} has runs"
-    )
+    scope = _without_runs(len(missing), declared, axes, unplanned)
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
         f"{html.escape(' x '.join(map(inline, pipeline.axes)))}.</p>"
@@ -199,6 +194,37 @@ def write_html(
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
+
+
+def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None) -> str:
+    """Say how many combinations of the matrix have no runs, and whether they were ever meant to run."""
+    sweeps = (
+        "The design above counts more configurations than combinations: each point of a sweep (a depth, a write "
+        "share) is a configuration of its own"
+    )
+    if unplanned is not None:  # benchlib run recorded its plan: what it meant to run is known
+        meant = declared - unplanned
+        scope = (
+            f"{missing} of the {meant} combinations of {axes} that the recorded plan (benchlib-plan.json) "
+            "lists have no runs"
+            if missing
+            else f"Every one of the {meant} combinations of {axes} that the recorded plan (benchlib-plan.json) lists "
+            "has runs"
+        ) + (
+            f"; the other {unplanned} of the {declared} combinations were never planned, so none of them is missing"
+            if unplanned
+            else ""
+        )
+        scope += f". {sweeps}" if unplanned or missing else ""
+    elif missing:
+        scope = (
+            f"{missing} of the {declared} combinations of {axes} have no runs. study.toml declares each "
+            "factor's levels, not which combinations were planned, run or published: these may never have been "
+            f"meant to run. {sweeps}"
+        )
+    else:
+        scope = f"Every one of the {declared} combinations of {axes} has runs"
+    return scope
 
 
 def _title(execution: Execution) -> str:

@@ -34,7 +34,7 @@ LABELS = {
     "ratio_low": "Ratio, low",
     "ratio_high": "Ratio, high",
     "p_holm": "p (Holm)",
-    "effect": "Effect",
+    "effect": "Effect (Cliff's δ, where a test was made)",
     "verdict": "Verdict",
     "spread_pct": "Spread of runs (%)",
     "why": "Why",

@@ -218,7 +218,7 @@ def overview(study: StudyRef) -> pl.DataFrame:
     table = (
         runs.group_by("tool", "format")
         .agg(
-            pl.col("sha256").n_unique().alias("files"),
+            pl.col("source").n_unique().alias("files"),  # files, not contents: two identical logs are two files
             pl.when(~not_runs.first()).then(unit.filter(pl.col("io")).n_unique()).alias("runs"),
             pl.when(~not_runs.first()).then(unit.filter(~pl.col("io")).n_unique()).alias("other_rows"),
             pl.col("host").drop_nulls().n_unique().alias("hosts"),

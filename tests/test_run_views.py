@@ -70,6 +70,7 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     table = {r["format"]: r for r in overview("loopback-fio").iter_rows(named=True)}
     assert table["fio-json+"]["runs"] == 87 and table["fio-json+"]["hosts"] == 4  # not 435 runs on 5 hosts
     assert table["fio-log"]["runs"] is None  # logs are files of the runs above
+    assert table["fio-log"]["files"] == 3744  # every log with data, identical ones too (3,693 contents); 96 are empty
     text = design_statement("loopback-fio")
     assert "87 runs: 3 per configuration; 4 hosts per run; runtime 3 s measured after a 1 s ramp" in text
     assert "fio-3." in text and "queue depth (1, 2," in text
