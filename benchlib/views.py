@@ -320,8 +320,8 @@ def design_statement(study: StudyRef) -> str:
         f"**Design.** Factors: {levels}. {_count(per_config.height, 'configuration')} with runs, "
         f"{_count(units.height, 'run')}: {each} per configuration; {host_text}; {length}; {versions}."
         + (
-            f" Besides them, {_count(other, 'row')} of other figures (no IOPS, bandwidth or latency, "
-            "such as a table of CPU use) tied to no run's I/O."
+            f" Besides the runs, the data hold {_count(other, 'row')} of other figures, such as a table of CPU "
+            "use: they measured no IOPS, bandwidth or latency, so they count as no run."
             if other and other < units.height + other
             else ""
         ),

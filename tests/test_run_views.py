@@ -411,7 +411,7 @@ def test_a_published_sweep_is_read_by_its_levels_with_its_depths_as_numbers() ->
     per_vm = sweep("pvscsi-vs-lsi", {"test": "iodepth_sweep"}, member="vm")
     assert per_vm.schema["iodepth"] == pl.Int64 and per_vm["iodepth"].to_list() == [16, 32, 64, 128] * 2
     shapes = dict(sweep_shapes(per_vm, member="vm").select("vm", "shape").iter_rows())
-    assert shapes == {"gus_fio_2": "peak then drop at 32: 38% lower at 128", "gus_fio_4": "saturated at 32"}
+    assert shapes == {"gus_fio_2": "peak at 32, then drop: 38% lower at 128", "gus_fio_4": "saturated at 32"}
     assert (per_vm["runs"] == 1).all() and set(per_vm["queue_state"]) == {"queue-full"}
     mix = profile_totals("pvscsi-vs-lsi", {"test": "rwmix_sweep"})
     assert sorted(set(mix["write_pct"])) == [0.0, 50.0, 100.0]

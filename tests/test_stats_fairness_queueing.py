@@ -289,7 +289,7 @@ def test_published_iodepth_sweep_peak_then_drop_and_saturation() -> None:
         for (vm,), g in sweep.group_by("vm")
     }
     two, four = shapes["gus_fio_2"], shapes["gus_fio_4"]
-    assert two.peak_depth == 32 and two.drops_after_peak and two.note.startswith("peak then drop at 32")
+    assert two.peak_depth == 32 and two.drops_after_peak and two.note.startswith("peak at 32, then drop")
     assert two.drop_fraction == pytest.approx(1 - 19274 / 30885)  # the largest drop after the peak, at 128
     assert four.knee_depth == 32 and four.saturated and four.note.startswith("saturated at 32")
     assert not four.drops_after_peak and four.peak_depth == 128

@@ -191,7 +191,7 @@ def sweep_shape(
     saturated = at is not None and lat is not None and at < len(x) - 1 and not drops and lat[-1] > lat[at]
     if drops:
         worst = peak + 1 + after.index(min(after))
-        verdict = note = f"peak then drop at {x[peak]:g}: {100 * drop:.0f}% lower at {x[worst]:g}"
+        verdict = note = f"peak at {x[peak]:g}, then drop: {100 * drop:.0f}% lower at {x[worst]:g}"
     elif saturated:
         verdict = f"saturated at {knee:g}"
         note = f"{verdict}: beyond it more depth adds latency, not IOPS"
