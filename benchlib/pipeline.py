@@ -490,7 +490,8 @@ def build_report(
     from benchlib.views import use_study_words
 
     use_study_words(study)  # the index says levels as the pages do
-    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study), unplanned=unplanned)
+    known = None if planned is None else unplanned  # without a recorded plan, what was meant to run is unknown
+    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study), unplanned=known)
     return ReportResult(folder, executions, missing)
 
 
