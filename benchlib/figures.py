@@ -671,7 +671,7 @@ def latency_split(
         _chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("ms:Q", stack="zero", title="mean latency per command (ms)"),
+            x=alt.X("ms:Q", stack="zero", title="mean latency per I/O fio saw (ms)"),
             y=y,
             color=alt.Color(
                 "part:N", sort=list(named.values()), title="where the time went", legend=alt.Legend(labelLimit=0)

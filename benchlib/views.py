@@ -1356,6 +1356,7 @@ def run_steadiness_table(
             }
         )
     judged_runs = {tuple(row[c] for c in [*factors, "run"]) for row in rows}
+    who = "VM" if member_word(opened) == "VM" else "host"
     for key in logs.select(*factors, "run").unique().sort(pl.all()).iter_rows():
         if key not in judged_runs:  # logged, but not one second that its logs cover and every host logged
             rows.append(
@@ -1363,8 +1364,8 @@ def run_steadiness_table(
                     **dict(zip([*factors, "run"], key, strict=True)),
                     "intervals": 0,
                     "state": "too short to assess",
-                    "note": "no second that every host's log covers whole (a run of about a second, whose log "
-                    "intervals straddle the seconds, or hosts that logged different seconds)",
+                    "note": f"no second that every {who}'s log covers whole (a run of about a second, whose log "
+                    f"intervals straddle the seconds, or {who}s that logged different seconds)",
                 }
             )
     if not rows:
