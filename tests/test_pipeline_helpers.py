@@ -87,7 +87,7 @@ def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:
     view = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
     capped = view.filter(pl.col("ioengine") == "psync", pl.col("rate_cap") == "on", pl.col("block_size") == "4k")
     assert capped["util_pct"].is_null().all()
-    assert all(n.startswith("fio's util 0.") and "its own queue (aqu-sz 0." in n for n in capped["note"])
+    assert all(n.startswith("fio's util 0.") and "busy is too low: a device queue of 0." in n for n in capped["note"])
     busy = view.filter(pl.col("rate_cap") == "off")
     assert busy["util_pct"].min() > 85 and busy["note"].is_null().all()  # queues of 3 to 163: not contradicted
 

@@ -367,7 +367,8 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     and ``run_iops``, their rate (all its hosts). Per run: the block layer's time per I/O (``device_await_ms``,
     iostat's await), the mean number of I/Os in the device queue
     (``device_queue``, iostat's aqu-sz) and ``device_ios_per_s``; then the
-    median per group, and ``above_device_ms``: latency spent above the block
+    median per group, ``util_low`` and ``util_high`` (fio's util over the group's runs, which can
+    differ by much), and ``above_device_ms``: latency spent above the block
     layer (in the guest: file system, page cache, fio's own queue).
 
     Figures the row itself contradicts are unknown (null), with the reason in ``note``:
@@ -397,6 +398,8 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         pl.col("device_ios_per_s").median(),
         pl.col("device_queue").median(),
         pl.col("util_pct").median(),
+        pl.col("util_pct").min().alias("util_low"),  # fio's util of one run can be far from another's
+        pl.col("util_pct").max().alias("util_high"),
         pl.col("_busy_at_least").median(),
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
@@ -414,10 +417,11 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             .when(undercounted.fill_null(False))
             .then(
                 pl.format(
-                    "fio's util {}% is below the {}% its own queue (aqu-sz {}) needs",
+                    "fio's util {}% busy is too low: a device queue of {} I/Os on average (aqu-sz) keeps it "
+                    "busy at least {}% of the time",
                     pl.col("util_pct").round(2),
-                    busy_at_least.round(1),
                     pl.col("device_queue").round(2),
+                    busy_at_least.round(1),
                 )
             )
             .alias("note"),
