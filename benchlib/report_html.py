@@ -29,6 +29,7 @@ _STYLE = (
     ".benchlib-table{overflow-x:auto;margin:0.8em 0}th{background:#f3f3f3}"
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}"
     "td.txt{text-align:left;max-width:36em}caption{text-align:left;font-weight:bold;padding:4px 0}"
+    ".crumb{color:#555;font-size:14px}"
 )
 
 
@@ -154,9 +155,10 @@ def write_html(
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
-        body = f"<p><a href='index.html'>index</a></p><h1>{html.escape(title)}</h1>"
+        report = html.escape(pipeline.title)  # which report a page is of, when it is opened or printed alone
+        body = f"<p class='crumb'><a href='index.html'>index</a> · {report}</p><h1>{html.escape(title)}</h1>"
         body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title)
-        (folder / page).write_text(_page(title, body), encoding="utf-8")
+        (folder / page).write_text(_page(f"{title} · {pipeline.title}", body), encoding="utf-8")
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
         (cells if execution.levels else links).append(link)
