@@ -178,7 +178,9 @@ def write_html(
         f"{html.escape(' x '.join(map(inline, pipeline.axes)))}.</p>"
     ]
     if front.get("source"):  # which write-up or recording the data are, before anything is said of them
-        parts.append(f"<p><strong>Source.</strong> {html.escape(front['source'])}</p>")
+        source = front["source"].strip()
+        source += "" if source.endswith(".") else "."
+        parts.append(f"<p><strong>Source.</strong> {html.escape(source)}</p>")
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
     if findings:
