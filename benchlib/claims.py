@@ -466,7 +466,7 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
         return f"{word}: ±{tolerances[word] * 100:g}%"
     if claim.compute == "monotonic":
         step = _step(claim, tolerances)
-        return f"equals {claim.expect.get('equals', '')} (a step counts below {step * 100:g}% as flat)"
+        return f"equals {claim.expect.get('equals', '')} (a step under {step * 100:g}% counts as flat)"
     unit = _unit(claim)
     parts = []
     for key, value in claim.expect.items():

@@ -632,7 +632,7 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     )
     text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
     one_run = bool((data["runs"] <= 1).all()) if "runs" in data.columns else False
-    marks = "dot: the one run of each" if one_run else "dot: the median run; black tick: the worst run"
+    marks = "dot: the one run of each" if one_run else "dot: the median over runs; black tick: the worst run"
     subtitle = f"{marks}; {_unfair_line(start, data['jain_worst'])}"
     title = title or f"Fairness across {inline('vm')}s within each run"
     layers = [span, line, worst, median, text] if start < UNFAIR_BELOW else [span, worst, median, text]

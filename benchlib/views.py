@@ -548,10 +548,10 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
 
 #: job parameters that, when they differ between the sides of a comparison, are changed with the factor
 CONFOUNDERS = {
-    "configured_depth": "I/Os in flight per host (iodepth x jobs; a synchronous engine keeps 1)",
-    "block_size_bytes": "block size (bytes)",
-    "rw": "I/O pattern",
-    "rwmixread_pct": "read share (%)",
+    "configured_depth": ("I/Os in flight per host", "iodepth x jobs; a synchronous engine keeps 1"),
+    "block_size_bytes": ("block size (bytes)", ""),
+    "rw": ("I/O pattern", ""),
+    "rwmixread_pct": ("read share (%)", ""),
 }
 #: factor names that are the parameter itself (a block-size factor changes the block size by design)
 _SAME_AS = {
@@ -594,21 +594,22 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
         for row in differ.iter_rows(named=True):
             values.setdefault(str(baseline), set()).update(row[f"{param}_baseline"])
             values.setdefault(str(row[factor]), set()).update(row[param])
-        said = "; ".join(
+        said = ", ".join(
             f"{level(factor, side)}: "
-            + ", ".join(f"{v:g}" if isinstance(v, float) else level(param, v) for v in sorted(vs))
+            + " or ".join(f"{v:g}" if isinstance(v, float) else level(param, v) for v in sorted(vs))
             for side, vs in values.items()
         )
         where = (
             "every compared group" if differ.height == paired.height else f"{differ.height} of {paired.height} groups"
         )
-        found.append(f"{CONFOUNDERS[param]} ({said}; in {where})")
+        name, how = CONFOUNDERS[param]
+        found.append(f"{name} ({said}; in {where}{f'; {how}' if how else ''})")
     if not found:
         return ""
     return (
         f"**Besides {inline(factor)}, the sides differ in** "
-        + "; and ".join(found)
-        + f": a change here is not {inline(factor)}'s alone."
+        + ", and in ".join(found)
+        + f". A change here is not {inline(factor)}'s alone."
     )
 
 
@@ -793,9 +794,7 @@ def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace
     runs = f"{test['per_combination']} runs per combination"
     said = f"permutation p = {test['p']:.4f}, {p_holm:.4f} after Holm over {family} tests, alpha 0.05"
     if p_holm <= 0.05:
-        at_floor = (
-            f"; as small as this test gives any clear interaction at {runs}" if test["p"] <= test["floor"] else ""
-        )
+        at_floor = f"; the smallest p this test can give at {runs}" if test["p"] <= test["floor"] else ""
         return f"the effect of {inline(x)} depends on {inline(trace)} ({said}{at_floor})"
     if test["floor"] * family > 0.05:
         return (
@@ -890,7 +889,10 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
         )
     )
     table = table.join(host, on=by, how="left").sort(by)
-    return table.with_columns(pl.concat_str([pl.col(c) for c in test], separator=" ").alias("test"))
+    from benchlib.tables import level_expr
+
+    # the test's levels in the study's words (random read 4k), as every other page says them
+    return table.with_columns(pl.concat_str([level_expr(c) for c in test], separator=" ").alias("test"))
 
 
 def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per_cpu_pct") -> str:
@@ -1323,12 +1325,17 @@ def tail_latency(
 def latency_exceedance(
     study: StudyRef, *, by: list[str], only: dict | None = None, member: str | None = None, kind: str = "clat"
 ) -> pl.DataFrame:
-    """Exceedance curves (share of I/Os slower than each latency) per group of ``by`` (and member), all runs pooled."""
+    """Exceedance curves (share of I/Os slower than each latency) per group of ``by`` (and member), all runs pooled.
+
+    Drawn only as far as :data:`TAIL_BEYOND` I/Os lie beyond a point, as far as the percentile table
+    gives figures: a curve's last steps down to single I/Os are noise.
+    """
     keys = [*by, *([member] if member else [])]
     bins = _run_bins(study, by, only, kind, member)
     if bins.is_empty():
         return pl.DataFrame()
-    return exceedance(bins, by=keys).with_columns((pl.col("value_ns") / 1e6).alias("latency_ms"))
+    curve = exceedance(bins, by=keys).filter(pl.col("slower_ios").round(6) >= TAIL_BEYOND)
+    return curve.with_columns((pl.col("value_ns") / 1e6).alias("latency_ms"))
 
 
 def run_steadiness_table(

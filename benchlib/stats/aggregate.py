@@ -160,8 +160,8 @@ def exceedance(bins: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
     """Return the share of I/Os slower than each latency, per ``by`` group (an exceedance curve).
 
     Bins are pooled per group as in :func:`pooled_percentiles`. Returns ``by``, ``value_ns`` (a
-    bucket's latency) and ``slower`` (the fraction of the group's I/Os in later buckets), one row
-    per non-empty bucket, sorted.
+    bucket's latency), ``slower`` (the fraction of the group's I/Os in later buckets) and
+    ``slower_ios`` (how many I/Os that is), one row per non-empty bucket, sorted.
     """
     by = by or []
     summed = bins.group_by([*by, "bin_index"]).agg(pl.col("bin_value_ns").first(), pl.col("count").sum())
@@ -172,6 +172,7 @@ def exceedance(bins: pl.DataFrame, by: list[str] | None = None) -> pl.DataFrame:
         *by,
         pl.col("bin_value_ns").alias("value_ns"),
         ((total - pl.col("count").cum_sum().over(group)) / total).alias("slower"),
+        (total - pl.col("count").cum_sum().over(group)).alias("slower_ios"),
     )
 
 
