@@ -374,7 +374,8 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     Figures the row itself contradicts are unknown (null), with the reason in ``note``:
     fio's latency below the await (by ``CACHED_BELOW``) means the page cache answered and the
     device's I/Os were the write-back's, so nothing was spent "above" it; a busy share below what the
-    queue implies (under ``UNDERCOUNT_BELOW`` of it) is the kernel's io_ticks, not the device's time.
+    queue implies (under ``UNDERCOUNT_BELOW`` of it) is the kernel's io_ticks, not the device's time: such a
+    run's util is left out of the median and range (unknown when every run's is), and ``note`` says so.
     A queue of aqu-sz requests keeps the device busy at least aqu-sz / depth of the time, where depth
     is the most requests in flight at once: ``configured_depth`` times the requests the block layer
     made of each I/O (device requests per second over ``run_iops``; a 64k I/O can be split in two).
@@ -391,41 +392,58 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         (ios / (span_ns / 1e9)).alias("device_ios_per_s"),
     )
     split = pl.max_horizontal(pl.lit(1.0), pl.col("device_ios_per_s") / rate)
-    view = view.with_columns((100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"))
+    view = view.with_columns(
+        (100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"), (depth * split).alias("_in_flight")
+    )
+    # each run's util judged on its own: a run whose util is below what its own queue needs says nothing
+    cached_run = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
+    low_run = (~cached_run & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
+    kept = pl.when(~low_run).then(pl.col("util_pct"))
     medians = view.group_by(*by).agg(
         pl.col("app_latency_ms").median(),
         pl.col("device_await_ms").median(),
         pl.col("device_ios_per_s").median(),
         pl.col("device_queue").median(),
-        pl.col("util_pct").median(),
-        pl.col("util_pct").min().alias("util_low"),  # fio's util of one run can be far from another's
-        pl.col("util_pct").max().alias("util_high"),
+        kept.median().alias("util_pct"),
+        kept.min().alias("util_low"),  # fio's util of one run can be far from another's
+        kept.max().alias("util_high"),
+        pl.col("util_pct").median().alias("_util_all"),
+        low_run.sum().alias("_util_left_out"),
         pl.col("_busy_at_least").median(),
+        pl.col("_in_flight").median(),
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
     )
     cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
-    busy_at_least = pl.col("_busy_at_least")
-    undercounted = ~cached & (pl.col("util_pct") < UNDERCOUNT_BELOW * busy_at_least)
+    left_out = pl.col("_util_left_out")
     above = pl.col("app_latency_ms") - pl.col("device_await_ms")
     return (
         medians.with_columns(
             pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
-            pl.when(undercounted.fill_null(False)).then(None).otherwise(pl.col("util_pct")).alias("util_pct"),
             pl.when(cached)
             .then(pl.lit("fio's latency is below the await: the page cache answered (buffered I/O)"))
-            .when(undercounted.fill_null(False))
+            .when(pl.col("util_pct").is_null() & (left_out > 0))
             .then(
                 pl.format(
-                    "fio's util {}% busy is too low: a device queue of {} I/Os on average (aqu-sz) keeps it "
-                    "busy at least {}% of the time",
-                    pl.col("util_pct").round(2),
+                    "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz), "
+                    "with at most {} in flight, keeps it busy at least {}% of the time",
+                    pl.col("_util_all").round(2),
                     pl.col("device_queue").round(2),
-                    busy_at_least.round(1),
+                    pl.col("_in_flight").round(0).cast(pl.Int64),
+                    pl.col("_busy_at_least").round(1),
+                )
+            )
+            .when(left_out > 0)
+            .then(
+                pl.format(
+                    "device busy: {} of its {} figures (a host's run each) left out, their util below what their "
+                    "own device queue needs",
+                    left_out,
+                    pl.col("host_runs"),
                 )
             )
             .alias("note"),
         )
-        .drop("_busy_at_least")
+        .drop("_busy_at_least", "_in_flight", "_util_all", "_util_left_out")
         .sort(by)
     )
