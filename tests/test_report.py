@@ -315,7 +315,7 @@ def loopback_report(tmp_path_factory: pytest.TempPathFactory):
 
 WRITTEN_PIPELINE = """[pipeline]
 study = "written"
-title = "Random reads and writes at two block sizes on one local disk, run by the test"
+title = "Random reads and writes at two block sizes: two fio jobs at once on one local disk"
 axes = ["rw", "bs"]
 cell_notebook = "notebooks/cell.ipynb"
 summary_notebooks = [
@@ -359,9 +359,15 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
     mappings.append('[[files]]\nglob = "*/*/*/{vm}/*"\n')
     (study / "study.toml").write_text(
         '[study]\nname = "written"\ntitle = "Written by the report test"\n'
+        "citation = \"Recorded by benchlib's report test: 1-second fio jobs, two at a time, on one Linux machine's "
+        "local disk, with another host's esxtop capture (2018) placed into two of its runs\"\n"
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
     )
-    (study / "README.md").write_text("# Written by the test\n\n## What it is not\n\nA vSphere measurement.\n")
+    (study / "README.md").write_text(
+        "# Written by the test\n\n## What it is not\n\nA vSphere measurement: the two VMs are fio jobs on one Linux "
+        "machine, buffered (fio's default) and 1 second long. The esxtop capture is another host's, from 2018, "
+        "placed into two runs to exercise the host-side page. Nothing here measures a storage setting.\n"
+    )
     # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has; its
     # two samples (after the first, always zero) taken during two runs: the first whole second of each
     esxtop = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
