@@ -91,6 +91,7 @@ def per_vm_bars(
     title: str = "",
     y_max: float | None = None,
     within: dict | None = None,
+    runs: pl.DataFrame | None = None,
 ) -> alt.TopLevelMixin:
     """One bar per VM (or client), with Jain's index and the max/min spread in the subtitle.
 
@@ -98,12 +99,15 @@ def per_vm_bars(
     between pages compares bars, not axes (the report passes the largest value of any cell).
     ``within``: the cell's row of :func:`benchlib.views.fairness`; the subtitle then gives its
     figures (within each run, the median run's), the ones the sentence and the fairness page give.
+    ``runs``: each member's value in each run (:func:`benchlib.views.member_run_totals`); where a
+    member ran more than once, a dot per run beside its bar shows what the median hides (two VMs
+    with equal medians may have traded 1.8x leads from run to run).
     """
     data = frame.select(member, value).drop_nulls().sort(member)
     data = data.with_columns(pl.col(value).map_elements(number, return_dtype=pl.String).alias("value_label"))
     if within is not None and within.get("jain_median") is not None:
-        jain, spread, runs = within["jain_median"], within["max_min_median"], within["runs_judged"]
-        basis = "" if runs == 1 else f"within each run, the median of {runs}: "
+        jain, spread, judged = within["jain_median"], within["max_min_median"], within["runs_judged"]
+        basis = "" if judged == 1 else f"within each run, the median of {judged}: "
     else:
         stats = data.select(
             jain_expr(pl.col(value)).alias("jain"), (pl.col(value).max() / pl.col(value).min()).alias("spread")
@@ -112,8 +116,11 @@ def per_vm_bars(
     ratio = f"{spread:.2f}x" if spread is not None else "unknown (one got nothing)"
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
     label = f"{words(value)} ({unit})" if unit else words(value)
+    dots = runs.select(member, value).drop_nulls() if runs is not None else None
+    dots = dots if dots is not None and dots.height > data.height else None  # one run each: the bars are the runs
     # the bars are each member's median over runs, the figures above are per run: say which is which
     bars = f"bars: each {inline(member)}'s median over the runs" if basis else ""
+    bars += "; dots: each run" if bars and dots is not None else ""
     shared = "the axis is shared by every cell page of this report" if y_max else ""
     below = "; ".join(part for part in (bars, shared) if part)
     base = _chart(data).encode(
@@ -124,7 +131,18 @@ def per_vm_bars(
     # each bar's value written above it: a bar a shared axis makes short is still read exactly
     values = base.mark_text(dy=-6, fontSize=11).encode(text=alt.Text("value_label:N"))
     lines = [subtitle, below] if below else [subtitle]
-    return (base.mark_bar() + values).properties(title=alt.TitleParams(title or label, subtitle=lines))
+    layers = base.mark_bar() + values
+    if dots is not None:
+        layers += (
+            _chart(dots)
+            .mark_point(filled=True, color="#222222", size=36, opacity=0.85)
+            .encode(
+                x=alt.X(f"{member}:N", sort=data[member].to_list()),
+                y=alt.Y(f"{value}:Q"),
+                tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+            )
+        )
+    return layers.properties(title=alt.TitleParams(title or label, subtitle=lines))
 
 
 @_in_words

@@ -496,16 +496,17 @@ def build_report(
 
 
 def _shared_scale(pipeline: Pipeline, study: ProcessedStudy) -> dict:
-    """Return the cell pages' common value axis: ``{"y_max": the largest per-VM value of any cell}`` or {}.
+    """Return the cell pages' common value axis: ``{"y_max": the largest per-VM value of any run}`` or {}.
 
     Only for cell notebooks that take a ``y_max`` parameter and a pipeline that names its ``value``.
     """
     value = pipeline.parameters.get("value")
     if not value or "y_max" not in _notebook_parameters(pipeline.cell_notebook):
         return {}
-    from benchlib.views import member_values
+    from benchlib.views import member_run_totals
 
-    members = member_values(study, value, by=list(pipeline.axes), only=pipeline.only)
+    # each member's value in each run: the cell pages draw a dot per run above its median's bar
+    members = member_run_totals(study, value, by=list(pipeline.axes), only=pipeline.only)
     top = members[value].max() if members.height else None
     return {"y_max": float(top) * 1.05} if top else {}
 
