@@ -58,6 +58,20 @@ def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
     )
 
 
+def test_per_vm_bars_show_each_run_where_a_member_ran_more_than_once() -> None:
+    """Medians of 101,562 and 96,284 hide runs of 55,406 / 147,718 and 105,687 / 86,881: a dot per run shows
+    them, and the subtitle says what the dots are; one run each draws no dots (the bars are the runs)."""
+    medians = pl.DataFrame({"vm": ["vm-a", "vm-b"], "iops": [101_562.0, 96_284.0]})
+    each = pl.DataFrame({"vm": ["vm-a", "vm-a", "vm-b", "vm-b"], "iops": [55_406.0, 147_718.0, 105_687.0, 86_881.0]})
+    within = {"jain_median": 0.9, "max_min_median": 1.8, "runs_judged": 2}
+    spec = figures.per_vm_bars(medians, value="iops", within=within, runs=each).to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "text", "point"]
+    assert sorted(v["iops"] for v in spec["layer"][2]["data"]["values"]) == [55_406, 86_881, 105_687, 147_718]
+    assert spec["title"]["subtitle"][1] == "bars: each VM's median over the runs; dots: each run"
+    once = figures.per_vm_bars(medians, value="iops", runs=medians).to_dict()
+    assert [layer["mark"]["type"] for layer in once["layer"]] == ["bar", "text"]
+
+
 def test_iodepth_sweep_marks_the_knee_on_real_runs(loopback) -> None:
     runs = loopback.runs.filter(
         pl.col("profile") == "iodepth-sweep", ~pl.col("is_aggregate"), pl.col("format") == "fio-json+"
