@@ -135,7 +135,12 @@ def describe_cell(
     if runs:
         total = f"{run_totals.median():,.0f}"
         every = f"{what} of all {who}s together, " + (
-            "in its one run" if runs == 1 else f"the median of {runs} runs' totals"
+            "in its one run"
+            if runs == 1
+            else (
+                f"the median of {runs} runs' totals "
+                f"(not the sum of the {who}s' medians: those come from different runs)"
+            )
         )
     if members.height < 2:
         named = f" ({members[member][0]})" if members.height else ""
