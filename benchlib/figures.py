@@ -510,17 +510,21 @@ def esxtop_latency_stack(
     from :func:`benchlib.stats.device_latency_means`; devices without commands are left out; the
     guest-measured latency per device as a tick when given (keyed ``host|device``, after the
     configuration's words and a ``|`` when ``by`` is given). Each label is its lines: the configuration,
-    the host, and the whole device name (t10.ATA_____... names run to 70 characters and end in the serial).
+    the host, the whole device name (t10.ATA_____... names run to 70 characters and end in the serial) and
+    the device's commands per second (a mean over a few commands is only theirs).
     """
     by = by or []
     means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
     parts = [_joined(by)] if by else []
+    # each label ends with the device's commands/s: a mean over a few commands is a few commands' latency
+    rate = pl.col("commands").map_elements(lambda c: f"{number(c)} commands/s", return_dtype=pl.String)
     means = means.with_columns(pl.concat_str(*parts, "host", "device", separator="|").alias("where")).sort("where")
-    long = means.unpivot(index="where", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
-        "where", "part"
+    means = means.with_columns(pl.concat_str("where", rate, separator="|").alias("label"))
+    long = means.unpivot(index="label", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
+        "label", "part"
     )
     lines = "split(datum.label, '|')"
-    y = alt.Y("where:N", sort=means["where"].to_list(), title=None, axis=alt.Axis(labelLimit=0, labelExpr=lines))
+    y = alt.Y("label:N", sort=means["label"].to_list(), title=None, axis=alt.Axis(labelLimit=0, labelExpr=lines))
     bars = (
         _chart(long)
         .mark_bar()
@@ -533,7 +537,8 @@ def esxtop_latency_stack(
     )
     if not guest_ms:
         return bars.properties(title=title)
-    ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())}).sort("where")
+    ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())})
+    ticks = ticks.join(means.select("where", "label"), on="where").sort("label")
     tick = _chart(ticks).mark_tick(color="black", thickness=2, size=18).encode(x="guest_ms:Q", y=y)
     return alt.layer(bars, tick).properties(title=title)
 

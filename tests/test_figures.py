@@ -193,8 +193,10 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     spec = figures.esxtop_latency_stack(device_latency_means(queue)).to_dict()
     parts = _values(spec)
     by_where: dict[str, float] = {}
-    for row in parts:
-        by_where[row["where"]] = by_where.get(row["where"], 0.0) + row["ms"]
+    for row in parts:  # a label is host|device|commands/s: the latency of a few commands says so
+        where, rate = row["label"].rsplit("|", 1)
+        assert rate.endswith(" commands/s")
+        by_where[where] = by_where.get(where, 0.0) + row["ms"]
     busy = queue.filter(pl.col("sample") > 0, pl.col("CMDS_per_s") > 0)
     gavg = busy.group_by("host", "device").agg(
         ((pl.col("GAVG_ms") * pl.col("CMDS_per_s")).sum() / pl.col("CMDS_per_s").sum()).alias("mean")
