@@ -314,7 +314,7 @@ def comparison(
         axis=alt.Axis(labelLimit=0),  # a comparison's whole name: "randwrite_64k_8jobs / off / PVSCSI", not "PV…"
     )
     verdicts = sorted(data["verdict"].unique().to_list())
-    axis = alt.Axis(labelOverlap="greedy")
+    axis = alt.Axis(labelOverlap="greedy", tickCount=8)  # fewer, wider ticks: none of their labels dropped
     # below the chart: a label at the right end of a change must not run into the legend
     colour = alt.Color("verdict:N", sort=verdicts, title="verdict", legend=alt.Legend(orient="bottom"))
     x_title = (
