@@ -92,7 +92,7 @@ def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:
     # judged run by run: the runs whose util is too low leave the median and the range, and the note says how many
     some = capped.filter(pl.col("profile") == "randwrite").row(0, named=True)
     assert some["util_pct"] is not None and some["util_low"] > 5  # not the 0.1% runs the rule rejects
-    assert some["note"].startswith("device busy: 8 of its 12 figures (a host's run each) left out")
+    assert some["note"] == "device busy: 8 of 12 figures (one per host and run) left out, too low for their own queue"
     busy = view.filter(pl.col("rate_cap") == "off")
     assert busy["util_pct"].min() > 85 and busy["note"].is_null().all()  # queues of 3 to 163: not contradicted
 

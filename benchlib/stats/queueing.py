@@ -436,8 +436,7 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             .when(left_out > 0)
             .then(
                 pl.format(
-                    "device busy: {} of its {} figures (a host's run each) left out, their util below what their "
-                    "own device queue needs",
+                    "device busy: {} of {} figures (one per host and run) left out, too low for their own queue",
                     left_out,
                     pl.col("host_runs"),
                 )
