@@ -372,9 +372,12 @@ def interaction(
         )
         .properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
     )
+    # two lines within 2% of each other at every point draw as one: say so only where that happens
+    spread = data.group_by("group", x).agg((pl.col(value).max() / pl.col(value).min()).alias("spread"))
+    hidden = spread.group_by("group").agg((pl.col("spread") < 1.02).all().alias("one")).filter(pl.col("one")).height
+    hint = "; one line hiding another: the same totals" if hidden and len(traces) > 1 else ""
     heading = alt.TitleParams(
-        title or f"{words(x)} and {words(trace)} together",
-        subtitle=[f"each point: {_run_total_words(grid)}; one line hiding another: the same totals"],
+        title or f"{words(x)} and {words(trace)} together", subtitle=[f"each point: {_run_total_words(grid)}{hint}"]
     )
     if not by:
         return chart.properties(title=heading)

@@ -358,3 +358,19 @@ def test_a_studys_level_words_name_its_levels_on_charts_and_in_tables() -> None:
         assert level("rw", "randread") == "4k random reads" and level("rw", "randwrite") == "random write"
     finally:
         name_levels({})
+
+
+def test_an_interaction_says_one_line_hides_another_only_where_one_does() -> None:
+    """Two traces within 2% at every point draw as one line: the subtitle says so there, and not elsewhere."""
+    apart = pl.DataFrame(
+        {
+            "bs": ["4k", "64k", "4k", "64k"],
+            "engine": ["psync", "psync", "libaio", "libaio"],
+            "iops": [1e4, 9e3, 4e4, 1e4],
+        }
+    ).with_columns(pl.lit(3).alias("runs"))
+    said = figures.interaction(apart, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
+    assert "hiding another" not in said
+    capped = apart.with_columns(pl.lit(2000.0).alias("iops"))  # a cap: every total the same
+    said = figures.interaction(capped, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
+    assert said.endswith("; one line hiding another: the same totals")
