@@ -135,7 +135,7 @@ def per_vm_bars(
     if dots is not None:
         layers += (
             _chart(dots)
-            .mark_point(filled=True, color="#222222", size=36, opacity=0.85)
+            .mark_point(filled=True, color="#222222", size=36, opacity=0.85, xOffset=26)  # clear of the label
             .encode(
                 x=alt.X(f"{member}:N", sort=data[member].to_list()),
                 y=alt.Y(f"{value}:Q"),
@@ -538,12 +538,14 @@ def esxtop_latency_stack(
             order=alt.Order("part:N", sort="descending"),
         )
     )
+    # a band tall enough for its label's lines (configuration, host, device, commands/s): none run into the next
+    tall = max(HEIGHT, means.height * 18 * (3 + bool(by)))
     if not guest_ms:
-        return bars.properties(title=title)
+        return bars.properties(title=title, height=tall)
     ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())})
     ticks = ticks.join(means.select("where", "label"), on="where").sort("label")
     tick = _chart(ticks).mark_tick(color="black", thickness=2, size=18).encode(x="guest_ms:Q", y=y)
-    return alt.layer(bars, tick).properties(title=title)
+    return alt.layer(bars, tick).properties(title=title, height=tall)
 
 
 @_in_words
