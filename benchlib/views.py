@@ -602,7 +602,7 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
         said = ", ".join(
             f"{level(factor, side)}: "
             + " or ".join(f"{v:g}" if isinstance(v, float) else level(param, v) for v in sorted(vs))
-            for side, vs in values.items()
+            for side, vs in sorted(values.items())  # the same sentence whichever level a page takes as baseline
         )
         where = (
             "every compared group" if differ.height == paired.height else f"{differ.height} of {paired.height} groups"
