@@ -309,9 +309,17 @@ def _cli(*args: str, cwd: Path) -> subprocess.Popen:
     )
 
 
+def _finished_cells(study: Path) -> int:
+    """Count the cells with a manifest; a folder the runner removes while this looks (its probe) is looked at again."""
+    try:
+        return len(list(study.rglob(RUN_MANIFEST)))
+    except FileNotFoundError:  # Python 3.11's rglob raises when a folder vanishes mid-scan
+        return 0
+
+
 def _wait_for_cells(study: Path, count: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while len(list(study.rglob(RUN_MANIFEST))) < count:
+    while _finished_cells(study) < count:
         if time.monotonic() > deadline:
             pytest.fail(f"{count} cells did not finish in {timeout} s")
         time.sleep(0.1)
