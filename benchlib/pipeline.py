@@ -204,46 +204,43 @@ def planned_combinations(folder: Path, axes: list[str]) -> set[tuple[str, ...]] 
     cannot be read says nothing: None, as without one.
     """
     from benchlib.runner.execute import PLAN_RECORD
+    from benchlib.runner.plan import key_levels
 
     try:
         record = json.loads((folder / PLAN_RECORD).read_text(encoding="utf-8"))
-        cells = {str(step["cell"]) for step in record["order"]}
+        cells = [key_levels(str(step["cell"])) for step in record["order"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    planned = set()
-    for cell in cells:
-        profile, *rest = cell.split("/")
-        levels = {"profile": profile, **dict(part.partition("=")[::2] for part in rest)}
-        if all(a in levels for a in axes):  # a cell without an axis (a factor its profile does not use) names none
-            planned.add(tuple(levels[a] for a in axes))
-    return planned
+    # a cell without an axis (a factor its profile does not use) names no combination
+    return {tuple(levels[a] for a in axes) for levels in cells if all(a in levels for a in axes)}
 
 
 def expand_cells(
     pipeline: Pipeline, runs: pl.DataFrame, factors: dict[str, list], planned: set[tuple[str, ...]] | None = None
-) -> tuple[list[dict], list[dict], int]:
+) -> tuple[list[dict], list[dict], int | None]:
     """Return the combinations the pipeline draws, the declared ones without runs, and how many were never planned.
 
-    Never planned: declared combinations a recorded plan (:func:`planned_combinations`) does not list.
+    Never planned: declared combinations a recorded plan (:func:`planned_combinations`) does not list;
+    None without a record (what was meant to run is then unknown).
 
     The missing ones are of the whole declared matrix, whatever the pipeline draws: an index that said
     "none" for the configurations it draws let a reader believe every declared one was run. Where
     ``benchlib run`` recorded its plan, a combination it never planned is not missing, only counted.
     """
-    from benchlib.runner.plan import _safe as as_in_folder
+    from benchlib.runner.plan import level_in_folder
 
     axes = list(pipeline.axes)
     seen = {tuple(c[a] for a in axes) for c in runs.select(axes).drop_nulls().unique().to_dicts()}
     declared = itertools.product(*(factors[a] for a in axes))
     absent = [combo for combo in declared if combo not in seen]
-    meant = [c for c in absent if planned is None or tuple(map(as_in_folder, c)) in planned]
+    meant = [c for c in absent if planned is None or tuple(map(level_in_folder, c)) in planned]
     missing = [dict(zip(axes, combo, strict=True)) for combo in meant]
     for factor, levels in pipeline.only.items():
         runs = runs.filter(pl.col(factor).is_in(levels))
     present = runs.select(axes).drop_nulls().unique().sort(axes).to_dicts()
     order = {a: {lvl: i for i, lvl in enumerate(factors[a])} for a in axes}
     present.sort(key=lambda c: [order[a].get(c[a], 99) for a in axes])
-    return present, missing, len(absent) - len(meant)
+    return present, missing, None if planned is None else len(absent) - len(meant)
 
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -490,8 +487,7 @@ def build_report(
     from benchlib.views import use_study_words
 
     use_study_words(study)  # the index says levels as the pages do
-    known = None if planned is None else unplanned  # without a recorded plan, what was meant to run is unknown
-    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study), unplanned=known)
+    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study), unplanned=unplanned)
     return ReportResult(folder, executions, missing)
 
 

@@ -307,7 +307,7 @@ def design_statement(study: StudyRef) -> str:
         "; ".join(f"{inline(f)} ({', '.join(level(f, x) for x in v)})" for f, v in factors.items()) or "none declared"
     )
     hosts = units["hosts"].filter(units["hosts"] > 0)
-    one = "VM" if member_word(opened) == "VM" else "host"  # VMs on vSphere, hosts for fio servers on one machine
+    one = _member_noun(opened)
     members = f"{one}s"
     host_text = (
         f"{members} per run: none named"
@@ -966,6 +966,11 @@ def member_word(study: StudyRef) -> str:
     return "VM" if on_vsphere(study) else "Host"
 
 
+def _member_noun(study: StudyRef) -> str:
+    """Return :func:`member_word` for inside a sentence: ``"VM"``, or ``"host"`` for fio servers on one machine."""
+    return "VM" if on_vsphere(study) else "host"
+
+
 def use_study_words(study: StudyRef) -> None:
     """Say a study's members (:func:`member_word`) and levels (study.toml's ``[levels]``) its way on every page.
 
@@ -1368,7 +1373,7 @@ def run_steadiness_table(
             }
         )
     judged_runs = {tuple(row[c] for c in [*factors, "run"]) for row in rows}
-    who = "VM" if member_word(opened) == "VM" else "host"
+    who = _member_noun(opened)
     for key in logs.select(*factors, "run").unique().sort(pl.all()).iter_rows():
         if key not in judged_runs:  # logged, but not one second that its logs cover and every host logged
             rows.append(
@@ -1402,6 +1407,7 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
 
     Joins each run's application latency to its disk counters; the arithmetic
     (iostat's await and aqu-sz, the medians) is :func:`benchlib.stats.queueing.device_latency_split`.
+    ``util_range`` says the kept runs' lowest and highest device busy share (``"2.5–41.5"``).
     """
     counters = (
         _open(study)
@@ -1427,7 +1433,11 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         )
         .join(depth, on="run_unit")
     )
-    return device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
+    split = device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
+    # fio's util of one run can be far from another's: the kept runs' range beside the median, as text
+    kept = pl.col("util_pct").is_not_null() & (pl.col("host_runs") > 1)
+    spread = pl.format("{}–{}", pl.col("util_low").round(1), pl.col("util_high").round(1))
+    return split.with_columns(pl.when(kept).then(spread).alias("util_range"))
 
 
 def _esxtop_runs(opened: ProcessedStudy) -> pl.DataFrame:

@@ -352,6 +352,17 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-._" else "_" for c in str(text))
 
 
+def level_in_folder(value: object) -> str:
+    """Return a level as a cell's folder spells it (:attr:`Cell.key`)."""
+    return _safe(str(value))
+
+
+def key_levels(key: str) -> dict[str, str]:
+    """Read a cell's folder (:attr:`Cell.key`) back into its levels: ``profile`` and each ``factor=level``."""
+    profile, *rest = key.split("/")
+    return {"profile": profile, **dict(part.partition("=")[::2] for part in rest)}
+
+
 def _text(value: object, path: Path | None = None, where: str = "") -> str:
     """Return a plan value as text: a string, a whole or decimal number, or a boolean (1/0); nothing else."""
     if isinstance(value, bool):

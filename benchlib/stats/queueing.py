@@ -395,9 +395,10 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     view = view.with_columns(
         (100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"), (depth * split).alias("_in_flight")
     )
+    # the page cache answered (fio saw less than the await): per run, and per group on the medians
+    cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
     # each run's util judged on its own: a run whose util is below what its own queue needs says nothing
-    cached_run = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
-    low_run = (~cached_run & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
+    low_run = (~cached & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
     kept = pl.when(~low_run).then(pl.col("util_pct"))
     medians = view.group_by(*by).agg(
         pl.col("app_latency_ms").median(),
@@ -414,7 +415,6 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
     )
-    cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
     left_out = pl.col("_util_left_out")
     above = pl.col("app_latency_ms") - pl.col("device_await_ms")
     return (
