@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -205,13 +205,28 @@ def show(
     labels: Mapping[str, str] | None = None,
     digits: int = 3,
     caption: str = "",
+    alike: Sequence[Sequence[str]] = (),
 ) -> Shown:
-    """Return ``frame`` as a readable table, every row and every character of it, levels in the study's words."""
+    """Return ``frame`` as a readable table, every row and every character of it, levels in the study's words.
+
+    ``alike``: groups of float columns of one quantity (three latencies in ms, say), shown to one number
+    of decimals, so that a reader can add and subtract them across a row.
+    """
     worded = [c for c in frame.columns if c in LEVEL_WORDS and frame[c].dtype in (pl.String, pl.Categorical)]
     frame = frame.with_columns(level_expr(c) for c in worded) if worded else frame
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    shared = {
+        c: _column_decimals([v for g in group if g in frame.columns for v in frame[g].to_list()], digits)
+        for group in alike
+        for c in group
+    }
     places = [
-        _column_decimals(frame[c].to_list(), digits) if frame[c].dtype.is_float() else None for c in frame.columns
+        shared[c]
+        if c in shared
+        else _column_decimals(frame[c].to_list(), digits)
+        if frame[c].dtype.is_float()
+        else None
+        for c in frame.columns
     ]
     rows = [[number(v, digits, p) for v, p in zip(row, places, strict=True)] for row in frame.iter_rows()]
     return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
@@ -294,7 +309,13 @@ def settle_section(
     if settle.height and settle["runs"].is_null().all() and settle["why"].n_unique() == 1:
         which = f"For all {settle.height} comparisons" if settle.height > 1 else "For the one comparison"
         return [*said, f"{which}: {settle['why'][0]}."], None
-    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", "change_pct", "runs", "why")
+    runs = pl.col("runs").map_elements(_two_digits, return_dtype=pl.Int64)  # an estimate from a few runs' spread
+    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", "change_pct", runs, "why")
+
+
+def _two_digits(runs: int) -> int:
+    """Round a whole number to two significant digits (441 to 440; 64 stays 64)."""
+    return round(runs, min(0, 2 - len(str(runs))))
 
 
 def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:

@@ -53,7 +53,7 @@ def test_every_assertion_of_the_write_up_is_a_claim(verdicts: dict) -> None:
 
 def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     failing = {k for k, v in verdicts.items() if v.verdict == "FAIL"}
-    assert failing == {"4a", "9", "12b", "22", "23", "24b", "25"}
+    assert failing == {"4a", "9", "12b", "22", "23", "23b", "24b", "25"}
     assert not [k for k, v in verdicts.items() if v.verdict == "UNSUPPORTED"]
     assert verdicts["1"].recomputed == "5.66x"  # 1148 / 203
     assert verdicts["9"].recomputed == "LSI: -24.5%; PVSCSI: +27.3%"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
@@ -65,6 +65,12 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     assert said.startswith("2 of 8 rows off by more than 2%: seqread/LSI: reported 8,563, recomputed 1,158 (-86.5%)")
     assert ". The other 6 within 2%: " in said and "seqwrite/LSI: reported 1,807, recomputed 1,810 (+0.2%)" in said
     assert said.index("seqread/PVSCSI") < said.index("The other 6")
+    # and whichever VM the post divided: the rows claim more than all five VMs delivered together (BRIEF's totals)
+    bound = verdicts["23b"].recomputed  # 2,282 MiB/s = 18,256 IOPS at 128k over 2.77% CPU; 2,283 MiB/s over 1.99%
+    assert bound == (
+        "2 of 2 rows above their most: seqread/LSI: reported 8,563, at most 6,591 (29.9% above it); "
+        "seqread/PVSCSI: reported 9,851, at most 9,178 (7.3% above it)"
+    )
     assert verdicts["26"].verdict == "PASS" and verdicts["26"].recomputed == "20 values, 31.9 to 32.0"  # the range
     assert verdicts["14b"].recomputed == "0%: 2.12x; 50%: 2.12x; 100%: 2.00x"  # write shares in order, not as text
     assert verdicts["15"].tolerance == "essentially_equal: ±5%" and verdicts["16"].tolerance == "close: ±15%"
@@ -101,6 +107,9 @@ def test_every_verdict_says_what_it_divides_over_which_rows(verdicts: dict) -> N
     assert verdicts["17b"].computed.startswith("mean latency (ms) of controller PVSCSI / that of controller LSI")
     assert verdicts["9"].computed.startswith("change in total bandwidth (MiB/s) from SIOC off to SIOC on")
     assert all(v.computed for v in verdicts.values())
+    # where words allow more than one reading, the claims file says how it reads them
+    assert "Read as: the sentence names no controller, so it is read for both" in verdicts["24b"].computed
+    assert "1 / 1.30 = 0.77x the CPU per I/O" in verdicts["22"].computed
 
 
 def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:
@@ -112,7 +121,7 @@ def test_a_trend_needs_a_practical_step(verdicts: dict) -> None:
 
 def test_every_verdict_says_how_many_runs_it_rests_on(verdicts: dict) -> None:
     """Every configuration of the write-up was run once: a PASS is arithmetic, not evidence of an effect."""
-    cpu = {"19", "20", "21", "22", "23"}  # the CPU table's rows measured no I/O: they are not runs
+    cpu = {"19", "20", "21", "22", "23", "23b"}  # the CPU table's rows measured no I/O: they are not runs
     assert all(v.runs >= 1 and v.runs_per_configuration == 1 for k, v in verdicts.items() if k not in cpu)
     assert all(v.runs == 0 and v.note == "" for k, v in verdicts.items() if k in cpu)
     assert verdicts["1"].runs == 1 and verdicts["1"].note == "one run: the numbers describe that run"
@@ -137,8 +146,8 @@ def test_a_changed_raw_number_changes_the_verdict(tmp_path: Path) -> None:
 def test_cli_verify_prints_the_table_and_exits_1_on_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", str(STUDY), "--processed", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "pvscsi-vs-lsi: 32 claims" in out  # the 26 assertions, six of them in two parts
-    assert "25 PASS, 7 FAIL, 0 UNSUPPORTED" in out
+    assert "pvscsi-vs-lsi: 33 claims" in out  # the 26 assertions, seven of them in two parts
+    assert "25 PASS, 8 FAIL, 0 UNSUPPORTED" in out
 
 
 CLAIM = """
@@ -172,6 +181,30 @@ def test_bad_claims_say_what_is_wrong(tmp_path: Path, verdicts: dict, change: tu
     (study / "claims.toml").write_text(CLAIM.replace(*change))
     with pytest.raises(ClaimError, match=re.escape(message)):
         _verdicts(study, tmp_path / "processed")
+
+
+BOUND = """
+[[claims]]
+id = "b"
+says = "The random-read rows are possible."
+metric = "iops_per_cpu_pct_reported"
+where = { table = "cpu", test = "randread" }
+compute = "bounded"
+iops_from = { table = "controllers", sioc = "off" }
+join = ["test", "controller"]
+expect = { }
+reading = "a bound: <b>any</b> VM"
+"""
+
+
+def test_a_bound_passes_rows_at_or_below_it_and_a_reading_stays_text(tmp_path: Path) -> None:
+    """gus_fio_1's random-read IOPS over the CPU table's CPU is the rows' own most: both pass, as claim 23 found."""
+    study = tmp_path / "pvscsi-vs-lsi"
+    shutil.copytree(STUDY, study)
+    (study / "claims.toml").write_text(BOUND)
+    verdict = _verdicts(study, tmp_path / "processed")["b"]
+    assert verdict.verdict == "PASS" and verdict.recomputed.startswith("All 2 at or below it: randread/LSI: ")
+    assert verdict.computed.endswith("Read as: a bound: <b>any</b> VM")  # words, escaped where the page shows them
 
 
 def test_missing_claims_file(tmp_path: Path) -> None:
@@ -247,7 +280,7 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 1 and "25 PASS, 7 FAIL, 0 UNSUPPORTED" in done.stdout
+    assert done.returncode == 1 and "25 PASS, 8 FAIL, 0 UNSUPPORTED" in done.stdout
     machine = subprocess.run(
         [sys.executable, "-m", "benchlib.cli", "verify", "data/raw/pvscsi-vs-lsi", "--json", "-"],
         cwd=root,
@@ -256,7 +289,7 @@ def test_bundle_lets_a_peer_get_the_same_verdicts(tmp_path: Path, verdicts: dict
         text=True,
     )
     record = json.loads(machine.stdout)  # a peer's CI reads this
-    assert machine.returncode == 1 and record["counts"] == {"PASS": 25, "FAIL": 7, "UNSUPPORTED": 0}
+    assert machine.returncode == 1 and record["counts"] == {"PASS": 25, "FAIL": 8, "UNSUPPORTED": 0}
     assert {r["id"]: r["verdict"] for r in record["verdicts"]} == recorded
     runs = [r for r in record["verdicts"] if r["runs"]]  # the CPU table's claims read no run
     assert len(runs) == 27 and all(r["runs_per_configuration"] == 1 and r["note"] for r in runs)

@@ -95,6 +95,16 @@ def test_show_prints_every_row_and_character_and_says_unknown() -> None:
     assert number(1.5e-9) == "0.00000000150" and number(float("inf")) == MISSING
 
 
+def test_columns_of_one_quantity_share_their_decimals() -> None:
+    """fio's latency, the block layer's await and their difference (ms) read to one number of decimals."""
+    frame = pl.DataFrame(
+        {"seen": [1.229, 12.822, 0.077], "await": [0.893, 12.806, 0.056], "above": [0.3355, 0.0158, 0.0211]}
+    )
+    assert [r[2] for r in show(frame).rows] == ["0.3355", "0.0158", "0.0211"]  # to its own largest value
+    shared = show(frame, alike=[("seen", "await", "above")]).rows
+    assert shared == [["1.229", "0.893", "0.336"], ["12.822", "12.806", "0.016"], ["0.077", "0.056", "0.021"]]
+
+
 def test_comparison_rows_put_the_interval_beside_the_change() -> None:
     table = comparison_table(_lognormal(0.20, 10, 0.10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
     row = comparison_rows(table, by=["bs"], factor="controller").row(0, named=True)
