@@ -1402,12 +1402,18 @@ def run_steadiness_table(
     return table.join(fio, on=keys, how="left", nulls_equal=True).sort(keys)
 
 
+def _loopback(host: pl.Expr) -> pl.Expr:
+    """Whether a host is this machine (127.0.0.x, ::1, localhost): fio servers started on it."""
+    return host.str.starts_with("127.") | host.is_in(["::1", "localhost"])
+
+
 def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
     """Return where a cell's latency was spent, from the kernel's disk statistics that fio reports (``disk_util``).
 
     Joins each run's application latency to its disk counters; the arithmetic
     (iostat's await and aqu-sz, the medians) is :func:`benchlib.stats.queueing.device_latency_split`.
-    ``util_range`` says the kept runs' lowest and highest device busy share (``"2.5–41.5"``).
+    ``util_range`` says the kept runs' lowest and highest device busy share (``"2.5–41.5"``). fio servers on
+    one machine (loopback hosts) report one shared disk: their figures of a run count once, as their median.
     """
     counters = (
         _open(study)
@@ -1433,7 +1439,14 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         )
         .join(depth, on="run_unit")
     )
-    split = device_latency_split(guest.join(counters, on="run_id", how="inner"), by)
+    joined = guest.join(counters, on="run_id", how="inner")
+    figures = "one per host and run"
+    if joined["host"].n_unique() > 1 and joined.select(_loopback(pl.col("host")).fill_null(False).all()).item():
+        # fio servers on one machine each report the one disk they share: one figure per run, their median
+        numeric = [c for c, t in joined.schema.items() if t.is_numeric()]
+        joined = joined.group_by("run_unit", "instance", *by).agg(pl.col(numeric).median())
+        figures = "one per run; its hosts share one disk"
+    split = device_latency_split(joined, by, figures=figures)
     # fio's util of one run can be far from another's: the kept runs' range beside the median, as text
     kept = pl.col("util_pct").is_not_null() & (pl.col("host_runs") > 1)
     spread = pl.format("{}–{}", pl.col("util_low").round(1), pl.col("util_high").round(1))

@@ -92,7 +92,18 @@ def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:
     # judged run by run: the runs whose util is too low leave the median and the range, and the note says how many
     some = capped.filter(pl.col("profile") == "randwrite").row(0, named=True)
     assert some["util_pct"] is not None and some["util_low"] > 5  # not the 0.1% runs the rule rejects
-    assert some["note"] == "device busy: 8 of 12 figures (one per host and run) left out, too low for their own queue"
+    # the four fio servers of a run report the one disk they share: a figure per run, not per host and run
+    assert some["note"] == (
+        "device busy: 2 of 3 figures (one per run; its hosts share one disk) left out: 2 less busy than its queue needs"
+    )
+    # and a util above its queue (60% busy with 0.3 requests on average) is the kernel's io_ticks too
+    psync = view.filter(pl.col("ioengine") == "psync", pl.col("rate_cap") == "on", pl.col("profile") == "randwrite")
+    both = psync.filter(pl.col("block_size") == "64k").row(0, named=True)
+    assert both["util_pct"] is None and both["note"].endswith(
+        "1 busier than its queue allows, 2 less busy than its queue needs"
+    )
+    libaio = view.filter(pl.col("ioengine") == "libaio", pl.col("rate_cap") == "on")
+    assert (libaio["util_high"] <= 1.25 * 100 * libaio["device_queue"]).all()  # no kept figure above its queue
     busy = view.filter(pl.col("rate_cap") == "off")
     assert busy["util_pct"].min() > 85 and busy["note"].is_null().all()  # queues of 3 to 163: not contradicted
 
@@ -125,6 +136,23 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
     spec = figures.latency_split(device_latency_split(runs, ["cell"]), where=["cell"]).to_dict()
     assert {v["configuration"] for v in spec["data"]["values"]} == {"direct"}
     assert "buffered" in spec["title"]["subtitle"][0]
+
+
+def test_a_device_cannot_be_busier_than_its_queue() -> None:
+    """60% busy with 0.3 requests in the queue on average: a device busy x of the time holds x or more."""
+    from benchlib.stats.queueing import device_latency_split
+
+    sparse = {"cell": "capped", "app_latency_ms": 0.5, "runtime_ns": 10**9, "read_ios": 1000, "write_ios": 0}
+    sparse |= {"read_ticks_ms": 300, "write_ticks_ms": 0, "in_queue_ms": 300, "instance": "vda"}
+    sparse |= {"configured_depth": 1.0, "run_iops": 1000.0}
+    rows = pl.DataFrame([sparse | {"util_pct": 60.0}, sparse | {"util_pct": 25.0}])
+    both = device_latency_split(rows, ["cell"]).row(0, named=True)
+    assert both["util_pct"] == 25.0 and both["note"].endswith("left out: 1 busier than its queue allows")
+    alone = device_latency_split(rows.head(1), ["cell"]).row(0, named=True)
+    assert alone["util_pct"] is None and alone["note"] == (
+        "device busy unknown: fio's util says 60.0%, but a device queue of 0.3 I/Os on average (aqu-sz) keeps it "
+        "busy at most 30.0% of the time (the kernel counts sparse I/O in whole clock ticks)"
+    )
 
 
 def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> None:

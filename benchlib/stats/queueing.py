@@ -353,9 +353,13 @@ CACHED_BELOW = 0.9
 #: a busy share under this part of what the queue needs is not the device's: other I/O on the disk can
 #: raise the most requests in flight, so only a share far below the bound is called wrong
 UNDERCOUNT_BELOW = 0.5
+#: a busy share over this multiple of the mean queue is not the device's either: a device busy x of the
+#: time holds at least x requests on average (one or more whenever busy), so util <= 100 x aqu-sz; the
+#: kernel's io_ticks, counted in whole clock ticks, overcounts sparse I/O (a rate-capped job's)
+OVERCOUNT_ABOVE = 1.25
 
 
-def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "one per host and run") -> pl.DataFrame:
     """Return where latency was spent per group of ``by``, from the kernel's disk statistics (fio's ``disk_util``).
 
     ``runs`` has one row per run and host: ``app_latency_ms`` (what the application
@@ -374,11 +378,13 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     Figures the row itself contradicts are unknown (null), with the reason in ``note``:
     fio's latency below the await (by ``CACHED_BELOW``) means the page cache answered and the
     device's I/Os were the write-back's, so nothing was spent "above" it; a busy share below what the
-    queue implies (under ``UNDERCOUNT_BELOW`` of it) is the kernel's io_ticks, not the device's time: such a
-    run's util is left out of the median and range (unknown when every run's is), and ``note`` says so.
-    A queue of aqu-sz requests keeps the device busy at least aqu-sz / depth of the time, where depth
-    is the most requests in flight at once: ``configured_depth`` times the requests the block layer
-    made of each I/O (device requests per second over ``run_iops``; a 64k I/O can be split in two).
+    queue implies (under ``UNDERCOUNT_BELOW`` of it), or above what it allows (over ``OVERCOUNT_ABOVE``
+    times it), is the kernel's io_ticks, not the device's time: such a run's util is left out of the
+    median and range (unknown when every run's is), and ``note`` says so, counting ``figures`` (what a
+    row of ``runs`` is, in words). A queue of aqu-sz requests keeps the device busy at most aqu-sz of the
+    time (one request or more whenever busy) and at least aqu-sz / depth, where depth is the most
+    requests in flight at once: ``configured_depth`` times the requests the block layer made of each
+    I/O (device requests per second over ``run_iops``; a 64k I/O can be split in two).
     """
     ios = pl.col("read_ios") + pl.col("write_ios")
     # the disk's counters cover fio's ramp as well as its runtime: rates and queue are over that span
@@ -397,9 +403,10 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     )
     # the page cache answered (fio saw less than the await): per run, and per group on the medians
     cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
-    # each run's util judged on its own: a run whose util is below what its own queue needs says nothing
+    # each run's util judged on its own: below what its own queue needs, or above what it allows, says nothing
     low_run = (~cached & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
-    kept = pl.when(~low_run).then(pl.col("util_pct"))
+    high_run = (pl.col("util_pct") > OVERCOUNT_ABOVE * 100 * pl.col("device_queue")).fill_null(False)
+    kept = pl.when(~low_run & ~high_run).then(pl.col("util_pct"))
     medians = view.group_by(*by).agg(
         pl.col("app_latency_ms").median(),
         pl.col("device_await_ms").median(),
@@ -409,40 +416,65 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         kept.min().alias("util_low"),  # fio's util of one run can be far from another's
         kept.max().alias("util_high"),
         pl.col("util_pct").median().alias("_util_all"),
-        low_run.sum().alias("_util_left_out"),
+        low_run.sum().alias("_low"),
+        high_run.sum().alias("_high"),
         pl.col("_busy_at_least").median(),
         pl.col("_in_flight").median(),
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
     )
-    left_out = pl.col("_util_left_out")
     above = pl.col("app_latency_ms") - pl.col("device_await_ms")
     return (
         medians.with_columns(
             pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
             pl.when(cached)
             .then(pl.lit("fio's latency is below the await: the page cache answered (buffered I/O)"))
-            .when(pl.col("util_pct").is_null() & (left_out > 0))
-            .then(
-                pl.format(
-                    "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz), "
-                    "with at most {} in flight, keeps it busy at least {}% of the time",
-                    pl.col("_util_all").round(2),
-                    pl.col("device_queue").round(2),
-                    pl.col("_in_flight").round(0).cast(pl.Int64),
-                    pl.col("_busy_at_least").round(1),
-                )
-            )
-            .when(left_out > 0)
-            .then(
-                pl.format(
-                    "device busy: {} of {} figures (one per host and run) left out, too low for their own queue",
-                    left_out,
-                    pl.col("host_runs"),
-                )
-            )
+            .otherwise(_util_note(figures))
             .alias("note"),
         )
-        .drop("_busy_at_least", "_in_flight", "_util_all", "_util_left_out")
+        .drop("_busy_at_least", "_in_flight", "_util_all", "_low", "_high")
         .sort(by)
+    )
+
+
+def _util_note(figures: str) -> pl.Expr:
+    """Say why a group's device busy is unknown, or how many of its figures left the median (else null)."""
+    low, high, queue = pl.col("_low"), pl.col("_high"), pl.col("device_queue").round(2)
+    unknown = pl.col("util_pct").is_null()
+    why = pl.concat_str(
+        pl.when(high > 0).then(pl.format("{} busier than its queue allows", high)),
+        pl.when(low > 0).then(pl.format("{} less busy than its queue needs", low)),
+        separator=", ",
+        ignore_nulls=True,
+    )
+    return (
+        pl.when(unknown & (low > 0) & (high == 0))
+        .then(
+            pl.format(
+                "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz), "
+                "with at most {} in flight, keeps it busy at least {}% of the time",
+                pl.col("_util_all").round(2),
+                queue,
+                pl.col("_in_flight").round(0).cast(pl.Int64),
+                pl.col("_busy_at_least").round(1),
+            )
+        )
+        .when(unknown & (high > 0) & (low == 0))
+        .then(
+            pl.format(
+                "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz) "
+                "keeps it busy at most {}% of the time (the kernel counts sparse I/O in whole clock ticks)",
+                pl.col("_util_all").round(1),
+                queue,
+                (100 * pl.col("device_queue")).round(1),
+            )
+        )
+        .when(unknown & (low + high > 0))
+        .then(pl.format("device busy unknown: every figure ({}) contradicts its own queue: {}", pl.lit(figures), why))
+        .when(low + high > 0)
+        .then(
+            pl.format(
+                "device busy: {} of {} figures ({}) left out: {}", low + high, pl.col("host_runs"), pl.lit(figures), why
+            )
+        )
     )
