@@ -1513,13 +1513,12 @@ def esxtop_coverage(captures: pl.DataFrame) -> str:
     return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
 
 
-def _placed(
-    opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None, each_run: bool = False
-) -> pl.DataFrame:
+def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None) -> pl.DataFrame:
     """Return the esxtop rows whose sample fell inside a run of the study, with that run's ``by`` levels.
 
-    A run's window spans all its hosts; sample 0 (always zero) is left out. ``each_run``: keep the run
-    (``run_unit``) a sample fell in, once per run.
+    A run's window spans all its hosts; sample 0 (always zero) is left out. Windows from whole-second
+    start times can overlap a neighbour's: a sample inside two runs' windows saw one of them, which is
+    unknown. It counts once where both runs have the same ``by`` levels, and is left out where they differ.
     """
     from benchlib.stats.hostside import counters_during_runs
 
@@ -1533,11 +1532,8 @@ def _placed(
     )
     placed = counters_during_runs(windows.rename({"run_unit": "run_id"}), counters)
     placed = placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id")
-    if each_run:
-        return placed.rename({"benchmark_run_id": "run_unit"})
-    # windows from whole-second start times can overlap a run's neighbour: a sample in two runs of the same
-    # levels counts once for them
-    return placed.drop("benchmark_run_id").unique(maintain_order=True)
+    one_level = (pl.struct(*by) if by else pl.lit(0)).n_unique().over(pl.struct("run_id", "sample")) == 1
+    return placed.filter(one_level).drop("benchmark_run_id").unique(maintain_order=True)
 
 
 #: how many times more (or fewer) commands/s than the guests' IOPS esxtop may count before a page says so
@@ -1545,41 +1541,39 @@ COMMANDS_MATCH = 2.0
 
 
 def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
-    """Per configuration: the commands/s esxtop counted on its devices during the runs, beside the guests' IOPS.
+    """Per configuration: the commands/s esxtop counted on its devices during its runs, beside the guests' IOPS.
 
     A capture is tied to the runs by time alone; this checks that its devices carried their I/O. Per
-    run: each device's mean commands/s over the samples inside the run, added over hosts and devices,
-    against the run's total IOPS (phases averaged); per configuration the medians over those runs.
-    Columns: ``by``, ``runs`` (runs with samples), ``guest_iops``, ``esxtop_commands``, ``ratio``
-    (commands per guest I/O) and ``matches`` (within :data:`COMMANDS_MATCH` times either way). Empty
-    without samples inside runs. A guest I/O split into several commands (large blocks) or absorbed
-    by the page cache (buffered jobs) moves the ratio without the capture being wrong: the page says so.
+    configuration: each device's mean commands/s over the samples inside its runs (each sample once,
+    though the windows of two runs can both hold it), added over hosts and devices, against the median
+    of its runs' total IOPS (phases averaged). Columns: ``by``, ``samples`` (esxtop samples inside its
+    runs), ``guest_iops``, ``esxtop_commands``, ``ratio`` (commands per guest I/O) and ``matches``
+    (within :data:`COMMANDS_MATCH` times either way). Empty without samples inside runs. A guest I/O
+    split into several commands (large blocks) or absorbed by the page cache (buffered jobs) moves the
+    ratio without the capture being wrong: the page says so.
     """
     from benchlib.sources.esxtop import device_queue_view
 
     opened = _open(study)
     counters = _capture_counters(opened, pl.col("object") == "Physical Disk SCSI Device")
-    queue = device_queue_view(_placed(opened, counters, by=by, only=only, each_run=True), keys=[*by, "run_unit"])
+    queue = device_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
     if queue.is_empty() or "CMDS_per_s" not in queue.columns:
         return pl.DataFrame()
-    keys = ["run_unit", *by]
+    keys = by or [pl.lit(0).alias("_all")]
+    samples = queue.group_by(keys).agg(pl.struct("run_id", "sample").n_unique().alias("samples"))
     seen = queue.group_by(*keys, "host", "device").agg(pl.col("CMDS_per_s").mean())
-    seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands"))
-    guests = totals_of_runs(_study_rows(opened, only), "iops", by).group_by(keys).agg(pl.col("iops").mean())
-    runs = seen.join(guests, on=keys)
-    if runs.is_empty():
+    seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands")).join(samples, on=by or "_all")
+    runs = totals_of_runs(_study_rows(opened, only), "iops", by).group_by("run_unit", *by).agg(pl.col("iops").mean())
+    guests = runs.group_by(keys).agg(pl.col("iops").median().alias("guest_iops"))
+    table = seen.join(guests, on=by or "_all")
+    if table.is_empty():
         return pl.DataFrame()
-    table = runs.group_by(by or pl.lit(0)).agg(
-        pl.len().alias("runs"),
-        pl.col("iops").median().alias("guest_iops"),
-        pl.col("esxtop_commands").median(),
-    )
     ratio = pl.col("esxtop_commands") / pl.col("guest_iops")
     return (
         table.with_columns(pl.when(pl.col("guest_iops") > 0).then(ratio).alias("ratio"))
         .with_columns(pl.col("ratio").is_between(1 / COMMANDS_MATCH, COMMANDS_MATCH).alias("matches"))
-        .select(*by, "runs", "guest_iops", "esxtop_commands", "ratio", "matches")
-        .sort(by or "runs")
+        .select(*by, "samples", "guest_iops", "esxtop_commands", "ratio", "matches")
+        .sort(by or "samples")
     )
 
 

@@ -258,11 +258,21 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     ingest_study(study, tmp_path / "processed")
     again = esxtop_view(str(study), by=["test"])
     assert again.height == view.height and again.equals(view)
+    # a run of another configuration over the same seconds: which of the two a sample saw is unknown
+    other = toml.replace('test = ["seq"]', 'test = ["seq", "rand"]')
+    (study / "fio-rand.json").write_text(fio.read_text().replace("{", "{  ", 1))
+    (study / "study.toml").write_text(other + '[[files]]\nglob = "fio-rand.json"\nlevels = { test = "rand" }\n')
+    ingest_study(study, tmp_path / "processed")
+    assert esxtop_view(str(study), by=["test"]).is_empty()
+    (study / "fio-rand.json").unlink()
+    (study / "study.toml").write_text(toml, encoding="utf-8")
+    ingest_study(study, tmp_path / "processed")
     # tied by time alone: its devices' few commands/s are not the run's I/O, and the page says so
     iops = float(read(fio).results.filter(~pl.col("is_aggregate"))["iops"].sum())  # each of its two runs
     against = esxtop_against_guests(str(study), by=["test"])
     assert against["guest_iops"][0] == pytest.approx(iops) and not against["matches"][0]
-    assert against["runs"][0] == 2 and esxtop_match_note(against).startswith("**The capture may not be")
+    # the two runs' windows both hold the two samples: each counts once, not once per run
+    assert against["samples"][0] == 2 and esxtop_match_note(against).startswith("**The capture may not be")
     assert "far fewer commands than the guests did I/Os" in esxtop_match_note(against)
     capture_with_adapter_queue_depth(source, study / "esxtop-esx01.csv", 64, inside, commands=iops * 1.1)
     ingest_study(study, tmp_path / "processed")
