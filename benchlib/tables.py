@@ -34,7 +34,7 @@ LABELS = {
     "ratio_low": "Ratio, low",
     "ratio_high": "Ratio, high",
     "p_holm": "p (Holm)",
-    "effect": "Effect (Cliff's δ, where a test was made)",
+    "effect": "Effect: Cliff's δ (its size named where a test could decide)",
     "verdict": "Verdict",
     "spread_pct": "Spread of runs (%)",
     "why": "Why",
@@ -236,6 +236,13 @@ def _signed(value: float | None) -> str:
     return MISSING if value is None or not math.isfinite(value) else f"{value:+.2f}%"
 
 
+def _effect(size: str | None, delta: float | None) -> str:
+    """Cliff's δ, with its size in words where a test could decide (``large (δ +0.84)``); ``δ +1.00`` alone else."""
+    if delta is None or not math.isfinite(delta):
+        return MISSING
+    return f"{size} (δ {delta:+.2f})" if size else f"δ {delta:+.2f}"
+
+
 def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.DataFrame:
     """Return a :func:`~benchlib.stats.compare.comparison_table` as a reader's table.
 
@@ -263,7 +270,7 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
                 "median": row["median"],
                 change: _signed(row["change_pct"]) + interval,
                 "p_holm": row["p_holm"],
-                "effect": row["effect"] or MISSING,
+                "effect": _effect(row["effect"], row["cliffs_delta"]),
                 "verdict": row["verdict"],
             }
         )

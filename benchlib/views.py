@@ -794,12 +794,16 @@ def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace
     its Holm-adjusted p in a family of ``family`` tests. A floor that, adjusted, is above alpha means the
     runs could not have shown any interaction: that is said, never "no evidence".
     """
+    from benchlib.stats.factorial import PERMUTATIONS
     from benchlib.tables import inline
 
     runs = f"{test['per_combination']} runs per combination"
-    said = f"permutation p = {test['p']:.4f}, {p_holm:.4f} after Holm over {family} tests, alpha 0.05"
+    said = (
+        f"permutation p = {test['p']:.4f} (estimated from {PERMUTATIONS:,} random permutations), "
+        f"{p_holm:.4f} after Holm over {family} tests, alpha 0.05"
+    )
     if p_holm <= 0.05:
-        at_floor = f"; the smallest p this test can give at {runs}" if test["p"] <= test["floor"] else ""
+        at_floor = f"; about the smallest p this test can give at {runs}" if test["p"] <= test["floor"] else ""
         return f"the effect of {inline(x)} depends on {inline(trace)} ({said}{at_floor})"
     if test["floor"] * family > 0.05:
         return (

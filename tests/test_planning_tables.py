@@ -117,6 +117,11 @@ def test_comparison_rows_put_the_interval_beside_the_change() -> None:
     three = comparison_table(_lognormal(0.20, 3, 0.10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
     shown = comparison_rows(three, by=["bs"], factor="controller")
     assert "change" not in shown.columns and shown["change_alone"][0] == f"{three['change_pct'][0]:+.2f}%"
+    # a p is printed, so is δ (what share of run pairs one side won); its size in words only where a test decides
+    assert (
+        three["verdict"][0] == "not testable at this n" and shown["effect"][0] == f"δ {three['cliffs_delta'][0]:+.2f}"
+    )
+    assert comparison_rows(table, by=["bs"], factor="controller")["effect"][0].startswith("large (δ +")
     assert "too few runs" in label("change_alone") and "95% interval" not in shown["change_alone"][0]
     # one run a side: no median, no run-to-run ratios to take the median of; the column says what it is
     assert comparison_rows(one, by=[], factor="controller")["change_single"][0] == "+10.00%"

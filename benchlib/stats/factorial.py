@@ -120,8 +120,12 @@ def art_anova(frame: pl.DataFrame, value: str, a: str, b: str) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+#: random permutations the interaction test draws: its p is an estimate to about ±0.0004 near 0.002
+PERMUTATIONS = 9999
+
+
 def interaction_permutation_test(
-    frame: pl.DataFrame, value: str, a: str, b: str, *, rng: np.random.Generator, n_resamples: int = 9999
+    frame: pl.DataFrame, value: str, a: str, b: str, *, rng: np.random.Generator, n_resamples: int = PERMUTATIONS
 ) -> tuple[float, float]:
     """Freedman–Lane permutation test of the a x b interaction: ``(F, p)``.
 
@@ -150,7 +154,7 @@ def interaction_permutation_test(
 
 
 def interaction_floor(
-    frame: pl.DataFrame, value: str, a: str, b: str, *, rng: np.random.Generator, n_resamples: int = 9999
+    frame: pl.DataFrame, value: str, a: str, b: str, *, rng: np.random.Generator, n_resamples: int = PERMUTATIONS
 ) -> float:
     """Return the p :func:`interaction_permutation_test` gives the clearest interaction these runs could show.
 
