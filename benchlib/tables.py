@@ -36,7 +36,7 @@ LABELS = {
     "p_holm": "p (Holm)",
     "effect": "Effect: Cliff's δ (its size named where a test could decide)",
     "verdict": "Verdict",
-    "spread_pct": "Spread of runs (%)",
+    "spread_pct": "Spread of runs (%, about their coefficient of variation)",
     "why": "Why",
     "iterations_now": "Whole seconds every host logged, per run",
     "iterations_per_run": "Seconds per run (plan)",

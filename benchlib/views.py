@@ -358,7 +358,7 @@ def design_statement(study: StudyRef) -> str:
         verdict = (
             f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
             "side would make one comparison alone testable, more when a page corrects over several (each says how "
-            "many); tests over more runs at once, such as the interaction's, can be significant."
+            "many); a test that pools more runs at once, such as an interaction test over two factors, can be."
             if smallest > 0.05
             else "; a correction over many comparisons raises it (each comparison page says by how much)."
         )
@@ -1612,7 +1612,7 @@ def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
         f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from the guests' IOPS (the farthest: "
         f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS, {per}). "
         "esxtop counted "
-        f"{why}. Read the device latencies below as the devices', not as these runs', until that is explained."
+        f"{why}. Read esxtop's device latencies as the devices', not as these runs', until that is explained."
     )
 
 

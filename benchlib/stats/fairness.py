@@ -264,9 +264,14 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     who = inline("vm")  # VM, or host where the study's members are fio servers (tables.name_members)
     if rotating:
         uncapped = "uncapped " if capped_runs else ""  # a study without caps has no other kind
+        which = (
+            f"In {rotating} of the {uneven.height} {uncapped}configurations"
+            if uneven.height > 1
+            else f"In the one {uncapped}configuration"
+        )
         text.append(
-            f"In {rotating} of the {uneven.height} {uncapped}configurations whose highest {who} got "
-            f"{UNEVEN_FROM:g}x the lowest or more, a different {who} came out on top in different runs."
+            f"{which} whose highest {who} got {UNEVEN_FROM:g}x the lowest or more, a different {who} came out on "
+            "top in different runs."
         )
     capped = table.filter(pl.col("capped_runs") > 0).height
     if capped:
