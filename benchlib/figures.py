@@ -30,6 +30,8 @@ from benchlib.tables import LEVEL_WORDS, inline, level_expr, number
 from benchlib.tables import label as words
 
 WIDTH, HEIGHT = 420, 260
+#: a cell's bars under this share of the report's shared axis are drawn again on their own axis beside it
+ZOOM_BELOW = 0.25
 FONT = "DejaVu Sans"
 PALETTE = ["#1f5f8b", "#d9822b", "#3a8f5c", "#a23b72", "#6c757d", "#c9b037"]
 
@@ -121,28 +123,37 @@ def per_vm_bars(
     # the bars are each member's median over runs, the figures above are per run: say which is which
     bars = f"bars: each {inline(member)}'s median over the runs" if basis else ""
     bars += "; dots: each run" if bars and dots is not None else ""
-    shared = "the axis is shared by every cell page of this report" if y_max else ""
+    top = max(data[value].max() or 0, dots[value].max() if dots is not None else 0)
+    zoom = bool(y_max) and top < ZOOM_BELOW * y_max  # bars a shared axis makes too short to read
+    if zoom:
+        shared = "left: the axis every cell page of this report shares; right: this cell's own, to read its runs"
+    else:
+        shared = "the axis is shared by every cell page of this report" if y_max else ""
     below = "; ".join(part for part in (bars, shared) if part)
-    base = _chart(data).encode(
-        x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
-        y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
-        tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
-    )
-    # each bar's value written above it: a bar a shared axis makes short is still read exactly
-    values = base.mark_text(dy=-6, fontSize=11).encode(text=alt.Text("value_label:N"))
     lines = [subtitle, below] if below else [subtitle]
-    layers = base.mark_bar() + values
-    if dots is not None:
-        layers += (
-            _chart(dots)
-            .mark_point(filled=True, color="#222222", size=36, opacity=0.85, xOffset=26)  # clear of the label
-            .encode(
-                x=alt.X(f"{member}:N", sort=data[member].to_list()),
-                y=alt.Y(f"{value}:Q"),
-                tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
-            )
+
+    def panel(axis_top: float | None) -> alt.LayerChart:
+        base = _chart(data).encode(
+            x=alt.X(f"{member}:N", sort=data[member].to_list(), title=words(member)),
+            y=alt.Y(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, axis_top]) if axis_top else alt.Undefined),
+            tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
         )
-    return layers.properties(title=alt.TitleParams(title or label, subtitle=lines))
+        # each bar's value written above it: a bar a shared axis makes short is still read exactly
+        layers = base.mark_bar() + base.mark_text(dy=-6, fontSize=11).encode(text=alt.Text("value_label:N"))
+        if dots is not None:
+            layers += (
+                _chart(dots)
+                .mark_point(filled=True, color="#222222", size=36, opacity=0.85, xOffset=26)  # clear of the label
+                .encode(
+                    x=alt.X(f"{member}:N", sort=data[member].to_list()),
+                    y=alt.Y(f"{value}:Q"),
+                    tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+                )
+            )
+        return layers
+
+    chart = alt.hconcat(panel(y_max), panel(None)) if zoom else panel(y_max)
+    return chart.properties(title=alt.TitleParams(title or label, subtitle=lines))
 
 
 @_in_words

@@ -551,6 +551,44 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     return pl.DataFrame(rows)
 
 
+def mix_finding(mix: pl.DataFrame, *, member: str = "vm", share: str = "write_pct", value: str = "iops") -> str:
+    """Say how each member's IOPS moved along a write-share sweep (medians per share, as ``mix`` holds them).
+
+    Its IOPS at the first and last share with the change, then the shape: falling (or rising) at every
+    step, or lowest at a share between the ends (a mix that costs more than pure writes). "" without a
+    member of two shares or more.
+    """
+    from benchlib.tables import inline, number
+
+    ends, shapes = [], {}
+    for part in mix.drop_nulls([value]).sort(member, share).partition_by(member, maintain_order=True):
+        values, shares = part[value].to_list(), part[share].to_list()
+        if len(values) < 2:
+            continue
+        change = 100 * (values[-1] / values[0] - 1)
+        ends.append(f"{part[member][0]} {number(values[0])} to {number(values[-1])} ({change:+.0f}%)")
+        steps = list(zip(values, values[1:], strict=False))
+        low = values.index(min(values))
+        if all(b < a for a, b in steps):
+            shape = "fell at every step"
+        elif all(b > a for a, b in steps):
+            shape = "rose at every step"
+        elif 0 < low < len(values) - 1:
+            shape = f"was lowest at {shares[low]:g}% writes, higher again at {shares[-1]:g}%"
+        else:
+            shape = "went up and down"
+        shapes.setdefault(shape, []).append(str(part[member][0]))
+    if not ends:
+        return ""
+    first, last = mix[share].min(), mix[share].max()
+    who = inline(member)
+    if len(shapes) == 1:
+        said = f"{'Every' if len(ends) > 1 else 'The'} {who} {next(iter(shapes))}."
+    else:
+        said = "; ".join(f"{', '.join(names)}: {shape}" for shape, names in shapes.items()) + "."
+    return f"From {first:g}% to {last:g}% writes, IOPS of each {who}: " + "; ".join(ends) + ". " + said
+
+
 #: job parameters that, when they differ between the sides of a comparison, are changed with the factor
 CONFOUNDERS = {
     "configured_depth": ("I/Os in flight per host", "iodepth x jobs; a synchronous engine keeps 1"),

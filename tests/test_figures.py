@@ -44,9 +44,15 @@ def test_per_vm_bars_annotate_jain_and_spread(published: pl.DataFrame) -> None:
     assert [v["vm"] for v in _values(spec)] == ["gus_fio_1", "gus_fio_2", "gus_fio_3", "gus_fio_4", "gus_fio_5"]
     assert [round(v["bandwidth_mib_s"]) for v in _values(spec)] == [401, 1148, 203, 326, 204]
     assert [v["value_label"] for v in _values(spec)] == ["401", "1,148", "203", "326", "204"]  # as the table shows them
-    shared = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", y_max=5000).to_dict()
-    assert shared["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 5000]
+    shared = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", y_max=4000).to_dict()
+    assert shared["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 4000]
     assert shared["title"]["subtitle"][1] == "the axis is shared by every cell page of this report"
+    # bars under a quarter of the shared axis (1,148 of 5,000) are drawn again on their own axis beside it
+    both = figures.per_vm_bars(lsi_off, value="bandwidth_mib_s", y_max=5000).to_dict()
+    left, right = both["hconcat"]
+    assert left["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 5000]
+    assert "scale" not in right["layer"][0]["encoding"]["y"]
+    assert both["title"]["subtitle"][1].startswith("left: the axis every cell page of this report shares; right:")
     shuffled = lsi_off.sample(fraction=1.0, shuffle=True, seed=3)
     again = figures.per_vm_bars(shuffled, value="bandwidth_mib_s", unit="MiB/s", title="LSI, SIOC off").to_dict()
     assert json.dumps(again, sort_keys=True) == json.dumps(spec, sort_keys=True)  # row order does not matter

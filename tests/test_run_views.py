@@ -512,3 +512,22 @@ def test_iops_across_block_sizes_is_said_to_be_other_work() -> None:
     )
     engines = unlike_work("loopback-fio", factor="ioengine", baseline="psync", value="iops", by=BY[:2], only=only)
     assert bandwidth == engines == ""
+
+
+def test_a_write_share_sweep_is_said_in_words() -> None:
+    """The write-up's table: both VMs fell at every step; the loopback hosts were lowest at 75% writes."""
+    from benchlib.stats import medians
+    from benchlib.views import mix_finding, profile_totals
+
+    published = medians(profile_totals("pvscsi-vs-lsi", {"test": "rwmix_sweep"}), ["iops"], by=["vm", "write_pct"])
+    assert mix_finding(published) == (
+        "From 0% to 100% writes, IOPS of each VM: gus_fio_3 19,189 to 14,888 (-22%); gus_fio_4 40,585 to 29,838 "
+        "(-26%). Every VM fell at every step."
+    )
+    recorded = medians(profile_totals("loopback-fio", "rwmix-sweep"), ["iops"], by=["vm", "write_pct"])
+    assert mix_finding(recorded).endswith("Every VM was lowest at 75% writes, higher again at 100%.")
+    one = pl.DataFrame(
+        {"vm": ["a", "a", "a", "b", "b", "b"], "write_pct": [0, 50, 100] * 2, "iops": [3.0, 2.0, 1.0, 1.0, 2.0, 3.0]}
+    )
+    assert mix_finding(one).endswith("a: fell at every step; b: rose at every step.")
+    assert mix_finding(one.head(1)) == ""  # one share: nothing moved
