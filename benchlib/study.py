@@ -257,7 +257,7 @@ def load_study(folder: str | Path) -> Study:
         esxtop_objects=_check_objects(path, data.get("esxtop", {}).get("objects", [])),
         vsphere=_check_vsphere(path, data.get("vsphere", {}), factors),
         shares=_check_shares(path, data.get("shares", {})),
-        level_words=_check_level_words(path, data.get("levels", {}), factors),
+        level_words=check_level_words(path, data.get("levels", {}), factors),
     )
 
 
@@ -270,7 +270,7 @@ _WORDS = re.compile(r"(?:[^\W_]|[ .()/+%:'-])*[^\W_](?:[^\W_]|[ .()/+%:'-])*")
 TABLE_LABEL = "table"
 
 
-def _check_level_words(path: Path, found: object, factors: dict[str, list[str]]) -> dict[str, dict[str, str]]:
+def check_level_words(path: Path, found: object, factors: dict[str, list[str]]) -> dict[str, dict[str, str]]:
     """Return ``[levels]``: each names a declared factor and level, and gives it in words (one line of text)."""
     example = 'e.g. [levels.test] then iodepth_sweep = "queue depth sweep"'
     if not isinstance(found, dict):

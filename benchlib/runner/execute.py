@@ -319,6 +319,8 @@ def _study_toml(plan: Plan) -> str:
     if plan.vsphere and plan.vsphere.check:  # ingest checks these factors' levels against each cell's vCenter facts
         lines += ["", "[vsphere]", *(f"{fact} = {q(factor)}" for fact, factor in plan.vsphere.check.items())]
         lines += [f"device = {q(plan.vsphere.device)}"] if plan.vsphere.device else []
+    for factor, words in plan.level_words.items():  # the plan's levels in words, for every page
+        lines += ["", f"[levels.{q(factor)}]", *(f"{q(level)} = {q(text)}" for level, text in words.items())]
     return "\n".join(lines) + "\n"
 
 

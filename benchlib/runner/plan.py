@@ -62,6 +62,9 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     options = { rw = "randrw", rwmixread = 70, bs = "8k", iodepth = 16 }
     sweep = { factor = "jobs", option = "numjobs", levels = [1, 2, 4] }
 
+    [levels.profile]         # optional: a level in words on every page, as study.toml's [levels]
+    randread-4k = "random read 4k"
+
 Options are layered: benchlib's defaults, then the profile's, then the sweep
 value, then the matrix levels (a matrix factor that sets ``bs`` overrides the
 profile's ``bs``; the dry run shows the final options of every cell).
@@ -69,6 +72,7 @@ profile's ``bs``; the dry run shows the final options of every cell).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
@@ -77,10 +81,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, StudyError
 from benchlib.runner.repetitions import PrecisionRule, parse_rule
 from benchlib.runner.vocabulary import file_target_problem, name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
+from benchlib.study import check_level_words
 from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
 from benchlib.vsphere import CHECKS, LUN_CHECKS
@@ -287,6 +292,8 @@ class Plan:
     vsphere: VSpherePlan | None = None
     esxtop: tuple[EsxtopCapture, ...] = ()
     esxi: EsxiShell | None = None
+    #: ``[levels]``: a factor's level in words, written to the study's study.toml (as study.toml's ``[levels]``)
+    level_words: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def max_repetitions(self) -> int:
@@ -691,12 +698,14 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
     data = read_toml(path, PlanError)
-    sections = {"study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi"}
+    sections = {
+        *("study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi", "levels")
+    }
     unknown = sorted(set(data) - sections)
     if unknown:
         raise PlanError(
             f"{path}: unknown section(s) {', '.join(unknown)}; "
-            "a plan has study, run, target, hosts, vsphere, esxtop, esxi, matrix, profiles and options"
+            "a plan has study, run, target, hosts, vsphere, esxtop, esxi, matrix, profiles, options and levels"
         )
     study = _table(path, "[study]", data.get("study", {}), _KEYS["study"])
     run = _table(path, "[run]", data.get("run", {}), _KEYS["run"])
@@ -757,6 +766,12 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
             for i, e in enumerate(_list(path, "[[esxtop]]", data.get("esxtop", [])))
         ),
     )
+    try:  # the levels in words, checked as study.toml's are: against the factors the study will declare
+        plan = dataclasses.replace(
+            plan, level_words=check_level_words(path, data.get("levels", {}), plan.study_factors())
+        )
+    except StudyError as exc:
+        raise PlanError(str(exc)) from None
     keys = [cell.key for cell in plan.cells()]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
