@@ -47,6 +47,9 @@ def theme() -> dict:
             "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#e6e6e6", "labelSeparation": 6},
             "legend": {"labelFontSize": 11, "titleFontSize": 12},
             "range": {"category": PALETTE},
+            # a screen reader hears the chart's description (its title and subtitle), not every point with
+            # its column names and unrounded values
+            "mark": {"aria": False},
         }
     }
 
@@ -733,6 +736,10 @@ def _render(spec: dict) -> dict:
 
     title = spec.get("title", {})
     text = title.get("text", title) if isinstance(title, dict) else title
+    if "description" not in spec:  # what a screen reader says of the chart: its title and what it finds
+        said = [text, *(title.get("subtitle", []) if isinstance(title, dict) else [])]
+        lines = [line for part in said for line in ([part] if isinstance(part, str) else part)]
+        spec = {**spec, "description": ". ".join(line for line in lines if line)}
     png = base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")
     return {VEGALITE_MIME: spec, "image/png": png, "text/plain": f"<figure: {text}>"}
 

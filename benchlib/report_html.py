@@ -97,7 +97,11 @@ def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
             if any(m in data for m in VEGALITE):
                 figure += 1
                 svg = (out / f"figure-{figure}.svg").read_text()
-                parts.append(f"<div class='figure' id='figure-{figure}'>{svg}</div>")
+                spec = next(data[m] for m in VEGALITE if m in data)
+                # one accessible name, the chart's title and findings, for the drawing a screen reader cannot read
+                said = html.escape(str(spec.get("description", "")) if isinstance(spec, dict) else "", quote=True)
+                named = f" role='img' aria-label='{said}'" if said else ""
+                parts.append(f"<div class='figure' id='figure-{figure}'{named}>{svg}</div>")
             elif "text/markdown" in data:
                 parts.append(_markdown("".join(data["text/markdown"])))
             elif "text/html" in data:

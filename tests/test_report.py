@@ -255,8 +255,11 @@ def test_html_report_renders_offline_in_chromium(report) -> None:
     dom = subprocess.run(
         [browser, *offline, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
     ).stdout
-    figures = re.findall(r"<div class=\"figure\" id=\"figure-\d+\">(.*?)</div>", dom, flags=re.S)
-    assert figures and all("<svg" in f and ("<path" in f or "<rect" in f) for f in figures)
+    figures = re.findall(r"<div class=\"figure\" id=\"figure-\d+\"([^>]*)>(.*?)</div>", dom, flags=re.S)
+    assert figures and all("<svg" in f and ("<path" in f or "<rect" in f) for _, f in figures)
+    # a screen reader is told each chart's title and findings, not its points' column names
+    assert all('role="img" aria-label="' in named for named, _ in figures)
+    assert "Jain's index" in figures[0][0] and "value_label" not in dom
     assert "gus_fio_2" in dom
 
 
