@@ -737,7 +737,8 @@ def _render(spec: dict) -> dict:
     title = spec.get("title", {})
     text = title.get("text", title) if isinstance(title, dict) else title
     if "description" not in spec:  # what a screen reader says of the chart: its title and what it finds
-        said = [text, *(title.get("subtitle", []) if isinstance(title, dict) else [])]
+        subtitle = title.get("subtitle", []) if isinstance(title, dict) else []
+        said = [text, *([subtitle] if isinstance(subtitle, str) else subtitle)]  # one line, or a list of lines
         lines = [line for part in said for line in ([part] if isinstance(part, str) else part)]
         spec = {**spec, "description": ". ".join(line for line in lines if line)}
     png = base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")

@@ -226,7 +226,8 @@ def overview(study: StudyRef) -> pl.DataFrame:
             pl.col("source").n_unique().alias("files"),  # files, not contents: two identical logs are two files
             pl.when(~not_runs.first()).then(unit.filter(pl.col("io")).n_unique()).alias("runs"),
             pl.when(~not_runs.first()).then(unit.filter(~pl.col("io")).n_unique()).alias("other_rows"),
-            pl.col("host").drop_nulls().n_unique().alias("hosts"),
+            # an esxtop capture's host is the ESXi host, not one of the study's VMs
+            pl.when(pl.col("format").first() != "esxtop").then(pl.col("host").drop_nulls().n_unique()).alias("hosts"),
         )
         .sort("tool", "format")
     )
@@ -764,7 +765,8 @@ def interaction(
 
     Returns ``(grid, tests)``. ``grid``: per ``by`` group and combination of ``x`` and ``trace``, the
     median of the run totals (:func:`run_totals`) and ``runs``. ``tests``: per ``by`` group, the
-    Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the run totals
+    Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the log of the run totals
+    (effects as ratios, METHODS G3: a tenfold IOPS gap between block sizes is no interaction by itself)
     (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
     seed): ``F``, ``p``, ``floor`` (the p it gives an interaction without run-to-run noise:
     :func:`benchlib.stats.factorial.interaction_floor`) and ``note``, or only a ``note`` saying why it
@@ -800,8 +802,12 @@ def interaction(
         elif combos["len"].min() < 2:
             note = "one run per combination: the interaction cannot be told from run-to-run noise"
             f, p = None, None
+        elif (part[value] <= 0).any():
+            note = "a run total of 0: the test compares changes as ratios (on the log scale), which 0 has none of"
+            f, p = None, None
         else:
-            ordered = part.sort(x, trace)
+            # on the log scale: effects are ratios, so 4k against 64k differing tenfold is no interaction by itself
+            ordered = part.sort(x, trace).with_columns(pl.col(value).log().alias(value))
             f, p = interaction_permutation_test(ordered, value, x, trace, rng=np.random.default_rng(SEED))
             floor = interaction_floor(ordered, value, x, trace, rng=np.random.default_rng(SEED))
             note = None  # said below, once the family's correction is known
@@ -842,14 +848,14 @@ def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace
     )
     if p_holm <= 0.05:
         at_floor = f"; about the smallest p this test can give at {runs}" if test["p"] <= test["floor"] else ""
-        return f"the effect of {inline(x)} depends on {inline(trace)} ({said}{at_floor})"
+        return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{at_floor})"
     if test["floor"] * family > 0.05:
         return (
             f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "
             f"without run-to-run noise p = {test['floor']:.4f}, {min(1.0, test['floor'] * family):.4f} "
             f"after Holm over {family} tests; more runs per combination can tell"
         )
-    return f"no evidence at this n that the effect of {inline(x)} depends on {inline(trace)} ({said})"
+    return f"no evidence at this n that the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said})"
 
 
 def member_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:
@@ -1493,6 +1499,28 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     kept = pl.col("util_pct").is_not_null() & (pl.col("host_runs") > 1)
     spread = pl.format("{}–{}", pl.col("util_low").round(1), pl.col("util_high").round(1))
     return split.with_columns(pl.when(kept).then(spread).alias("util_range"))
+
+
+def disk_finding(view: pl.DataFrame, by: list[str]) -> str:
+    """Say where the latency was spent at the deepest and the shallowest device queue of :func:`disk_view`.
+
+    Rows where the page cache answered (no "above" figure) are left out; "" when fewer than two remain.
+    """
+    from benchlib.tables import levels_words, number
+
+    rows = view.filter(pl.col("above_device_ms").is_not_null() & (pl.col("app_latency_ms") > 0)).sort("device_queue")
+    if rows.height < 2:
+        return ""
+
+    def said(row: dict) -> str:
+        share = min(100.0, 100 * row["device_await_ms"] / row["app_latency_ms"])
+        return (
+            f"{levels_words({b: row[b] for b in by})}, {number(row['device_queue'])} I/Os in the device queue on "
+            f"average: {share:.0f}% of the {number(row['app_latency_ms'])} ms fio saw was spent in the block layer "
+            "and the device"
+        )
+
+    return f"Deepest queue: {said(rows.row(-1, named=True))}. Shallowest: {said(rows.row(0, named=True))}."
 
 
 def _esxtop_runs(opened: ProcessedStudy) -> pl.DataFrame:

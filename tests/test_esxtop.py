@@ -236,6 +236,10 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     ingest_study(study, tmp_path / "processed")
     captures = esxtop_captures(str(study))
     assert captures.select("samples", "in_runs").row(0) == (2, 0)
+    from benchlib.views import overview
+
+    held = {r["format"]: r for r in overview(str(study)).iter_rows(named=True)}
+    assert held["esxtop"]["files"] == 1 and held["esxtop"]["hosts"] is None  # an ESXi host is not one of the VMs
     assert esxtop_view(str(study)).is_empty()
     said = esxtop_coverage(captures)
     assert said.startswith("No esxtop sample of this study was taken during one of its runs")

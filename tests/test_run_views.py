@@ -258,7 +258,7 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
     assert grid.height == 16 and set(grid["runs"]) == {3}
     rows = {(r["profile"], r["rate_cap"]): r for r in tests.iter_rows(named=True)}
     assert rows[("randread", "off")]["p"] < 0.05 and rows[("randread", "on")]["p"] is None
-    assert rows[("randread", "off")]["note"].startswith("the effect of block size depends on I/O engine")
+    assert rows[("randread", "off")]["note"].startswith("the effect of block size, as a ratio, depends on I/O engine")
     assert "over 2 tests" in rows[("randread", "off")]["note"]  # the capped groups are not in the family
     # 3 runs per combination: a 2 x 2 interaction this clear is as significant as they allow (2 in 924)
     assert rows[("randread", "off")]["p"] == rows[("randread", "off")]["floor"]
@@ -281,7 +281,7 @@ def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> N
     assert "p = 0.0268, 0.0536 after Holm over 2 tests" in said and "no evidence" not in said
     alone = interaction_verdict(test, 0.0264, 1, x="block_size", trace="ioengine")
     assert alone.startswith(
-        "the effect of block size depends on I/O engine (permutation p = 0.0264 (estimated from 9,999"
+        "the effect of block size, as a ratio, depends on I/O engine (permutation p = 0.0264 (estimated from 9,999"
     )
     weak = interaction_verdict({"p": 0.4, "floor": 0.0018, "per_combination": 3}, 0.8, 2, x="bs", trace="rw")
     assert weak.startswith("no evidence at this n")

@@ -356,7 +356,7 @@ UNDERCOUNT_BELOW = 0.5
 #: a busy share over this multiple of the mean queue is not the device's either: a device busy x of the
 #: time holds at least x requests on average (one or more whenever busy), so util <= 100 x aqu-sz; the
 #: kernel's io_ticks, counted in whole clock ticks, overcounts sparse I/O (a rate-capped job's)
-OVERCOUNT_ABOVE = 1.25
+OVERCOUNT_ABOVE = 1.1
 
 
 def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "one per host and run") -> pl.DataFrame:
@@ -429,12 +429,34 @@ def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "o
             pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
             pl.when(cached)
             .then(pl.lit("fio's latency is below the await: the page cache answered (buffered I/O)"))
-            .otherwise(_util_note(figures))
+            .otherwise(_joined(_near_note(), _util_note(figures)))
             .alias("note"),
         )
         .drop("_busy_at_least", "_in_flight", "_util_all", "_low", "_high")
         .sort(by)
     )
+
+
+def _near_note() -> pl.Expr:
+    """Say why "above the block layer" is 0 where fio saw a little less than the await (not the page cache)."""
+    short = 100 * (1 - pl.col("app_latency_ms") / pl.col("device_await_ms"))
+    return pl.when(short > 0).then(
+        pl.format(
+            "fio saw {}% less than the await (measurement noise): nothing measurable was spent above the block layer",
+            short.round(1),
+        )
+    )
+
+
+def _joined(*notes: pl.Expr) -> pl.Expr:
+    """Join the notes that apply with "; " (null when none does)."""
+    said = pl.concat_str(list(notes), separator="; ", ignore_nulls=True)
+    return pl.when(said != "").then(said)
+
+
+def _count(n: pl.Expr, noun: str) -> pl.Expr:
+    """``1 figure``, ``3 figures``."""
+    return pl.format("{} {}", n, pl.when(n == 1).then(pl.lit(noun)).otherwise(pl.lit(f"{noun}s")))
 
 
 def _util_note(figures: str) -> pl.Expr:
@@ -451,9 +473,11 @@ def _util_note(figures: str) -> pl.Expr:
         pl.when(unknown & (low > 0) & (high == 0))
         .then(
             pl.format(
-                "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz), "
-                "with at most {} in flight, keeps it busy at least {}% of the time",
+                "device busy unknown: fio's util says {}% (the median of {}, {}), but a device queue of {} "
+                "I/Os on average (aqu-sz), with at most {} in flight, keeps it busy at least {}% of the time",
                 pl.col("_util_all").round(2),
+                _count(low, "figure"),
+                pl.lit(figures),
                 queue,
                 pl.col("_in_flight").round(0).cast(pl.Int64),
                 pl.col("_busy_at_least").round(1),
@@ -462,9 +486,12 @@ def _util_note(figures: str) -> pl.Expr:
         .when(unknown & (high > 0) & (low == 0))
         .then(
             pl.format(
-                "device busy unknown: fio's util says {}%, but a device queue of {} I/Os on average (aqu-sz) "
-                "keeps it busy at most {}% of the time (the kernel counts sparse I/O in whole clock ticks)",
+                "device busy unknown: fio's util says {}% (the median of {}, {}), but a device queue of {} "
+                "I/Os on average (aqu-sz) keeps it busy at most {}% of the time (the kernel counts sparse I/O in "
+                "whole clock ticks)",
                 pl.col("_util_all").round(1),
+                _count(high, "figure"),
+                pl.lit(figures),
                 queue,
                 (100 * pl.col("device_queue")).round(1),
             )
