@@ -1541,15 +1541,16 @@ def esxtop_captures(study: StudyRef) -> pl.DataFrame:
     """
     opened = _open(study)
     captures = _esxtop_runs(opened)
-    counters = (
+    every = (
         opened.scan("host_counters")
         .filter(pl.col("run_id").is_in(captures["run_id"].implode()))
-        .filter(pl.col("sample") > 0)  # esxtop's first sample is always zero
         .select("run_id", "sample", "time")
         .unique()
         .collect()
     )
-    inside = _placed(opened, counters, by=[], only=None).select("run_id", "sample").unique()
+    # placed with sample 0 present: a sample's interval begins at the one before it
+    inside = _placed(opened, every, by=[], only=None).select("run_id", "sample").unique()
+    counters = every.filter(pl.col("sample") > 0)  # esxtop's first sample is always zero
     return (
         counters.group_by("run_id")
         .agg(pl.col("time").min().alias("first"), pl.col("time").max().alias("last"), pl.col("sample").n_unique())

@@ -101,7 +101,8 @@ def test_device_queue_view() -> None:
 
 
 def test_counters_during_runs() -> None:
-    """esxtop samples are attributed to the benchmark run whose time window holds them."""
+    """esxtop samples are attributed to the benchmark run whose window holds their whole interval: sample 1
+    averages 14:06:27 to :32, sample 2 :32 to :37; a run from :30 holds sample 1's time but not its interval."""
     from datetime import UTC, datetime
 
     from benchlib.stats.hostside import counters_during_runs
@@ -109,18 +110,19 @@ def test_counters_during_runs() -> None:
     counters = read(corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").host_counters  # 14:06:27, :32, :37
     runs = pl.DataFrame(
         {
-            "run_id": ["early", "late", "unplaced"],
+            "run_id": ["early", "late", "unplaced", "partly"],
             "start_time": [
-                datetime(2018, 4, 26, 14, 6, 30, tzinfo=UTC),
-                datetime(2018, 4, 26, 14, 6, 35, tzinfo=UTC),
+                datetime(2018, 4, 26, 14, 6, 27, tzinfo=UTC),
+                datetime(2018, 4, 26, 14, 6, 32, tzinfo=UTC),
                 None,
+                datetime(2018, 4, 26, 14, 6, 30, tzinfo=UTC),
             ],
-            "duration_ns": [4 * 10**9, 60 * 10**9, 10**9],
+            "duration_ns": [5 * 10**9, 60 * 10**9, 10**9, 3 * 10**9],
         }
     ).with_columns(pl.col("start_time").cast(pl.Datetime("ms", "UTC")))
     placed = counters_during_runs(runs, counters)
     by_run = placed.group_by("benchmark_run_id").agg(pl.col("sample").unique().sort()).sort("benchmark_run_id")
-    assert by_run.rows() == [("early", [1]), ("late", [2])]
+    assert by_run.rows() == [("early", [1]), ("late", [2])]  # "partly" (:30 to :33) holds no whole interval
 
 
 def test_device_latency_is_weighted_by_commands_and_skips_idle_and_first_samples() -> None:
@@ -247,7 +249,8 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
 
     runs = read(fio).runs.filter(pl.col("start_time").is_not_null())
     start = runs["start_time"].min()
-    inside = [start + timedelta(seconds=s) for s in (-1, 1, 2)]  # sample 0 (left out), then two during the run
+    second = start.replace(microsecond=0) + timedelta(seconds=1 if start.microsecond else 0)  # esxtop's whole seconds
+    inside = [second + timedelta(seconds=s) for s in (0, 1, 2)]  # sample 0 (left out), then two intervals in the run
     capture_with_adapter_queue_depth(source, study / "esxtop-esx01.csv", 64, inside)
     ingest_study(study, tmp_path / "processed")
     assert esxtop_captures(str(study)).select("samples", "in_runs").row(0) == (2, 2)

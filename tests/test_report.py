@@ -350,7 +350,7 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
 
                 def one_vm(vm: str, rw: str = rw, bs: str = bs, repetition: int = repetition) -> Path:
                     folder = study / f"rw={rw}" / f"bs={bs}" / f"r{repetition}" / vm
-                    out = run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=1", formats="json+")
+                    out = run_fio(fio_binary, folder, "job", f"--rw={rw}", f"--bs={bs}", "--runtime=3", formats="json+")
                     (folder / "scratch.dat").unlink()
                     return out
 
@@ -362,24 +362,22 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
     mappings.append('[[files]]\nglob = "*/*/*/{vm}/*"\n')
     (study / "study.toml").write_text(
         '[study]\nname = "written"\ntitle = "Written by the report test"\n'
-        "citation = \"Recorded by benchlib's report test: 1-second fio jobs, two at a time, on one Linux machine's "
+        "citation = \"Recorded by benchlib's report test: 3-second fio jobs, two at a time, on one Linux machine's "
         "local disk, with another host's esxtop capture (2018) placed into two of its runs\"\n"
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
     )
     (study / "README.md").write_text(
         "# Written by the test\n\n## What it is not\n\nA vSphere measurement: the two VMs are fio jobs on one Linux "
-        "machine, buffered (fio's default) and 1 second long. The esxtop capture is another host's, from 2018, "
+        "machine, buffered (fio's default) and 3 seconds long. The esxtop capture is another host's, from 2018, "
         "placed into two runs to exercise the host-side page. Nothing here measures a storage setting.\n"
     )
-    # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has; its
-    # two samples (after the first, always zero) taken during two runs: the first whole second of each
+    # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has, twice:
+    # each one's samples 1 and 2 average whole seconds inside one run (sample 0, always zero, at its first second)
     esxtop = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
-    during = [
-        datetime.fromtimestamp(math.ceil(starts[run]), tz=UTC)
-        for run in (("randread", "4k", 1), ("randwrite", "64k", 2))
-    ]
-    times = [during[0] - timedelta(seconds=1), *during]
-    esxi_standins.capture_with_adapter_queue_depth(esxtop, study / "esxtop-esx01.csv", 128, times)
+    for name, run in (("esx01", ("randread", "4k", 1)), ("esx02", ("randwrite", "64k", 2))):
+        first = datetime.fromtimestamp(math.ceil(starts[run]), tz=UTC)
+        times = [first + timedelta(seconds=s) for s in (0, 1, 2)]
+        esxi_standins.capture_with_adapter_queue_depth(esxtop, study / f"esxtop-{name}.csv", 128, times)
     pipeline = data / "written.toml"
     pipeline.write_text(WRITTEN_PIPELINE)
     env = {**os.environ, "BENCHLIB_DATA": str(data)}
@@ -430,12 +428,12 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
 
 
 def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_it_held(written_report) -> None:
-    """The written study has a capture of every counter, two samples of it taken during two runs: the
+    """The written study has two captures of every counter, each with two samples inside one run: the
     host-side page shows AQLEN and its use in those two configurations, and says nothing was left out."""
     result, _ = written_report
     page = (result.folder / "host-side.html").read_text()
     assert "Adapter queue depth (AQLEN)" in page and "vmhba0" in page and ">128<" in page
-    assert page.count(">vmhba0<") == 2  # randread 4k and randwrite 64k, one sample each
+    assert page.count(">vmhba0<") == 2  # randread 4k and randwrite 64k, a capture each
     assert "a capture of another time" not in page
     # the test's capture is a 2018 one moved into two runs' seconds: its devices' commands/s are not the runs' I/O
     said = html.unescape(page)

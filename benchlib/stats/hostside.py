@@ -8,7 +8,11 @@ import polars as pl
 def counters_during_runs(
     runs: pl.DataFrame, host_counters: pl.DataFrame, *, skip_first_sample: bool = True
 ) -> pl.DataFrame:
-    """Host counter rows whose time falls inside a benchmark run's window, labelled with that run.
+    """Host counter rows whose sample interval lies inside a benchmark run's window, labelled with that run.
+
+    An esxtop sample's rates are the averages since the capture's previous sample: it belongs to a run
+    when that interval, from the previous sample's time to its own, lies in the run's window (a sample
+    just after a run begins averages time before it too, and is left out).
 
     Parameters
     ----------
@@ -24,7 +28,7 @@ def counters_during_runs(
     -------
     polars.DataFrame
         The host counter rows plus ``benchmark_run_id`` (the run whose window
-        [start, start + duration] holds the sample), sorted by run, object,
+        [start, start + duration] holds the sample's interval), sorted by run, object,
         instance, counter and time. A sample inside two overlapping runs
         appears once per run.
 
@@ -35,18 +39,21 @@ def counters_during_runs(
         (pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))).alias("window_end"),
     )
     samples = host_counters.filter(pl.col("time").is_not_null())
+    # a sample's rates average the interval since the capture's previous sample: that whole interval
+    # must lie in the run, or the sample carries time before or after it
+    capture = [c for c in ("run_id",) if c in samples.columns]
+    times = samples.select(*capture, "sample", "time").unique().sort(*capture, "sample")
+    times = times.with_columns(pl.col("time").shift(1).over(capture or pl.lit(0)).alias("since"))
     if skip_first_sample:
-        samples = samples.filter(pl.col("sample") > 0)
-    # match the few distinct sample times to windows, then join back: no rows x runs product
+        times = times.filter(pl.col("sample") > 0)
+    # match the few distinct samples to windows, then join back: no rows x runs product
     membership = (
-        samples.select("time")
-        .unique()
-        .join(windows, how="cross")
-        .filter((pl.col("time") >= pl.col("window_start")) & (pl.col("time") <= pl.col("window_end")))
-        .select("time", "benchmark_run_id")
+        times.join(windows, how="cross")
+        .filter((pl.coalesce("since", "time") >= pl.col("window_start")) & (pl.col("time") <= pl.col("window_end")))
+        .select(*capture, "sample", "benchmark_run_id")
     )
     order = ["benchmark_run_id", *(c for c in ("object", "instance", "counter", "time") if c in samples.columns)]
-    return samples.join(membership, on="time").sort(*order, nulls_last=True)
+    return samples.join(membership, on=[*capture, "sample"]).sort(*order, nulls_last=True)
 
 
 #: esxtop's object and counter for the CPU a VM's worlds used (100% is one core busy all the time)
