@@ -25,7 +25,8 @@ USED = {"127.0.0.6": 20.0, "127.0.0.7": 40.0}
 
 def _esxtop(path: Path, start: datetime, seconds: int) -> None:
     """A batch capture: sample 0 (all zero, as esxtop writes it), one sample before the run, one per
-    second inside it, one after; only the samples inside may count."""
+    second inside it, one after; only the samples whose interval lies inside may count (the first inside
+    averages from the one before the run, and is left out)."""
     columns = [f'"\\\\esx01\\Group Cpu({1000 + i}:{vm})\\% Used"' for i, vm in enumerate(USED)]
     columns.append('"\\\\esx01\\Group Cpu(1:system)\\% Used"')
     rows = [(start - timedelta(seconds=5), [0.0] * 3), (start - timedelta(seconds=3), [95.0, 95.0, 5.0])]
@@ -72,7 +73,7 @@ def test_host_cpu_of_each_vms_worlds_beside_its_guest_cpu(
     assert sorted(table["vm"]) == HOSTS
     for row in table.iter_rows(named=True):
         assert row["host_cpu_used_pct"] == pytest.approx(USED[row["vm"]])  # neither sample 0 nor those outside
-        assert row["host_samples"] == seconds - 1
+        assert row["host_samples"] == seconds - 2  # from start + 2 s: the sample at start + 1 s began before
         assert row["iops"] == pytest.approx(400, rel=0.05)
         assert row["iops_per_host_cpu_pct"] == pytest.approx(row["iops"] / USED[row["vm"]])
         assert row["cpu_used_pct"] is not None and row["host_reason"] is None  # the guest's figure beside it
