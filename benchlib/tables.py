@@ -467,4 +467,25 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
         for note, claims in kinds.iter_rows()
         if note
     ]
-    return rows.drop("note"), "\n\n".join(paragraphs)
+    return rows.drop("note", "reading", strict=False), "\n\n".join(paragraphs)
+
+
+def claim_counts(table: pl.DataFrame) -> str:
+    """Say how many claims of :func:`benchlib.views.claim_table` pass and which fail ("25 of 33 claims pass; ...").
+
+    The FAILs that carry the claims file's reading of their words are named after them.
+    """
+    failed = table.filter(pl.col("verdict") == "FAIL")
+    said = f"{(table['verdict'] == 'PASS').sum()} of {table.height} claims pass"
+    if failed.height:
+        said += (
+            f"; {failed.height} fail: claims {', '.join(failed['claim'])} (each with its evidence in the claims table)"
+        )
+    said += "."
+    read = failed.filter(pl.col("reading"))["claim"].to_list() if "reading" in failed.columns else []
+    if read:
+        said += (
+            f" Of these, {', '.join(read)} say how the claims file reads their words (*Read as*, after what benchlib "
+            "computed): weigh each FAIL with its reading."
+        )
+    return said

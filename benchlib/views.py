@@ -390,6 +390,7 @@ def claim_table(study: StudyRef) -> pl.DataFrame:
                 "verdict": v.verdict,
                 "runs": v.runs or None,  # rows of other figures (a CPU table) are no runs: unknown, not 0
                 "note": v.note,
+                "reading": bool(v.claim.reading),  # the claims file says how it reads the words
             }
             for v in verdicts
         ]
@@ -1630,13 +1631,14 @@ def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None =
     queue = device_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
     if queue.is_empty() or "CMDS_per_s" not in queue.columns:
         return pl.DataFrame()
-    keys = by or [pl.lit(0).alias("_all")]
+    keys = by or ["_all"]  # without levels: one group of everything
+    queue = queue.with_columns(_all=pl.lit(0))
     samples = queue.group_by(keys).agg(pl.struct("run_id", "sample").n_unique().alias("samples"))
     seen = queue.group_by(*keys, "host", "device").agg(pl.col("CMDS_per_s").mean())
-    seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands")).join(samples, on=by or "_all")
+    seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands")).join(samples, on=keys)
     runs = totals_of_runs(_study_rows(opened, only), "iops", by).group_by("run_unit", *by).agg(pl.col("iops").mean())
-    guests = runs.group_by(keys).agg(pl.col("iops").median().alias("guest_iops"))
-    table = seen.join(guests, on=by or "_all")
+    guests = runs.with_columns(_all=pl.lit(0)).group_by(keys).agg(pl.col("iops").median().alias("guest_iops"))
+    table = seen.join(guests, on=keys)
     if table.is_empty():
         return pl.DataFrame()
     ratio = pl.col("esxtop_commands") / pl.col("guest_iops")

@@ -680,6 +680,12 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None)
 
 
+#: the sections a plan may have
+_SECTIONS = frozenset(
+    ("study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi", "levels")
+)
+
+
 def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_facts_command: bool = False) -> Plan:
     """Read and check a plan file.
 
@@ -698,10 +704,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file; give a plan such as data/raw/loopback-fio/plan.toml")
     data = read_toml(path, PlanError)
-    sections = {
-        *("study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi", "levels")
-    }
-    unknown = sorted(set(data) - sections)
+    unknown = sorted(set(data) - _SECTIONS)
     if unknown:
         raise PlanError(
             f"{path}: unknown section(s) {', '.join(unknown)}; "
