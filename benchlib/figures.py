@@ -204,9 +204,10 @@ def iodepth_sweep(
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
         layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
-        # what the dashed rules are; the page's text and table say what the shape means
+        # what the dashed rules are (rules of series that share a knee coincide, so each depth names its
+        # series); the page's text and table say what the shape means
         subtitle = [
-            "Dashed line: the knee" + (f" ({knees[0][depth]:g})" if not series else f" of each {inline(series)}")
+            f"Dashed line: the knee ({knees[0][depth]:g})" if not series else _knee_words(knee_frame, depth, series)
         ]
     right = (
         _chart(data)
@@ -215,6 +216,15 @@ def iodepth_sweep(
     )
     heading = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
     return alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=heading)
+
+
+def _knee_words(knees: pl.DataFrame, depth: str, series: str) -> str:
+    """Name each dashed knee rule: ``Dashed lines, each host's knee: 16 (127.0.0.2, 127.0.0.3); 32 (127.0.0.4)``."""
+    at = [
+        f"{part[depth][0]:g} ({', '.join(str(v) for v in part[series].to_list())})"
+        for part in knees.sort(depth, series).partition_by(depth, maintain_order=True)
+    ]
+    return f"Dashed lines, each {inline(series)}'s knee: " + "; ".join(at)
 
 
 @_in_words

@@ -487,7 +487,9 @@ def build_report(
     from benchlib.views import use_study_words
 
     use_study_words(study)  # the index says levels as the pages do
-    write_html(pipeline, folder, executions, missing, declared, front=front_matter(study), unplanned=unplanned)
+    interaction = any(nb.stem == "interaction" for nb in pipeline.summary_notebooks)
+    front = front_matter(study, interaction_page=interaction)
+    write_html(pipeline, folder, executions, missing, declared, front=front, unplanned=unplanned)
     return ReportResult(folder, executions, missing)
 
 
@@ -519,12 +521,13 @@ def _notebook_parameters(notebook: Path) -> str:
 PINNED = ("polars", "altair", "scipy", "numpy", "papermill", "vl-convert-python", "nbval")
 
 
-def front_matter(study: ProcessedStudy) -> dict[str, str]:
+def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> dict[str, str]:
     """Return what the index says before its pages: the source, the design, the README's caveats, provenance.
 
     ``source``: study.toml's citation (what the data are, where from), as written.
-    ``design``: :func:`benchlib.views.design_statement`. ``caveats``: the sections of the study's
-    README whose heading says what the data is not (or its limits, caveats), as written.
+    ``design``: :func:`benchlib.views.design_statement` (``interaction_page``: the report has one).
+    ``caveats``: the sections of the study's README whose heading says what the data is not
+    (or its limits, caveats), as written.
     ``provenance``: benchlib's version and commit, a digest of the raw files, package versions and the
     build time, as Markdown list lines.
     """
@@ -550,7 +553,7 @@ def front_matter(study: ProcessedStudy) -> dict[str, str]:
     ]
     return {
         "source": study.study.citation,
-        "design": design_statement(study),
+        "design": design_statement(study, interaction_page=interaction_page),
         "caveats": caveats,
         "provenance": "\n".join(provenance),
     }

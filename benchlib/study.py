@@ -6,6 +6,7 @@ Example::
     name = "loopback-fio"
     title = "Four fio servers on one disk"
     citation = "Recorded with benchlib on ..."
+    runtime_s = 300                # optional: the runs' length where the data do not record it
 
     [factors]                      # factor -> its levels, in display order
     block_size = ["4k", "64k"]
@@ -116,6 +117,9 @@ class Study:
     shares: dict[str, float] = field(default_factory=dict)
     #: ``[levels]``: factor -> level -> the level in words, where the study gives them
     level_words: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: ``runtime_s``: each run's length in seconds as the source states it, for data that do not record it
+    #: (a published table); None when not stated
+    stated_runtime_s: float | None = None
 
     def levels_for(self, relative_path: str) -> dict[str, str | None]:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
@@ -147,7 +151,7 @@ class Study:
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
     "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares", "levels"},
-    "study": {"name", "title", "citation"},
+    "study": {"name", "title", "citation", "runtime_s"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
     "vsphere": {"controller", "sioc", "path_policy", "rr_iops", "disk", "device"},
@@ -258,7 +262,19 @@ def load_study(folder: str | Path) -> Study:
         vsphere=_check_vsphere(path, data.get("vsphere", {}), factors),
         shares=_check_shares(path, data.get("shares", {})),
         level_words=check_level_words(path, data.get("levels", {}), factors),
+        stated_runtime_s=_check_runtime(path, meta.get("runtime_s")),
     )
+
+
+def _check_runtime(path: Path, found: object) -> float | None:
+    if found is None:
+        return None
+    if isinstance(found, bool) or not isinstance(found, int | float) or not 0 < found < float("inf"):
+        raise StudyError(
+            f"{path}: [study] runtime_s = {found!r}; it is each run's length in seconds as the source states "
+            "it, a positive number (e.g. runtime_s = 300)"
+        )
+    return float(found)
 
 
 #: what a level's words may hold: letters, digits, spaces and a little punctuation; never markup (``*``, ``_``,

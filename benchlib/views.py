@@ -240,13 +240,20 @@ def _measured_io(results: pl.DataFrame) -> pl.DataFrame:
     return results.filter(~pl.col("is_aggregate")).group_by("run_id").agg(measured_io_expr().any().alias("io"))
 
 
-def _run_length(units: pl.DataFrame) -> str:
-    """Say how long the runs were: the tool's measured runtime as set, its ramp, and the wall clock."""
+def _run_length(units: pl.DataFrame, stated_s: float | None = None) -> str:
+    """Say how long the runs were: the tool's measured runtime as set, its ramp, and the wall clock.
+
+    ``stated_s``: study.toml's ``runtime_s``, said only where the data record neither runtime nor clock.
+    """
     seconds = units["duration_ns"].drop_nulls()
     setting, ramp = units["runtime_setting_ns"].drop_nulls(), units["ramp_time_ns"].drop_nulls()
     clock = f"{seconds.median() / 1e9:,.1f} s from start to end" if not seconds.is_empty() else ""
     if setting.is_empty():
-        return f"runs lasted {clock} (median)" if clock else "run length not stated"
+        if clock:
+            return f"runs lasted {clock} (median)"
+        if stated_s:
+            return f"runtime {stated_s:,g} s as the source states (its data do not record it)"
+        return "run length not stated"
     said = f"runtime {setting.median() / 1e9:,.3g} s measured"
     said += f" after a {ramp.median() / 1e9:,.3g} s ramp" if not ramp.is_empty() and ramp.median() else ""
     return f"{said} ({clock}, median)" if clock else said
@@ -257,12 +264,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def design_statement(study: StudyRef) -> str:
+def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
     """Say in words what the study's design is and what it can support (Markdown).
 
     Factors and levels, configurations, runs per configuration, hosts per run, run length, tool
     versions; then what can be inferred at that n (METHODS.md G3b): one run per configuration is
-    descriptive only; otherwise the smallest exact p two configurations can give.
+    descriptive only; otherwise the smallest exact p two configurations can give. ``interaction_page``:
+    the report has an interaction page, whose test pools more runs than a comparison of two configurations.
     """
     from benchlib.stats.compare import min_p, runs_to_test
 
@@ -315,7 +323,7 @@ def design_statement(study: StudyRef) -> str:
         if hosts.is_empty()
         else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} {members} per run"
     )
-    length = _run_length(units)
+    length = _run_length(units, opened.study.stated_runtime_s)
     named = {
         v if str(v).startswith(str(t)) else f"{t} {v}"
         for t, v in runs.select("tool", "tool_version").unique().iter_rows()
@@ -359,7 +367,12 @@ def design_statement(study: StudyRef) -> str:
         verdict = (
             f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
             "side would make one comparison alone testable, more when a page corrects over several (each says how "
-            "many); a test that pools more runs at once, such as an interaction test over two factors, can be."
+            "many)"
+            + (
+                "; the interaction page's test pools the runs of several configurations at once and can be."
+                if interaction_page
+                else "."
+            )
             if smallest > 0.05
             else "; a correction over many comparisons raises it (each comparison page says by how much)."
         )

@@ -373,3 +373,16 @@ def test_level_words_that_would_mislead_are_refused_with_the_place_to_fix(tmp_pa
     with pytest.raises(StudyError) as refused:
         load_study(tmp_path)
     assert says in str(refused.value) and "study.toml" in str(refused.value)
+
+
+@pytest.mark.parametrize("value", ['"300 s"', "-5", "0", "true", "inf", "nan", "[300]"])
+def test_a_stated_runtime_that_is_no_length_is_refused(tmp_path: Path, value: str):
+    """[study] runtime_s is a positive number of seconds: words, a list, 0, NaN or inf are refused by name."""
+    from benchlib.errors import StudyError
+    from benchlib.study import load_study
+
+    (tmp_path / "study.toml").write_text(f"[study]\nruntime_s = {value}\n")
+    with pytest.raises(StudyError, match=r"study.toml: \[study\] runtime_s = .*a positive number"):
+        load_study(tmp_path)
+    (tmp_path / "study.toml").write_text("[study]\nruntime_s = 300\n")
+    assert load_study(tmp_path).stated_runtime_s == 300.0

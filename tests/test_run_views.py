@@ -80,8 +80,12 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
         "smallest exact two-sided p of a comparison of two configurations (Mann-Whitney on their run totals) is 0.1"
         in text
     )
+    # the pooled test is named only where the report has its page
+    assert "interaction" not in text
+    assert "the interaction page's test pools" in design_statement("loopback-fio", interaction_page=True)
     published = design_statement("pvscsi-vs-lsi")
     assert "1 per configuration" in published and "descriptive only" in published
+    assert "runtime 300 s as the source states (its data do not record it)" in published  # study.toml's runtime_s
     # the CPU table's rows measured no I/O: they are not runs of their own
     assert "19 runs: 1 per configuration" in published and "the data hold 8 rows of other figures" in published
     assert "did not run at once" not in text + published
