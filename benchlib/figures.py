@@ -523,6 +523,10 @@ def latency_exceedance(
     return chart.properties(title=title)
 
 
+#: commands per second below which a device's mean latency is a few commands' (its bars are faded)
+FEW_COMMANDS = 1.0
+
+
 @_in_words
 def esxtop_latency_stack(
     means: pl.DataFrame,
@@ -537,19 +541,23 @@ def esxtop_latency_stack(
     from :func:`benchlib.stats.device_latency_means`; devices without commands are left out; the
     guest-measured latency per device as a tick when given (keyed ``host|device``, after the
     configuration's words and a ``|`` when ``by`` is given). Each label is its lines: the configuration,
-    the host, the whole device name (t10.ATA_____... names run to 70 characters and end in the serial) and
-    the device's commands per second (a mean over a few commands is only theirs).
+    the host, the device name (the padding of t10.ATA_____... names, which run to 70 characters and end in
+    the serial, cut to one ``_``; the tooltip gives it whole) and the device's commands per second. A device
+    with fewer than :data:`FEW_COMMANDS` commands/s is faded: its mean is a few commands' latency.
     """
     by = by or []
     means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
     parts = [_joined(by)] if by else []
     # each label ends with the device's commands/s: a mean over a few commands is a few commands' latency
     rate = pl.col("commands").map_elements(lambda c: f"{number(c)} commands/s", return_dtype=pl.String)
-    means = means.with_columns(pl.concat_str(*parts, "host", "device", separator="|").alias("where")).sort("where")
-    means = means.with_columns(pl.concat_str("where", rate, separator="|").alias("label"))
-    long = means.unpivot(index="label", on=["KAVG", "DAVG"], variable_name="part", value_name="ms").sort(
-        "label", "part"
-    )
+    short = pl.col("device").str.replace_all(r"_{2,}", "_").str.strip_chars_end("_")
+    means = means.with_columns(
+        pl.concat_str(*parts, "host", "device", separator="|").alias("where"),  # guest_ms's keys
+        pl.concat_str(*parts, "host", short, rate, separator="|").alias("label"),
+    ).sort("where")
+    long = means.unpivot(
+        index=["label", "device", "commands"], on=["KAVG", "DAVG"], variable_name="part", value_name="ms"
+    ).sort("label", "part")
     lines = "split(datum.label, '|')"
     y = alt.Y("label:N", sort=means["label"].to_list(), title=None, axis=alt.Axis(labelLimit=0, labelExpr=lines))
     bars = (
@@ -560,10 +568,24 @@ def esxtop_latency_stack(
             y=y,
             color=alt.Color("part:N", sort=["KAVG", "DAVG"], title=None),
             order=alt.Order("part:N", sort="descending"),
+            opacity=alt.condition(f"datum.commands < {FEW_COMMANDS}", alt.value(0.3), alt.value(1.0)),
+            tooltip=[
+                alt.Tooltip("device:N"),
+                alt.Tooltip("part:N"),
+                alt.Tooltip("ms:Q", format=",.3f"),
+                alt.Tooltip("commands:Q", format=",.1f", title="commands/s"),
+            ],
         )
     )
     # a band tall enough for its label's lines (configuration, host, device, commands/s): none run into the next
     tall = max(HEIGHT, means.height * 18 * (3 + bool(by)))
+    few = int((means["commands"] < FEW_COMMANDS).sum())
+    if few:
+        title = alt.TitleParams(
+            title,
+            subtitle=f"Faded: {few} of {means.height} bars from devices with under {FEW_COMMANDS:g} command/s, "
+            "whose mean is a few commands' latency",
+        )
     if not guest_ms:
         return bars.properties(title=title, height=tall)
     ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())})

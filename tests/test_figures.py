@@ -200,9 +200,10 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     parts = _values(spec)
     by_where: dict[str, float] = {}
     for row in parts:  # a label is host|device|commands/s: the latency of a few commands says so
-        where, rate = row["label"].rsplit("|", 1)
+        host, device, rate = row["label"].split("|")
         assert rate.endswith(" commands/s")
-        by_where[where] = by_where.get(where, 0.0) + row["ms"]
+        assert "__" not in device and device.replace("_", "") == row["device"].replace("_", "")  # padding cut
+        by_where[f"{host}|{row['device']}"] = by_where.get(f"{host}|{row['device']}", 0.0) + row["ms"]
     busy = queue.filter(pl.col("sample") > 0, pl.col("CMDS_per_s") > 0)
     gavg = busy.group_by("host", "device").agg(
         ((pl.col("GAVG_ms") * pl.col("CMDS_per_s")).sum() / pl.col("CMDS_per_s").sum()).alias("mean")
@@ -210,10 +211,17 @@ def test_esxtop_stack_adds_up_to_gavg() -> None:
     assert gavg.height and set(by_where) == {f"{h}|{d}" for h, d, _ in gavg.iter_rows()}
     for host, device, mean in gavg.iter_rows():
         assert by_where[f"{host}|{device}"] == pytest.approx(mean, abs=0.02)
+    assert any("__" in d for _, d, _ in gavg.iter_rows())  # the capture has padded t10.ATA names
     guest = {w: 1.0 for w in by_where}
     with_guest = figures.esxtop_latency_stack(device_latency_means(queue), guest_ms=guest).to_dict()
     assert with_guest["layer"][1]["mark"]["type"] == "tick"
-    assert spec["encoding"]["y"]["axis"]["labelLimit"] == 0  # device names whole: they end in the serial
+    ticks = with_guest["layer"][1]["data"]["values"]
+    assert len(ticks) == len(by_where)  # every device's tick found its bar, long names too
+    assert spec["encoding"]["y"]["axis"]["labelLimit"] == 0  # device names not cut: they end in the serial
+    # a device of under one command/s is faded, and the subtitle counts them
+    few = {r["device"] for r in parts if r["commands"] < figures.FEW_COMMANDS}
+    assert few and spec["encoding"]["opacity"]["condition"]["test"] == f"datum.commands < {figures.FEW_COMMANDS}"
+    assert f"Faded: {len(few)} of {len(by_where)} bars" in spec["title"]["subtitle"]
 
 
 def test_fairness_over_time_is_jain_per_interval(loopback) -> None:
