@@ -362,10 +362,12 @@ class _Shape(str):
     """A sweep's shape as a reader sees it, its word and its steps; a claim is judged by the word alone."""
 
     word: str
+    steps: list[float]
 
     def __new__(cls, word: str, steps: list[float]) -> _Shape:
         shown = super().__new__(cls, f"{word} (steps {', '.join(f'{d * 100:+.1f}%' for d in steps)})")
         shown.word = word
+        shown.steps = steps
         return shown
 
 
@@ -641,7 +643,7 @@ def verify_claim(
         if column not in frame.columns:
             raise ClaimError(f"claim {claim.id}: by names {column!r}, not a column or label of the data")
     groups = selected.partition_by(list(claim.by), as_dict=True, maintain_order=True) if claim.by else {(): selected}
-    shown, passed = [], []
+    shown, passed, small = [], [], []
     tolerance = _tolerance_text(claim, tolerances)
     computed = computed_as(claim)
     try:
@@ -654,10 +656,12 @@ def verify_claim(
                 said, ok = _reconciled(value, claim.params.get("tolerance", 0.02), bound=claim.compute == "bounded")
                 shown.append(said)
                 passed.extend(ok)
+                small.extend(0 for _ in ok)
                 continue
             label = _group_name(claim.by, key)
             shown.append(f"{label}: {_show(value, _unit(claim))}" if label else _show(value, _unit(claim)))
             passed.append(_judge(value, claim, tolerances))
+            small.append(_within_noise(value, claim, step) if passed[-1] is False else 0)
     except _Unsupported as exc:
         return Verdict(claim, str(exc), UNSUPPORTED, tolerance, computed=computed)
     runs, fewest, configurations = _runs_read(frame, claim, selected, factors)
@@ -669,7 +673,29 @@ def verify_claim(
     }
     if not passed:
         return Verdict(claim, "; ".join(shown), UNSUPPORTED, tolerance, **facts)
+    if not all(passed) and all(ok or few for ok, few in zip(passed, small, strict=True)):
+        # no step went against the claim by the tolerance; some moved less than it, in either direction
+        why = (
+            f"{sum(small)} step{'s' if sum(small) > 1 else ''} moved less than the trend tolerance "
+            f"({step * 100:g}%) and none against the claim by more: steps that small cannot be told from how "
+            "runs vary, so the numbers neither bear the claim out nor contradict it"
+        )
+        return Verdict(claim, "; ".join(shown) + f" ({why})", UNSUPPORTED, tolerance, **facts)
     return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
+
+
+def _within_noise(value: Any, claim: Claim, step: float) -> int:
+    """Return how many steps of a failed rising or falling claim moved less than ``step``, 0 when one went against it.
+
+    A claim that a sweep kept rising, whose every step rose but some by less than the trend tolerance, is not
+    contradicted by its numbers: those steps are within what runs vary (UNSUPPORTED, not FAIL).
+    """
+    way = {"increasing": 1, "decreasing": -1}.get(str(claim.expect.get("equals")))
+    if claim.compute != "monotonic" or not isinstance(value, _Shape) or way is None:
+        return 0
+    if any(d * way <= -step for d in value.steps):
+        return 0
+    return sum(abs(d) < step for d in value.steps)
 
 
 def _reconciled(

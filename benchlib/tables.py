@@ -476,11 +476,15 @@ def claim_counts(table: pl.DataFrame) -> str:
     The FAILs that carry the claims file's reading of their words are named after them.
     """
     failed = table.filter(pl.col("verdict") == "FAIL")
+    undecided = table.filter(pl.col("verdict") == "UNSUPPORTED")["claim"].to_list()
     said = f"{(table['verdict'] == 'PASS').sum()} of {table.height} claims pass"
     if failed.height:
         said += (
             f"; {failed.height} fail: claims {', '.join(failed['claim'])} (each with its evidence in the claims table)"
         )
+    if undecided:
+        which = f"claim{'s' if len(undecided) > 1 else ''} {', '.join(undecided)}"
+        said += f"; the data can neither bear out nor contradict {which}"
     said += "."
     read = failed.filter(pl.col("reading"))["claim"].to_list() if "reading" in failed.columns else []
     if read:
