@@ -176,11 +176,12 @@ def describe_cell(
     return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
 
 
-def buffered_note(frame: pl.DataFrame, by: list[str]) -> str:
-    """Say which configurations fio ran buffered (``direct=0``, its default): their figures are the page cache's.
+def buffered_note(frame: pl.DataFrame, by: list[str], disk: pl.DataFrame | None = None) -> str:
+    """Say which configurations fio ran buffered (``direct=0``, its default): their figures may be the page cache's.
 
     ``frame``: result rows (:func:`cell_frame`); ``by``: what a configuration is. Empty when every job
-    was direct or the rows do not say (a published table).
+    was direct or the rows do not say (a published table). ``disk``: :func:`disk_ios`; where it holds the
+    buffered runs, the note says how many of fio's reads and writes the disk itself counted.
     """
     if "direct" not in frame.columns or frame.is_empty():
         return ""
@@ -190,15 +191,70 @@ def buffered_note(frame: pl.DataFrame, by: list[str]) -> str:
     if not buffered:
         return ""
     which = "These jobs" if buffered == per.height else f"In {buffered} of these {per.height} configurations the jobs"
+    said = _disk_share(frame.filter(pl.col("direct") == False), disk)  # noqa: E712
+    if not said:
+        return (
+            f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb "
+            "writes, so their IOPS and latency may be the cache's as much as the storage's; --direct=1 measures "
+            "the storage."
+        )
     return (
-        f"{which} ran buffered (fio's direct=0, its default): the page cache served reads and absorbed writes, so "
-        "their IOPS and latency are the cache's as much as the storage's; --direct=1 measures the storage."
+        f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb writes. "
+        f"{said}. Where it did, IOPS and latency are the cache's as much as the storage's; --direct=1 measures "
+        "the storage."
     )
+
+
+def disk_ios(study: StudyRef) -> pl.DataFrame:
+    """Return the reads and writes the disk counted during each run (``run_id``, ``read_ios``, ``write_ios``).
+
+    fio's disk statistics (``disk_util``), added over a run's disks; empty where no run reports them.
+    """
+    counters = (
+        _open(study)
+        .scan("host_counters")
+        .filter(pl.col("object") == "fio disk stats", pl.col("counter").is_in(["read_ios", "write_ios"]))
+        .group_by("run_id", "counter")
+        .agg(pl.col("value").sum())
+        .collect()
+    )
+    if counters.is_empty():
+        return pl.DataFrame(schema={"run_id": pl.String, "read_ios": pl.Float64, "write_ios": pl.Float64})
+    wide = counters.pivot(on="counter", index="run_id", values="value")
+    return wide.with_columns(pl.lit(None, pl.Float64).alias(c) for c in ("read_ios", "write_ios") if c not in wide)
+
+
+def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
+    """Say how many of fio's reads and writes of ``rows`` the disk counted (median over runs), "" if unknown.
+
+    A disk's counters hold every I/O it did, other jobs' on the same disk too: a share above 100% says the
+    cache answered few, not that the disk did more than fio asked.
+    """
+    if disk is None or disk.is_empty() or "io_count" not in rows.columns:
+        return ""
+    asked = rows.filter(~pl.col("is_aggregate"), pl.col("direction").is_in(["read", "write"]))
+    asked = asked.group_by("run_id", "direction").agg(pl.col("io_count").sum()).join(disk, on="run_id")
+    parts = []
+    for direction in ("read", "write"):
+        mine = asked.filter(pl.col("direction") == direction, pl.col("io_count") > 0)
+        share = (mine[f"{direction}_ios"] / mine["io_count"]).drop_nulls()
+        if share.is_empty():
+            continue
+        median = float(share.median())
+        if median >= 0.95:
+            parts.append(f"as many {direction}s as fio did or more: the cache answered few of them")
+        else:
+            words = "absorbed most" if direction == "write" else "answered most"
+            rest = f"the cache {words}" if median < 0.5 else "the cache took the rest"
+            parts.append(f"{100 * median:.2g}% as many {direction}s as fio did: {rest}")
+    if not parts:
+        return ""
+    return "The disk's own counters (fio's disk statistics, median over runs) hold " + "; and ".join(parts)
 
 
 def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> str:
     """Return :func:`buffered_note` for the study's rows at ``only`` (a summary page's runs)."""
-    return buffered_note(_study_rows(study, only), by)
+    return buffered_note(_study_rows(study, only), by, disk_ios(study))
 
 
 def cell_capped(frame: pl.DataFrame) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -458,7 +459,7 @@ def test_a_sweep_says_what_it_held_fixed() -> None:
 
 def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     """fio's direct=0 (its default) leaves the page cache in the path: the pages say so; direct or unknown: not."""
-    from benchlib.views import buffered_note, cell_frame
+    from benchlib.views import buffered_note, cell_frame, disk_ios
 
     direct = cell_frame(
         "loopback-fio", {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
@@ -466,6 +467,12 @@ def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     assert buffered_note(direct, ["profile"]) == ""  # the loopback study ran direct=1
     cached = direct.with_columns(pl.lit(False).alias("direct"))
     assert buffered_note(cached, ["profile"]).startswith("These jobs ran buffered (fio's direct=0")
+    # with the disk's own counters the note says how much of fio's I/O reached the disk
+    disk = disk_ios("loopback-fio")
+    assert "hold as many reads as fio did or more: the cache answered few" in buffered_note(cached, ["profile"], disk)
+    few = buffered_note(cached, ["profile"], disk.with_columns(pl.col("read_ios") / 1000))
+    assert re.search(r"hold 0\.\d+% as many reads as fio did: the cache answered most", few), few
+    assert "write" not in few.split("hold", 1)[1]  # a read cell: nothing said of writes
     half = pl.concat([direct.with_columns(pl.lit("b").alias("profile")), cached])
     assert buffered_note(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
     published = cell_frame("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"})
