@@ -1741,7 +1741,8 @@ def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
         )
     else:
         why = "far fewer commands than the guests did I/Os: the capture may watch devices other than the guests' " + (
-            "disks, or another host; and these jobs ran buffered, so the page cache answered many of their I/Os"
+            "disks, or another host; and these jobs ran buffered, so the page cache may have answered many of their "
+            "I/Os (each cell page says how many the disk counted)"
             if buffered
             else "disks, or another host"
         )
