@@ -419,6 +419,7 @@ LABELS |= {
     "vm": "VM",
     "host": "Host",
     "iops_per_cpu_pct": "IOPS per % of one CPU",
+    "mib_s_per_cpu_pct": "MiB/s per % of one CPU",
     "value": "Value",
     "test": "Test",
     "runs_pair": "Runs (baseline / new)",

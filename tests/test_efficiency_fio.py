@@ -50,6 +50,8 @@ def test_a_group_of_eight_jobs_counts_eight_jobs_cpu(fio_binary: str, tmp_path: 
     assert a["iops"] / group_cpu > 4 * b["iops_per_cpu_pct"]
     # each job's read and write rows report one CPU figure: counted once, not per direction
     assert per_job.filter(pl.col("direction") == "write").height == 8
+    # the bytes moved per CPU%: 4 KiB I/Os, so MiB/s per CPU% is IOPS per CPU% x 4/1024
+    assert a["mib_s_per_cpu_pct"] == pytest.approx(a["iops_per_cpu_pct"] * 4 / 1024, rel=1e-3)
 
 
 def test_no_cpu_figure_gives_a_reason_not_a_number() -> None:

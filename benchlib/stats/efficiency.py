@@ -51,17 +51,22 @@ def run_efficiency(frame: pl.DataFrame, *, member: str, by: list[str], run: list
 
     Returns per run and member: ``iops``, ``cpu_used_pct`` (percent of one CPU; 800 = eight CPUs),
     ``iops_per_cpu_pct`` and ``reason``: null efficiency with a reason where there is no CPU figure,
-    the CPU is 0 (nothing to divide by) or there is no IOPS figure, never 0, inf or NaN.
+    the CPU is 0 (nothing to divide by) or there is no IOPS figure, never 0, inf or NaN. Where the rows
+    hold ``bandwidth_mib_s``, also ``mib_s_per_cpu_pct``: the bytes moved per CPU%, which compares runs
+    of different block sizes where IOPS per CPU% would compare different work.
     """
     run = run or ["run_id"]
     keys = [*run, member, *by]
     job = list(dict.fromkeys([*keys, "run_id", "client", "job_index"]))
+    moved = ["bandwidth_mib_s"] if "bandwidth_mib_s" in frame.columns else []
     per_job = frame.group_by(job).agg(
         _sum_or_null("iops_or_derived").alias("iops"),
+        *(_sum_or_null(c) for c in moved),
         cpu_used_pct_expr().first(),
     )
     totals = per_job.group_by(keys).agg(
         _sum_or_null("iops"),
+        *(_sum_or_null(c) for c in moved),
         _sum_or_null("cpu_used_pct"),
     )
     reason = (
@@ -73,7 +78,11 @@ def run_efficiency(frame: pl.DataFrame, *, member: str, by: list[str], run: list
         .then(pl.lit("no IOPS figure"))
     )
     ratio = pl.when(reason.is_null()).then(pl.col("iops") / pl.col("cpu_used_pct"))
-    return totals.with_columns(ratio.alias("iops_per_cpu_pct"), reason.alias("reason")).sort(keys)
+    per_byte = [
+        pl.when(reason.is_null() & (pl.col(c) > 0)).then(pl.col(c) / pl.col("cpu_used_pct")).alias("mib_s_per_cpu_pct")
+        for c in moved
+    ]
+    return totals.with_columns(ratio.alias("iops_per_cpu_pct"), *per_byte, reason.alias("reason")).sort(keys)
 
 
 def cycles_per_io_expr(clock_hz: float, iops: str = "iops", cpus_used: str = "cpus_used") -> pl.Expr:
