@@ -9,7 +9,7 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -622,12 +622,21 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     return pl.DataFrame(rows)
 
 
-def mix_finding(mix: pl.DataFrame, *, member: str = "vm", share: str = "write_pct", value: str = "iops") -> str:
+def mix_finding(
+    mix: pl.DataFrame,
+    *,
+    member: str = "vm",
+    share: str = "write_pct",
+    value: str = "iops",
+    runs: pl.DataFrame | None = None,
+) -> str:
     """Say how each member's IOPS moved along a write-share sweep (medians per share, as ``mix`` holds them).
 
     Its IOPS at the first and last share with the change, then the shape: falling (or rising) at every
-    step, or lowest at a share between the ends (a mix that costs more than pure writes). "" without a
-    member of two shares or more.
+    step, or lowest at a share between the ends (a mix that costs more than pure writes). ``runs``: each
+    run's figures (``mix`` is their medians); where a share has several runs, a shape whose steps the runs'
+    ranges do not separate is said as the medians' alone, with the overlap. "" without a member of two
+    shares or more.
     """
     from benchlib.tables import inline, number
 
@@ -638,14 +647,21 @@ def mix_finding(mix: pl.DataFrame, *, member: str = "vm", share: str = "write_pc
             continue
         change = 100 * (values[-1] / values[0] - 1)
         ends.append(f"{part[member][0]} {number(values[0])} to {number(values[-1])} ({change:+.0f}%)")
+        apart = _shares_apart(runs, member, part[member][0], share, value)
         steps = list(zip(values, values[1:], strict=False))
         low = values.index(min(values))
-        if all(b < a for a, b in steps):
-            shape = "fell at every step"
-        elif all(b > a for a, b in steps):
-            shape = "rose at every step"
+        if all(b < a for a, b in steps) or all(b > a for a, b in steps):
+            shape = f"{'fell' if values[-1] < values[0] else 'rose'} at every step"
+            clear = all(apart(x, y) for x, y in zip(shares, shares[1:], strict=False))
+            shape += "" if clear else " in its medians (the runs of some neighbouring shares overlap)"
         elif 0 < low < len(values) - 1:
-            shape = f"was lowest at {shares[low]:g}% writes, higher again at {shares[-1]:g}%"
+            if apart(shares[low], shares[-1]):
+                shape = f"was lowest at {shares[low]:g}% writes, higher again at {shares[-1]:g}%"
+            else:
+                shape = (
+                    f"had its lowest median at {shares[low]:g}% writes, but its runs there and at {shares[-1]:g}% "
+                    "overlap: no dip the runs can tell from how they vary"
+                )
         else:
             shape = "went up and down"
         shapes.setdefault(shape, []).append(str(part[member][0]))
@@ -658,6 +674,29 @@ def mix_finding(mix: pl.DataFrame, *, member: str = "vm", share: str = "write_pc
     else:
         said = "; ".join(f"{', '.join(names)}: {shape}" for shape, names in shapes.items()) + "."
     return f"From {first:g}% to {last:g}% writes, IOPS of each {who}: " + "; ".join(ends) + ". " + said
+
+
+def _shares_apart(
+    runs: pl.DataFrame | None, member: str, who: object, share: str, value: str
+) -> Callable[[object, object], bool]:
+    """Return whether the runs of one member at two shares do not overlap (True where a share has one run)."""
+    if runs is None:
+        return lambda a, b: True
+    mine = runs.filter(pl.col(member) == who).drop_nulls(value)
+    ranges = {
+        s: (lo, hi, n)
+        for s, lo, hi, n in mine.group_by(share)
+        .agg(pl.col(value).min().alias("lo"), pl.col(value).max().alias("hi"), pl.len().alias("n"))
+        .iter_rows()
+    }
+
+    def apart(a: object, b: object) -> bool:
+        if a not in ranges or b not in ranges or min(ranges[a][2], ranges[b][2]) < 2:
+            return True  # one run a side: nothing to tell its spread by (the page says a run was run once)
+        (lo_a, hi_a, _), (lo_b, hi_b, _) = ranges[a], ranges[b]
+        return hi_a < lo_b or hi_b < lo_a
+
+    return apart
 
 
 #: job parameters that, when they differ between the sides of a comparison, are changed with the factor
@@ -941,6 +980,7 @@ def member_efficiency(study: StudyRef, *, by: list[str], only: dict | None = Non
         per_run.group_by(*by, member)
         .agg(
             pl.col("iops_per_cpu_pct").drop_nulls().median(),
+            pl.col("mib_s_per_cpu_pct").drop_nulls().median(),
             pl.col("cpu_used_pct").filter(pl.col("reason").is_null()).median().alias("cpu_pct"),
             pl.col("reason").is_null().sum().alias("runs"),
             pl.col("reason").is_not_null().sum().alias("runs_without_cpu"),
@@ -997,7 +1037,10 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
     by = [*test, setting]
     per_vm = member_efficiency(study, by=by, only=only)
     table = per_vm.group_by(by).agg(
-        pl.col("iops_per_cpu_pct").median(), pl.col("cpu_pct").median(), pl.len().alias("vms")
+        pl.col("iops_per_cpu_pct").median(),
+        pl.col("mib_s_per_cpu_pct").median(),
+        pl.col("cpu_pct").median(),
+        pl.len().alias("vms"),
     )
     host = (
         host_efficiency(study, by=by, only=only)

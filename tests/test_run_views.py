@@ -535,10 +535,25 @@ def test_a_write_share_sweep_is_said_in_words() -> None:
         "From 0% to 100% writes, IOPS of each VM: gus_fio_3 19,189 to 14,888 (-22%); gus_fio_4 40,585 to 29,838 "
         "(-26%). Every VM fell at every step."
     )
-    recorded = medians(profile_totals("loopback-fio", "rwmix-sweep"), ["iops"], by=["vm", "write_pct"])
-    assert mix_finding(recorded).endswith("Every VM was lowest at 75% writes, higher again at 100%.")
+    runs = profile_totals("loopback-fio", "rwmix-sweep")
+    recorded = medians(runs, ["iops"], by=["vm", "write_pct"])
+    assert mix_finding(recorded).endswith("Every VM was lowest at 75% writes, higher again at 100%.")  # medians alone
+    # each host's 3 runs at 75% and at 100% overlap (127.0.0.2: 15,523-18,471 against 17,310-18,668): no dip
+    assert mix_finding(recorded, runs=runs).endswith(
+        "Every VM had its lowest median at 75% writes, but its runs there and at 100% overlap: no dip the runs can "
+        "tell from how they vary."
+    )
     one = pl.DataFrame(
         {"vm": ["a", "a", "a", "b", "b", "b"], "write_pct": [0, 50, 100] * 2, "iops": [3.0, 2.0, 1.0, 1.0, 2.0, 3.0]}
     )
     assert mix_finding(one).endswith("a: fell at every step; b: rose at every step.")
+    # two runs a share: ranges apart bear the shape out; overlapping ones leave it to the medians
+    spread = pl.DataFrame({"vm": ["a"] * 6, "write_pct": [0, 0, 50, 50, 100, 100], "iops": [10.0, 9, 5, 6, 8, 7]})
+    assert mix_finding(medians(spread, ["iops"], by=["vm", "write_pct"]), runs=spread).endswith(
+        "The VM was lowest at 50% writes, higher again at 100%."
+    )
+    close = spread.with_columns(pl.Series("iops", [10.0, 9, 8.5, 9.5, 9, 8]))
+    assert mix_finding(medians(close, ["iops"], by=["vm", "write_pct"]), runs=close).endswith(
+        "The VM fell at every step in its medians (the runs of some neighbouring shares overlap)."
+    )
     assert mix_finding(one.head(1)) == ""  # one share: nothing moved
