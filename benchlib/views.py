@@ -947,7 +947,7 @@ def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace
     its Holm-adjusted p in a family of ``family`` tests. A floor that, adjusted, is above alpha means the
     runs could not have shown any interaction: that is said, never "no evidence".
     """
-    from benchlib.stats.factorial import PERMUTATIONS
+    from benchlib.stats.factorial import PERMUTATIONS, at_floor
     from benchlib.tables import inline
 
     runs = f"{test['per_combination']} runs per combination"
@@ -956,8 +956,8 @@ def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace
         f"{p_holm:.4f} after Holm over {family} tests, alpha 0.05"
     )
     if p_holm <= 0.05:
-        at_floor = f"; about the smallest p this test can give at {runs}" if test["p"] <= test["floor"] else ""
-        return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{at_floor})"
+        floor = f"; about the smallest p this test can give at {runs}" if at_floor(test["p"], test["floor"]) else ""
+        return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{floor})"
     if test["floor"] * family > 0.05:
         return (
             f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "

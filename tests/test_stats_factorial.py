@@ -11,6 +11,7 @@ from benchlib.stats.factorial import (
     align,
     anova_two_way,
     art_anova,
+    at_floor,
     interaction_floor,
     interaction_permutation_test,
 )
@@ -119,7 +120,10 @@ def test_a_clear_interaction_is_as_significant_as_the_runs_allow_and_no_more(rep
     assert f > 100 and floor == pytest.approx(exact, abs=monte_carlo) and p <= floor + monte_carlo
     weak = _two_by_two(reps, 30)
     _, p_weak = interaction_permutation_test(weak, "iops", "controller", "sioc", rng=np.random.default_rng(1))
-    assert p_weak > interaction_floor(weak, "iops", "controller", "sioc", rng=np.random.default_rng(1))
+    weak_floor = interaction_floor(weak, "iops", "controller", "sioc", rng=np.random.default_rng(1))
+    assert p_weak > weak_floor
+    # the floor's own Monte Carlo error: an estimate within two standard errors of it is at it, one beyond is not
+    assert at_floor(exact + 2 * monte_carlo / 3, exact) and not at_floor(exact + 4 * monte_carlo, exact)
 
 
 # Higgins, Blair & Tashtoush (1990), Table 1: a synthetic 3x3 factorial with main effects and no

@@ -11,6 +11,8 @@ or heteroscedastic cells.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 from scipy import stats
@@ -168,6 +170,17 @@ def interaction_floor(
     means = pl.col(value).mean().over(a, b)
     clear = frame.with_columns((means + (pl.col(value) - means) * 1e-6).alias("_clear"))
     return interaction_permutation_test(clear, "_clear", a, b, rng=rng, n_resamples=n_resamples)[1]
+
+
+def at_floor(p: float, floor: float, n_resamples: int = PERMUTATIONS) -> bool:
+    """Tell whether a permutation p is the floor's (:func:`interaction_floor`) within their Monte Carlo error.
+
+    Both are estimates from ``n_resamples`` permutations, each with a standard error of about
+    sqrt(p (1 - p) / n): a p within two standard errors of their difference above the floor cannot be told
+    from it (0.0020 and 0.0026 against a floor of 0.0022 both are).
+    """
+    spread = 2 * math.sqrt(2 * floor * (1 - floor) / n_resamples)
+    return p <= floor + spread
 
 
 def _batch_rss(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
