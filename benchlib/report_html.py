@@ -29,8 +29,91 @@ _STYLE = (
     ".benchlib-table{overflow-x:auto;margin:0.8em 0}th{background:#f3f3f3}"
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}"
     "td.txt{text-align:left;max-width:36em}caption{text-align:left;font-weight:bold;padding:4px 0}"
-    ".crumb{color:#555;font-size:14px}"
+    ".crumb{color:#555;font-size:14px}.terms dt{font-weight:bold;margin-top:4px}.terms dd{margin-left:1.5em}"
 )
+
+
+#: Terms the pages use that a storage engineer may not know, each with the pattern that finds it in a page's
+#: text and one sentence; a page lists those it uses (:func:`_terms`).
+TERMS = (
+    (
+        "Jain's index",
+        r"\bJain\b",
+        "Jain's fairness index of the members' figures: 1 when every member got the same, 1/n when one got everything.",
+    ),
+    (
+        "Cliff's δ",
+        r"Cliff|\bδ [+−-]",
+        "how often a run of one side beats a run of the other, minus the reverse: from "
+        "−1 to +1, 0 when neither side tends to be higher.",
+    ),
+    (
+        "Hodges-Lehmann",
+        r"Hodges",
+        "the median of every run-to-run ratio between the two sides: the change, not moved by one odd run.",
+    ),
+    (
+        "Mann-Whitney",
+        r"Mann-Whitney",
+        "a rank test of two sides' runs; with few runs a side, its p has a floor it cannot go below.",
+    ),
+    (
+        "Holm",
+        r"\bHolm",
+        "Holm's correction: it raises each p of a family of tests so that the chance of any false "
+        "alarm among them stays at α.",
+    ),
+    (
+        "Freedman-Lane",
+        r"Freedman",
+        "a permutation test of an interaction: it shuffles what the main effects leave "
+        "unexplained and counts how often chance gives as strong an interaction.",
+    ),
+    (
+        "Interaction",
+        r"\binteraction\b",
+        "an interaction of two factors: the effect of one depends on the level of the other.",
+    ),
+    (
+        "SNIA PTS window",
+        r"\bPTS\b",
+        "the steady-state rule of SNIA's Solid State Storage Performance Test "
+        "Specification: a window of 5 rounds (here, logged intervals) whose range is within 20% of their mean and "
+        "whose least-squares line moves less than 10% of it across the window.",
+    ),
+    (
+        "T1², T2²",
+        r"T[12]²",
+        "Kalibera and Jones's variances: T1² within a run (between its seconds), T2² what a "
+        "new run adds; together they say whether more runs or longer runs narrow the answer.",
+    ),
+    (
+        "await",
+        r"\bawait\b",
+        "iostat's mean time a request spent in the block layer and the device, its queue "
+        "included (the kernel's disk statistics, which fio reports).",
+    ),
+    ("aqu-sz", r"aqu-sz", "iostat's mean number of requests in the device's queue."),
+    (
+        "KAVG, DAVG, GAVG",
+        r"\b[KDG]AVG\b",
+        "esxtop's latency per command: in the ESXi kernel (KAVG), at the device "
+        "(DAVG, the array and fabric included), and their sum, what the guest sees (GAVG).",
+    ),
+    ("AQLEN", r"\bAQLEN\b", "esxtop's adapter queue depth: the commands a host adapter can hold at once."),
+    ("Little's law", r"Little's law|\(Little\)", "the I/Os in flight on average = IOPS × mean latency."),
+    ("Coefficient of variation", r"coefficient of variation", "the standard deviation over the mean."),
+)
+
+
+def _terms(body: str) -> str:
+    """Return the "Terms on this page" list for a page's HTML: each of :data:`TERMS` its text uses, or ""."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", body))
+    used = [(term, meaning) for term, pattern, meaning in TERMS if re.search(pattern, text)]
+    if not used:
+        return ""
+    items = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(meaning)}</dd>" for term, meaning in used)
+    return f"<h2>Terms on this page</h2><dl class='terms'>{items}</dl>"
 
 
 def _page(title: str, body: str) -> str:
@@ -155,13 +238,15 @@ def write_html(
     """
     front = front or {}
     links, cells, findings = [], [], []
-    said: set[str] = set()
+    # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
+    said = {p.strip() for p in front.get("design", "").split("\n\n") if p.strip()}
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
         report = html.escape(pipeline.title)  # which report a page is of, when it is opened or printed alone
         body = f"<p class='crumb'><a href='index.html'>index</a> · {report}</p><h1>{html.escape(title)}</h1>"
         body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title)
+        body += _terms(body)
         (folder / page).write_text(_page(f"{title} · {pipeline.title}", body), encoding="utf-8")
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
@@ -172,14 +257,15 @@ def write_html(
             fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
             said.update(p.strip() for p in fresh)
             headline = "\n\n".join(fresh)
-            if headline and headline.strip() != front.get("design", "").strip():
+            if headline:
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
     axes = " x ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
     parts = [
-        f"<h1>{html.escape(pipeline.title)}</h1><p>Study {html.escape(pipeline.study)}; matrix "
-        f"{html.escape(' x '.join(map(inline, pipeline.axes)))}.</p>"
+        f"<h1>{html.escape(pipeline.title)}</h1><p>The study's data: <code>{html.escape(pipeline.study)}</code>. "
+        f"Its pages: a summary of each analysis, and one for each combination of "
+        f"{html.escape(' × '.join(map(inline, pipeline.axes)))}.</p>"
     ]
     if front.get("source"):  # which write-up or recording the data are, before anything is said of them
         source = front["source"].strip()
@@ -199,6 +285,7 @@ def write_html(
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
     listed = f"<ul>{gaps}</ul>" if gaps else ""
     parts.append(f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{listed}")
+    parts.append(_terms("".join(parts)))
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")

@@ -423,12 +423,7 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
         verdict = (
             f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
             "side would make one comparison alone testable, more when a page corrects over several (each says how "
-            "many)"
-            + (
-                "; the interaction page's test pools the runs of several configurations at once and can be."
-                if interaction_page
-                else "."
-            )
+            "many)."
             if smallest > 0.05
             else "; a correction over many comparisons raises it (each comparison page says by how much)."
         )
@@ -436,6 +431,11 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
             f"**What it can support.** With {low} runs per configuration the smallest exact two-sided p of a "
             f"comparison of two configurations (Mann-Whitney on their run totals) is {smallest:.3g}{verdict}"
         )
+        if interaction_page and smallest > 0.05:
+            lines.append(
+                "**A test that pools runs.** The interaction page's test pools the runs of several configurations "
+                "at once: at this n it can be significant where no comparison of two configurations can."
+            )
     return "\n\n".join(lines)
 
 

@@ -108,6 +108,8 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     assert "with no run total" in per_test and "each run's total" not in per_test  # one VM of the five
     assert "the figure of gus_fio_1, the only VM the table lists" in per_test  # named, not "the members"
     assert "not replicates" in index  # the study README's caveats
+    # the terms a page uses are listed on it, each in a sentence
+    assert "<h2>Terms on this page</h2>" in index and "<dt>Jain&#x27;s index</dt>" in index
     assert re.search(r"benchlib \d+\.\d+\.\d+, commit ", index) and "raw data: digest " in index
 
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
@@ -569,3 +571,14 @@ def test_combinations_a_recorded_plan_never_listed_are_not_missing(tmp_path: Pat
     (tmp_path / "benchlib-plan.json").write_text('{"order": [{"cell": 3}', encoding="utf-8")  # cut short
     assert planned_combinations(tmp_path, axes) is None
     assert "may never have been meant to run" in _without_runs(14, 28, "test", None)
+
+
+def test_a_page_lists_the_terms_it_uses_and_only_those() -> None:
+    """A term of statistics or of iostat and esxtop gets one sentence on the page that uses it, charts' text too."""
+    from benchlib.report_html import _terms
+
+    said = _terms("<p>Cliff&#x27;s δ +0.33; Holm over 2 tests; aqu-sz 1.2</p><svg><text>KAVG</text></svg>")
+    terms = re.findall(r"<dt>(.*?)</dt>", said)
+    assert said.startswith("<h2>Terms on this page</h2>")
+    assert terms == ["Cliff&#x27;s δ", "Holm", "aqu-sz", "KAVG, DAVG, GAVG"]
+    assert _terms("<p>IOPS and MiB/s only, a little more</p>") == ""  # no term, no list; "little" is no law

@@ -83,7 +83,8 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     )
     # the pooled test is named only where the report has its page
     assert "interaction" not in text
-    assert "the interaction page's test pools" in design_statement("loopback-fio", interaction_page=True)
+    pooled = design_statement("loopback-fio", interaction_page=True)
+    assert pooled.startswith(text) and "**A test that pools runs.** The interaction page's test pools" in pooled
     published = design_statement("pvscsi-vs-lsi")
     assert "1 per configuration" in published and "descriptive only" in published
     assert "runtime 300 s as the source states (its data do not record it)" in published  # study.toml's runtime_s
