@@ -1609,7 +1609,8 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         figures = "one per run; its hosts share one disk"
     split = device_latency_split(joined, by, figures=figures)
     # fio's util of one run can be far from another's: the kept runs' range beside the median, as text
-    kept = pl.col("util_pct").is_not_null() & (pl.col("host_runs") > 1)
+    # a range of one figure (the others left out) or of equal ones says nothing the median does not
+    kept = pl.col("util_pct").is_not_null() & (pl.col("util_low").round(1) != pl.col("util_high").round(1))
     spread = pl.format("{}–{}", pl.col("util_low").round(1), pl.col("util_high").round(1))
     return split.with_columns(pl.when(kept).then(spread).alias("util_range"))
 

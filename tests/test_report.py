@@ -371,7 +371,8 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
     (study / "README.md").write_text(
         "# Written by the test\n\n## What it is not\n\nA vSphere measurement: the two VMs are fio jobs on one Linux "
         "machine, buffered (fio's default) and 3 seconds long. The esxtop capture is another host's, from 2018, "
-        "placed into two runs to exercise the host-side page. Nothing here measures a storage setting.\n"
+        "copied twice with its timestamps moved into two runs to exercise the host-side page: its two "
+        "configurations' host-side rows are the same samples. Nothing here measures a storage setting.\n"
     )
     # a real esxtop capture beside the runs, with the adapter queue depth a capture of every counter has, twice:
     # each one's samples 1 and 2 average whole seconds inside one run (sample 0, always zero, at its first second)
