@@ -206,12 +206,15 @@ def show(
     digits: int = 3,
     caption: str = "",
     alike: Sequence[Sequence[str]] = (),
+    digits_for: Mapping[str, int] | None = None,
 ) -> Shown:
     """Return ``frame`` as a readable table, every row and every character of it, levels in the study's words.
 
     ``alike``: groups of float columns of one quantity (three latencies in ms, say), shown to one number
-    of decimals, so that a reader can add and subtract them across a row.
+    of decimals, so that a reader can add and subtract them across a row. ``digits_for``: significant
+    digits of a column that differ from ``digits`` (a ratio said as 5.66x elsewhere, beside Jain's 0.6245).
     """
+    digits_for = digits_for or {}
     worded = [c for c in frame.columns if c in LEVEL_WORDS and frame[c].dtype in (pl.String, pl.Categorical)]
     frame = frame.with_columns(level_expr(c) for c in worded) if worded else frame
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
@@ -223,12 +226,15 @@ def show(
     places = [
         shared[c]
         if c in shared
-        else _column_decimals(frame[c].to_list(), digits)
+        else _column_decimals(frame[c].to_list(), digits_for.get(c, digits))
         if frame[c].dtype.is_float()
         else None
         for c in frame.columns
     ]
-    rows = [[number(v, digits, p) for v, p in zip(row, places, strict=True)] for row in frame.iter_rows()]
+    rows = [
+        [number(v, digits_for.get(c, digits), p) for v, p, c in zip(row, places, frame.columns, strict=True)]
+        for row in frame.iter_rows()
+    ]
     return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
 
 
