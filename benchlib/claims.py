@@ -659,7 +659,8 @@ def verify_claim(
                 small.extend(0 for _ in ok)
                 continue
             label = _group_name(claim.by, key)
-            shown.append(f"{label}: {_show(value, _unit(claim))}" if label else _show(value, _unit(claim)))
+            said = _show(value, _unit(claim)) + _edge(value, claim, tolerances)
+            shown.append(f"{label}: {said}" if label else said)
             passed.append(_judge(value, claim, tolerances))
             small.append(_within_noise(value, claim, step) if passed[-1] is False else 0)
     except _Unsupported as exc:
@@ -682,6 +683,29 @@ def verify_claim(
         )
         return Verdict(claim, "; ".join(shown) + f" ({why})", UNSUPPORTED, tolerance, **facts)
     return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
+
+
+#: how near its tolerance's edge a figure is said to be (a share of the tolerance, either side of it)
+EDGE = 0.2
+
+
+def _edge(value: Any, claim: Claim, tolerances: dict[str, float]) -> str:
+    """Say when a figure judged "about" a target lies within :data:`EDGE` of its tolerance's edge, "" otherwise.
+
+    1.0496x against "essentially equal" (±5%) passes by 0.04 points: a slightly stricter reading of the words
+    would fail it, and the reader should see that beside the PASS.
+    """
+    target = claim.expect.get("about")
+    if not isinstance(value, int | float) or not isinstance(target, int | float) or not target:
+        return ""
+    rel = tolerances[claim.expect.get("tolerance", "about")]
+    off = abs(value / target - 1)
+    if not rel or abs(off - rel) > EDGE * rel:
+        return ""
+    side = "inside" if off <= rel else "outside"
+    return f" ({100 * off:.2f}% from {target:g}: just {side} ±{100 * rel:g}%, a reading of the words a little " + (
+        "stricter would fail it)" if side == "inside" else "looser would pass it)"
+    )
 
 
 def _within_noise(value: Any, claim: Claim, step: float) -> int:

@@ -58,6 +58,11 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
     assert verdicts["1"].recomputed == "5.66x"  # 1148 / 203
     assert verdicts["9"].recomputed == "LSI: -24.5%; PVSCSI: +27.3%"  # aggregate 2282 -> 1723 and 1794 -> 2283 MiB/s
     assert verdicts["12b"].recomputed == "gus_fio_3, gus_fio_5"
+    # a PASS 0.04 points inside its tolerance says so beside the figure
+    assert verdicts["15"].verdict == "PASS" and verdicts["15"].recomputed == (
+        "1.05x (4.96% from 1: just inside ±5%, a reading of the words a little stricter would fail it)"
+    )
+    assert not [k for k, v in verdicts.items() if "just " in v.recomputed and k != "15"]
     assert verdicts["24b"].recomputed == "LSI: 1.39x; PVSCSI: 2.02x"
     assert verdicts["5a"].recomputed == "32" and verdicts["13"].recomputed == "decreasing (steps -16.2%, -12.2%)"
     # only the sequential-read CPU rows fail to reconcile (BRIEF: one CPU-efficiency row does not)
