@@ -427,13 +427,28 @@ def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "o
     return (
         medians.with_columns(
             pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
-            pl.when(cached)
-            .then(pl.lit("fio's latency is below the await: the page cache answered (buffered I/O)"))
-            .otherwise(_joined(_near_note(), _util_note(figures)))
-            .alias("note"),
+            pl.when(cached).then(_cached_note()).otherwise(_joined(_near_note(), _util_note(figures))).alias("note"),
         )
         .drop("_busy_at_least", "_in_flight", "_util_all", "_low", "_high")
         .sort(by)
+    )
+
+
+def _cached_note() -> pl.Expr:
+    """Say that the page cache answered; and where the device queue held more than fio's jobs could, whose it was."""
+    said = "fio's latency is below the await: the page cache answered (buffered I/O)"
+    more = pl.col("device_queue") > 1.5 * pl.col("_in_flight")
+    return (
+        pl.when(more)
+        .then(
+            pl.format(
+                said + "; the device queue of {} is more than the {} fio's jobs held at once: it is the "
+                "kernel's write-back of the cached writes",
+                pl.col("device_queue").round(1),
+                _count(pl.col("_in_flight").round(0).cast(pl.Int64), "I/O"),
+            )
+        )
+        .otherwise(pl.lit(said))
     )
 
 
