@@ -496,7 +496,7 @@ def claim_counts(table: pl.DataFrame) -> str:
     read = failed.filter(pl.col("reading"))["claim"].to_list() if "reading" in failed.columns else []
     if read:
         said += (
-            f" Of the FAILs, {', '.join(read)} say how the claims file reads their words (*Read as*, after what benchlib "
-            "computed): weigh each FAIL with its reading."
+            f" Of the FAILs, {', '.join(read)} say how the claims file reads their words (*Read as*, after what "
+            "benchlib computed): weigh each FAIL with its reading."
         )
     return said

@@ -227,29 +227,49 @@ def disk_ios(study: StudyRef) -> pl.DataFrame:
 def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
     """Say how many of fio's reads and writes of ``rows`` the disk counted (median over runs), "" if unknown.
 
-    A disk's counters hold every I/O it did, other jobs' on the same disk too: a share above 100% says the
-    cache answered few, not that the disk did more than fio asked.
+    Per run (all its members): fio's I/Os against the disks' counts. Members of a run may each have a disk of
+    their own (VMs) or share one (jobs on one machine, each reporting the same disk): the disk did between
+    the largest member's count (shared) and their sum (own disks). The note gives that range, or the one
+    figure where the two agree; a share above 100% says the cache answered few.
     """
     if disk is None or disk.is_empty() or "io_count" not in rows.columns:
         return ""
     asked = rows.filter(~pl.col("is_aggregate"), pl.col("direction").is_in(["read", "write"]))
-    asked = asked.group_by("run_id", "direction").agg(pl.col("io_count").sum()).join(disk, on="run_id")
+    asked = asked.with_columns(run_unit_expr(asked.columns))
+    member = asked.group_by("run_unit", "run_id", "direction").agg(pl.col("io_count").sum()).join(disk, on="run_id")
     parts = []
     for direction in ("read", "write"):
-        mine = asked.filter(pl.col("direction") == direction, pl.col("io_count") > 0)
-        share = (mine[f"{direction}_ios"] / mine["io_count"]).drop_nulls()
-        if share.is_empty():
+        counted = pl.col(f"{direction}_ios")
+        per_run = (
+            member.filter(pl.col("direction") == direction)
+            .group_by("run_unit")
+            .agg(pl.col("io_count").sum(), counted.max().alias("shared"), counted.sum().alias("own"))
+            .filter(pl.col("io_count") > 0)
+        )
+        low = (per_run["shared"] / per_run["io_count"]).drop_nulls()
+        if low.is_empty():
             continue
-        median = float(share.median())
-        if median >= 0.95:
-            parts.append(f"as many {direction}s as fio did or more: the cache answered few of them")
-        else:
-            words = "absorbed most" if direction == "write" else "answered most"
-            rest = f"the cache {words}" if median < 0.5 else "the cache took the rest"
-            parts.append(f"{100 * median:.2g}% as many {direction}s as fio did: {rest}")
+        parts.append(
+            _share_words(direction, float(low.median()), float((per_run["own"] / per_run["io_count"]).median()))
+        )
     if not parts:
         return ""
     return "The disk's own counters (fio's disk statistics, median over runs) hold " + "; and ".join(parts)
+
+
+def _share_words(direction: str, low: float, high: float) -> str:
+    """Say a share of fio's I/Os the disk counted, ``low`` to ``high`` (a run's members sharing a disk, or not)."""
+
+    def pct(share: float) -> str:  # two significant digits, never 1e+02
+        return f"{100 * share:.2g}%" if share < 1 else f"{100 * share:,.0f}%"
+
+    if low >= 0.9:
+        least = "at least " if high > low * 1.05 else ""
+        return f"{least}{pct(low)} as many {direction}s as fio did: the cache answered few of them"
+    said = pct(low) if high <= low * 1.05 else f"{pct(low)} to {pct(high)}"
+    words = "absorbed most" if direction == "write" else "answered most"
+    rest = f"the cache {words}" if high < 0.5 else "the cache took the rest"
+    return f"{said} as many {direction}s as fio did: {rest}"
 
 
 def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> str:

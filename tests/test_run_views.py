@@ -473,9 +473,11 @@ def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     assert buffered_note(cached, ["profile"]).startswith("These jobs ran buffered (fio's direct=0")
     # with the disk's own counters the note says how much of fio's I/O reached the disk
     disk = disk_ios("loopback-fio")
-    assert "hold as many reads as fio did or more: the cache answered few" in buffered_note(cached, ["profile"], disk)
+    # the four hosts share one disk, each reporting it: the disk did between the largest count and their sum
+    said = buffered_note(cached, ["profile"], disk)
+    assert re.search(r"hold at least 1\d\d% as many reads as fio did: the cache answered few of them", said), said
     few = buffered_note(cached, ["profile"], disk.with_columns(pl.col("read_ios") / 1000))
-    assert re.search(r"hold 0\.\d+% as many reads as fio did: the cache answered most", few), few
+    assert re.search(r"hold 0\.\d+% to 0\.\d+% as many reads as fio did: the cache answered most", few), few
     assert "write" not in few.split("hold", 1)[1]  # a read cell: nothing said of writes
     half = pl.concat([direct.with_columns(pl.lit("b").alias("profile")), cached])
     assert buffered_note(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
