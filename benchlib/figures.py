@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import functools
 import math
+import re
 from collections.abc import Callable
 
 import altair as alt
@@ -543,10 +544,24 @@ def esxtop_latency_stack(
     configuration's words and a ``|`` when ``by`` is given). Each label is its lines: the configuration,
     the host, the device name (the padding of t10.ATA_____... names, which run to 70 characters and end in
     the serial, cut to one ``_``; the tooltip gives it whole) and the device's commands per second. A device
-    with fewer than :data:`FEW_COMMANDS` commands/s is faded: its mean is a few commands' latency.
+    with fewer than :data:`FEW_COMMANDS` commands/s has a mean of a few commands' latency: beside busier
+    devices it is left out (it would set the axis), and the subtitle names the largest; where every device
+    is that idle, all are drawn faded.
     """
     by = by or []
     means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
+    few = means.filter(pl.col("commands") < FEW_COMMANDS)
+    subtitle = ""
+    if few.height and few.height < means.height:
+        means = means.filter(pl.col("commands") >= FEW_COMMANDS)
+        top = few.sort("GAVG", descending=True).row(0, named=True)
+        name = re.sub("_{2,}", "_", top["device"]).rstrip("_")
+        subtitle = (
+            f"Left out: {few.height} bars of devices under {FEW_COMMANDS:g} command/s, whose mean is a few "
+            f"commands' latency (the largest, {name}: {number(top['GAVG'])} ms at {number(top['commands'])} commands/s)"
+        )
+    elif few.height:
+        subtitle = f"Faded: every device had under {FEW_COMMANDS:g} command/s; each mean is a few commands' latency"
     parts = [_joined(by)] if by else []
     # each label ends with the device's commands/s: a mean over a few commands is a few commands' latency
     rate = pl.col("commands").map_elements(lambda c: f"{number(c)} commands/s", return_dtype=pl.String)
@@ -579,13 +594,8 @@ def esxtop_latency_stack(
     )
     # a band tall enough for its label's lines (configuration, host, device, commands/s): none run into the next
     tall = max(HEIGHT, means.height * 18 * (3 + bool(by)))
-    few = int((means["commands"] < FEW_COMMANDS).sum())
-    if few:
-        title = alt.TitleParams(
-            title,
-            subtitle=f"Faded: {few} of {means.height} bars from devices with under {FEW_COMMANDS:g} command/s, "
-            "whose mean is a few commands' latency",
-        )
+    if subtitle:
+        title = alt.TitleParams(title, subtitle=subtitle)
     if not guest_ms:
         return bars.properties(title=title, height=tall)
     ticks = pl.DataFrame({"where": list(guest_ms), "guest_ms": list(guest_ms.values())})

@@ -78,8 +78,8 @@ TERMS = (
         "SNIA PTS window",
         r"\bPTS\b",
         "the steady-state rule of SNIA's Solid State Storage Performance Test "
-        "Specification: a window of 5 rounds (here, logged intervals) whose range is within 20% of their mean and "
-        "whose least-squares line moves less than 10% of it across the window.",
+        "Specification: a window of 5 rounds (here, whole seconds of the logs) whose range is within 20% of "
+        "their mean and whose least-squares line moves less than 10% of it across the window.",
     ),
     (
         "T1², T2²",
