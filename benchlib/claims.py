@@ -678,8 +678,8 @@ def verify_claim(
         # no step went against the claim by the tolerance; some moved less than it, in either direction
         why = (
             f"{sum(small)} step{'s' if sum(small) > 1 else ''} moved less than the trend tolerance "
-            f"({step * 100:g}%) and none against the claim by more: steps that small cannot be told from how "
-            "runs vary, so the numbers neither bear the claim out nor contradict it"
+            f"({step * 100:g}%) and none against the claim by more: the tolerance reads steps that small as flat, "
+            "so the numbers neither bear the claim out nor contradict it"
         )
         return Verdict(claim, "; ".join(shown) + f" ({why})", UNSUPPORTED, tolerance, **facts)
     return Verdict(claim, "; ".join(shown), PASS if all(passed) else FAIL, tolerance, **facts)
@@ -712,7 +712,7 @@ def _within_noise(value: Any, claim: Claim, step: float) -> int:
     """Return how many steps of a failed rising or falling claim moved less than ``step``, 0 when one went against it.
 
     A claim that a sweep kept rising, whose every step rose but some by less than the trend tolerance, is not
-    contradicted by its numbers: those steps are within what runs vary (UNSUPPORTED, not FAIL).
+    contradicted by its numbers: the tolerance reads those steps as flat (UNSUPPORTED, not FAIL).
     """
     way = {"increasing": 1, "decreasing": -1}.get(str(claim.expect.get("equals")))
     if claim.compute != "monotonic" or not isinstance(value, _Shape) or way is None:

@@ -377,7 +377,9 @@ def interaction(
     """Draw an interaction plot: ``value`` against ``x``, one line per level of ``trace``, a panel per ``by`` group.
 
     From :func:`benchlib.views.interaction`'s grid (medians of run totals). Parallel lines: the
-    effect of ``x`` is the same at every level of ``trace``; lines that cross or diverge: it is not.
+    effect of ``x`` is the same at every level of ``trace``; lines that cross or diverge: it is not. The value
+    axis is logarithmic where every value is above 0, as the test is on the log scale: lines parallel there
+    have the same ratio, what the test calls no interaction.
     """
     by = by or []
     data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
@@ -385,13 +387,15 @@ def interaction(
     )
     order = sorted(data[x].unique().to_list())
     traces = sorted(data[trace].unique().to_list())
+    log = bool(data[value].drop_nulls().len()) and bool((data[value].drop_nulls() > 0).all())
+    scale = alt.Scale(type="log") if log else alt.Undefined
     chart = (
         alt.Chart(alt.Data(values=data.to_dicts()))
         .mark_line(point=True)
         .encode(
             x=alt.X(f"{x}:N", sort=order, title=words(x)),
             # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
-            y=alt.Y(f"{value}:Q", title=words(value)),
+            y=alt.Y(f"{value}:Q", title=words(value) + (" (log scale)" if log else ""), scale=scale),
             color=alt.Color(f"{trace}:N", title=words(trace), sort=traces),
             tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
         )

@@ -263,8 +263,8 @@ def write_html(
     axes = " x ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
     parts = [
-        f"<h1>{html.escape(pipeline.title)}</h1><p>The study's data: <code>{html.escape(pipeline.study)}</code>. "
-        f"Its pages: a summary of each analysis, and one for each combination of "
+        f"<h1>{html.escape(pipeline.title)}</h1><p>From the study <code>{html.escape(pipeline.study)}</code>: a "
+        f"summary page for each analysis, and a page for each combination of "
         f"{html.escape(' × '.join(map(inline, pipeline.axes)))}.</p>"
     ]
     if front.get("source"):  # which write-up or recording the data are, before anything is said of them

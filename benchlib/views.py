@@ -397,7 +397,10 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
     host_text = (
         f"{members} per run: none named"
         if hosts.is_empty()
-        else f"{int(hosts.min())}{'' if hosts.min() == hosts.max() else f' to {int(hosts.max())}'} {members} per run"
+        else f"{int(hosts.min())} {members} per run"
+        if hosts.min() == hosts.max()
+        # the data may list fewer members of a run than ran (a published table of one VM of five)
+        else f"{int(hosts.min())} to {int(hosts.max())} {members} in the data of a run"
     )
     length = _run_length(units, opened.study.stated_runtime_s)
     named = {
@@ -1694,6 +1697,37 @@ def esxtop_captures(study: StudyRef) -> pl.DataFrame:
         .with_columns(pl.col("in_runs").fill_null(0))
         .select("host", "first", "last", "samples", "in_runs")
         .sort("host", "first")
+    )
+
+
+def esxtop_copies(study: StudyRef) -> str:
+    """Say which of the study's esxtop captures hold the same samples as another, only their times differ (Markdown).
+
+    A capture copied (or renamed) and placed at other times is one measurement: beside itself it would look
+    like corroboration. Captures are compared on every counter's value by sample, through a hash of each
+    row, added per capture; "" when no two agree.
+    """
+    opened = _open(study)
+    runs = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id", "source").collect()
+    if runs.height < 2:
+        return ""
+    row = pl.struct("object", "instance", "counter", "sample", "value").hash() // 2**32  # 32 bits: sums never wrap
+    prints = (
+        opened.scan("host_counters")
+        .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("sample") > 0)  # the first is always 0
+        .group_by("run_id")
+        .agg(row.sum().alias("print"), pl.len().alias("rows"), pl.col("value").abs().sum().alias("_any"))
+        .filter(pl.col("_any") > 0)  # captures of nothing but zeros are alike without being copies
+        .collect()
+        .join(runs, on="run_id")
+    )
+    same = prints.group_by("print", "rows").agg(pl.col("source").sort()).filter(pl.col("source").list.len() > 1)
+    if same.is_empty():
+        return ""
+    groups = "; ".join(" and ".join(f"`{source}`" for source in files) for files in same["source"].to_list())
+    return (
+        f"**One capture, copied.** {groups} hold the same samples (every counter's value alike, only their times "
+        "differ): their rows below are one measurement placed at two times, not two that agree."
     )
 
 

@@ -118,8 +118,8 @@ def test_every_verdict_says_what_it_divides_over_which_rows(verdicts: dict) -> N
 
 
 def test_a_trend_needs_a_practical_step(verdicts: dict, tmp_path: Path) -> None:
-    """'Kept gaining past depth 32': +0.5% and +1.0% per doubling, from one run per depth, are steps within what
-    runs vary (trend = 5%): the numbers neither bear the claim out nor contradict it (UNSUPPORTED, not FAIL)."""
+    """'Kept gaining past depth 32': +0.5% and +1.0% per doubling are steps the trend tolerance (5%) reads as
+    flat: the numbers neither bear the claim out nor contradict it (UNSUPPORTED, not FAIL)."""
     assert verdicts["4a"].recomputed.startswith("rises, then flat (steps +23.6%, +0.5%, +1.0%) (2 steps moved less")
     assert "neither bear the claim out nor contradict it" in verdicts["4a"].recomputed
     assert verdicts["4a"].verdict == "UNSUPPORTED" and "a step under 5% counts as flat" in verdicts["4a"].tolerance

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import shutil
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -286,3 +286,28 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     against = esxtop_against_guests(str(study), by=["test"])
     assert against["ratio"][0] == pytest.approx(1.1, rel=0.01) and against["matches"][0]
     assert esxtop_match_note(against) == ""
+
+
+def test_a_capture_copied_to_another_time_is_said_to_be_one_measurement(tmp_path: Path) -> None:
+    """Two files of one capture, their times moved apart, beside a capture of another host: the two are named as one
+    capture copied (rows that agree because they are the same samples), the third is not."""
+    from benchlib.store import open_study
+    from benchlib.views import esxtop_copies
+    from tests.esxi_standins import capture_with_adapter_queue_depth
+
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    study = tmp_path / "raw" / "esx"
+    study.mkdir(parents=True)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for name, hours in (("monday", 0), ("tuesday", 24)):
+        times = [start + timedelta(hours=hours, seconds=s) for s in (0, 2, 4)]
+        capture_with_adapter_queue_depth(source, study / f"{name}.csv", 128, times)
+    other = corpus_dir("esxtop") / "VisualEsxtopOnline-1000__origincsvfile.csv"
+    shutil.copy(other, study / other.name)
+    ingest_study(study, tmp_path / "processed")
+    said = esxtop_copies(open_study(study, tmp_path / "processed"))
+    assert said.startswith("**One capture, copied.** `esx/monday.csv` and `esx/tuesday.csv` hold the same samples")
+    assert other.name not in said
+    (study / "tuesday.csv").unlink()
+    ingest_study(study, tmp_path / "processed")
+    assert esxtop_copies(open_study(study, tmp_path / "processed")) == ""

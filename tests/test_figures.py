@@ -389,8 +389,14 @@ def test_an_interaction_says_one_line_hides_another_only_where_one_does() -> Non
             "iops": [1e4, 9e3, 4e4, 1e4],
         }
     ).with_columns(pl.lit(3).alias("runs"))
-    said = figures.interaction(apart, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
-    assert "hiding another" not in said
+    spec = figures.interaction(apart, value="iops", x="bs", trace="engine").to_dict()
+    assert "hiding another" not in spec["title"]["subtitle"][0]
+    # drawn on the log scale the test uses: parallel lines there are equal ratios, no interaction
+    assert spec["encoding"]["y"]["scale"] == {"type": "log"} and spec["encoding"]["y"]["title"].endswith("(log scale)")
+    with_zero = apart.with_columns(pl.Series("iops", [0.0, 9e3, 4e4, 1e4]))
+    assert (
+        "scale" not in figures.interaction(with_zero, value="iops", x="bs", trace="engine").to_dict()["encoding"]["y"]
+    )
     capped = apart.with_columns(pl.lit(2000.0).alias("iops"))  # a cap: every total the same
     said = figures.interaction(capped, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
     assert said.endswith("; one line hiding another: the same totals")

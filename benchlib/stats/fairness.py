@@ -239,10 +239,10 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     runs = int(table["runs_judged"].sum())
     text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
     text += [
-        f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its one run."
+        f"Least fair: {where}, Jain's index {worst['jain_worst']:.4f} in its one run."
         if worst["runs_judged"] == 1
-        else f"Least fair: {where}, Jain's index {worst['jain_worst']:.3f} in its worst run "
-        f"(median {worst['jain_median']:.3f} over {worst['runs_judged']} runs)."
+        else f"Least fair: {where}, Jain's index {worst['jain_worst']:.4f} in its worst run "
+        f"(median {worst['jain_median']:.4f} over {worst['runs_judged']} runs)."
     ]
     free = table.filter(pl.col("capped_runs") == 0)  # a cap evens its runs: they would only pad the count
     capped_runs = runs - int(free["runs_judged"].sum())
