@@ -260,7 +260,7 @@ def write_html(
             if headline:
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
-    axes = " x ".join(map(inline, pipeline.axes))
+    axes = " × ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>From the study <code>{html.escape(pipeline.study)}</code>: a "

@@ -100,7 +100,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     )  # 4 of the 27 pages; the test in study.toml's words
     # the gaps are of the whole declared matrix, not of the 4 configurations drawn: SIOC on was published
     # for the sequential read only
-    assert "14 of the 28 combinations of test x controller x SIOC have no runs" in index
+    assert "14 of the 28 combinations of test × controller × SIOC have no runs" in index
     assert "<li>Test random read 4k, controller LSI, SIOC on</li>" in index
     # claims 15-18's tests, compared: PVSCSI against LSI in gus_fio_1's table (one run each: descriptive)
     per_test = (result.folder / "controllers-per-test.html").read_text()
