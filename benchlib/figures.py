@@ -411,7 +411,9 @@ def interaction(
     if not by:
         return chart.properties(title=heading)
     facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
-    return chart.facet(facet=facet, columns=2).resolve_scale(y="independent").properties(title=heading)
+    # on a log axis one scale serves every panel, so slopes compare across them; on a linear one each its own
+    shared = "shared" if log else "independent"
+    return chart.facet(facet=facet, columns=2).resolve_scale(y=shared).properties(title=heading)
 
 
 @_in_words

@@ -50,7 +50,14 @@ TERMS = (
     (
         "Hodges-Lehmann",
         r"Hodges",
-        "the median of every run-to-run ratio between the two sides: the change, not moved by one odd run.",
+        "the median of every run-to-run ratio between the two sides (9 ratios at 3 runs a side): the change; "
+        "with so few runs, one odd run still moves it.",
+    ),
+    (
+        "benchstat",
+        r"benchstat",
+        "Go's benchmark comparison tool, whose table this page follows: a row per comparison with each side's "
+        "median, the change and its p; its bottom row is the geometric mean over the rows.",
     ),
     (
         "Mann-Whitney",

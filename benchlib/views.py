@@ -225,19 +225,28 @@ def disk_ios(study: StudyRef) -> pl.DataFrame:
 
 
 def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
-    """Say how many of fio's reads and writes of ``rows`` the disk counted (median over runs), "" if unknown.
+    """Say how many of fio's reads and writes of ``rows`` the disk counted (:func:`_disk_shares`), "" if unknown."""
+    shares = _disk_shares(rows, disk)
+    if not shares:
+        return ""
+    parts = [_share_words(direction, low, high) for direction, (low, high) in shares.items()]
+    return "The disk's own counters (fio's disk statistics, median over runs) hold " + "; and ".join(parts)
+
+
+def _disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tuple[float, float]]:
+    """Return, per direction, the share of fio's I/Os of ``rows`` the disk counted: (low, high), medians over runs.
 
     Per run (all its members): fio's I/Os against the disks' counts. Members of a run may each have a disk of
     their own (VMs) or share one (jobs on one machine, each reporting the same disk): the disk did between
-    the largest member's count (shared) and their sum (own disks). The note gives that range, or the one
-    figure where the two agree; a share above 100% says the cache answered few.
+    the largest member's count (shared, ``low``) and their sum (own disks, ``high``). A share above 1 says the
+    cache answered few. Empty where no run reports its disk.
     """
     if disk is None or disk.is_empty() or "io_count" not in rows.columns:
-        return ""
+        return {}
     asked = rows.filter(~pl.col("is_aggregate"), pl.col("direction").is_in(["read", "write"]))
     asked = asked.with_columns(run_unit_expr(asked.columns))
     member = asked.group_by("run_unit", "run_id", "direction").agg(pl.col("io_count").sum()).join(disk, on="run_id")
-    parts = []
+    shares = {}
     for direction in ("read", "write"):
         counted = pl.col(f"{direction}_ios")
         per_run = (
@@ -247,14 +256,22 @@ def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
             .filter(pl.col("io_count") > 0)
         )
         low = (per_run["shared"] / per_run["io_count"]).drop_nulls()
-        if low.is_empty():
-            continue
-        parts.append(
-            _share_words(direction, float(low.median()), float((per_run["own"] / per_run["io_count"]).median()))
-        )
-    if not parts:
-        return ""
-    return "The disk's own counters (fio's disk statistics, median over runs) hold " + "; and ".join(parts)
+        if not low.is_empty():
+            shares[direction] = (float(low.median()), float((per_run["own"] / per_run["io_count"]).median()))
+    return shares
+
+
+def cache_answered_most(study: StudyRef, only: dict | None = None) -> bool:
+    """Tell whether the page cache answered most of fio's reads or writes of the runs at ``only``.
+
+    By the disk's own counters (:func:`_disk_shares`, even at their highest reading); where no run reports its
+    disk, whether any job ran buffered (the cache may have).
+    """
+    rows = _study_rows(study, only)
+    shares = _disk_shares(rows.filter(pl.col("direct") == False), disk_ios(study)) if "direct" in rows else {}  # noqa: E712
+    if shares:
+        return any(high < 0.5 for _, high in shares.values())
+    return "direct" in rows.columns and bool((rows["direct"] == False).any())  # noqa: E712
 
 
 def _share_words(direction: str, low: float, high: float) -> str:
@@ -264,9 +281,9 @@ def _share_words(direction: str, low: float, high: float) -> str:
         return f"{100 * share:.2g}%" if share < 1 else f"{100 * share:,.0f}%"
 
     if low >= 0.9:
-        least = "at least " if high > low * 1.05 else ""
+        least = "at least " if high > low * 1.05 else ""  # the lower reading: one disk its members shared
         return f"{least}{pct(low)} as many {direction}s as fio did: the cache answered few of them"
-    said = pct(low) if high <= low * 1.05 else f"{pct(low)} to {pct(high)}"
+    said = pct(low) if high <= low * 1.05 else f"{pct(low)} (one disk shared) to {pct(high)} (a disk each)"
     words = "absorbed most" if direction == "write" else "answered most"
     rest = f"the cache {words}" if high < 0.5 else "the cache took the rest"
     return f"{said} as many {direction}s as fio did: {rest}"
