@@ -94,7 +94,7 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     )  # the design, computed
     # the design says "one run per configuration" once; the findings under it do not say it again
     assert index.count("One run per configuration") == 1 and not re.search(r"(was|were) run once", index)
-    assert "25 of 33 claims pass; 7 fail: claims 9, 12b, 22, 23, 23b, 24b, 25" in index  # a summary page's headline
+    assert "25 of 33 claims pass; 8 fail: claims 4a, 9, 12b, 22, 23, 23b, 24b, 25" in index  # a summary page's headline
     assert (
         "This report draws only the configurations with test sequential read 128k." in index
     )  # 4 of the 27 pages; the test in study.toml's words
