@@ -50,14 +50,14 @@ TERMS = (
     (
         "Hodges-Lehmann",
         r"Hodges",
-        "the median of every run-to-run ratio between the two sides (9 ratios at 3 runs a side): the change; "
-        "with so few runs, one odd run still moves it.",
+        "the median of every run-to-run ratio between the two sides (n × m ratios for n and m runs): the "
+        "change; with few runs, one odd run still moves it. With one run a side there is only their ratio.",
     ),
     (
         "benchstat",
         r"benchstat",
         "Go's benchmark comparison tool, whose table this page follows: a row per comparison with each side's "
-        "median, the change and its p; its bottom row is the geometric mean over the rows.",
+        "median, the change and its p; where the rows can be summed up, a bottom row of their geometric mean.",
     ),
     (
         "Mann-Whitney",
@@ -68,7 +68,7 @@ TERMS = (
         "Holm",
         r"\bHolm",
         "Holm's correction: it raises each p of a family of tests so that the chance of any false "
-        "alarm among them stays at α.",
+        "alarm among them stays at or below α.",
     ),
     (
         "Freedman-Lane",

@@ -9,6 +9,7 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TypeVar
@@ -230,7 +231,10 @@ def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
     if not shares:
         return ""
     parts = [_share_words(direction, low, high) for direction, (low, high) in shares.items()]
-    return "The disk's own counters (fio's disk statistics, median over runs) hold " + "; and ".join(parts)
+    return (
+        "The disk's own counters (fio's disk statistics, median over runs; they count all the disk's I/O, not "
+        "fio's alone) hold " + "; and ".join(parts)
+    )
 
 
 def _disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tuple[float, float]]:
@@ -282,7 +286,8 @@ def _share_words(direction: str, low: float, high: float) -> str:
 
     if low >= 0.9:
         least = "at least " if high > low * 1.05 else ""  # the lower reading: one disk its members shared
-        return f"{least}{pct(low)} as many {direction}s as fio did: the cache answered few of them"
+        floor = f"{math.floor(100 * low)}%" if least and low < 1 else pct(low)  # "at least" never rounds up
+        return f"{least}{floor} as many {direction}s as fio did: the cache answered few of them"
     said = pct(low) if high <= low * 1.05 else f"{pct(low)} (one disk shared) to {pct(high)} (a disk each)"
     words = "absorbed most" if direction == "write" else "answered most"
     rest = f"the cache {words}" if high < 0.5 else "the cache took the rest"
