@@ -850,6 +850,35 @@ def unlike_work(
     )
 
 
+def bytes_moved(
+    study: StudyRef, *, factor: str, baseline: str, by: list[str], only: dict | None = None, band: float = 0.0
+) -> str:
+    """Say the same comparison in bandwidth (MiB/s), for a per-I/O comparison across block sizes (Markdown).
+
+    Where :func:`unlike_work` says IOPS compares different work, the reader still needs the comparison of the
+    bytes moved: each row's change in MiB/s (the median of the run-to-run ratios, as the table's), "" where
+    there is no bandwidth to compare.
+    """
+    from benchlib.stats.compare import comparison_table
+    from benchlib.tables import inline, level
+
+    units = run_totals(study, "bandwidth_mib_s", [factor, *by], only=only)
+    if units.is_empty() or units["bandwidth_mib_s"].is_null().all():
+        return ""
+    table = comparison_table(units, "bandwidth_mib_s", factor=factor, baseline=baseline, by=by, band=band)
+    rows = [
+        f"{level(factor, row[factor])} {row['change_pct']:+.2f}%"
+        + (f" ({', '.join(f'{inline(b)} {level(b, row[b])}' for b in by)})" if by else "")
+        for row in table.drop_nulls("change_pct").iter_rows(named=True)
+    ]
+    if not rows:
+        return ""
+    return (
+        f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
+        f"{level(factor, baseline)}: " + "; ".join(rows) + "."
+    )
+
+
 def unlike_work_of_two(
     study: StudyRef, grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str], only: dict | None = None
 ) -> str:
@@ -1774,12 +1803,15 @@ def esxtop_coverage(captures: pl.DataFrame) -> str:
     return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
 
 
-def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None) -> pl.DataFrame:
+def _placed(
+    opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], only: dict | None, with_run: bool = False
+) -> pl.DataFrame:
     """Return the esxtop rows whose sample fell inside a run of the study, with that run's ``by`` levels.
 
     A run's window spans all its hosts; sample 0 (always zero) is left out. Windows from whole-second
     start times can overlap a neighbour's: a sample inside two runs' windows saw one of them, which is
     unknown. It counts once where both runs have the same ``by`` levels, and is left out where they differ.
+    ``with_run``: keep ``benchmark_run_id``, the run that holds the sample (a sample of two runs is then two rows).
     """
     from benchlib.stats.hostside import counters_during_runs
 
@@ -1794,7 +1826,8 @@ def _placed(opened: ProcessedStudy, counters: pl.DataFrame, *, by: list[str], on
     placed = counters_during_runs(windows.rename({"run_unit": "run_id"}), counters)
     placed = placed.join(windows.select(pl.col("run_unit").alias("benchmark_run_id"), *by), on="benchmark_run_id")
     one_level = (pl.struct(*by) if by else pl.lit(0)).n_unique().over(pl.struct("run_id", "sample")) == 1
-    return placed.filter(one_level).drop("benchmark_run_id").unique(maintain_order=True)
+    placed = placed.filter(one_level)
+    return placed if with_run else placed.drop("benchmark_run_id").unique(maintain_order=True)
 
 
 #: how many times more (or fewer) commands/s than the guests' IOPS esxtop may count before a page says so
@@ -1807,17 +1840,19 @@ def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None =
     A capture is tied to the runs by time alone; this checks that its devices carried their I/O. Per
     configuration: each device's mean commands/s over the samples inside its runs (each sample once,
     though the windows of two runs can both hold it), added over hosts and devices, against the median
-    of its runs' total IOPS (phases averaged). Columns: ``by``, ``samples`` (esxtop samples inside its
-    runs), ``guest_iops``, ``esxtop_commands``, ``ratio`` (commands per guest I/O) and ``matches``
-    (within :data:`COMMANDS_MATCH` times either way). Empty without samples inside runs. A guest I/O
-    split into several commands (large blocks) or absorbed by the page cache (buffered jobs) moves the
-    ratio without the capture being wrong: the page says so.
+    total IOPS (phases averaged) of its runs that hold those samples. Columns: ``by``, ``samples``
+    (esxtop samples inside its runs), ``guest_iops``, ``esxtop_commands``, ``ratio`` (commands per guest
+    I/O) and ``matches`` (within :data:`COMMANDS_MATCH` times either way). Empty without samples inside
+    runs. A guest I/O split into several commands (large blocks) or absorbed by the page cache (buffered
+    jobs) moves the ratio without the capture being wrong: the page says so.
     """
     from benchlib.sources.esxtop import device_queue_view
 
     opened = _open(study)
     counters = _capture_counters(opened, pl.col("object") == "Physical Disk SCSI Device")
-    queue = device_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
+    placed = _placed(opened, counters, by=by, only=only, with_run=True)
+    held = placed["benchmark_run_id"].unique().implode() if "benchmark_run_id" in placed.columns else []
+    queue = device_queue_view(placed.drop("benchmark_run_id", strict=False).unique(maintain_order=True), keys=by)
     if queue.is_empty() or "CMDS_per_s" not in queue.columns:
         return pl.DataFrame()
     keys = by or ["_all"]  # without levels: one group of everything
@@ -1825,7 +1860,8 @@ def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None =
     samples = queue.group_by(keys).agg(pl.struct("run_id", "sample").n_unique().alias("samples"))
     seen = queue.group_by(*keys, "host", "device").agg(pl.col("CMDS_per_s").mean())
     seen = seen.group_by(keys).agg(pl.col("CMDS_per_s").sum().alias("esxtop_commands")).join(samples, on=keys)
-    runs = totals_of_runs(_study_rows(opened, only), "iops", by).group_by("run_unit", *by).agg(pl.col("iops").mean())
+    runs = totals_of_runs(_study_rows(opened, only), "iops", by).filter(pl.col("run_unit").is_in(held))
+    runs = runs.group_by("run_unit", *by).agg(pl.col("iops").mean())  # the runs esxtop watched, phases averaged
     guests = runs.with_columns(_all=pl.lit(0)).group_by(keys).agg(pl.col("iops").median().alias("guest_iops"))
     table = seen.join(guests, on=keys)
     if table.is_empty():
