@@ -425,10 +425,14 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
     # the test's fio jobs ran buffered (direct=0, fio's default): the pages say whose figures they are
     assert "ran buffered (fio's direct=0, its default)" in said("comparison")
     # ... and how much of it the disk did: a buffered read still reaches the disk when the file outgrows the cache
-    assert "The disk's own counters (fio's disk statistics, median over runs; they count all the disk's I/O, not "
+    assert (
+        "The disk's own counters (fio's disk statistics, median over runs; they count all the disk's I/O, not "
         "fio's alone) hold" in said("comparison")
+    )
     # IOPS across block sizes is different work: the comparison also says the same runs in MiB/s
-    assert re.search(r"\*\*In the bytes moved\.\*\* .*: 64k \+\d+\.\d\d% \(I/O pattern random read\)", said("comparison"))
+    assert re.search(
+        r"\*\*In the bytes moved\.\*\* .*: 64k \+\d+\.\d\d% \(I/O pattern random read\)", said("comparison")
+    )
     # across block sizes, CPU efficiency is judged on the bytes moved, not on IOPS (different work)
     assert said("efficiency").startswith("**MiB/s per % of one CPU**: Block size 64k was highest in 2 of 2 tests")
     # a run is named by the folder that tells it apart (r1, r2), its VMs' rows and logs under that one name:
