@@ -1408,6 +1408,50 @@ def _log_runs(opened: ProcessedStudy, factors: list[str], only: dict | None) -> 
 LOG_FORMATS = ("fio-log", "fio-hist-log")
 
 
+#: how many times the slowest I/O of a configuration's other runs every member's slowest must reach to be a pause
+STALL_TIMES = 10.0
+
+
+def stalled_runs(study: StudyRef, levels: dict) -> str:
+    """Say which runs of one configuration every member waited through a pause in (Markdown), "" where none did.
+
+    A run whose members' slowest I/Os (fio's clat max) all took :data:`STALL_TIMES` times or more the
+    slowest of the configuration's other runs (their median; 2 others or more) paused as a whole: the storage
+    or the machine, not one member. Its total and its tail percentiles carry the pause.
+    """
+    from benchlib.tables import inline, number
+
+    rows = cell_frame(study, levels).filter(pl.col("clat_max_ns").is_not_null())
+    if rows.is_empty():
+        return ""
+    rows = rows.join(run_names(rows, list(levels)), on="run_id").with_columns(run_unit_expr(rows.columns))
+    runs = rows.group_by("run_unit", "run").agg(
+        (pl.col("clat_max_ns").max() / 1e6).alias("high"),
+        (pl.col("clat_max_ns").min() / 1e6).alias("low"),
+        pl.col("vm").n_unique().alias("members"),
+    )
+    if runs.height < 3:
+        return ""
+    said = []
+    for run in runs.sort("run").iter_rows(named=True):
+        others = runs.filter(pl.col("run_unit") != run["run_unit"])["high"].median()
+        if others and run["low"] >= STALL_TIMES * others:
+            who = f"every {inline('vm')}'s slowest I/O" if run["members"] > 1 else "its slowest I/O"
+            span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
+            said.append(
+                f"**A pause in {run['run']}.** In it, {who} took {span} ms, {run['low'] / others:.0f} times the "
+                f"slowest of this configuration's other runs (their median, {number(others)} ms): "
+                + (
+                    "one pause every one of them waited through (the storage or the machine), not one slow "
+                    f"{inline('vm')}. "
+                    if run["members"] > 1
+                    else ""
+                )
+                + "Its total and its tail percentiles carry the pause."
+            )
+    return "\n\n".join(said)
+
+
 def run_names(runs: pl.DataFrame, by: Collection[str]) -> pl.DataFrame:
     """Name every run of ``runs`` in words a reader can find it by, the same name for its output and its logs.
 
