@@ -693,7 +693,7 @@ def _edge(value: Any, claim: Claim, tolerances: dict[str, float]) -> str:
             return ""
         side = "above" if value > limit else "below" if value < limit else "at"
         rounding = f"{tolerances['as_stated'] * 100:g}%"
-        return f" ({100 * off:.1f}% {side} {_show(limit)}: nearer it than the as_stated tolerance, {rounding})"
+        return f" ({100 * off:.1f}% {side} {_show(limit)}: nearer it than a stated figure's rounding, ±{rounding})"
     target = claim.expect.get("about")
     if not isinstance(value, int | float) or not isinstance(target, int | float) or not target:
         return ""

@@ -500,7 +500,10 @@ def exceedance_curve(
             ],
         )
     )
-    return chart.properties(title=title)
+    # the curves stop where fewer than 10 I/Os lie beyond (their last steps would be single I/Os): say so,
+    # so that a maximum the page quotes is not looked for on the chart
+    cut = "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
+    return chart.properties(title=alt.TitleParams(title, subtitle=[cut]))
 
 
 @_in_words

@@ -50,8 +50,9 @@ TERMS = (
     (
         "Hodges-Lehmann",
         r"Hodges",
-        "the median of every run-to-run ratio between the two sides (n × m ratios for n and m runs): the "
-        "change; with few runs, one odd run still moves it. With one run a side there is only their ratio.",
+        "the median of every run-to-run ratio between the two sides (n × m ratios for n and m runs; of an even "
+        "count, the geometric mean of the middle two, as ratios average on a log scale): the change; with few "
+        "runs, one odd run still moves it. With one run a side there is only their ratio.",
     ),
     (
         "benchstat",

@@ -9,7 +9,6 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TypeVar
@@ -284,11 +283,9 @@ def _share_words(direction: str, low: float, high: float) -> str:
     def pct(share: float) -> str:  # two significant digits, never 1e+02
         return f"{100 * share:.2g}%" if share < 1 else f"{100 * share:,.0f}%"
 
-    if low >= 0.9:
-        least = "at least " if high > low * 1.05 else ""  # the lower reading: one disk its members shared
-        floor = f"{math.floor(100 * low)}%" if least and low < 1 else pct(low)  # "at least" never rounds up
-        return f"{least}{floor} as many {direction}s as fio did: the cache answered few of them"
     said = pct(low) if high <= low * 1.05 else f"{pct(low)} (one disk shared) to {pct(high)} (a disk each)"
+    if low >= 0.9:
+        return f"{said} as many {direction}s as fio did: the cache answered few of them"
     words = "absorbed most" if direction == "write" else "answered most"
     rest = f"the cache {words}" if high < 0.5 else "the cache took the rest"
     return f"{said} as many {direction}s as fio did: {rest}"
@@ -1412,16 +1409,18 @@ LOG_FORMATS = ("fio-log", "fio-hist-log")
 STALL_TIMES = 10.0
 
 
-def stalled_runs(study: StudyRef, levels: dict) -> str:
-    """Say which runs of one configuration every member waited through a pause in (Markdown), "" where none did.
+def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
+    """Say which runs of one configuration every member met its slowest I/Os in (Markdown), "" where none did.
 
     A run whose members' slowest I/Os (fio's clat max) all took :data:`STALL_TIMES` times or more the
-    slowest of the configuration's other runs (their median; 2 others or more) paused as a whole: the storage
-    or the machine, not one member. Its total and its tail percentiles carry the pause.
+    slowest of the configuration's other runs (their median; 2 others or more): every member met the cause,
+    so it was shared (the storage or the machine), not one member's. Where the run's total is the lowest of
+    the configuration's, that is said beside it; a rate cap holds totals, and the sentence says nothing of them.
+    ``frame``: the configuration's rows (:func:`cell_frame`).
     """
     from benchlib.tables import inline, number
 
-    rows = cell_frame(study, levels).filter(pl.col("clat_max_ns").is_not_null())
+    rows = frame.filter(pl.col("clat_max_ns").is_not_null()) if "clat_max_ns" in frame.columns else frame.clear()
     if rows.is_empty():
         return ""
     rows = rows.join(run_names(rows, list(levels)), on="run_id").with_columns(run_unit_expr(rows.columns))
@@ -1429,26 +1428,36 @@ def stalled_runs(study: StudyRef, levels: dict) -> str:
         (pl.col("clat_max_ns").max() / 1e6).alias("high"),
         (pl.col("clat_max_ns").min() / 1e6).alias("low"),
         pl.col("vm").n_unique().alias("members"),
+        total_expr("iops"),
+        pl.col("rate_limited").fill_null(False).any().alias("capped"),
     )
     if runs.height < 3:
         return ""
     said = []
     for run in runs.sort("run").iter_rows(named=True):
-        others = runs.filter(pl.col("run_unit") != run["run_unit"])["high"].median()
-        if others and run["low"] >= STALL_TIMES * others:
-            who = f"every {inline('vm')}'s slowest I/O" if run["members"] > 1 else "its slowest I/O"
-            span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
-            said.append(
-                f"**A pause in {run['run']}.** In it, {who} took {span} ms, {run['low'] / others:.0f} times the "
-                f"slowest of this configuration's other runs (their median, {number(others)} ms): "
-                + (
-                    "one pause every one of them waited through (the storage or the machine), not one slow "
-                    f"{inline('vm')}. "
-                    if run["members"] > 1
-                    else ""
-                )
-                + "Its total and its tail percentiles carry the pause."
+        others = runs.filter(pl.col("run_unit") != run["run_unit"])
+        typical = others["high"].median()
+        if not typical or run["low"] < STALL_TIMES * typical:
+            continue
+        several = run["members"] > 1
+        who = f"every {inline('vm')}'s slowest I/O" if several else "its slowest I/O"
+        span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
+        text = (
+            f"**The slowest I/Os of {run['run']}.** In it, {who} took {span} ms, {run['low'] / typical:.0f} times "
+            f"the slowest of this configuration's other runs (their median, {number(typical)} ms)"
+            + (
+                f": every {inline('vm')} met the cause, so it was shared (the storage or the machine)."
+                if several
+                else "."
             )
+        )
+        lowest = others["iops"].drop_nulls()
+        if not run["capped"] and run["iops"] is not None and lowest.len() and run["iops"] < lowest.min():
+            text += (
+                f" Its total, {number(run['iops'])} IOPS, is the lowest of the configuration's runs "
+                f"(the others {number(lowest.min())} to {number(lowest.max())})."
+            )
+        said.append(text)
     return "\n\n".join(said)
 
 
@@ -1919,8 +1928,12 @@ def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None =
     )
 
 
-def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
-    """Say whether esxtop's devices carried the guests' I/O (:func:`esxtop_against_guests`), in Markdown; "" if so."""
+def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
+    """Say whether esxtop's devices carried the guests' I/O (:func:`esxtop_against_guests`), in Markdown; "" if so.
+
+    ``cached``: in how many of the configurations off by more than :data:`COMMANDS_MATCH` the page cache answered
+    most of the jobs' I/Os (:func:`cache_answered_most`): only there is it a reason for fewer commands.
+    """
     from benchlib.tables import number
 
     if table.is_empty() or table["matches"].fill_null(False).all():
@@ -1940,12 +1953,14 @@ def esxtop_match_note(table: pl.DataFrame, *, buffered: bool = False) -> str:
             "guests' I/Os were split into several commands each (blocks larger than the device takes at once)"
         )
     else:
-        why = "far fewer commands than the guests did I/Os: the capture may watch devices other than the guests' " + (
-            "disks, or another host; and these jobs ran buffered, so the page cache may have answered many of their "
-            "I/Os (each cell page says how many the disk counted)"
-            if buffered
-            else "disks, or another host"
-        )
+        why = "far fewer commands than the guests did I/Os: the capture may watch devices other than the guests' "
+        why += "disks, or another host"
+        if cached:
+            which = "it" if off.height == 1 else f"{cached} of these {off.height} configurations"
+            why += (
+                f"; and in {which} the jobs ran buffered and the page cache answered most of their I/Os, by the "
+                "disk's own counters (the cell pages give them)"
+            )
     return (
         f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
         f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from the guests' IOPS (the farthest: "

@@ -63,7 +63,9 @@ def test_verdicts_are_what_the_data_say(verdicts: dict) -> None:
         "1.05x (4.96% from 1: just inside ±5%, a reading of the words a little stricter would fail it)"
     )
     # and a PASS nearer its threshold than a figure's rounding: 40,120 against "more than 40,000"
-    assert verdicts["4b"].recomputed == "40,120 IOPS (0.3% above 40,000: nearer it than the as_stated tolerance, 3%)"
+    assert (
+        verdicts["4b"].recomputed == "40,120 IOPS (0.3% above 40,000: nearer it than a stated figure's rounding, ±3%)"
+    )
     assert not [
         k
         for k, v in verdicts.items()

@@ -400,3 +400,17 @@ def test_an_interaction_says_one_line_hides_another_only_where_one_does() -> Non
     capped = apart.with_columns(pl.lit(2000.0).alias("iops"))  # a cap: every total the same
     said = figures.interaction(capped, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
     assert said.endswith("; one line hiding another: the same totals")
+
+
+def test_the_exceedance_chart_says_where_its_curves_stop() -> None:
+    """The curves end where fewer than 10 I/Os lie beyond: a maximum quoted on the page is past their end."""
+    from benchlib.views import latency_exceedance
+
+    curve = latency_exceedance(
+        "loopback-fio", by=["profile"], only={"profile": ["randread"], "block_size": ["4k"]}, member="vm"
+    )
+    spec = figures.exceedance_curve(curve, series="vm").to_dict()
+    assert spec["title"]["subtitle"] == [
+        "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
+    ]
+    assert min(v["slower_pct"] for v in spec["data"]["values"]) > 0
