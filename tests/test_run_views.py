@@ -581,24 +581,32 @@ def test_slowest_ios_every_host_met_are_said_on_their_cell() -> None:
     def stalled_runs(study: str, levels: dict) -> str:
         return slowest(cell_frame(study, levels), levels)
 
+    from benchlib.tables import name_levels, name_members
+
     use_study_words("loopback-fio")
-    paused = stalled_runs(
-        "loopback-fio", {"profile": "randwrite", "block_size": "64k", "ioengine": "libaio", "rate_cap": "off"}
-    )
-    assert re.match(
-        r"\*\*The slowest I/Os of run 1\.\*\* In it, every host's slowest I/O took 48\d–49\d ms, 1\d times", paused
-    )
-    assert paused.endswith(
-        "Its total, 8,904 IOPS, is the lowest of the configuration's runs (the others 11,049 to 13,202)."
-    )
-    # under a rate cap the total is the cap's: the sentence says nothing of it
-    capped = stalled_runs(
-        "loopback-fio", {"profile": "randwrite", "block_size": "64k", "ioengine": "psync", "rate_cap": "on"}
-    )
-    assert capped.startswith("**The slowest I/Os of run 1.**") and "total" not in capped
-    assert "run 2" not in paused and "run 3" not in paused
-    steady = stalled_runs(
-        "loopback-fio", {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
-    )
-    assert steady == "" and STALL_TIMES == 10
-    assert stalled_runs("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"}) == ""  # no I/O maxima
+    try:
+        paused = stalled_runs(
+            "loopback-fio", {"profile": "randwrite", "block_size": "64k", "ioengine": "libaio", "rate_cap": "off"}
+        )
+        assert re.match(
+            r"\*\*The slowest I/Os of run 1\.\*\* In it, every host's slowest I/O took 48\d–49\d ms, 1\d times", paused
+        )
+        assert paused.endswith(
+            "Its total, 8,904 IOPS, is the lowest of the configuration's runs (the others 11,049 to 13,202)."
+        )
+        # under a rate cap the total is the cap's: the sentence says nothing of it
+        capped = stalled_runs(
+            "loopback-fio", {"profile": "randwrite", "block_size": "64k", "ioengine": "psync", "rate_cap": "on"}
+        )
+        assert capped.startswith("**The slowest I/Os of run 1.**") and "total" not in capped
+        assert "run 2" not in paused and "run 3" not in paused
+        steady = stalled_runs(
+            "loopback-fio", {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
+        )
+        assert steady == "" and STALL_TIMES == 10
+        assert (
+            stalled_runs("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"}) == ""
+        )  # no I/O maxima
+    finally:  # the words are this process's: the tests after this one read the default "VM"
+        name_members("VM")
+        name_levels({})
