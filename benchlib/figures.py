@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import functools
 import math
-import re
 from collections.abc import Callable
 
 import altair as alt
@@ -558,13 +557,16 @@ def esxtop_latency_stack(
     is that idle, all are drawn faded.
     """
     by = by or []
-    means = means.drop_nulls("GAVG")  # a device without commands has no latency to draw
+    # a device without commands has no latency to draw; padded names (t10.ATA_____...) said with one "_"
+    means = means.drop_nulls("GAVG").with_columns(
+        pl.col("device").str.replace_all(r"_{2,}", "_").str.strip_chars_end("_").alias("short")
+    )
     few = means.filter(pl.col("commands") < FEW_COMMANDS)
     subtitle = ""
     if few.height and few.height < means.height:
         means = means.filter(pl.col("commands") >= FEW_COMMANDS)
         top = few.sort("GAVG", descending=True).row(0, named=True)
-        name = re.sub("_{2,}", "_", top["device"]).rstrip("_")
+        name = top["short"]
         subtitle = (
             f"Left out: {few.height} bars of devices under {FEW_COMMANDS:g} command/s, whose mean is a few "
             f"commands' latency (the largest, {name}: {number(top['GAVG'])} ms at {number(top['commands'])} commands/s)"
@@ -574,10 +576,9 @@ def esxtop_latency_stack(
     parts = [_joined(by)] if by else []
     # each label ends with the device's commands/s: a mean over a few commands is a few commands' latency
     rate = pl.col("commands").map_elements(lambda c: f"{number(c)} commands/s", return_dtype=pl.String)
-    short = pl.col("device").str.replace_all(r"_{2,}", "_").str.strip_chars_end("_")
     means = means.with_columns(
         pl.concat_str(*parts, "host", "device", separator="|").alias("where"),  # guest_ms's keys
-        pl.concat_str(*parts, "host", short, rate, separator="|").alias("label"),
+        pl.concat_str(*parts, "host", "short", rate, separator="|").alias("label"),
     ).sort("where")
     long = means.unpivot(
         index=["label", "device", "commands"], on=["KAVG", "DAVG"], variable_name="part", value_name="ms"

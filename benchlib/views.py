@@ -264,17 +264,23 @@ def _disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tup
     return shares
 
 
-def cache_answered_most(study: StudyRef, only: dict | None = None) -> bool:
-    """Tell whether the page cache answered most of fio's reads or writes of the runs at ``only``.
+def cache_answered_most(study: StudyRef, configurations: list[dict], only: dict | None = None) -> int:
+    """Count the ``configurations`` (each its levels) in which the page cache answered most of fio's I/Os.
 
-    By the disk's own counters (:func:`_disk_shares`, even at their highest reading); where no run reports its
-    disk, whether any job ran buffered (the cache may have).
+    By the disk's own counters (:func:`_disk_shares`, even at their highest reading, per direction); where no
+    run of a configuration reports its disk, whether any of its jobs ran buffered (the cache may have). The
+    study's rows and disk counters are read once.
     """
     rows = _study_rows(study, only)
-    shares = _disk_shares(rows.filter(pl.col("direct") == False), disk_ios(study)) if "direct" in rows else {}  # noqa: E712
-    if shares:
-        return any(high < 0.5 for _, high in shares.values())
-    return "direct" in rows.columns and bool((rows["direct"] == False).any())  # noqa: E712
+    if "direct" not in rows.columns:
+        return 0
+    buffered, disk = rows.filter(pl.col("direct") == False), disk_ios(study)  # noqa: E712
+    count = 0
+    for levels in configurations:
+        mine = buffered.filter(*(pl.col(k) == v for k, v in levels.items())) if levels else buffered
+        shares = _disk_shares(mine, disk)
+        count += any(high < 0.5 for _, high in shares.values()) if shares else not mine.is_empty()
+    return count
 
 
 def _share_words(direction: str, low: float, high: float) -> str:
@@ -621,6 +627,27 @@ def sweep(study: StudyRef, profile: dict | str, *, member: str | None = None, de
     if whole.len() and (whole == whole.round()).all():  # the median of equal depths: show it as the depth it is
         table = table.with_columns(pl.col("configured").cast(pl.Int64))
     return table
+
+
+def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
+    """Say that members' knees one depth apart are a hint at this n (:func:`sweep` per member), "" where they agree.
+
+    Each knee comes from the medians of the runs at each depth: where one member's step just passes the 10% rule
+    and another's just misses it, their runs may overlap. Said only where a depth ran more than once.
+    """
+    from benchlib.tables import inline
+
+    if per_member.is_empty():
+        return ""
+    knees = sorted(sweep_shapes(per_member, member=member)["knee"].drop_nulls().unique().to_list())
+    if len(knees) < 2 or per_member["runs"].max() < 2:
+        return ""
+    return (
+        f"Their knees differ ({', '.join(f'{k:g}' for k in knees)}), each from the medians of "
+        f"{per_member['runs'].min()} runs a depth: where one {inline(member)}'s step just passes the 10% rule and "
+        "another's just misses it, the runs at those depths may overlap; a knee one depth apart is a hint, not a "
+        "finding."
+    )
 
 
 def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
@@ -1213,6 +1240,18 @@ def use_study_words(study: StudyRef) -> None:
 
     name_members(member_word(study))
     name_levels(_open(study).study.level_words)
+
+
+def equal_shares_note(study: StudyRef) -> str:
+    """Say that fair is read as equal shares, in a study of SIOC that declares no ``[shares]``; "" otherwise."""
+    declared = _open(study).study
+    sioc = "sioc" in declared.vsphere or any("sioc" in f.lower() for f in declared.factors)
+    if declared.shares or not sioc:
+        return ""
+    return (
+        "Its study.toml declares no `[shares]`, so fair is read as equal shares (with SIOC, VMs given different "
+        "disk shares are meant to get different throughput)."
+    )
 
 
 def has_intervals(study: StudyRef) -> bool:
@@ -1926,6 +1965,12 @@ def esxtop_against_guests(study: StudyRef, *, by: list[str], only: dict | None =
         .select(*by, "samples", "guest_iops", "esxtop_commands", "ratio", "matches")
         .sort(by or "samples")
     )
+
+
+def esxtop_mismatched(table: pl.DataFrame, by: list[str]) -> list[dict]:
+    """Return the levels of each configuration of :func:`esxtop_against_guests` whose commands did not match."""
+    off = table.filter(~pl.col("matches").fill_null(False)) if table.height else table
+    return [{b: row[b] for b in by} for row in off.iter_rows(named=True)]
 
 
 def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
