@@ -421,8 +421,14 @@ def heatmap(
 ) -> alt.TopLevelMixin:
     """Draw the matrix of two factors as a heat map: one square per combination, its value written in it."""
     by = by or []
+    low, high = grid[value].min(), grid[value].max()
+    # a log colour scale where the values span a decade or more (uncapped 10,000-100,000 beside capped 2,000:
+    # from zero, every square under 20,000 is the same pale blue); below that, linear from zero
+    log = low is not None and low > 0 and high >= 10 * low
+    shade = pl.col(value).log() if log else pl.col(value)
+    middle = (math.log(low) + math.log(high)) / 2 if log else (high or 0) / 2
     data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
-        pl.col(x).cast(pl.String), pl.col(y).cast(pl.String), (pl.col(value) > pl.col(value).max() / 2).alias("dark")
+        pl.col(x).cast(pl.String), pl.col(y).cast(pl.String), (shade > middle).alias("dark")
     )
     base = alt.Chart(alt.Data(values=data.to_dicts())).encode(
         x=alt.X(f"{x}:N", sort=sorted(data[x].unique().to_list()), title=words(x)),
@@ -430,7 +436,11 @@ def heatmap(
     )
     squares = base.mark_rect().encode(
         # from zero: a scale from the smallest value stretches a 27% spread to full contrast
-        color=alt.Color(f"{value}:Q", title=words(value), scale=alt.Scale(scheme="blues", zero=True)),
+        color=alt.Color(
+            f"{value}:Q",
+            title=words(value) + (" (log scale)" if log else ""),
+            scale=alt.Scale(scheme="blues", type="log") if log else alt.Scale(scheme="blues", zero=True),
+        ),
         tooltip=["group:N", f"{x}:N", f"{y}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
     )
     text = base.mark_text(fontSize=11).encode(
@@ -439,7 +449,7 @@ def heatmap(
         color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
     )
     chart = alt.layer(squares, text).properties(width=WIDTH // 3, height=HEIGHT // 3)
-    name = title or f"{_run_total_words(grid).capitalize()}: {words(x)} x {words(y)}"
+    name = title or f"{_run_total_words(grid).capitalize()}: {words(x)} × {words(y)}"
     if not by:
         return chart.properties(title=name)
     facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
@@ -739,55 +749,83 @@ def latency_split(
     *,
     where: list[str],
     parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
-    title: str = "Where the latency was spent (ms)",
+    title: str = "Where the latency was spent",
 ) -> alt.TopLevelMixin:
-    """Draw where the latency was spent, as stacked bars per configuration.
+    """Draw where the latency was spent, as bars of shares per configuration, each bar's total written beside it.
 
-    Stacked bars per configuration: the parts of the latency the application saw (e.g. the block
-    layer's await and the time above it), so that the bar's length is the application's latency. A
-    configuration with a part unknown (the page cache answered: fio's latency is not the device's) is
-    not drawn, since its bar would not be its latency; the subtitle names it.
+    Each configuration's bar is the latency the application saw, split into its parts (e.g. the block
+    layer's await and the time above it) as shares of 100%, with the total in ms at its end. Shares, not
+    milliseconds: the totals of one study span a hundredfold (0.08 ms capped, 12.7 ms at a queue of 123),
+    and on one linear axis the short bars would be slivers whose split no one can read. A configuration
+    with a part unknown (the page cache answered: fio's latency is not the device's) is not drawn, since
+    its bar would not be its latency; the subtitle names it.
     """
     data = frame.with_columns(_joined(where).alias("configuration"))
     unknown = data.filter(pl.any_horizontal(pl.col(list(parts)).is_null()))["configuration"].to_list()
-    data = data.filter(pl.all_horizontal(pl.col(list(parts)).is_not_null()))
+    data = data.filter(pl.all_horizontal(pl.col(list(parts)).is_not_null())).with_columns(
+        pl.sum_horizontal(list(parts)).alias("total_ms")
+    )
+    data = data.with_columns(pl.Series("label", [f"{number(ms)} ms" for ms in data["total_ms"]], dtype=pl.String))
     named = {part: words(part) for part in parts}  # the legend in words, not column names
     long = (
-        data.unpivot(index="configuration", on=list(parts), variable_name="part", value_name="ms")
+        data.unpivot(index=["configuration", "total_ms"], on=list(parts), variable_name="part", value_name="ms")
         .with_columns(
             pl.col("part").replace_strict({p: i for i, p in enumerate(parts)}, return_dtype=pl.Int64).alias("order"),
             pl.col("part").replace_strict(named),
+            (pl.col("ms") / pl.col("total_ms") * 100).alias("share_pct"),
         )
         .sort("configuration", "order")
     )
     y = alt.Y("configuration:N", sort=sorted(data["configuration"].to_list()), title=None)
-    chart = (
+    bars = (
         _chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("ms:Q", stack="zero", title="mean latency per I/O fio saw (ms)"),
+            x=alt.X(
+                "share_pct:Q",
+                stack="zero",
+                scale=alt.Scale(domain=[0, 100], nice=False),
+                title="share of the mean latency per I/O fio saw (%)",
+            ),
             y=y,
             color=alt.Color(
                 "part:N", sort=list(named.values()), title="where the time went", legend=alt.Legend(labelLimit=0)
             ),
             order=alt.Order("order:Q", sort="ascending"),
-            tooltip=["configuration:N", "part:N", alt.Tooltip("ms:Q", format=".4f")],
+            tooltip=[
+                "configuration:N",
+                "part:N",
+                alt.Tooltip("ms:Q", format=".4f", title="ms"),
+                alt.Tooltip("share_pct:Q", format=".1f", title="share (%)"),
+            ],
         )
     )
-    if not unknown:
-        return chart.properties(title=title)
-    left_out = f"Not drawn, a part unknown (see the table): {', '.join(unknown)}"
-    return chart.properties(title=alt.TitleParams(title, subtitle=[left_out]))
+    totals = (
+        _chart(data.select("configuration", "label"))
+        .mark_text(align="left", dx=4, fontSize=10)
+        .encode(x=alt.datum(100), y=y, text="label:N")
+    )
+    subtitle = ["Each bar is 100% of its configuration's mean latency; the total in ms is at its end"]
+    if unknown:
+        subtitle.append(f"Not drawn, a part unknown (see the table): {', '.join(unknown)}")
+    return alt.layer(bars, totals).properties(title=alt.TitleParams(title, subtitle=subtitle))
 
 
 VEGALITE_MIME = "application/vnd.vegalite.v6+json"
 
 
+def _title_text(spec: dict) -> str:
+    """Return a chart's title text ("" where it has none)."""
+    title = spec.get("title", "")
+    return title.get("text", "") if isinstance(title, dict) else title
+
+
 def _render(spec: dict) -> dict:
     import vl_convert as vlc
 
+    parts = spec.get("vconcat", spec.get("hconcat", []))  # charts stacked or side by side: their titles
+    text = _title_text(spec) or "; ".join(filter(None, (_title_text(part) for part in parts)))
     title = spec.get("title", {})
-    text = title.get("text", title) if isinstance(title, dict) else title
     if "description" not in spec:  # what a screen reader says of the chart: its title and what it finds
         subtitle = title.get("subtitle", []) if isinstance(title, dict) else []
         said = [text, *([subtitle] if isinstance(subtitle, str) else subtitle)]  # one line, or a list of lines

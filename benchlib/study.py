@@ -7,6 +7,7 @@ Example::
     title = "Four fio servers on one disk"
     citation = "Recorded with benchlib on ..."
     runtime_s = 300                # optional: the runs' length where the data do not record it
+    members = "host"               # optional: what its members are: "VM" (on vSphere), or "host", "job"...
 
     [factors]                      # factor -> its levels, in display order
     block_size = ["4k", "64k"]
@@ -120,6 +121,9 @@ class Study:
     #: ``runtime_s``: each run's length in seconds as the source states it, for data that do not record it
     #: (a published table); None when not stated
     stated_runtime_s: float | None = None
+    #: ``members``: what the study's members are, one word ("VM": VMs on vSphere; "host", "job" ...);
+    #: "" when not said (benchlib tells from the data, :func:`benchlib.views.on_vsphere`)
+    members: str = ""
 
     def levels_for(self, relative_path: str) -> dict[str, str | None]:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
@@ -151,7 +155,7 @@ class Study:
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
     "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares", "levels"},
-    "study": {"name", "title", "citation", "runtime_s"},
+    "study": {"name", "title", "citation", "runtime_s", "members"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
     "vsphere": {"controller", "sioc", "path_policy", "rr_iops", "disk", "device"},
@@ -263,7 +267,20 @@ def load_study(folder: str | Path) -> Study:
         shares=_check_shares(path, data.get("shares", {})),
         level_words=check_level_words(path, data.get("levels", {}), factors),
         stated_runtime_s=_check_runtime(path, meta.get("runtime_s")),
+        members=_check_members(path, meta.get("members")),
     )
+
+
+def _check_members(path: Path, found: object) -> str:
+    """Return ``[study] members``: one word of letters (a page says "VMs", "hosts", "jobs"); "VM" as written."""
+    if found is None:
+        return ""
+    if not isinstance(found, str) or not re.fullmatch(r"[^\W\d_]{1,24}", found):
+        raise StudyError(
+            f"{path}: [study] members = {found!r}; it is what the study's members are, one word of letters "
+            '(members = "VM" for VMs on vSphere, or "host", "job" for fio servers or jobs on one machine)'
+        )
+    return "VM" if found.lower() == "vm" else found
 
 
 def _check_runtime(path: Path, found: object) -> float | None:

@@ -157,14 +157,19 @@ def _column_decimals(values: list[object], digits: int) -> int | None:
     """Return one number of decimals for a float column.
 
     The most any value needs, but at most ``digits`` + 2 significant digits for its largest value
-    (so 0.9998 and 1 read 0.9998 and 1.0000, not 0.9998 and 1.000).
+    (so 0.9998 and 1 read 0.9998 and 1.0000, not 0.9998 and 1.000). None, each value to ``digits``
+    significant digits of its own, where one number of decimals would leave a value a single digit
+    (0.003 beside 14.929: 0.00312 beside 14.9).
     """
     floats = [abs(v) for v in values if isinstance(v, float) and math.isfinite(v)]
     if not floats:
         return None
     largest = max(floats)
     whole = math.floor(math.log10(largest)) + 1 if largest >= 1 else 1
-    return max(0, min(max(_decimals(v, digits) for v in floats), digits + 2 - whole))
+    places = max(0, min(max(_decimals(v, digits) for v in floats), digits + 2 - whole))
+    if any(places + math.floor(math.log10(v)) + 1 < 2 for v in floats if v > 0):
+        return None
+    return places
 
 
 class Shown:
@@ -323,7 +328,9 @@ def settle_section(
         which = f"For all {settle.height} comparisons" if settle.height > 1 else "For the one comparison"
         return [*said, f"{which}: {settle['why'][0]}."], None
     runs = pl.col("runs").map_elements(_two_digits, return_dtype=pl.Int64)  # an estimate from a few runs' spread
-    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", "change_pct", runs, "why")
+    # the change as the comparison table above says it (-62.72%), not to 3 digits of its own (-62.7)
+    change = pl.col("change_pct").map_elements(_signed, return_dtype=pl.String, skip_nulls=False)
+    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", change, runs, "why")
 
 
 def _two_digits(runs: int) -> int:
@@ -437,6 +444,21 @@ LABELS |= {
 
 #: a claim's tolerance as claims.toml keys it, in words a reader takes at a glance
 _TOLERANCE_WORDS = (("equals ", "= "), ("above ", "> "), ("below ", "< "))
+
+
+def bytes_moved_line(table: pl.DataFrame, *, factor: str, baseline: str, by: list[str]) -> str:
+    """Say :func:`benchlib.views.bytes_moved`'s comparison in bandwidth in one paragraph, "" where it is empty."""
+    if table.is_empty():
+        return ""
+    rows = [
+        f"{level(factor, row[factor])} {row['change_pct']:+.2f}%"
+        + (f" ({', '.join(f'{inline(b)} {level(b, row[b])}' for b in by)})" if by else "")
+        for row in table.iter_rows(named=True)
+    ]
+    return (
+        f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
+        f"{level(factor, baseline)}: " + "; ".join(rows) + "."
+    )
 
 
 def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:

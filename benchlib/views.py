@@ -876,31 +876,21 @@ def unlike_work(
 
 def bytes_moved(
     study: StudyRef, *, factor: str, baseline: str, by: list[str], only: dict | None = None, band: float = 0.0
-) -> str:
-    """Say the same comparison in bandwidth (MiB/s), for a per-I/O comparison across block sizes (Markdown).
+) -> pl.DataFrame:
+    """Compare the same runs in bandwidth (MiB/s), for a per-I/O comparison across block sizes.
 
     Where :func:`unlike_work` says IOPS compares different work, the reader still needs the comparison of the
-    bytes moved: each row's change in MiB/s (the median of the run-to-run ratios, as the table's), "" where
-    there is no bandwidth to compare.
+    bytes moved: :func:`benchlib.stats.compare.comparison_table` over the runs' MiB/s totals (its rows'
+    change, the median of the run-to-run ratios, as the IOPS table's). Empty where there is no bandwidth to
+    compare; :func:`benchlib.tables.bytes_moved_line` says it in words.
     """
     from benchlib.stats.compare import comparison_table
-    from benchlib.tables import inline, level
 
     units = run_totals(study, "bandwidth_mib_s", [factor, *by], only=only)
     if units.is_empty() or units["bandwidth_mib_s"].is_null().all():
-        return ""
+        return pl.DataFrame()
     table = comparison_table(units, "bandwidth_mib_s", factor=factor, baseline=baseline, by=by, band=band)
-    rows = [
-        f"{level(factor, row[factor])} {row['change_pct']:+.2f}%"
-        + (f" ({', '.join(f'{inline(b)} {level(b, row[b])}' for b in by)})" if by else "")
-        for row in table.drop_nulls("change_pct").iter_rows(named=True)
-    ]
-    if not rows:
-        return ""
-    return (
-        f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
-        f"{level(factor, baseline)}: " + "; ".join(rows) + "."
-    )
+    return table.drop_nulls("change_pct")
 
 
 def unlike_work_of_two(
@@ -1206,11 +1196,14 @@ def on_vsphere(study: StudyRef) -> bool:
     """Tell whether a study ran on vSphere: a factor names a vSphere setting, or it holds esxtop or vCenter facts.
 
     A page says what a virtual controller or the ESXi host costs only for such a study; of four fio
-    servers on one Linux disk it would speak of machinery the study never had.
+    servers on one Linux disk it would speak of machinery the study never had. A study that says what its
+    members are (study.toml's ``[study] members``) is on vSphere where they are VMs, whatever it holds.
     """
     from benchlib.vsphere import CHECKS
 
     opened = _open(study)
+    if opened.study.members:
+        return opened.study.members == "VM"
     if any(factor in CHECKS for factor in opened.study.factors):
         return True
     runs = opened.tables(only=("runs",)).runs
@@ -1221,13 +1214,17 @@ def on_vsphere(study: StudyRef) -> bool:
 
 
 def member_word(study: StudyRef) -> str:
-    """Return what a study's members are: ``"VM"`` on vSphere (:func:`on_vsphere`), else ``"Host"``."""
+    """Return what a study's members are: study.toml's word, else ``"VM"`` on vSphere, else ``"Host"``."""
+    said = _open(study).study.members
+    if said:
+        return said[0].upper() + said[1:]
     return "VM" if on_vsphere(study) else "Host"
 
 
 def _member_noun(study: StudyRef) -> str:
-    """Return :func:`member_word` for inside a sentence: ``"VM"``, or ``"host"`` for fio servers on one machine."""
-    return "VM" if on_vsphere(study) else "host"
+    """Return :func:`member_word` for inside a sentence: ``"VM"``, ``"host"``, ``"job"``."""
+    word = member_word(study)
+    return word if word[:2].isupper() else word[0].lower() + word[1:]
 
 
 def use_study_words(study: StudyRef) -> None:

@@ -386,3 +386,17 @@ def test_a_stated_runtime_that_is_no_length_is_refused(tmp_path: Path, value: st
         load_study(tmp_path)
     (tmp_path / "study.toml").write_text("[study]\nruntime_s = 300\n")
     assert load_study(tmp_path).stated_runtime_s == 300.0
+
+
+@pytest.mark.parametrize("value", ['"two VMs"', '"VM<b>"', '""', "3", '["VM"]', '"jobs_1"'])
+def test_members_that_are_not_one_word_are_refused(tmp_path: Path, value: str):
+    """[study] members is one word of letters, said on every page ("VMs", "jobs"): markup, digits or a phrase
+    are refused by name."""
+    from benchlib.errors import StudyError
+    from benchlib.study import load_study
+
+    (tmp_path / "study.toml").write_text(f"[study]\nmembers = {value}\n")
+    with pytest.raises(StudyError, match=r"study.toml: \[study\] members = .*one word of letters"):
+        load_study(tmp_path)
+    (tmp_path / "study.toml").write_text('[study]\nmembers = "vm"\n')
+    assert load_study(tmp_path).members == "VM"

@@ -284,10 +284,16 @@ def test_fairness_summary_writes_jain_and_spread(published: pl.DataFrame) -> Non
 def test_latency_split_stacks_to_the_applications_latency() -> None:
     frame = pl.DataFrame({"cell": ["a", "b"], "device_await_ms": [0.9, 0.05], "above_device_ms": [0.3, 0.02]})
     spec = figures.latency_split(frame, where=["cell"]).to_dict()
-    values = spec["data"]["values"]
+    bars, totals = spec["layer"]
+    values = bars["data"]["values"]
     total = {c: sum(v["ms"] for v in values if v["configuration"] == c) for c in ("a", "b")}
     assert total == pytest.approx({"a": 1.2, "b": 0.07})
-    assert spec["encoding"]["x"]["stack"] == "zero"
+    # shares of each bar's own total: 0.07 ms split 5:2 is as readable as 1.2 ms split 3:1
+    share = {(v["configuration"], v["part"]): v["share_pct"] for v in values}
+    assert share[("b", "in the block layer and the device (await, its queue included)")] == pytest.approx(500 / 7)
+    assert bars["encoding"]["x"]["stack"] == "zero" and bars["encoding"]["x"]["scale"]["domain"] == [0, 100]
+    labels = {v["configuration"]: v["label"] for v in totals["data"]["values"]}
+    assert labels == {"a": "1.20 ms", "b": "0.0700 ms"}
 
 
 def test_two_charts_combine(published: pl.DataFrame) -> None:
@@ -414,3 +420,25 @@ def test_the_exceedance_chart_says_where_its_curves_stop() -> None:
         "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
     ]
     assert min(v["slower_pct"] for v in spec["data"]["values"]) > 0
+
+
+def test_a_heatmap_spanning_a_decade_shades_on_a_log_scale() -> None:
+    """Capped 2,000 beside uncapped 10,000-100,000: from zero, everything under 20,000 is one pale blue."""
+    grid = pl.DataFrame(
+        {
+            "block_size": ["4k", "64k", "4k", "64k"],
+            "ioengine": ["libaio", "libaio", "psync", "psync"],
+            "iops": [103_748.0, 10_033.0, 1_999.0, 2_000.0],
+            "runs": [3] * 4,
+        }
+    )
+    spec = figures.heatmap(grid, value="iops", x="block_size", y="ioengine").to_dict()
+    squares = spec["layer"][0]
+    assert squares["encoding"]["color"]["scale"] == {"scheme": "blues", "type": "log"}
+    assert squares["encoding"]["color"]["title"] == "IOPS (log scale)"
+    # white text past the middle of the log range (about 14,400)
+    assert [r["dark"] for r in spec["data"]["values"]] == [True, False, False, False]
+    within = grid.with_columns(iops=pl.Series([4_000.0, 2_000.0, 3_000.0, 1_000.0]))
+    linear = figures.heatmap(within, value="iops", x="block_size", y="ioengine").to_dict()
+    assert linear["layer"][0]["encoding"]["color"]["scale"] == {"scheme": "blues", "zero": True}
+    assert [r["dark"] for r in linear["data"]["values"]] == [True, False, True, False]

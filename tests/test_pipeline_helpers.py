@@ -145,8 +145,8 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
     )
     assert split["direct"]["above_device_ms"] == pytest.approx(0.3) and split["direct"]["note"] is None
     spec = figures.latency_split(device_latency_split(runs, ["cell"]), where=["cell"]).to_dict()
-    assert {v["configuration"] for v in spec["data"]["values"]} == {"direct"}
-    assert "buffered" in spec["title"]["subtitle"][0]
+    assert {v["configuration"] for v in spec["layer"][0]["data"]["values"]} == {"direct"}
+    assert "buffered" in spec["title"]["subtitle"][-1]
 
 
 def test_the_page_says_where_latency_went_at_the_deepest_and_shallowest_queue() -> None:
@@ -238,3 +238,5 @@ def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_o
     said, rows = settle_section(planned, table.with_columns(verdict=pl.lit("improved")), by=["bs"], factor="engine")
     # an estimate from a few runs' spread: two significant digits, not 441 as if counted
     assert said == [] and rows is not None and rows["runs"].to_list() == [4, 440]
+    # the change as the comparison table says it, to 2 decimals: not 3 significant digits of its own
+    assert rows["change_pct"].to_list() == ["+5.00%", "+5.00%"]

@@ -103,6 +103,10 @@ def test_columns_of_one_quantity_share_their_decimals() -> None:
     assert [r[2] for r in show(frame).rows] == ["0.3355", "0.0158", "0.0211"]  # to its own largest value
     shared = show(frame, alike=[("seen", "await", "above")]).rows
     assert shared == [["1.229", "0.893", "0.336"], ["12.822", "12.806", "0.016"], ["0.077", "0.056", "0.021"]]
+    # the page cache's 0.0031 ms beside a 14.9 ms await: one number of decimals would print 0.003, a single
+    # digit beside five; each value then gets its own three
+    cached = pl.DataFrame({"seen": [0.0888, 0.00312], "await": [0.0600, 14.929]})
+    assert show(cached, alike=[("seen", "await")]).rows == [["0.0888", "0.0600"], ["0.00312", "14.9"]]
 
 
 def test_comparison_rows_put_the_interval_beside_the_change() -> None:

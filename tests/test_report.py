@@ -363,14 +363,14 @@ def written_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
     mappings += [f'[[files]]\nglob = "*/bs={bs}/**"\nlevels = {{ bs = "{bs}" }}\n' for bs in ("4k", "64k")]
     mappings.append('[[files]]\nglob = "*/*/*/{vm}/*"\n')
     (study / "study.toml").write_text(
-        '[study]\nname = "written"\ntitle = "Written by the report test"\n'
+        '[study]\nname = "written"\ntitle = "Written by the report test"\nmembers = "job"\n'
         "citation = \"Recorded by benchlib's report test: 3-second fio jobs, two at a time, on one Linux machine's "
         "local disk, with another host's esxtop capture (2018) placed into two of its runs\"\n"
         '[factors]\nrw = ["randread", "randwrite"]\nbs = ["4k", "64k"]\n' + "".join(mappings)
     )
     (study / "README.md").write_text(
-        "# Written by the test\n\n## What it is not\n\nA vSphere measurement: the two VMs are fio jobs on one Linux "
-        "machine, buffered (fio's default) and 3 seconds long. The esxtop capture is another host's, from 2018, "
+        "# Written by the test\n\n## What it is not\n\nA vSphere measurement: its two members are fio jobs on one "
+        "Linux machine, buffered (fio's default) and 3 seconds long. The esxtop capture is another host's, from 2018, "
         "copied twice with its timestamps moved into two runs to exercise the host-side page: its two "
         "configurations' host-side rows are the same samples. Nothing here measures a storage setting.\n"
     )
@@ -417,7 +417,7 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
             if "text/markdown" in o.get("data", {})
         )
 
-    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 VMs per run" in said("study-overview")
+    assert "4 configurations with runs, 8 runs: 2 per configuration; 2 jobs per run" in said("study-overview")
     # how many of the 8 real runs were unfair depends on the machine's load; that it counts 8 runs does not
     page = (result.folder / "comparison.html").read_text()
     assert page.count(">2 / 2</td>") == 2 and ">4 / 4</td>" not in page  # runs per side: 2, not 4 (the VMs' files)
@@ -435,6 +435,9 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
     )
     # across block sizes, CPU efficiency is judged on the bytes moved, not on IOPS (different work)
     assert said("efficiency").startswith("**MiB/s per % of one CPU**: Block size 64k was highest in 2 of 2 tests")
+    # its members are fio jobs on one machine (study.toml's members = "job"): no guest CPU nor virtual controller,
+    # though it holds esxtop captures
+    assert "jobs" in said("efficiency") and "guest" not in said("efficiency") and "VM" not in said("efficiency")
     # a run is named by the folder that tells it apart (r1, r2), its VMs' rows and logs under that one name:
     # the steady-state table judges each run's total once, not each VM's log as a run of its own
     cell = (result.folder / "rw=randwrite__bs=4k.html").read_text()
