@@ -789,7 +789,11 @@ def latency_split(
             ),
             y=y,
             color=alt.Color(
-                "part:N", sort=list(named.values()), title="where the time went", legend=alt.Legend(labelLimit=0)
+                "part:N",
+                sort=list(named.values()),
+                title="where the time went",
+                # below the bars: at their right it covered the totals written at their ends
+                legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical"),
             ),
             order=alt.Order("order:Q", sort="ascending"),
             tooltip=[
