@@ -288,15 +288,26 @@ def time_series(
     window_s: tuple[float, float] | None = None,
     title: str = "",
 ) -> alt.TopLevelMixin:
-    """Draw a per-interval series per host, the steady-state window shaded when given."""
+    """Draw a per-interval series per host, the steady-state window shaded when given.
+
+    A line breaks where its host logged no interval for longer than one and a half of its usual steps
+    (no I/O completed, or none was written): a line drawn across it would show a ramp where there was none.
+    """
     data = (
         frame.with_columns((pl.col(time_ns) / 1e9).alias("time_s"))
         .select(series, "time_s", value)
         .sort(series, "time_s")
     )
+    step = pl.col("time_s").diff().over(series)
+    gaps = (
+        data.with_columns(step.alias("gap"), step.median().over(series).alias("usual"))
+        .filter(pl.col("gap") > 1.5 * pl.col("usual"))
+        .select(series, (pl.col("time_s") - pl.col("gap") + pl.col("usual")).alias("time_s"), pl.lit(None).alias(value))
+    )
+    data = pl.concat([data, gaps.cast(data.schema)]).sort(series, "time_s")
     line = (
         _chart(data)
-        .mark_line()
+        .mark_line(invalid="break-paths-show-domains")
         .encode(
             x=alt.X("time_s:Q", title="time (s)"),
             y=alt.Y(f"{value}:Q", title=words(value)),
@@ -307,7 +318,12 @@ def time_series(
     if window_s is not None:
         band = pl.DataFrame({"start": [window_s[0]], "end": [window_s[1]]})
         layers.append(_chart(band).mark_rect(opacity=0.12, color="#3a8f5c").encode(x="start:Q", x2="end:Q"))
-    return alt.layer(*layers, line).properties(title=title or value)
+    said = title or value
+    if gaps.height:
+        said = alt.TitleParams(
+            said, subtitle=["A break in a line: no interval logged there (no I/O completed, or none written)"]
+        )
+    return alt.layer(*layers, line).properties(title=said)
 
 
 @_in_words
@@ -387,7 +403,8 @@ def interaction(
     order = sorted(data[x].unique().to_list())
     traces = sorted(data[trace].unique().to_list())
     log = bool(data[value].drop_nulls().len()) and bool((data[value].drop_nulls() > 0).all())
-    scale = alt.Scale(type="log") if log else alt.Undefined
+    # not rounded out to whole decades: 1,723-2,283 drawn on 1,000-10,000 left most of the axis empty
+    scale = alt.Scale(type="log", nice=False, padding=10) if log else alt.Undefined
     chart = (
         alt.Chart(alt.Data(values=data.to_dicts()))
         .mark_line(point=True)
@@ -686,17 +703,27 @@ def _unfair_line(start: float, values: pl.Series) -> str:
 def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> alt.TopLevelMixin:
     """Jain's index per configuration from :func:`benchlib.stats.fairness_over_runs`.
 
-    The bar is the median over runs of the index within each run; the black tick is the worst run.
+    The dot is the median over runs of the index within each run (of two runs, the fairer: their median
+    is their mean, a figure neither had); the black tick is the worst run.
     The title names the members as :func:`benchlib.tables.name_members` calls them (VMs by default).
     Beside it: the runs, the highest/lowest ratio (median over runs) and whether rate caps set the shares.
     Configurations whose runs had one member each are left out (nothing to judge).
     """
     table = table.filter(pl.col("jain_median").is_not_null())  # runs of one member are not judged
+    # two runs at most: both runs, the dot the fairer; the median of two is their mean, a figure neither had
+    two = table.height > 0 and table["runs_judged"].max() == 2
+    if two:
+        table = table.with_columns(pl.col("jain_best").alias("jain_median"))
+
+    def ratio(column: str) -> pl.Expr:  # two decimals always: 1.005 rounded to "1.0x" beside 1.006's "1.01x"
+        return pl.col(column).map_elements(lambda v: f"{v:.2f}x", pl.String)
+
     spread = (
         pl.when(pl.col("max_min_median").is_null())
-        .then(pl.lit("a VM got nothing"))
-        # two decimals always: 1.005 rounded to "1.0x" beside 1.006's "1.01x"
-        .otherwise(pl.format("max/min {}x", pl.col("max_min_median").map_elements(lambda v: f"{v:.2f}", pl.String)))
+        .then(pl.lit(f"a {inline('vm')} got nothing"))
+        .when(pl.col("runs_judged") == 2)
+        .then(pl.format("max/min {} and {}", ratio("max_min_best"), ratio("max_min_worst")))
+        .otherwise(pl.format("max/min {}", ratio("max_min_median")))
     )
     note = pl.concat_str(
         pl.format("{} run", pl.col("runs")),
@@ -721,8 +748,8 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     )
     tooltip = [
         "configuration:N",
-        alt.Tooltip("jain_median:Q", format=".4f", title="median Jain over runs"),
-        alt.Tooltip("jain_worst:Q", format=".4f", title="worst run"),
+        alt.Tooltip("jain_median:Q", format=".4f", title="Jain, fairer run" if two else "median Jain over runs"),
+        alt.Tooltip("jain_worst:Q", format=".4f", title="less fair run" if two else "worst run"),
         "note:N",
         alt.Tooltip("winners:Q", title=f"different {inline('vm')}s on top"),
     ]
@@ -736,7 +763,13 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
     )
     text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
     one_run = bool((data["runs"] <= 1).all()) if "runs" in data.columns else False
-    marks = "dot: the one run of each" if one_run else "dot: the median over runs; black tick: the worst run"
+    marks = (
+        "dot: the one run of each"
+        if one_run
+        else "dot: the fairer run; black tick: the less fair"
+        if two
+        else "dot: the median over runs; black tick: the worst run"
+    )
     subtitle = f"{marks}; {_unfair_line(start, data['jain_worst'])}"
     title = title or f"Fairness across {inline('vm')}s within each run"
     layers = [span, line, worst, median, text] if start < UNFAIR_BELOW else [span, worst, median, text]
@@ -749,12 +782,15 @@ def latency_split(
     *,
     where: list[str],
     parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
+    total: str = "app_latency_ms",
     title: str = "Where the latency was spent",
 ) -> alt.TopLevelMixin:
-    """Draw where the latency was spent, as bars of shares per configuration, each bar's total written beside it.
+    """Draw where the latency was spent, as bars of shares per configuration, the latency written beside each.
 
     Each configuration's bar is the latency the application saw, split into its parts (e.g. the block
-    layer's await and the time above it) as shares of 100%, with the total in ms at its end. Shares, not
+    layer's await and the time above it) as shares of 100%, with that latency (``total``, where the frame
+    has it; else the parts' sum) in ms at its end: where fio saw a little less than the await (noise),
+    the time above is 0 and the bar all await, but the figure written is still fio's. Shares, not
     milliseconds: the totals of one study span a hundredfold (0.08 ms capped, 12.7 ms at a queue of 123),
     and on one linear axis the short bars would be slivers whose split no one can read. A configuration
     with a part unknown (the page cache answered: fio's latency is not the device's) is not drawn, since
@@ -765,7 +801,8 @@ def latency_split(
     data = data.filter(pl.all_horizontal(pl.col(list(parts)).is_not_null())).with_columns(
         pl.sum_horizontal(list(parts)).alias("total_ms")
     )
-    data = data.with_columns(pl.Series("label", [f"{number(ms)} ms" for ms in data["total_ms"]], dtype=pl.String))
+    seen = data[total] if total in data.columns else data["total_ms"]
+    data = data.with_columns(pl.Series("label", [f"{number(ms)} ms" for ms in seen], dtype=pl.String))
     named = {part: words(part) for part in parts}  # the legend in words, not column names
     long = (
         data.unpivot(index=["configuration", "total_ms"], on=list(parts), variable_name="part", value_name="ms")
@@ -809,7 +846,7 @@ def latency_split(
         .mark_text(align="left", dx=4, fontSize=10)
         .encode(x=alt.datum(100), y=y, text="label:N")
     )
-    subtitle = ["Each bar is 100% of its configuration's mean latency; the total in ms is at its end"]
+    subtitle = ["Each bar is its configuration's mean latency as 100%, split into its parts; that latency at its end"]
     if unknown:
         subtitle.append(f"Not drawn, a part unknown (see the table): {', '.join(unknown)}")
     return alt.layer(bars, totals).properties(title=alt.TitleParams(title, subtitle=subtitle))

@@ -111,6 +111,24 @@ TERMS = (
     ("AQLEN", r"\bAQLEN\b", "esxtop's adapter queue depth: the commands a host adapter can hold at once."),
     ("Little's law", r"Little's law|\(Little\)", "the I/Os in flight on average = IOPS × mean latency."),
     ("Coefficient of variation", r"coefficient of variation", "the standard deviation over the mean."),
+    (
+        "p50, p99, p99.9",
+        r"\bp\d\d(\.\d+)?\b",
+        "latency percentiles: the latency within which that share of the I/Os completed (p99: 99 of every 100; "
+        "p99.9: 999 of every 1,000).",
+    ),
+    (
+        "json+",
+        r"json\+",
+        "fio's JSON output with each latency histogram's bins (--output-format=json+): percentiles read from "
+        "it are good to a bin's width, about 1%.",
+    ),
+    (
+        "Excursion",
+        r"excursion",
+        "in the steady-state window, how far its least-squares line moves from one end to the other, as a "
+        "share of the window's mean.",
+    ),
 )
 
 

@@ -212,12 +212,15 @@ def show(
     caption: str = "",
     alike: Sequence[Sequence[str]] = (),
     digits_for: Mapping[str, int] | None = None,
+    significant: Sequence[str] = (),
 ) -> Shown:
     """Return ``frame`` as a readable table, every row and every character of it, levels in the study's words.
 
     ``alike``: groups of float columns of one quantity (three latencies in ms, say), shown to one number
     of decimals, so that a reader can add and subtract them across a row. ``digits_for``: significant
     digits of a column that differ from ``digits`` (a ratio said as 5.66x elsewhere, beside Jain's 0.6245).
+    ``significant``: columns whose every value gets its own ``digits`` significant digits, not the column's
+    shared decimals (percentiles from fio's histogram, good to about 1%: 0.101 and 27.4 ms, on every page).
     """
     digits_for = digits_for or {}
     worded = [c for c in frame.columns if c in LEVEL_WORDS and frame[c].dtype in (pl.String, pl.Categorical)]
@@ -229,7 +232,9 @@ def show(
         for c in group
     }
     places = [
-        shared[c]
+        None
+        if c in significant
+        else shared[c]
         if c in shared
         else _column_decimals(frame[c].to_list(), digits_for.get(c, digits))
         if frame[c].dtype.is_float()
@@ -458,6 +463,64 @@ def bytes_moved_line(table: pl.DataFrame, *, factor: str, baseline: str, by: lis
     return (
         f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
         f"{level(factor, baseline)}: " + "; ".join(rows) + "."
+    )
+
+
+def fairness_rows(table: pl.DataFrame, *, by: list[str]) -> Shown:
+    """Show :func:`benchlib.stats.fairness_over_runs`' table for reading: each configuration's runs judged.
+
+    With one run each, its figures (no median, no worst); with two at most, both runs' figures (the median
+    of two is their mean, a figure neither run had); else the median over runs and the worst run. Which
+    member was on top is counted only where the highest got 1.1x the lowest or more and no cap set it.
+    """
+    from benchlib.stats.fairness import UNEVEN_FROM
+
+    runs = table["runs_judged"].max() if table.height else 0
+    capped_all = pl.col("capped_runs") >= pl.col("runs")  # the cap set the shares: which member led means nothing
+    even = pl.col("max_min_median") < UNEVEN_FROM  # within 1.1x: which member led is noise
+    table = table.with_columns(pl.when(~capped_all & ~even).then(pl.col("winners")).alias("winners"))
+    if runs == 2:
+        pair = (pl.col(c).map_elements(lambda v: f"{v:.2f}", pl.String) for c in ("max_min_best", "max_min_worst"))
+        jain, ratio = ["jain_best", "jain_worst"], pl.format("{} / {}", *pair).alias("max_min_both")
+    else:
+        jain, ratio = ["jain_median", *(["jain_worst"] if runs and runs > 1 else [])], pl.col("max_min_median")
+    frame = table.select(
+        *by,
+        "runs",
+        "members",
+        *jain,
+        "runs_below",
+        ratio,
+        *(["winners"] if (table["runs"] > 1).any() else []),  # one run each: one member was on top, nothing to count
+        *(["capped_runs"] if (table["capped_runs"] > 0).any() else []),
+    )
+    return show(
+        frame,
+        labels={
+            "members": f"{label('vm')}s",
+            "jain_median": "Jain's index (its one run)" if runs == 1 else "Jain, median over runs",
+            "jain_worst": "Jain, less fair run" if runs == 2 else "Jain, worst run",
+            "jain_best": "Jain, fairer run",
+            "runs_below": "Runs below 0.9",
+            "max_min_median": "Highest / lowest" if runs == 1 else "Highest / lowest (median over runs)",
+            "max_min_both": "Highest / lowest (the two runs, lower first)",
+            "winners": f"Different {inline('vm')}s on top (where the highest got {UNEVEN_FROM:g}x the lowest or more)",
+            "capped_runs": "Rate-capped runs",
+        },
+        digits=4,
+        digits_for={"max_min_median": 3},  # a ratio, said as 5.66x in the chart and the headline
+    )
+
+
+def member_caption(table: pl.DataFrame) -> str:
+    """Say how a cell's member table was summarised over runs (:func:`benchlib.views.member_table`), "" for one run."""
+    runs = table["runs"].max() if "runs" in table.columns and table.height else None
+    if not runs or runs < 2:
+        return ""
+    two = " (of 2 runs, their mean)" if runs == 2 else ""
+    return (
+        f"Each figure is the median over the {inline('vm')}'s runs{two}, column by column: a row need not be "
+        "any one run, so its figures need not agree as one run's do (IOPS × mean latency = the I/Os held at once)."
     )
 
 

@@ -117,7 +117,6 @@ def describe_cell(
     cap's doing. ``run_totals``: the cell's run totals (:func:`run_totals`); the total then is their
     median, the figure the comparison and interaction pages use, not the sum of the members' medians.
     """
-    from benchlib.stats.fairness import UNEVEN_FROM
     from benchlib.tables import inline, levels_words
 
     where = levels_words(levels)
@@ -157,23 +156,40 @@ def describe_cell(
             f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
             f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f}; {every}: {total}.{cap}"
         )
+    said = _fairness_words(within, who, capped=capped)
+    return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
+
+
+def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
+    """:func:`describe_cell`'s words for how evenly the members shared, from the fairness page's row."""
+    from benchlib.stats.fairness import UNEVEN_FROM
+
     spread, jain = within["max_min_median"], within["jain_median"]
     stands_out = spread is not None and spread >= UNEVEN_FROM and not capped
     if within["runs_judged"] == 1:
         top = f"the highest ({within['top']})" if stands_out and within.get("top") else "the highest"
         said = f"in its one run, {top} got {spread:.2f} times the lowest, Jain's index {jain:.4f}"
+    elif within["runs_judged"] == 2 and within["max_min_best"] is not None:
+        # the median of two is their mean, a figure neither run had: both runs' figures instead
+        said = (
+            f"in its 2 runs, the highest got {within['max_min_best']:.2f} to {within['max_min_worst']:.2f} "
+            f"times the lowest, Jain's index {within['jain_worst']:.4f} to {within['jain_best']:.4f}"
+        )
     else:
         said = (
             f"in the median of {within['runs_judged']} runs, the highest got {spread:.2f} times the lowest, "
             f"Jain's index {jain:.4f} (worst run {within['jain_worst']:.4f})"
         )
+    if within["runs_judged"] > 1:
         if stands_out and within.get("top"):
             said += f"; {within['top']} was highest in every run"
+        elif stands_out and within["winners"] == within["runs_judged"]:
+            said += f"; each run had a different {who} highest"
         elif stands_out:
-            said += f"; a different {who} was highest in different runs ({within['winners']} of them)"
+            said += f"; {within['winners']} different {who}s were highest across the {within['runs_judged']} runs"
     if spread is not None and spread < UNEVEN_FROM and not capped:
         said += f"; within {UNEVEN_FROM:g}x of each other, no {who} stands out"
-    return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
+    return said
 
 
 def buffered_note(frame: pl.DataFrame, by: list[str], disk: pl.DataFrame | None = None) -> str:
@@ -285,11 +301,16 @@ def cache_answered_most(study: StudyRef, configurations: list[dict], only: dict 
 
 def _share_words(direction: str, low: float, high: float) -> str:
     """Say a share of fio's I/Os the disk counted, ``low`` to ``high`` (a run's members sharing a disk, or not)."""
+    from benchlib.tables import inline
 
     def pct(share: float) -> str:  # two significant digits, never 1e+02
         return f"{100 * share:.2g}%" if share < 1 else f"{100 * share:,.0f}%"
 
-    said = pct(low) if high <= low * 1.05 else f"{pct(low)} (one disk shared) to {pct(high)} (a disk each)"
+    said = (
+        pct(low)
+        if high <= low * 1.05
+        else f"{pct(low)} (if a run's {inline('vm')}s shared one disk) to {pct(high)} (if each had its own)"
+    )
     if low >= 0.9:
         return f"{said} as many {direction}s as fio did: the cache answered few of them"
     words = "absorbed most" if direction == "write" else "answered most"
@@ -1446,16 +1467,17 @@ STALL_TIMES = 10.0
 
 
 def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
-    """Say which runs of one configuration every member met its slowest I/Os in (Markdown), "" where none did.
+    """Say which runs, or members of a run, of one configuration met slow I/Os the others did not (Markdown).
 
     A run whose members' slowest I/Os (fio's clat max) all took :data:`STALL_TIMES` times or more the
-    slowest of the configuration's other runs (their median; 2 others or more): every member met the cause,
-    so it was shared (the storage or the machine), not one member's. Where the run's total is the lowest of
-    the configuration's, that is said beside it; a rate cap holds totals, and the sentence says nothing of them.
-    ``frame``: the configuration's rows (:func:`cell_frame`).
+    slowest of the configuration's other runs (their median): every member met the cause, so it was
+    shared (the storage or the machine), not one member's. Where the run's total is the lowest of the
+    configuration's, that is said beside it; a rate cap holds totals, and the sentence says nothing of
+    them. Then a member whose slowest I/O in one run took :data:`STALL_TIMES` times or more the median of
+    the slowest of every other member and run (three or more): one member met it, and its IOPS in that
+    run is said beside the others'. "" where nothing stood out. ``frame``: the configuration's rows
+    (:func:`cell_frame`).
     """
-    from benchlib.tables import inline, number
-
     rows = frame.filter(pl.col("clat_max_ns").is_not_null()) if "clat_max_ns" in frame.columns else frame.clear()
     if rows.is_empty():
         return ""
@@ -1467,20 +1489,36 @@ def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
         total_expr("iops"),
         pl.col("rate_limited").fill_null(False).any().alias("capped"),
     )
-    if runs.height < 3:
-        return ""
-    said = []
+    said, shared = _shared_stalls(runs) if runs.height >= 2 else ([], set())
+    members = rows.group_by("run_unit", "run", "vm").agg(
+        (pl.col("clat_max_ns").max() / 1e6).alias("high"),
+        total_expr("iops"),
+        pl.col("rate_limited").fill_null(False).any().alias("capped"),
+    )
+    if members.height >= 4:
+        said += _member_stalls(members, shared)
+    return "\n\n".join(said)
+
+
+def _shared_stalls(runs: pl.DataFrame) -> tuple[list[str], set[str]]:
+    """:func:`stalled_runs`' runs every member met its slowest I/Os in: their sentences, and their run units."""
+    from benchlib.tables import inline, number
+
+    said, shared = [], set()
     for run in runs.sort("run").iter_rows(named=True):
         others = runs.filter(pl.col("run_unit") != run["run_unit"])
         typical = others["high"].median()
         if not typical or run["low"] < STALL_TIMES * typical:
             continue
+        shared.add(run["run_unit"])
         several = run["members"] > 1
         who = f"every {inline('vm')}'s slowest I/O" if several else "its slowest I/O"
         span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
+        against = "the other run's" if others.height == 1 else "their median"
         text = (
             f"**The slowest I/Os of {run['run']}.** In it, {who} took {span} ms, {run['low'] / typical:.0f} times "
-            f"the slowest of this configuration's other runs (their median, {number(typical)} ms)"
+            f"the slowest of this configuration's other {'run' if others.height == 1 else 'runs'} ({against}, "
+            f"{number(typical)} ms)"
             + (
                 f": every {inline('vm')} met the cause, so it was shared (the storage or the machine)."
                 if several
@@ -1489,12 +1527,56 @@ def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
         )
         lowest = others["iops"].drop_nulls()
         if not run["capped"] and run["iops"] is not None and lowest.len() and run["iops"] < lowest.min():
-            text += (
-                f" Its total, {number(run['iops'])} IOPS, is the lowest of the configuration's runs "
-                f"(the others {number(lowest.min())} to {number(lowest.max())})."
+            rest = (
+                f"the other {number(lowest[0])}"
+                if lowest.len() == 1
+                else f"the others {number(lowest.min())} to {number(lowest.max())}"
             )
+            text += f" Its total, {number(run['iops'])} IOPS, is the lowest of the configuration's runs ({rest})."
         said.append(text)
-    return "\n\n".join(said)
+    return said, shared
+
+
+def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
+    """:func:`stalled_runs`' members whose slowest I/O in a run stood out from every other member's and run's."""
+    from benchlib.tables import inline, number
+
+    flagged = []
+    for one in members.filter(~pl.col("run_unit").is_in(list(shared))).iter_rows(named=True):
+        others = members.filter((pl.col("run_unit") != one["run_unit"]) | (pl.col("vm") != one["vm"]))
+        typical = others["high"].median()
+        if typical and one["high"] >= STALL_TIMES * typical:
+            flagged.append({**one, "times": one["high"] / typical, "typical": typical})
+    said = []
+    for run in sorted({one["run"] for one in flagged}):
+        stood = sorted((one for one in flagged if one["run"] == run), key=lambda one: str(one["vm"]))
+        rest = members.filter(pl.col("run") == run, ~pl.col("vm").is_in([one["vm"] for one in stood]))
+        many = len(stood) > 1
+        text = (
+            f"**The slowest I/O{'s' if many else ''} of {' and '.join(str(one['vm']) for one in stood)} in {run}.** "
+            + "; ".join(
+                f"{one['vm'] + ' ' if many else 'It '}took {number(one['high'])} ms, {one['times']:.0f} times the "
+                f"median of the slowest I/Os of every other {inline('vm')} and run of this configuration "
+                f"({number(one['typical'])} ms)"
+                for one in stood
+            )
+        )
+        if rest.height:
+            low, high = number(rest["high"].min()), number(rest["high"].max())
+            text += f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
+        iops = [one["iops"] for one in stood]
+        if rest["iops"].drop_nulls().len() and None not in iops and not any(one["capped"] for one in stood):
+            beside = _span(number(rest["iops"].min()), number(rest["iops"].max()))
+            text += (
+                f". In that run {'they' if many else 'it'} did {', '.join(map(number, iops))} IOPS, the others {beside}"
+            )
+        said.append(text + ".")
+    return said
+
+
+def _span(low: str, high: str) -> str:
+    """Say a range of two formatted figures, one figure where they read the same."""
+    return low if low == high else f"{low} to {high}"
 
 
 def run_names(runs: pl.DataFrame, by: Collection[str]) -> pl.DataFrame:

@@ -130,6 +130,24 @@ def test_time_series_shades_the_window(loopback) -> None:
     hosts = sorted({v["host"] for v in _values(line)})
     assert hosts == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
     assert spec["config"]["font"] == figures.FONT
+    assert spec["title"] == "IOPS per second" and all(v["value"] is not None for v in _values(line))
+
+
+def test_a_time_series_breaks_its_line_where_nothing_was_logged() -> None:
+    """A 250 ms log that stops at 0.5 s and resumes at 2.75 s (a write held 2.3 s): no line drawn across the gap."""
+    held = [0.25, 0.5, 2.75, 3.0]
+    steady = [0.25, 0.5, 0.75, 1.0]
+    frame = pl.DataFrame(
+        {"host": ["a"] * 4 + ["b"] * 4, "time_ns": [int(t * 1e9) for t in held + steady], "value": [5.0, 6, 4, 5] * 2}
+    )
+    spec = figures.time_series(frame, title="IOPS").to_dict()
+    (line,) = spec["layer"]
+    values = spec["data"]["values"]
+    assert [(v["host"], v["time_s"]) for v in values if v["value"] is None] == [("a", 0.75)]
+    assert line["mark"]["invalid"] == "break-paths-show-domains"
+    assert spec["title"]["subtitle"] == [
+        "A break in a line: no interval logged there (no I/O completed, or none written)"
+    ]
 
 
 def _randread(loopback, **levels) -> pl.DataFrame:
@@ -294,6 +312,12 @@ def test_latency_split_stacks_to_the_applications_latency() -> None:
     assert bars["encoding"]["x"]["stack"] == "zero" and bars["encoding"]["x"]["scale"]["domain"] == [0, 100]
     labels = {v["configuration"]: v["label"] for v in totals["data"]["values"]}
     assert labels == {"a": "1.20 ms", "b": "0.0700 ms"}
+    # fio saw 12.745 ms against an await of 12.8075 (noise): the bar is all await, the figure written fio's
+    noisy = pl.DataFrame(
+        {"cell": ["c"], "device_await_ms": [12.8075], "above_device_ms": [0.0], "app_latency_ms": [12.745]}
+    )
+    written = figures.latency_split(noisy, where=["cell"]).to_dict()["layer"][1]["data"]["values"]
+    assert written == [{"configuration": "c", "label": "12.7 ms"}]
 
 
 def test_two_charts_combine(published: pl.DataFrame) -> None:
@@ -398,7 +422,9 @@ def test_an_interaction_says_one_line_hides_another_only_where_one_does() -> Non
     spec = figures.interaction(apart, value="iops", x="bs", trace="engine").to_dict()
     assert "hiding another" not in spec["title"]["subtitle"][0]
     # drawn on the log scale the test uses: parallel lines there are equal ratios, no interaction
-    assert spec["encoding"]["y"]["scale"] == {"type": "log"} and spec["encoding"]["y"]["title"].endswith("(log scale)")
+    # not rounded out to whole decades, where 1,723-2,283 filled a tenth of a 1,000-10,000 axis
+    assert spec["encoding"]["y"]["scale"] == {"type": "log", "nice": False, "padding": 10}
+    assert spec["encoding"]["y"]["title"].endswith("(log scale)")
     with_zero = apart.with_columns(pl.Series("iops", [0.0, 9e3, 4e4, 1e4]))
     assert (
         "scale" not in figures.interaction(with_zero, value="iops", x="bs", trace="engine").to_dict()["encoding"]["y"]

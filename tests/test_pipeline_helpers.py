@@ -240,3 +240,18 @@ def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_o
     assert said == [] and rows is not None and rows["runs"].to_list() == [4, 440]
     # the change as the comparison table says it, to 2 decimals: not 3 significant digits of its own
     assert rows["change_pct"].to_list() == ["+5.00%", "+5.00%"]
+
+
+def test_a_member_table_of_several_runs_says_its_rows_are_medians_column_by_column() -> None:
+    """The written study's vm-b: 73,471 IOPS and 0.0249 ms, medians of two runs taken apart, give 1.83 I/Os at
+    once from a job that held one: the caption says a row is no one run."""
+    from benchlib.tables import member_caption
+
+    two = pl.DataFrame(
+        {"vm": ["vm-a", "vm-b"], "iops": [130_441.0, 73_471.0], "latency_ms": [0.01, 0.0249], "runs": [2, 2]}
+    )
+    assert member_caption(two).startswith(
+        "Each figure is the median over the VM's runs (of 2 runs, their mean), column"
+    )
+    assert "(of 2 runs" not in member_caption(two.with_columns(runs=pl.lit(3)))
+    assert member_caption(two.with_columns(runs=pl.lit(1))) == ""

@@ -107,6 +107,9 @@ def test_columns_of_one_quantity_share_their_decimals() -> None:
     # digit beside five; each value then gets its own three
     cached = pl.DataFrame({"seen": [0.0888, 0.00312], "await": [0.0600, 14.929]})
     assert show(cached, alike=[("seen", "await")]).rows == [["0.0888", "0.0600"], ["0.00312", "14.9"]]
+    # a histogram's percentiles, each to its own three digits: one page reads like the next
+    tails = pl.DataFrame({"p50_ms": [0.1009, 0.224], "p99_ms": [2.0726, 27.394]})
+    assert show(tails, significant=["p50_ms", "p99_ms"]).rows == [["0.101", "2.07"], ["0.224", "27.4"]]
 
 
 def test_comparison_rows_put_the_interval_beside_the_change() -> None:

@@ -320,7 +320,7 @@ def loopback_report(tmp_path_factory: pytest.TempPathFactory):
 
 WRITTEN_PIPELINE = """[pipeline]
 study = "written"
-title = "Random reads and writes at two block sizes: two fio jobs at once on one local disk"
+title = "A test fixture, not a measurement: random reads and writes at two block sizes, two fio jobs at once on one local disk"
 axes = ["rw", "bs"]
 cell_notebook = "notebooks/cell.ipynb"
 summary_notebooks = [
@@ -595,3 +595,6 @@ def test_a_page_lists_the_terms_it_uses_and_only_those() -> None:
     assert said.startswith("<h2>Terms on this page</h2>")
     assert terms == ["Cliff&#x27;s δ", "Holm", "aqu-sz", "KAVG, DAVG, GAVG"]
     assert _terms("<p>IOPS and MiB/s only, a little more</p>") == ""  # no term, no list; "little" is no law
+    tail = re.findall(r"<dt>(.*?)</dt>", _terms("<th>p99.9 (ms)</th><p>fio's json+ histograms; a 10% excursion</p>"))
+    assert tail == ["p50, p99, p99.9", "json+", "Excursion"]
+    assert _terms("<p>p (Holm) 0.667; fio-3.33</p>").count("<dt>") == 1  # a p-value is no percentile

@@ -149,9 +149,9 @@ def fairness_over_runs(
     polars.DataFrame
         Per group: ``runs``, ``runs_judged`` (those with two or more members: one member alone
         shares nothing, and its Jain's index is null), ``members`` (most in one run), ``jain_median``,
-        ``jain_worst`` and ``worst_run``, ``runs_below``, ``max_min_median`` and ``max_min_worst`` (null
-        when a member got nothing: ``starved_runs`` counts those), ``cv_median`` (the coefficient of variation across
-        members, median over runs), ``winners`` (how many different members were highest
+        ``jain_worst``, ``jain_best`` and ``worst_run``, ``runs_below``, ``max_min_median``, ``max_min_worst`` and
+        ``max_min_best`` (null when a member got nothing: ``starved_runs`` counts those), ``cv_median`` (the
+        coefficient of variation across members, median over runs), ``winners`` (how many different members were highest
         across the runs; more than one is a rotating winner), ``top`` (the member highest in every
         run, null when that rotated), ``capped_runs`` and ``per_share`` (judged
         on ``value`` per share), sorted by the groups.
@@ -174,10 +174,12 @@ def fairness_over_runs(
         pl.col("members").max(),
         pl.col("jain").median().alias("jain_median"),
         pl.col("jain").min().alias("jain_worst"),
+        pl.col("jain").max().alias("jain_best"),
         pl.col(run).get(pl.col("jain").arg_min()).alias("worst_run"),
         (pl.col("jain") < threshold).sum().alias("runs_below"),
         pl.col("max_min_ratio").median().alias("max_min_median"),
         pl.col("max_min_ratio").max().alias("max_min_worst"),
+        pl.col("max_min_ratio").min().alias("max_min_best"),
         pl.col("cv").median().alias("cv_median"),
         (pl.col("starved") > 0).sum().alias("starved_runs"),
         pl.col("highest").n_unique().alias("winners"),
@@ -241,6 +243,9 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     text += [
         f"Least fair: {where}, Jain's index {worst['jain_worst']:.4f} in its one run."
         if worst["runs_judged"] == 1
+        else f"Least fair: {where}, Jain's index {worst['jain_worst']:.4f} in its less fair run "
+        f"({worst['jain_best']:.4f} in the other)."
+        if worst["runs_judged"] == 2  # the median of two is their mean, a figure neither run had
         else f"Least fair: {where}, Jain's index {worst['jain_worst']:.4f} in its worst run "
         f"(median {worst['jain_median']:.4f} over {worst['runs_judged']} runs)."
     ]
