@@ -120,6 +120,13 @@ def per_vm_bars(
         (jain, spread), basis = stats.row(0), ""
     ratio = f"{spread:.2f}x" if spread is not None else "unknown (one got nothing)"
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
+    if within is not None and within.get("runs_judged") == 2 and within.get("max_min_best") is not None:
+        # the median of two is their mean, a figure neither run had: both runs' figures
+        subtitle = (
+            f"within each of its 2 runs: Jain's index {within['jain_worst']:.4f} to {within['jain_best']:.4f}; "
+            f"highest / lowest {within['max_min_best']:.2f}x to {within['max_min_worst']:.2f}x "
+            f"({data.height} {inline(member)}s)"
+        )
     label = f"{words(value)} ({unit})" if unit else words(value)
     dots = runs.select(member, value).drop_nulls() if runs is not None else None
     dots = dots if dots is not None and dots.height > data.height else None  # one run each: the bars are the runs

@@ -654,3 +654,8 @@ def test_a_cell_of_two_runs_gives_both_runs_fairness_not_their_mean() -> None:
     (dot,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "circle"]
     assert [v["jain_median"] for v in dot["data"]["values"]] == [pytest.approx(row["jain_best"])]
     assert dot["data"]["values"][0]["note"] == "2 runs, max/min 1.20x and 8.00x"
+    bars = figures.per_vm_bars(members, value="iops", within=row).to_dict()
+    assert bars["title"]["subtitle"][0].startswith(
+        f"within each of its 2 runs: Jain's index {row['jain_worst']:.4f} to {row['jain_best']:.4f}; "
+        "highest / lowest 1.20x to 8.00x (2 VMs)"
+    )
