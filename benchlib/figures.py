@@ -210,7 +210,13 @@ def iodepth_sweep(
     subtitle = []
     if knees:
         knee_frame = pl.DataFrame(knees).sort([*keys, depth])
-        layers.append(_chart(knee_frame).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
+        shared = knee_frame.filter(pl.len().over(depth) > 1) if series else knee_frame.clear()
+        alone = knee_frame.join(shared.select(depth).unique(), on=depth, how="anti")
+        if alone.height:
+            layers.append(_chart(alone).mark_rule(strokeDash=[4, 3]).encode(x=x, color=color))
+        if shared.height:  # one grey rule where several series' knees coincide: no one series' colour for it
+            once = shared.select(depth).unique()
+            layers.append(_chart(once).mark_rule(strokeDash=[4, 3], color="#555555").encode(x=x))
         # what the dashed rules are (rules of series that share a knee coincide, so each depth names its
         # series); the page's text and table say what the shape means
         subtitle = [
@@ -226,9 +232,12 @@ def iodepth_sweep(
 
 
 def _knee_words(knees: pl.DataFrame, depth: str, series: str) -> str:
-    """Name each dashed knee rule: ``Dashed lines, each host's knee: 16 (127.0.0.2, 127.0.0.3); 32 (127.0.0.4)``."""
+    """Name each dashed knee rule: ``Dashed lines, each host's knee: 16 (127.0.0.2, 127.0.0.3; grey); 32 (127.0.0.4)``.
+
+    Where several series share a knee, its one rule is grey, not one of their colours.
+    """
     at = [
-        f"{part[depth][0]:g} ({', '.join(str(v) for v in part[series].to_list())})"
+        f"{part[depth][0]:g} ({', '.join(str(v) for v in part[series].to_list())}{'; grey' if part.height > 1 else ''})"
         for part in knees.sort(depth, series).partition_by(depth, maintain_order=True)
     ]
     return f"Dashed lines, each {inline(series)}'s knee: " + "; ".join(at)

@@ -468,3 +468,19 @@ def test_a_heatmap_spanning_a_decade_shades_on_a_log_scale() -> None:
     linear = figures.heatmap(within, value="iops", x="block_size", y="ioengine").to_dict()
     assert linear["layer"][0]["encoding"]["color"]["scale"] == {"scheme": "blues", "zero": True}
     assert [r["dark"] for r in linear["data"]["values"]] == [True, False, True, False]
+
+
+def test_knees_several_hosts_share_are_one_grey_rule() -> None:
+    """Loopback's per-host sweep: three hosts' knees at 16 drew three rules on one another in the last one's colour;
+    now one grey rule there, named in the subtitle, and 127.0.0.4's own at 32 in its colour."""
+    from benchlib.views import sweep
+
+    per_host = sweep("loopback-fio", "iodepth-sweep", member="vm")
+    spec = figures.iodepth_sweep(per_host, series="vm").to_dict()
+    inner = spec["layer"][0]["layer"]
+    alone, shared = inner[1], inner[2]
+    assert [v["vm"] for v in _values(alone)] == ["127.0.0.4"] and alone["encoding"]["color"]["field"] == "vm"
+    assert _values(shared) == [{"iodepth": 16}] and shared["mark"]["color"] == "#555555"
+    assert spec["title"]["subtitle"] == [
+        "Dashed lines, each VM's knee: 16 (127.0.0.2, 127.0.0.3, 127.0.0.5; grey); 32 (127.0.0.4)"
+    ]
