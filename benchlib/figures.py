@@ -122,16 +122,18 @@ def per_vm_bars(
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
     if within is not None and within.get("runs_judged") == 2 and within.get("max_min_best") is not None:
         # the median of two is their mean, a figure neither run had: both runs' figures
+        jains = _both(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}")
+        ratios = _both(f"{within['max_min_best']:.2f}x", f"{within['max_min_worst']:.2f}x")
         subtitle = (
-            f"within each of its 2 runs: Jain's index {within['jain_worst']:.4f} to {within['jain_best']:.4f}; "
-            f"highest / lowest {within['max_min_best']:.2f}x to {within['max_min_worst']:.2f}x "
+            f"within each of its 2 runs: Jain's index {jains}; highest / lowest {ratios} "
             f"({data.height} {inline(member)}s)"
         )
     label = f"{words(value)} ({unit})" if unit else words(value)
     dots = runs.select(member, value).drop_nulls() if runs is not None else None
     dots = dots if dots is not None and dots.height > data.height else None  # one run each: the bars are the runs
     # the bars are each member's median over runs, the figures above are per run: say which is which
-    bars = f"bars: each {inline(member)}'s median over the runs" if basis else ""
+    two = within is not None and within.get("runs_judged") == 2
+    bars = f"bars: each {inline(member)}'s median over the runs{' (of 2, their mean)' if two else ''}" if basis else ""
     bars += "; dots: each run" if bars and dots is not None else ""
     top = max(data[value].max() or 0, dots[value].max() if dots is not None else 0)
     zoom = bool(y_max) and top < ZOOM_BELOW * y_max  # bars a shared axis makes too short to read
@@ -229,6 +231,11 @@ def iodepth_sweep(
     )
     heading = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
     return alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=heading)
+
+
+def _both(low: str, high: str) -> str:
+    """Say two runs' figures: ``0.9846 to 0.9953``, or ``1.00 in both runs`` where they read the same."""
+    return f"{low} in both runs" if low == high else f"{low} to {high}"
 
 
 def _knee_words(knees: pl.DataFrame, depth: str, series: str) -> str:

@@ -165,7 +165,8 @@ def _column_decimals(values: list[object], digits: int) -> int | None:
     if not floats:
         return None
     largest = max(floats)
-    whole = math.floor(math.log10(largest)) + 1 if largest >= 1 else 1
+    # the largest value's digits before its first significant one count: 0.0032 has 2 more places than 0.32
+    whole = math.floor(math.log10(largest)) + 1 if largest > 0 else 1
     places = max(0, min(max(_decimals(v, digits) for v in floats), digits + 2 - whole))
     if any(places + math.floor(math.log10(v)) + 1 < 2 for v in floats if v > 0):
         return None
@@ -263,7 +264,8 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     """Return a :func:`~benchlib.stats.compare.comparison_table` as a reader's table.
 
     Runs per side, both medians, the change with its interval in one column (benchstat's
-    ``%+.2f%%``), the Holm-adjusted p, the effect and the verdict; "—" where a value cannot exist.
+    ``%+.2f%%``), the Holm-adjusted p, the effect and the verdict; "—" where a value cannot exist, and
+    no p or effect column where every comparison has one run a side.
     """
     rows = []
     # when no comparison has an interval the column says so once, instead of every row saying it
@@ -290,9 +292,11 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
                 "verdict": row["verdict"],
             }
         )
-    return pl.DataFrame(
+    frame = pl.DataFrame(
         rows, schema_overrides={"median_baseline": pl.Float64, "median": pl.Float64, "p_holm": pl.Float64}
     )
+    # one run a side everywhere: no test and no effect size can exist, so no columns of "—" for them
+    return frame.drop("p_holm", "effect") if single else frame
 
 
 def shared_clauses(frame: pl.DataFrame, column: str = "note") -> tuple[pl.DataFrame, str]:
@@ -424,7 +428,7 @@ def change_line(table: pl.DataFrame, *, by: list[str], factor: str, gap: float =
 
 
 LABELS |= {
-    "latency_ms": "Mean latency (ms)",
+    "latency_ms": "Mean total latency, submission + completion (ms)",
     "device_await_ms": "in the block layer and the device (await, its queue included)",
     "above_device_ms": "above the block layer (file system, fio)",
     "origin": "Histogram from",

@@ -136,6 +136,8 @@ def describe_cell(
         every = f"{what} of all {who}s together, " + (
             "in its one run"
             if runs == 1
+            else f"its 2 runs' totals, {run_totals.min():,.0f} and {run_totals.max():,.0f}; their mean"
+            if runs == 2  # the median of two is their mean, a figure neither run had
             else (
                 f"the median of {runs} runs' totals "
                 f"(not the sum of the {who}s' medians: those come from different runs)"
@@ -171,10 +173,10 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
         said = f"in its one run, {top} got {spread:.2f} times the lowest, Jain's index {jain:.4f}"
     elif within["runs_judged"] == 2 and within["max_min_best"] is not None:
         # the median of two is their mean, a figure neither run had: both runs' figures instead
-        said = (
-            f"in its 2 runs, the highest got {within['max_min_best']:.2f} to {within['max_min_worst']:.2f} "
-            f"times the lowest, Jain's index {within['jain_worst']:.4f} to {within['jain_best']:.4f}"
-        )
+        low, high = f"{within['max_min_best']:.2f}", f"{within['max_min_worst']:.2f}"
+        ratios = f"{low} times the lowest in both" if low == high else f"{low} to {high} times the lowest"
+        jains = _both(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}")
+        said = f"in its 2 runs, the highest got {ratios}, Jain's index {jains}"
     else:
         said = (
             f"in the median of {within['runs_judged']} runs, the highest got {spread:.2f} times the lowest, "
@@ -1267,8 +1269,9 @@ def equal_shares_note(study: StudyRef) -> str:
     if declared.shares or not sioc:
         return ""
     return (
-        "Its study.toml declares no `[shares]`, so fair is read as equal shares (with SIOC, VMs given different "
-        "disk shares are meant to get different throughput)."
+        "Its study.toml declares no `[shares]`, so fair is read as equal shares (VMs given different disk shares, "
+        "which each ESXi host honours and SIOC extends across hosts when the datastore is congested, are meant to "
+        "get different throughput)."
     )
 
 
@@ -1464,6 +1467,9 @@ LOG_FORMATS = ("fio-log", "fio-hist-log")
 
 #: how many times the slowest I/O of a configuration's other runs every member's slowest must reach to be a pause
 STALL_TIMES = 10.0
+#: the other members of a run with a member's stall were slower too, where their slowest took this many times the
+#: other runs' (median): the run was slow, the stall its extreme
+SLOWER_TIMES = 3.0
 
 
 def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
@@ -1514,11 +1520,16 @@ def _shared_stalls(runs: pl.DataFrame) -> tuple[list[str], set[str]]:
         several = run["members"] > 1
         who = f"every {inline('vm')}'s slowest I/O" if several else "its slowest I/O"
         span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
-        against = "the other run's" if others.height == 1 else "their median"
+        against = (
+            f"the other run's, {number(typical)} ms"
+            if others.height == 1
+            else f"{number(others['high'].min())} and {number(others['high'].max())} ms, their mean {number(typical)}"
+            if others.height == 2  # the median of two is their mean
+            else f"their median, {number(typical)} ms"
+        )
         text = (
             f"**The slowest I/Os of {run['run']}.** In it, {who} took {span} ms, {run['low'] / typical:.0f} times "
-            f"the slowest of this configuration's other {'run' if others.height == 1 else 'runs'} ({against}, "
-            f"{number(typical)} ms)"
+            f"the slowest of this configuration's other {'run' if others.height == 1 else 'runs'} ({against})"
             + (
                 f": every {inline('vm')} met the cause, so it was shared (the storage or the machine)."
                 if several
@@ -1563,7 +1574,15 @@ def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
         )
         if rest.height:
             low, high = number(rest["high"].min()), number(rest["high"].max())
-            text += f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
+            calm = members.filter(pl.col("run") != run)["high"].median()  # the other runs, every member
+            slower = calm and rest["high"].min() >= SLOWER_TIMES * calm
+            whose = "theirs" if many else f"{stood[0]['vm']}'s"
+            text += (
+                f"; the whole run was slower (the other {inline('vm')}s' slowest took {_span(low, high)} ms, against "
+                f"{number(calm)} ms in the other runs): {whose} was its extreme"
+                if slower
+                else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
+            )
         iops = [one["iops"] for one in stood]
         if rest["iops"].drop_nulls().len() and None not in iops and not any(one["capped"] for one in stood):
             beside = _span(number(rest["iops"].min()), number(rest["iops"].max()))
@@ -1572,6 +1591,11 @@ def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
             )
         said.append(text + ".")
     return said
+
+
+def _both(low: str, high: str) -> str:
+    """Say two runs' figures: ``0.9846 to 0.9953``, or ``1.00 in both runs`` where they read the same."""
+    return f"{low} in both runs" if low == high else f"{low} to {high}"
 
 
 def _span(low: str, high: str) -> str:
@@ -2053,7 +2077,7 @@ def esxtop_mismatched(table: pl.DataFrame, by: list[str]) -> list[dict]:
 
 
 def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
-    """Say whether esxtop's devices carried the guests' I/O (:func:`esxtop_against_guests`), in Markdown; "" if so.
+    """Say whether esxtop's devices carried fio's I/O (:func:`esxtop_against_guests`), in Markdown; "" if so.
 
     ``cached``: in how many of the configurations off by more than :data:`COMMANDS_MATCH` the page cache answered
     most of the jobs' I/Os (:func:`cache_answered_most`): only there is it a reason for fewer commands.
@@ -2068,17 +2092,17 @@ def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
     if ratio is None or ratio == 0:
         per = "no command at all"
     elif ratio >= 1:
-        per = f"{number(ratio)} commands per guest I/O"
+        per = f"{number(ratio)} commands per I/O fio did"
     else:
-        per = f"one command per {number(1 / ratio)} guest I/Os"
+        per = f"one command per {number(1 / ratio)} I/Os fio did"
     if ratio is not None and ratio > 1:
         why = (
-            "far more commands than the guests did I/Os: other load may have shared these devices, or the "
-            "guests' I/Os were split into several commands each (blocks larger than the device takes at once)"
+            "far more commands than fio did I/Os: other load may have shared these devices, or fio's "
+            "I/Os were split into several commands each (blocks larger than the device takes at once)"
         )
     else:
-        why = "far fewer commands than the guests did I/Os: the capture may watch devices other than the guests' "
-        why += "disks, or another host"
+        why = "far fewer commands than fio did I/Os: the capture may watch devices other than the disks fio "
+        why += "used, or another host"
         if cached:
             which = "it" if off.height == 1 else f"{cached} of these {off.height} configurations"
             why += (
@@ -2087,7 +2111,7 @@ def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
             )
     return (
         f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
-        f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from the guests' IOPS (the farthest: "
+        f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from fio's IOPS (the farthest: "
         f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS, {per}). "
         "esxtop counted "
         f"{why}. Read esxtop's device latencies as the devices', not as these runs', until that is explained."

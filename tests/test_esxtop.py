@@ -280,7 +280,7 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     assert against["guest_iops"][0] == pytest.approx(iops) and not against["matches"][0]
     # the two runs' windows both hold the two samples: each counts once, not once per run
     assert against["samples"][0] == 2 and esxtop_match_note(against).startswith("**The capture may not be")
-    assert "far fewer commands than the guests did I/Os" in esxtop_match_note(against)
+    assert "far fewer commands than fio did I/Os" in esxtop_match_note(against)
     capture_with_adapter_queue_depth(source, study / "esxtop-esx01.csv", 64, inside, commands=iops * 1.1)
     ingest_study(study, tmp_path / "processed")
     against = esxtop_against_guests(str(study), by=["test"])

@@ -73,7 +73,7 @@ def test_per_vm_bars_show_each_run_where_a_member_ran_more_than_once() -> None:
     spec = figures.per_vm_bars(medians, value="iops", within=within, runs=each).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "text", "point"]
     assert sorted(v["iops"] for v in spec["layer"][2]["data"]["values"]) == [55_406, 86_881, 105_687, 147_718]
-    assert spec["title"]["subtitle"][1] == "bars: each VM's median over the runs; dots: each run"
+    assert spec["title"]["subtitle"][1] == "bars: each VM's median over the runs (of 2, their mean); dots: each run"
     once = figures.per_vm_bars(medians, value="iops", runs=medians).to_dict()
     assert [layer["mark"]["type"] for layer in once["layer"]] == ["bar", "text"]
 

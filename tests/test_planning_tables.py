@@ -119,7 +119,8 @@ def test_comparison_rows_put_the_interval_beside_the_change() -> None:
     assert row["runs_pair"] == "10 / 10" and row["verdict"] == "improved"
     assert row["change"] == f"{table['change_pct'][0]:+.2f}% ({100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%)"
     one = comparison_table(_sides([1000.0], [1100.0]), "iops", factor="controller", baseline="LSI")
-    assert comparison_rows(one, by=[], factor="controller")["effect"][0] == MISSING
+    # one run a side: no p and no effect size can exist, so no columns of "—" for them
+    assert {"p_holm", "effect"}.isdisjoint(comparison_rows(one, by=[], factor="controller").columns)
     # with no interval anywhere the column's title says why, once, and its cells hold the change alone
     three = comparison_table(_lognormal(0.20, 3, 0.10, seed=1), "iops", factor="controller", baseline="LSI", by=["bs"])
     shown = comparison_rows(three, by=["bs"], factor="controller")

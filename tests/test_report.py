@@ -454,7 +454,7 @@ def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_i
     assert "a capture of another time" not in page
     # the test's capture is a 2018 one moved into two runs' seconds: its devices' commands/s are not the runs' I/O
     said = html.unescape(page)
-    assert "The capture may not be these runs' I/O." in said and "far fewer commands than the guests did" in said
+    assert "The capture may not be these runs' I/O." in said and "far fewer commands than fio did" in said
     # the two captures are one copied: the page says so before their matching rows
     assert "One capture, copied." in said and "esxtop-esx01.csv</code> and <code>written/esxtop-esx02.csv" in said
 
