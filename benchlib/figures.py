@@ -315,6 +315,7 @@ def time_series(
 
     A line breaks where its host logged no interval for longer than one and a half of its usual steps
     (no I/O completed, or none was written): a line drawn across it would show a ramp where there was none.
+    A line that ends that much before the others is said to, not left to read as the host stopping.
     """
     data = (
         frame.with_columns((pl.col(time_ns) / 1e9).alias("time_s"))
@@ -327,6 +328,10 @@ def time_series(
         .filter(pl.col("gap") > 1.5 * pl.col("usual"))
         .select(series, (pl.col("time_s") - pl.col("gap") + pl.col("usual")).alias("time_s"), pl.lit(None).alias(value))
     )
+    ends = data.group_by(series).agg(
+        pl.col("time_s").max().alias("end"), pl.col("time_s").diff().median().alias("usual")
+    )
+    early = ends.filter(pl.col("end") < pl.col("end").max() - 1.5 * pl.col("usual"))
     data = pl.concat([data, gaps.cast(data.schema)]).sort(series, "time_s")
     line = (
         _chart(data)
@@ -341,12 +346,12 @@ def time_series(
     if window_s is not None:
         band = pl.DataFrame({"start": [window_s[0]], "end": [window_s[1]]})
         layers.append(_chart(band).mark_rect(opacity=0.12, color="#3a8f5c").encode(x="start:Q", x2="end:Q"))
-    said = title or value
-    if gaps.height:
-        said = alt.TitleParams(
-            said, subtitle=["A break in a line: no interval logged there (no I/O completed, or none written)"]
-        )
-    return alt.layer(*layers, line).properties(title=said)
+    notes = ["A break in a line: no interval logged there (no I/O completed, or none written)"] if gaps.height else []
+    if early.height:
+        notes.append(f"A line that ends before the others: its {inline(series)} logged no interval after it")
+    return alt.layer(*layers, line).properties(
+        title=alt.TitleParams(title or value, subtitle=notes) if notes else title or value
+    )
 
 
 @_in_words

@@ -146,7 +146,8 @@ def test_a_time_series_breaks_its_line_where_nothing_was_logged() -> None:
     assert [(v["host"], v["time_s"]) for v in values if v["value"] is None] == [("a", 0.75)]
     assert line["mark"]["invalid"] == "break-paths-show-domains"
     assert spec["title"]["subtitle"] == [
-        "A break in a line: no interval logged there (no I/O completed, or none written)"
+        "A break in a line: no interval logged there (no I/O completed, or none written)",
+        "A line that ends before the others: its host logged no interval after it",  # b's ends at 1.0 s, a's 3.0 s
     ]
 
 
