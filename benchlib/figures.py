@@ -449,6 +449,8 @@ def interaction(
     spread = data.group_by("group", x).agg((pl.col(value).max() / pl.col(value).min()).alias("spread"))
     hidden = spread.group_by("group").agg((pl.col("spread") < 1.02).all().alias("one")).filter(pl.col("one")).height
     hint = "; one line hiding another: the same totals" if hidden and len(traces) > 1 else ""
+    if "runs" in grid.columns and grid.height and grid["runs"].max() == 1:
+        hint += "; one run each: no test can tell lines that cross from run-to-run noise"
     heading = alt.TitleParams(
         title or f"{words(x)} and {words(trace)} together", subtitle=[f"each point: {_run_total_words(grid)}{hint}"]
     )
@@ -789,7 +791,8 @@ def fairness_summary(table: pl.DataFrame, *, by: list[str], title: str = "") -> 
         .mark_rule(strokeDash=[4, 3], color=PALETTE[1])
         .encode(x="fair:Q")
     )
-    text = _chart(data).mark_text(align="left", dx=6).encode(x=alt.datum(1), y=y, text="note:N")
+    # clear of a dot at 1.0 (its radius about 5 px)
+    text = _chart(data).mark_text(align="left", dx=12).encode(x=alt.datum(1), y=y, text="note:N")
     one_run = bool((data["runs"] <= 1).all()) if "runs" in data.columns else False
     marks = (
         "dot: the one run of each"

@@ -87,7 +87,7 @@ TERMS = (
         r"\bPTS\b",
         "the steady-state rule of SNIA's Solid State Storage Performance Test "
         "Specification: a window of 5 rounds (here, whole seconds of the logs) whose range is within 20% of "
-        "their mean and whose least-squares line moves less than 10% of it across the window.",
+        "their mean and whose least-squares line moves no more than 10% of it across the window.",
     ),
     (
         "T1², T2²",
@@ -111,6 +111,17 @@ TERMS = (
     ("AQLEN", r"\bAQLEN\b", "esxtop's adapter queue depth: the commands a host adapter can hold at once."),
     ("Little's law", r"Little's law|\(Little\)", "the I/Os in flight on average = IOPS × mean latency."),
     ("Coefficient of variation", r"coefficient of variation", "the standard deviation over the mean."),
+    (
+        "SIOC",
+        r"\bSIOC\b",
+        "vSphere's Storage I/O Control: when a datastore's latency passes a threshold, it divides the "
+        "datastore's queue among the VMs of every host by their disk shares.",
+    ),
+    (
+        "PVSCSI, LSI Logic SAS",
+        r"\bPVSCSI\b|\bLSI\b",
+        "vSphere's virtual disk controllers: VMware's paravirtual SCSI controller, and an emulated LSI Logic SAS one.",
+    ),
     (
         "p50, p99, p99.9",
         r"\bp\d\d(\.\d+)?\b",

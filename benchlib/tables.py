@@ -428,7 +428,8 @@ def change_line(table: pl.DataFrame, *, by: list[str], factor: str, gap: float =
 
 
 LABELS |= {
-    "latency_ms": "Mean total latency, submission + completion (ms)",
+    "latency_ms": "Mean latency (ms)",
+    "total_latency_ms": "Mean total latency, submission + completion (ms)",
     "device_await_ms": "in the block layer and the device (await, its queue included)",
     "above_device_ms": "above the block layer (file system, fio)",
     "origin": "Histogram from",
@@ -477,7 +478,7 @@ def fairness_rows(table: pl.DataFrame, *, by: list[str]) -> Shown:
     of two is their mean, a figure neither run had); else the median over runs and the worst run. Which
     member was on top is counted only where the highest got 1.1x the lowest or more and no cap set it.
     """
-    from benchlib.stats.fairness import UNEVEN_FROM
+    from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
 
     runs = table["runs_judged"].max() if table.height else 0
     capped_all = pl.col("capped_runs") >= pl.col("runs")  # the cap set the shares: which member led means nothing
@@ -508,7 +509,8 @@ def fairness_rows(table: pl.DataFrame, *, by: list[str]) -> Shown:
             "runs_below": "Runs below 0.9",
             "max_min_median": "Highest / lowest" if runs == 1 else "Highest / lowest (median over runs)",
             "max_min_both": "Highest / lowest (the two runs, lower first)",
-            "winners": f"Different {inline('vm')}s on top (where the highest got {UNEVEN_FROM:g}x the lowest or more)",
+            "winners": f"Different {inline('vm')}s clearly on top (by {(CLEAR_LEAD - 1) * 100:g}% over the next; "
+            f"where the highest got {UNEVEN_FROM:g}x the lowest or more)",
             "capped_runs": "Rate-capped runs",
         },
         digits=4,

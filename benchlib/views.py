@@ -94,7 +94,10 @@ def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataF
     table = members.join(latency, on=member, how="left")
     if table["latency_ms"].is_null().all():
         return members
-    return table.select(member, value, "latency_ms", "runs")
+    # fio's lat is its total latency, submission and completion (its percentiles are completion alone); a
+    # published table's mean latency says no more than that
+    fio = "format" in rows.columns and rows["format"].cast(pl.String).str.starts_with("fio").all()
+    return table.select(member, value, pl.col("latency_ms").alias("total_latency_ms" if fio else "latency_ms"), "runs")
 
 
 def describe_cell(
@@ -136,7 +139,7 @@ def describe_cell(
         every = f"{what} of all {who}s together, " + (
             "in its one run"
             if runs == 1
-            else f"its 2 runs' totals, {run_totals.min():,.0f} and {run_totals.max():,.0f}; their mean"
+            else f"its 2 runs' totals ({run_totals.min():,.0f} and {run_totals.max():,.0f}, lower first); their mean"
             if runs == 2  # the median of two is their mean, a figure neither run had
             else (
                 f"the median of {runs} runs' totals "
@@ -164,7 +167,9 @@ def describe_cell(
 
 def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
     """:func:`describe_cell`'s words for how evenly the members shared, from the fairness page's row."""
-    from benchlib.stats.fairness import UNEVEN_FROM
+    from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
+
+    within_pct = f"{(CLEAR_LEAD - 1) * 100:g}"  # a tie, not a lead
 
     spread, jain = within["max_min_median"], within["jain_median"]
     stands_out = spread is not None and spread >= UNEVEN_FROM and not capped
@@ -183,12 +188,16 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
             f"Jain's index {jain:.4f} (worst run {within['jain_worst']:.4f})"
         )
     if within["runs_judged"] > 1:
+        close = within.get("close_runs") or 0
+        clear = within["runs_judged"] - close
         if stands_out and within.get("top"):
             said += f"; {within['top']} was highest in every run"
         elif stands_out and within["winners"] == within["runs_judged"]:
             said += f"; each run had a different {who} highest"
-        elif stands_out:
-            said += f"; {within['winners']} different {who}s were highest across the {within['runs_judged']} runs"
+        elif stands_out and within["winners"] > 1:
+            said += f"; {within['winners']} different {who}s were highest across the {clear} runs with a clear leader"
+        if stands_out and close and not within.get("top"):
+            said += f"; in {close} of the runs the two highest were within {within_pct}% of each other, no clear leader"
     if spread is not None and spread < UNEVEN_FROM and not capped:
         said += f"; within {UNEVEN_FROM:g}x of each other, no {who} stands out"
     return said
@@ -1269,7 +1278,7 @@ def equal_shares_note(study: StudyRef) -> str:
     if declared.shares or not sioc:
         return ""
     return (
-        "Its study.toml declares no `[shares]`, so fair is read as equal shares (VMs given different disk shares, "
+        "The study declares no per-VM disk shares, so fair is read as equal shares (VMs given different disk shares, "
         "which each ESXi host honours and SIOC extends across hosts when the datastore is congested, are meant to "
         "get different throughput)."
     )
@@ -1472,6 +1481,39 @@ STALL_TIMES = 10.0
 SLOWER_TIMES = 3.0
 
 
+def sync_depth_note(frame: pl.DataFrame) -> str:
+    """Say that a synchronous engine held one I/O per job whatever iodepth was set (Markdown), "" otherwise.
+
+    psync with iodepth=32 reads as 32 I/Os in flight; fio's synchronous engines submit one at a time. Said
+    with Little's law on the configuration's rows (IOPS × mean latency, each member in each run, their
+    median), so a reader of one cell page does not credit a libaio/psync difference to the engine alone.
+    ``frame``: the configuration's rows (:func:`cell_frame`).
+    """
+    from benchlib.stats.queueing import SYNC_ENGINES
+    from benchlib.tables import inline, number
+
+    needed = {"ioengine", "iodepth", "iops", "lat_mean_ns"}
+    if not needed <= set(frame.columns):
+        return ""
+    rows = frame.filter(
+        ~pl.col("is_aggregate") if "is_aggregate" in frame.columns else pl.lit(True),
+        pl.col("ioengine").is_in(list(SYNC_ENGINES)),
+        pl.col("iodepth").cast(pl.Float64, strict=False) > 1,
+    )
+    if rows.is_empty():
+        return ""
+    engines = ", ".join(sorted(set(rows["ioengine"].to_list())))
+    depth = f"{rows['iodepth'].cast(pl.Float64, strict=False).max():g}"
+    per = rows.group_by("run_id", "vm").agg((pl.col("iops") * pl.col("lat_mean_ns") / 1e9).sum().alias("held"))
+    held = per["held"].drop_nulls().median()
+    seen = f" (Little's law on these runs: {number(held)} in flight per {inline('vm')}, the median)" if held else ""
+    return (
+        f"**One I/O at a time.** The jobs set iodepth={depth}, but {engines} is a synchronous engine: each job "
+        f"holds one I/O at a time{seen}. Against an asynchronous engine at that depth, the engine and the "
+        "concurrency change together."
+    )
+
+
 def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
     """Say which runs, or members of a run, of one configuration met slow I/Os the others did not (Markdown).
 
@@ -1576,10 +1618,10 @@ def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
             low, high = number(rest["high"].min()), number(rest["high"].max())
             calm = members.filter(pl.col("run") != run)["high"].median()  # the other runs, every member
             slower = calm and rest["high"].min() >= SLOWER_TIMES * calm
-            whose = "theirs" if many else f"{stood[0]['vm']}'s"
+            whose = "their" if many else f"{stood[0]['vm']}'s"
             text += (
-                f"; the whole run was slower (the other {inline('vm')}s' slowest took {_span(low, high)} ms, against "
-                f"{number(calm)} ms in the other runs): {whose} was its extreme"
+                f"; the whole run was slower: the other {inline('vm')}s' slowest took {_span(low, high)} ms, against "
+                f"a median of {number(calm)} ms in the other runs, and {whose} stall was the worst of it"
                 if slower
                 else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
             )
@@ -1881,7 +1923,18 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     # a range of one figure (the others left out) or of equal ones says nothing the median does not
     kept = pl.col("util_pct").is_not_null() & (pl.col("util_low").round(1) != pl.col("util_high").round(1))
     spread = pl.format("{}–{}", pl.col("util_low").round(1), pl.col("util_high").round(1))
-    return split.with_columns(pl.when(kept).then(spread).alias("util_range"))
+    # two kept figures apart: their median is their mean, a figure neither run had; both are given instead
+    two = kept & (pl.col("util_kept") == 2)
+    both = pl.format("{} and {}", pl.col("util_low").round(1), pl.col("util_high").round(1))
+    said = "the 2 kept are both given, not their median (of two, their mean)"
+    return split.with_columns(
+        pl.when(two).then(both).when(kept).then(spread).alias("util_range"),
+        pl.when(two).then(None).otherwise(pl.col("util_pct")).alias("util_pct"),
+        pl.when(two)
+        .then(pl.concat_str(pl.col("note"), pl.lit(said), separator="; ", ignore_nulls=True))
+        .otherwise(pl.col("note"))
+        .alias("note"),
+    ).drop("util_kept")
 
 
 def disk_finding(view: pl.DataFrame, by: list[str]) -> str:

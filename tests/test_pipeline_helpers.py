@@ -105,7 +105,7 @@ def test_a_figure_its_own_row_contradicts_is_unknown_with_the_reason() -> None:
     libaio = view.filter(pl.col("ioengine") == "libaio", pl.col("rate_cap") == "on")
     # run 1 of random write 64k: 26.9% busy with 0.24 requests on average, 12% above what the queue allows
     rw64 = libaio.filter(pl.col("profile") == "randwrite", pl.col("block_size") == "64k").row(0, named=True)
-    assert rw64["note"].endswith("left out: 1 busier than its queue allows")
+    assert "left out: 1 busier than its queue allows; the 2 kept are both given" in rw64["note"]
     busy = view.filter(pl.col("rate_cap") == "off")
     assert busy["util_pct"].min() > 85  # queues of 3 to 163: not contradicted
     # fio's 12.745 ms against an await of 12.808: a 0 above the block layer that the note explains, not a measured 0
@@ -255,3 +255,16 @@ def test_a_member_table_of_several_runs_says_its_rows_are_medians_column_by_colu
     )
     assert "(of 2 runs" not in member_caption(two.with_columns(runs=pl.lit(3)))
     assert member_caption(two.with_columns(runs=pl.lit(1))) == ""
+
+
+def test_two_kept_device_busy_figures_are_both_given_not_their_mean() -> None:
+    """Loopback random write 64k libaio capped: one run's util left out, the others 0.6% and 31.4%. Their median,
+    16.0, is their mean, a figure neither run had: the table gives both, and the note says why the median is —."""
+    view = disk_view("loopback-fio", by=AXES, only={"profile": ["randwrite"]})
+    row = view.filter(pl.col("block_size") == "64k", pl.col("ioengine") == "libaio", pl.col("rate_cap") == "on").row(
+        0, named=True
+    )
+    assert row["util_pct"] is None and row["util_range"] == "0.6 and 31.4"
+    assert row["note"].endswith("; the 2 kept are both given, not their median (of two, their mean)")
+    three = view.filter(pl.col("block_size") == "4k", pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off")
+    assert three["util_pct"][0] is not None and " and " not in three["util_range"][0]

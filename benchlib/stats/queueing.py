@@ -415,6 +415,7 @@ def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "o
         kept.median().alias("util_pct"),
         kept.min().alias("util_low"),  # fio's util of one run can be far from another's
         kept.max().alias("util_high"),
+        kept.count().alias("util_kept"),
         pl.col("util_pct").median().alias("_util_all"),
         low_run.sum().alias("_low"),
         high_run.sum().alias("_high"),
