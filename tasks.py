@@ -141,7 +141,10 @@ def main(argv: list[str]) -> int:
     if argv[0] == "main":
         ensure_venv("")
         status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet", *argv[1:]], cwd=ROOT)
-        return status or subprocess.call([str(BIN / "benchlib"), "report"], cwd=ROOT)
+        if status > 2:  # the machine failed (disk, memory): nothing to build from
+            return status
+        # a refused study or quarantined file costs its own study: the other reports are still built
+        return max(status, subprocess.call([str(BIN / "benchlib"), "report"], cwd=ROOT))
     ensure_venv("test")
     ensure_system_tool("fio", ("fio",))
     ensure_system_tool("chromium", ("chromium", "chromium-browser", "google-chrome"))

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError
+from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError, StudyError
 from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
@@ -123,10 +123,16 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     if not studies:
         console.print(f"no study folders under {RAW}; give one: benchlib ingest data/raw/<study>")
         return 2
-    status = 0
+    status, refused = 0, []
     for folder in studies:
         try:
             report = ingest_study(folder, Path(args.processed))
+        except StudyError as exc:  # one study's bad study.toml costs that study, not the others
+            if len(studies) == 1:
+                raise
+            _print_error(str(exc))
+            refused.append(folder.name)
+            continue
         except OSError as exc:
             if exc.errno not in MACHINE_ERRNOS:
                 raise
@@ -143,6 +149,11 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
         if not report.ok:
             console.print(f"  see {report.processed / 'quarantine.csv'}; fix or remove those files and ingest again")
             status = 1
+    if refused:
+        _print_error(
+            f"not ingested: {', '.join(refused)} (see above); the other {len(studies) - len(refused)} studies were"
+        )
+        return 2
     return status
 
 
@@ -341,11 +352,19 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from benchlib.pipeline import build_report
 
     paths = [Path(p) for p in args.pipelines] or sorted(PIPELINES.glob("*.toml"))
+    failed = []
     for path in paths:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
-            task = bar.add_task(path.stem, total=None)
-            advance = functools.partial(_advance, bar, task, path.stem)
-            result = build_report(path, reports=Path(args.reports), workers=args.workers, progress=advance)
+        try:
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
+                task = bar.add_task(path.stem, total=None)
+                advance = functools.partial(_advance, bar, task, path.stem)
+                result = build_report(path, reports=Path(args.reports), workers=args.workers, progress=advance)
+        except BenchlibError as exc:  # one pipeline's bad study or notebook costs that report, not the others
+            if len(paths) == 1:
+                raise
+            _print_error(str(exc))
+            failed.append(path.stem)
+            continue
         ran = [e for e in result.executions if not e.skipped]
         console.print(
             f"[bold]{escape(path.stem)}[/]: {len(result.executions)} notebooks ({len(ran)} run, "
@@ -356,6 +375,9 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             console.print(
                 f"  no data for cell {', '.join(f'{k}={v}' for k, v in cell.items())}", highlight=False, markup=False
             )
+    if failed:
+        _print_error(f"not built: {', '.join(failed)} (see above); the other {len(paths) - len(failed)} reports were")
+        return 2
     return 0
 
 
@@ -427,6 +449,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_error(message: str) -> None:
+    """Print one user error on stderr, as :func:`main` does."""
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; user errors print one message and return a non-zero code."""
     args = build_parser().parse_args(argv)
@@ -434,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args, console)
     except BenchlibError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        _print_error(str(exc))
         return 2
     except OSError as exc:
         if exc.errno not in MACHINE_ERRNOS:

@@ -362,7 +362,7 @@ def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
     which = f"the {kept.height} changes" + (" (the uncapped rows)" if kept.height < table.height else "")
     if changes.min() < 0 < changes.max():
         return (
-            f"- **{which[0].upper()}{which[1:]}** point both ways ({changes.min():+.1f}% to {changes.max():+.1f}%): "
+            f"- **{which[0].upper()}{which[1:]}** point both ways ({changes.min():+.2f}% to {changes.max():+.2f}%): "
             "no one number sums them up; each row is its own finding."
         )
     mean = geomean_row(kept)

@@ -174,7 +174,8 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
     spread, jain = within["max_min_median"], within["jain_median"]
     stands_out = spread is not None and spread >= UNEVEN_FROM and not capped
     if within["runs_judged"] == 1:
-        top = f"the highest ({within['top']})" if stands_out and within.get("top") else "the highest"
+        led = stands_out and within.get("top") and not within.get("close_runs")  # within 2% of the next: no leader
+        top = f"the highest ({within['top']})" if led else "the highest"
         said = f"in its one run, {top} got {spread:.2f} times the lowest, Jain's index {jain:.4f}"
     elif within["runs_judged"] == 2 and within["max_min_best"] is not None:
         # the median of two is their mean, a figure neither run had: both runs' figures instead

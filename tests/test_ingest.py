@@ -110,6 +110,25 @@ def test_bad_study_toml_is_a_clear_error(study: Path, tmp_path: Path, capsys: py
     assert "controller" in capsys.readouterr().err
 
 
+def test_one_bad_study_toml_costs_its_study_not_the_others(
+    study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchlib ingest` over several studies: a bad study.toml is one message and that study is left out; the
+    others are ingested, and the exit status says something was refused."""
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(study, bad)
+    (bad / "study.toml").write_text(
+        '[study]\nmembers = "two VMs"\n' + (bad / "study.toml").read_text().split("\n", 1)[1]
+    )
+    processed = tmp_path / "processed"
+    assert main(["ingest", str(bad), str(study), "--processed", str(processed), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "bad/study.toml: [study] members = 'two VMs'" in err and "not ingested: bad" in err
+    assert (processed / study.name).exists() and not (processed / "bad").exists()
+
+
 def test_inspect_prints_format_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(SAMPLE / "formats" / "randrw-4k.out")]) == 0
     out = capsys.readouterr().out

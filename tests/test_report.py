@@ -598,3 +598,26 @@ def test_a_page_lists_the_terms_it_uses_and_only_those() -> None:
     tail = re.findall(r"<dt>(.*?)</dt>", _terms("<th>p99.9 (ms)</th><p>fio's json+ histograms; a 10% excursion</p>"))
     assert tail == ["p50, p99, p99.9", "json+", "Excursion"]
     assert _terms("<p>p (Holm) 0.667; fio-3.33</p>").count("<dt>") == 1  # a p-value is no percentile
+
+
+def test_one_pipeline_that_cannot_build_costs_its_report_not_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchlib report` over several pipelines: one naming a study that does not exist is one message; the other's
+    report is still built, and the exit status says one was not."""
+    from benchlib.cli import main
+
+    cell = '[parameters]\nvalue = "iops"\n'
+    (tmp_path / "absent.toml").write_text(
+        '[pipeline]\nstudy = "no-such-study"\ntitle = "x"\naxes = ["block_size"]\n'
+        'cell_notebook = "notebooks/cell.ipynb"\nsummary_notebooks = []\n' + cell
+    )
+    (tmp_path / "sample.toml").write_text(
+        '[pipeline]\nstudy = "fio-sample"\ntitle = "Sample"\naxes = ["block_size"]\n'
+        'cell_notebook = "notebooks/cell.ipynb"\nsummary_notebooks = []\n' + cell
+    )
+    pipelines = [str(tmp_path / "absent.toml"), str(tmp_path / "sample.toml")]
+    assert main(["report", *pipelines, "--reports", str(tmp_path / "reports")]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-study: not a folder" in err and "not built: absent (see above); the other 1 reports were" in err
+    assert (tmp_path / "reports" / "sample" / "index.html").exists() and not (tmp_path / "reports" / "absent").exists()
