@@ -112,6 +112,12 @@ TERMS = (
     ("Little's law", r"Little's law|\(Little\)", "the I/Os in flight on average = IOPS × mean latency."),
     ("Coefficient of variation", r"coefficient of variation", "the standard deviation over the mean."),
     (
+        "CPU%",
+        r"CPU%|% of one CPU",
+        "the CPU time fio's jobs used (its usr + sys), as a percentage of one CPU over the run: 100 is one whole "
+        "CPU busy throughout.",
+    ),
+    (
         "SIOC",
         r"\bSIOC\b",
         "vSphere's Storage I/O Control: when a datastore's latency passes a threshold, it divides the "

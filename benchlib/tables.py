@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 
@@ -149,7 +150,10 @@ def number(value: object, digits: int = 3, decimals: int | None = None) -> str:
         return f"{value:,}"
     if isinstance(value, float):
         places = _decimals(value, digits) if decimals is None else decimals
-        return f"{value:,.{places}f}"
+        # half up from the value as written (12 digits), not from its binary neighbour: a published 10.45 ms
+        # is stored as 10.4499999... and read 10.4 where the source's own rounding gives 10.5
+        written = Decimal(f"{value:.12g}").quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        return f"{written:,.{places}f}"
     return str(value)
 
 

@@ -1523,8 +1523,9 @@ def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
     shared (the storage or the machine), not one member's. Where the run's total is the lowest of the
     configuration's, that is said beside it; a rate cap holds totals, and the sentence says nothing of
     them. Then a member whose slowest I/O in one run took :data:`STALL_TIMES` times or more the median of
-    the slowest of every other member and run (three or more): one member met it, and its IOPS in that
-    run is said beside the others'. "" where nothing stood out. ``frame``: the configuration's rows
+    the slowest of every other member and run (three or more): one member met it. Its IOPS are not set
+    beside it: one slow I/O cannot by itself explain a run's total (154 ms of one I/O at a time costs at
+    most some 20,000 I/Os). "" where nothing stood out. ``frame``: the configuration's rows
     (:func:`cell_frame`).
     """
     rows = frame.filter(pl.col("clat_max_ns").is_not_null()) if "clat_max_ns" in frame.columns else frame.clear()
@@ -1539,11 +1540,7 @@ def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
         pl.col("rate_limited").fill_null(False).any().alias("capped"),
     )
     said, shared = _shared_stalls(runs) if runs.height >= 2 else ([], set())
-    members = rows.group_by("run_unit", "run", "vm").agg(
-        (pl.col("clat_max_ns").max() / 1e6).alias("high"),
-        total_expr("iops"),
-        pl.col("rate_limited").fill_null(False).any().alias("capped"),
-    )
+    members = rows.group_by("run_unit", "run", "vm").agg((pl.col("clat_max_ns").max() / 1e6).alias("high"))
     if members.height >= 4:
         said += _member_stalls(members, shared)
     return "\n\n".join(said)
@@ -1625,12 +1622,6 @@ def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
                 f"a median of {number(calm)} ms in the other runs, and {whose} stall was the worst of it"
                 if slower
                 else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
-            )
-        iops = [one["iops"] for one in stood]
-        if rest["iops"].drop_nulls().len() and None not in iops and not any(one["capped"] for one in stood):
-            beside = _span(number(rest["iops"].min()), number(rest["iops"].max()))
-            text += (
-                f". In that run {'they' if many else 'it'} did {', '.join(map(number, iops))} IOPS, the others {beside}"
             )
         said.append(text + ".")
     return said
@@ -2160,7 +2151,7 @@ def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
         if cached:
             which = "it" if off.height == 1 else f"{cached} of these {off.height} configurations"
             why += (
-                f"; and in {which} the jobs ran buffered and the page cache answered most of their I/Os, by the "
+                f"; and in {which} the page cache answered most of the jobs' I/Os (they ran buffered), by the "
                 "disk's own counters (the cell pages give them)"
             )
     return (
