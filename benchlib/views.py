@@ -1501,7 +1501,8 @@ def sync_depth_note(frame: pl.DataFrame) -> str:
         pl.col("ioengine").is_in(list(SYNC_ENGINES)),
         pl.col("iodepth").cast(pl.Float64, strict=False) > 1,
     )
-    if rows.is_empty():
+    capped = "rate_limited" in rows.columns and rows["rate_limited"].fill_null(False).any()
+    if rows.is_empty() or capped:  # under a rate cap the cap sets what is in flight, whatever the engine
         return ""
     engines = ", ".join(sorted(set(rows["ioengine"].to_list())))
     depth = f"{rows['iodepth'].cast(pl.Float64, strict=False).max():g}"
@@ -2018,7 +2019,7 @@ def esxtop_copies(study: StudyRef) -> str:
     groups = "; ".join(" and ".join(f"`{source}`" for source in files) for files in same["source"].to_list())
     return (
         f"**One capture, copied.** {groups} hold the same samples (every counter's value alike, only their times "
-        "differ): their rows below are one measurement placed at two times, not two that agree."
+        "differ): their host-side rows are one measurement placed at two times, not two that agree."
     )
 
 

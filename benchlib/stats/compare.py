@@ -807,7 +807,7 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
         text += (
             f" No comparison can reach α with these runs (the smallest p any of them allows is "
             f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
-            f"the table describes, it cannot test; {need} runs per configuration would make every row testable."
+            f"the comparison describes, it cannot test; {need} runs per configuration would make every row testable."
         )
     return text
 
