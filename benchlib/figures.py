@@ -26,7 +26,7 @@ import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
-from benchlib.tables import LEVEL_WORDS, inline, level_expr, number
+from benchlib.tables import LEVEL_WORDS, inline, level_expr, number, span
 from benchlib.tables import label as words
 
 WIDTH, HEIGHT = 420, 260
@@ -122,8 +122,8 @@ def per_vm_bars(
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
     if within is not None and within.get("runs_judged") == 2 and within.get("max_min_best") is not None:
         # the median of two is their mean, a figure neither run had: both runs' figures
-        jains = _both(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}")
-        ratios = _both(f"{within['max_min_best']:.2f}x", f"{within['max_min_worst']:.2f}x")
+        jains = span(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}", same=" in both runs")
+        ratios = span(f"{within['max_min_best']:.2f}x", f"{within['max_min_worst']:.2f}x", same=" in both runs")
         subtitle = (
             f"within each of its 2 runs: Jain's index {jains}; highest / lowest {ratios} "
             f"({data.height} {inline(member)}s)"
@@ -231,11 +231,6 @@ def iodepth_sweep(
     )
     heading = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
     return alt.layer(alt.layer(*layers), right).resolve_scale(y="independent").properties(title=heading)
-
-
-def _both(low: str, high: str) -> str:
-    """Say two runs' figures: ``0.9846 to 0.9953``, or ``1.00 in both runs`` where they read the same."""
-    return f"{low} in both runs" if low == high else f"{low} to {high}"
 
 
 def _knee_words(knees: pl.DataFrame, depth: str, series: str) -> str:

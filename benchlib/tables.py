@@ -253,6 +253,20 @@ def show(
     return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
 
 
+def span(low: str, high: str, *, same: str = "") -> str:
+    """Say two formatted figures as a range: ``0.9846 to 0.9953``; one figure (and ``same``) where they read alike."""
+    return f"{low}{same}" if low == high else f"{low} to {high}"
+
+
+def comparison_labels(table: pl.DataFrame, *, baseline: str, others: list[str]) -> dict[str, str]:
+    """Name :func:`comparison_rows`' two median columns for what they hold: one run, the mean of 2, or a median."""
+    single = table.height and table["runs_baseline"].max() == 1 and table["runs"].max() == 1  # one run: no median
+    two = table.height and set(table["runs_baseline"]) | set(table["runs"]) == {2}  # of two runs, their mean
+    said = "" if single else ", mean of its 2 runs" if two else " median"
+    other = f"{others[0]}{said}" if len(others) == 1 else ("Other level's run" if single else "Other level's median")
+    return {"median_baseline": f"{baseline}{said}", "median": other}
+
+
 def _signed(value: float | None) -> str:
     return MISSING if value is None or not math.isfinite(value) else f"{value:+.2f}%"
 

@@ -168,6 +168,7 @@ def describe_cell(
 def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
     """:func:`describe_cell`'s words for how evenly the members shared, from the fairness page's row."""
     from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
+    from benchlib.tables import span
 
     within_pct = f"{(CLEAR_LEAD - 1) * 100:g}"  # a tie, not a lead
 
@@ -181,7 +182,7 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
         # the median of two is their mean, a figure neither run had: both runs' figures instead
         low, high = f"{within['max_min_best']:.2f}", f"{within['max_min_worst']:.2f}"
         ratios = f"{low} times the lowest in both" if low == high else f"{low} to {high} times the lowest"
-        jains = _both(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}")
+        jains = span(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}", same=" in both runs")
         said = f"in its 2 runs, the highest got {ratios}, Jain's index {jains}"
     else:
         said = (
@@ -1591,7 +1592,7 @@ def _shared_stalls(runs: pl.DataFrame) -> tuple[list[str], set[str]]:
 
 def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
     """:func:`stalled_runs`' members whose slowest I/O in a run stood out from every other member's and run's."""
-    from benchlib.tables import inline, number
+    from benchlib.tables import inline, number, span
 
     flagged = []
     for one in members.filter(~pl.col("run_unit").is_in(list(shared))).iter_rows(named=True):
@@ -1619,23 +1620,13 @@ def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
             slower = calm and rest["high"].min() >= SLOWER_TIMES * calm
             whose = "their" if many else f"{stood[0]['vm']}'s"
             text += (
-                f"; the whole run was slower: the other {inline('vm')}s' slowest took {_span(low, high)} ms, against "
+                f"; the whole run was slower: the other {inline('vm')}s' slowest took {span(low, high)} ms, against "
                 f"a median of {number(calm)} ms in the other runs, and {whose} stall was the worst of it"
                 if slower
-                else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {_span(low, high)} ms)"
+                else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {span(low, high)} ms)"
             )
         said.append(text + ".")
     return said
-
-
-def _both(low: str, high: str) -> str:
-    """Say two runs' figures: ``0.9846 to 0.9953``, or ``1.00 in both runs`` where they read the same."""
-    return f"{low} in both runs" if low == high else f"{low} to {high}"
-
-
-def _span(low: str, high: str) -> str:
-    """Say a range of two formatted figures, one figure where they read the same."""
-    return low if low == high else f"{low} to {high}"
 
 
 def run_names(runs: pl.DataFrame, by: Collection[str]) -> pl.DataFrame:

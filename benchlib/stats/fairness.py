@@ -66,10 +66,11 @@ def fairness_table(
         Per group: ``members``, ``jain``, ``max_min_ratio`` (null when a member
         got nothing: unbounded, and ``starved`` counts such members), ``cv``
         (``jain``, ``max_min_ratio``, ``cv`` and ``gini`` are null for a group of one member: there
-        is no sharing to judge), ``lead`` (the highest member's value over the next one's)
+        is no sharing to judge)
         (sample, ddof=1), ``gini``, ``min``, ``max``,
         ``total`` (the unnormalised sum), ``lowest`` and ``highest`` (member
-        names) and ``outlier`` (the member furthest from the group mean),
+        names), ``outlier`` (the member furthest from the group mean) and ``lead`` (the highest
+        member's value over the next one's),
         sorted by the group columns.
 
     """
@@ -77,6 +78,7 @@ def fairness_table(
     _check_members(frame, value, member, by)
     x = share_normalised(value, shares)
     furthest = (x - x.mean()).abs().arg_max()
+    second = x.sort(descending=True).get(1, null_on_oob=True)  # the next member's value after the highest
     shared = pl.len() >= 2  # fairness is between members: one member alone has no share to compare
     aggregated = frame.group_by(by or pl.lit(0).alias("_all"), maintain_order=True).agg(
         pl.len().alias("members"),
@@ -92,9 +94,7 @@ def fairness_table(
         pl.col(member).get(x.arg_max()).alias("highest"),
         pl.col(member).get(furthest).alias("outlier"),
         # how far the highest led the next: a run whose two highest were within CLEAR_LEAD had no clear leader
-        pl.when(shared & (x.sort(descending=True).get(1, null_on_oob=True) > 0))
-        .then(x.sort(descending=True).get(0) / x.sort(descending=True).get(1, null_on_oob=True))
-        .alias("lead"),
+        pl.when(shared & (second > 0)).then(x.max() / second).alias("lead"),
     )
     return aggregated.sort(by) if by else aggregated.drop("_all")
 
@@ -161,8 +161,8 @@ def fairness_over_runs(
         ``max_min_best`` (null when a member got nothing: ``starved_runs`` counts those), ``cv_median`` (the
         coefficient of variation across members, median over runs), ``winners`` (how many different
         members were highest, in the runs where the highest led the next by :data:`CLEAR_LEAD` or more;
-        ``close_runs`` counts the others
-        across the runs; more than one is a rotating winner), ``top`` (the member highest in every
+        more than one is a rotating winner), ``close_runs`` (the other runs: no clear leader), ``top``
+        (the member highest in every
         run, null when that rotated), ``capped_runs`` and ``per_share`` (judged
         on ``value`` per share), sorted by the groups.
 
