@@ -221,11 +221,17 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
     from benchlib.runner import RunInterrupted, describe_plan, load_plan, read_plan, run_plan
     from benchlib.runner.execute import fio_binary
+    from benchlib.runner.plan import PlanError, vcenter_problem
 
     plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
     reading = read_plan(plan, fio_binary())
     for line in describe_plan(plan, reading, cells=args.dry_run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if (problem := vcenter_problem(plan, args.vcenter)) is not None:
+        if args.dry_run:
+            console.print(f"vCenter: {problem}", highlight=False, markup=False, soft_wrap=True)
+        else:
+            raise PlanError(problem)
     if args.dry_run:
         return 0
     columns = (
@@ -241,7 +247,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             bar.update(task, completed=done, total=total, description=label)
 
         try:
-            summary = run_plan(plan, destroy_data=args.destroy_data, progress=advance, reading=reading)
+            summary = run_plan(
+                plan, destroy_data=args.destroy_data, progress=advance, reading=reading, vcenter=args.vcenter
+            )
         except RunInterrupted as exc:
             bar.stop()
             Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {escape(str(exc))}", highlight=False)
@@ -413,6 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the plan's shell commands run on this machine: [hosts] facts_command, [[esxtop]] command",
     )
+    run.add_argument(
+        "--vcenter",
+        metavar="URL",
+        help="the vCenter the plan's [vsphere] may read, with your BENCHLIB_VSPHERE_USER/_PASSWORD; "
+        "it must be the plan's server (a plan alone never chooses where credentials go)",
+    )
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
@@ -462,6 +476,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args, console)
     except BenchlibError as exc:
         _print_error(str(exc))
+        return 2
+    except PermissionError as exc:
+        _print_error(
+            f"{exc.filename or 'a file'}: {exc.strerror or 'permission denied'}; benchlib may not write or read there "
+            "(ingest writes the processed folder: --processed, or BENCHLIB_DATA). Change its permissions, or choose "
+            "a folder of your own, and run the same command again"
+        )
         return 2
     except OSError as exc:
         if exc.errno not in MACHINE_ERRNOS:

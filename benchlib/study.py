@@ -416,7 +416,9 @@ def study_files(folder: str | Path) -> Iterator[tuple[Path, str, str | None]]:
     """
     folder = Path(folder)
     root = folder.resolve()
-    for here, subfolders, names in os.walk(folder, followlinks=True):
+    unreadable: list[OSError] = []
+    for here, subfolders, names in os.walk(folder, followlinks=True, onerror=unreadable.append):
+        yield from _unreadable_folders(unreadable, folder)
         real_here = Path(here).resolve()
         kept = []
         for name in sorted(subfolders):
@@ -441,3 +443,17 @@ def study_files(folder: str | Path) -> Iterator[tuple[Path, str, str | None]]:
             if not name.startswith("."):
                 path = Path(here, name)
                 yield path, path.relative_to(folder).as_posix(), _left_out(path, root)
+    yield from _unreadable_folders(unreadable, folder)
+
+
+def _unreadable_folders(errors: list[OSError], folder: Path) -> Iterator[tuple[Path, str, str | None]]:
+    """Yield the folders the walk could not list, each with the reason (then forgotten: each is said once)."""
+    while errors:
+        error = errors.pop(0)
+        path = Path(str(error.filename))
+        rel = path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
+        yield (
+            path,
+            rel,
+            f"a folder that cannot be listed ({error.strerror}); nothing in it was read (check its permissions)",
+        )

@@ -152,16 +152,20 @@ def connect(server: Server, *, insecure: bool = False) -> Any:
             protocol=server.protocol,
             sslContext=context if server.protocol == "https" else None,
             disableSslCertValidation=insecure,
+            httpConnectionTimeout=30,
         )
     except vim.fault.InvalidLogin:
         raise VSphereError(f"{server.host}: vCenter refused the user {user!r} and its password") from None
-    except (OSError, vim.fault.HostConnectFault) as exc:
+    except Exception as exc:  # noqa: BLE001 -- whatever a server that is not vCenter makes pyVmomi raise
         hint = (
             " (a lab's own CA: trust it with SSL_CERT_FILE=<its PEM file>; a self-signed certificate: --insecure)"
             if "CERTIFICATE" in str(exc).upper()
             else ""
         )
-        raise VSphereError(f"{server.host}:{server.port}: cannot reach vCenter: {exc}{hint}") from None
+        said = str(exc).replace(password, "***") if password else str(exc)
+        raise VSphereError(
+            f"{server.host}:{server.port}: no vCenter answered there ({type(exc).__name__}: {said[:200]}){hint}"
+        ) from None
 
 
 def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:

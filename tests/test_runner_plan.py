@@ -109,7 +109,8 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
     runs = len(plan.cells()) * 3
     assert f"= {runs} runs; 0 done, {runs} to run" in text
     assert f"{runs} x (1 s ramp + 2 s run + ~1.5 s start) = about 6 min 18 s" in text
-    assert "64 MiB when benchlib creates the file" in text and "4 writing cells x 3 x 3 s" in text
+    assert "before the first cell: a file benchlib creates is written in full once (64 MiB of random data" in text
+    assert "4 writing cells x 3 x 3 s" in text
     assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi: bs=64k iodepth=32 rate_iops=500 rw=randread" in text
 
 
@@ -147,6 +148,15 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
             ("[study]", '[hosts]\nservers = ["127.0.0.2"]\nfacts_command = "ssh vm1 sh -s"\n\n[study]'),
             "facts_command must be a command with {host} in it",
         ),
+        (('output = "out"', 'output = "/run"'), "[run] output = '/run' leads to /run: it is in a system folder"),
+        (('output = "out"', 'output = "/var/run/x"'), "leads to /run/x: it is in a system folder"),
+        (('output = "out"', 'output = "../../../../../../../etc/b"'), "leads to /etc/b: it is in a system folder"),
+        (("runtime_s = 2", "runtime_s = 1000000000000000"), "[run] runtime_s must be at most 86,400"),
+        (("ramp_time_s = 1", "ramp_time_s = 100000"), "[run] ramp_time_s must be at most 86,400"),
+        (("repetitions = 3", "repetitions = 100000"), "[run] repetitions must be at most 10,000"),
+        (('size = "64MiB"', 'size = "1PiB"'), "is over 64 TiB"),
+        (("numjobs = 2 }", "numjobs = 100000 }"), "numjobs = '100000' is refused: numjobs is a whole number from 1"),
+        (("rate_iops = 500 }", "rate_iops = 500, iodepth = 0 }"), "iodepth is a whole number from 1 to 65,536"),
     ],
 )
 def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], message: str) -> None:

@@ -446,3 +446,114 @@ def test_esxtop_runs_on_each_esxi_host_with_every_cell_and_its_samples_fall_in_t
     fio_runs = runs.filter(pl.col("tool") == "fio", ~pl.col("is_aggregate"))
     placed = counters_during_runs(fio_runs, scan_table(report.processed, "host_counters").collect())
     assert placed["sample"].n_unique() >= 2  # the samples taken while fio ran are attributed to its run
+
+
+def _written_in_full(path: Path, size: int) -> bool:
+    """Whether every MiB of the region holds data (an unwritten extent reads back as zeros)."""
+    with open(path, "rb") as handle:
+        return all(any(handle.read(1 << 20)) for _ in range(size >> 20))
+
+
+def _unwritten_extents(path: Path) -> int | None:
+    """How many extents filefrag calls unwritten (None where filefrag cannot tell on this file system)."""
+    done = subprocess.run(["filefrag", "-v", str(path)], capture_output=True, text=True, check=False)
+    return done.stdout.count("unwritten") if done.returncode == 0 and "ext:" in done.stdout else None
+
+
+def test_a_server_target_is_written_in_full_before_the_first_cell_reads_it(
+    fio_binary: str, tmp_path: Path, servers: dict
+) -> None:
+    """fio creates a file sparse: benchlib writes the region through the server before any cell reads it, so
+    the first read run measures the disk, not unwritten extents (which read for free)."""
+    host = SERVERS[0]
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(
+        SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps([host]), port=PORT)
+        .replace("runtime_s = 3", "runtime_s = 1")
+        .replace("repetitions = 1", "repetitions = 3")
+        .replace('levels = ["off", "on"]\noptions.on = { rate_iops = 200 }', 'levels = ["off"]')
+        .replace("direct = 0", "direct = 1")
+    )
+    plan = load_plan(plan_path)
+    assert run_plan(plan).done == 3
+    target = Path(plan.target.path_for(host))
+    assert _written_in_full(target, 16 << 20)
+    assert _unwritten_extents(target) in (0, None)
+    manifests = _manifests(plan.output)
+    states = [m["target_state"][host] for m in manifests]
+    assert all(s["written"] and s["kind"] == "file" and s["path"] == str(target) for s in states)
+    assert len({s["written"] for s in states}) == 1  # written once, when created, before the first cell
+    first = min(m["start_time"] for m in manifests)
+    assert states[0]["written"] <= first
+
+    def iops(manifest: dict) -> float:
+        folder = plan.output / manifest["cell"] / f"r{manifest['repetition']}" / f"attempt-{manifest['attempt']}"
+        text = (folder / "fio.json").read_text()
+        document = json.loads(text[text.index("{") :])
+        return next(j["read"]["iops"] for j in document["client_stats"] if j["jobname"] != "All clients")
+
+    by_order = [iops(m) for m in sorted(manifests, key=lambda m: m["order_index"])]
+    assert max(by_order) < 3 * min(by_order), by_order  # the first read run is in line with the later ones
+
+
+def test_a_server_target_left_unwritten_by_an_earlier_benchlib_is_written_before_use(
+    fio_binary: str, tmp_path: Path, servers: dict
+) -> None:
+    """A target an earlier version created (token after an unwritten region), or whose lay-out was interrupted,
+    is written in full the next time a plan uses it, and only then recorded as written."""
+    from benchlib.runner.safety import new_claim
+    from benchlib.runner.targets import read_record, write_record
+
+    host = SERVERS[0]
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps([host]), port=PORT))
+    plan = load_plan(plan_path)
+    target = Path(plan.target.path_for(host))
+    claim = new_claim(plan.target.size_bytes)
+    target.parent.mkdir(parents=True)
+    with open(target, "wb") as handle:  # what benchlib 0.x left on a server: a sparse region, then the token
+        handle.truncate(plan.target.size_bytes)
+        handle.seek(plan.target.size_bytes)
+        handle.write(claim.tail())
+    Path(str(target) + ".benchlib-target").write_bytes(claim.tail())
+    write_record(f"{host} {target}", claim)
+    assert not _written_in_full(target, plan.target.size_bytes)
+    Targets(plan, fio_binary, None).prepare([host], writes=False)
+    assert _written_in_full(target, plan.target.size_bytes)
+    assert target.read_bytes()[plan.target.size_bytes :] == claim.tail()  # still the file benchlib created
+    assert read_record()[f"{host} {target}"]["written"]
+
+
+def test_precondition_writes_the_region_the_plan_asks_once_per_study(fio_binary: str, tmp_path: Path) -> None:
+    plan_path = _local_plan(tmp_path, runtime=1, repetitions=1)
+    plan_path.write_text(
+        plan_path.read_text().replace('size = "16MiB"', 'size = "16MiB"\nprecondition = "sequential"\npasses = 2')
+    )
+    plan = load_plan(plan_path)
+    assert plan.target.passes == 2
+    guard = Targets(plan, fio_binary, None)
+    guard.prepare(["local"], writes=True)
+    done = guard.state["local"]["preconditioned"]
+    assert done["passes"] == 2 and done["at"] and "sequential" in done["how"]
+    target = tmp_path / "targets" / "local.dat"
+    before = target.read_bytes()[:4096]
+    again = Targets(plan, fio_binary, None)
+    again.prepare(["local"], writes=True)  # the same study: not preconditioned again
+    assert again.state["local"]["preconditioned"] == done and target.read_bytes()[:4096] == before
+    run_plan(plan)
+    assert all(m["target_state"]["local"]["preconditioned"] == done for m in _manifests(plan.output))
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ('precondition = "pts"', 'say "sequential"'),
+        ("passes = 2", 'passes needs precondition = "sequential"'),
+        ('precondition = "sequential"\npasses = 17', "passes must be at most 16"),
+    ],
+)
+def test_precondition_is_refused_with_its_line(tmp_path: Path, lines: str, message: str) -> None:
+    plan_path = _local_plan(tmp_path)
+    plan_path.write_text(plan_path.read_text().replace('size = "16MiB"', f'size = "16MiB"\n{lines}'))
+    with pytest.raises(PlanError, match=message):
+        load_plan(plan_path)

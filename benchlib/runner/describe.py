@@ -7,7 +7,8 @@ from collections import Counter
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan
 from benchlib.runner.repetitions import PrecisionRule, parse_rule
-from benchlib.stats.compare import runs_needed
+from benchlib.stats.compare import LAG_FROM, min_p, runs_needed, runs_to_test
+from benchlib.stats.steady import PTS_ROUNDS
 
 #: The precision the dry run plans for when the plan sets none (Hoefler & Belli's example wording).
 DEFAULT_RULE = parse_rule("iops within 5%")
@@ -63,9 +64,9 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
             f"decisions go to benchlib-repetitions.json"
         )
     writing = [c for c in one if c.key in reading.writing]
-    layout = f"{size:,.0f} MiB when benchlib creates the file (once)" if plan.target.file else "no lay-out (device)"
+    lines.append(f"before the first cell: {before_first_cell(plan)}")
     lines.append(
-        f"bytes written per target: {layout}; then {len(writing)} writing cells x {plan.repetitions} x "
+        f"bytes written per target in the cells: {len(writing)} writing cells x {plan.repetitions} x "
         f"{plan.runtime_s + plan.ramp_time_s} s"
         f" of writes inside the first {size:,.0f} MiB of the target (a block that starts inside and does not"
         " fit ends past it: choose a size that every block size divides)"
@@ -75,6 +76,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     lines.append(
         "profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items())
     )
+    lines += design_advice(plan)
     lines += planning(plan)
     if cells:
         lines.append("cells (options beyond benchlib's defaults; what fio says each host's job writes or reads):")
@@ -91,6 +93,76 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
                 f"  {cell.key}: " + " ".join(f"{k}={v}" for k, v in sorted(extra.items())) + f" -> {verb} {where}"
             )
     return lines
+
+
+def design_advice(plan: Plan) -> list[str]:
+    """Say what the design can show before anything runs: the tests its repetitions allow, what its runtime allows.
+
+    A comparison of two levels is an exact Mann-Whitney test over the runs of each (one run per repetition):
+    with n runs a side its p can be no smaller than ``2 / C(2n, n)``; a factor's comparisons against its first
+    level are a Holm family. The steady-state check needs :data:`PTS_ROUNDS` whole logged seconds, the
+    two-level plan :data:`LAG_FROM`; a run of ``runtime_s`` logs about ``runtime_s - 1`` whole seconds.
+    """
+    n = plan.repetitions  # an adaptive plan's fewest
+    cells = plan.cells()
+    lines = []
+    family = {}
+    for factor in plan.factors:  # comparisons against the first level, between cells alike in all else
+        groups: dict[tuple, set] = {}
+        for c in cells:
+            rest = tuple(sorted((k, v) for k, v in c.levels.items() if k != factor.name))
+            groups.setdefault((c.profile, rest), set()).add(c.levels.get(factor.name))
+        if count := sum(len(levels) - 1 for levels in groups.values() if len(levels) > 1):
+            family[factor.name] = count
+    if family:
+        name, most = max(family.items(), key=lambda item: item[1])
+        alone, whole = runs_to_test(1), runs_to_test(max(most, 1))
+        smallest = min_p(n, n)
+        verdict = (
+            "a verdict at alpha 0.05 is possible"
+            if smallest <= 0.05
+            else "no comparison can reach alpha 0.05, so none gets a verdict (the pages say so)"
+        )
+        lines.append(
+            f"design: {n} run{'s' if n != 1 else ''} per configuration; the smallest p of one comparison is "
+            f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "
+            f"{most} comparisons against its first level taken as one family"
+        )
+    else:
+        lines.append(f"design: no factor has two levels, so the pages describe the {n} runs and compare nothing")
+    whole_seconds = plan.runtime_s - 1
+    for need, what in ((PTS_ROUNDS, "the steady-state check (SNIA PTS window)"), (LAG_FROM, "the two-level plan")):
+        ok = whole_seconds >= need
+        lines.append(
+            f"runtime: {plan.runtime_s} s logs about {max(whole_seconds, 0)} whole second"
+            f"{'' if whole_seconds == 1 else 's'}; {what} needs {need}"
+            + ("" if ok else f": too short, give runtime_s >= {need + 1}")
+        )
+    return lines
+
+
+def before_first_cell(plan: Plan) -> str:
+    """Say exactly what benchlib writes to each target before the study's first cell, and why."""
+    target, size = plan.target, plan.target.size_bytes / _MIB
+    passes = f"{target.passes} sequential pass{'es' if target.passes > 1 else ''}"
+    if target.file:
+        said = (
+            f"a file benchlib creates is written in full once ({size:,.0f} MiB of random data, "
+            f"{'through its fio server' if plan.servers else 'by benchlib'}) so that no cell reads space never written"
+        )
+        if target.passes:
+            said += f'; then, as precondition = "sequential" asks, {passes} over the {size:,.0f} MiB, once per study'
+        return said
+    if target.passes:
+        return (
+            f"{passes} of random data over the device's first {size:,.0f} MiB, once per study (precondition; "
+            f"needs --destroy-data={target.device})"
+        )
+    return (
+        f"with --destroy-data={target.device}, one sequential pass of random data over its first {size:,.0f} MiB, "
+        "once per study (a new or thin-provisioned disk reads unwritten space for free); without it nothing is "
+        "written and every run records that benchlib did not write the region"
+    )
 
 
 def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from benchlib import __version__
 from benchlib.errors import BenchlibError, FormatError
-from benchlib.runner.plan import Cell, Plan
+from benchlib.runner.plan import Cell, Plan, PlanError, vcenter_problem
 from benchlib.runner.reading import files_of, writing_jobs
 from benchlib.runner.repetitions import CellStopping, PrecisionRule, outcome, run_total, stopping, write_record
 from benchlib.runner.safety import UnsafeTargetError, replace_file
@@ -678,6 +678,7 @@ def run_cell(
     writes: bool = True,
     fds: dict[str, int] | None = None,
     vsphere_facts: Callable[[list[str], str | None], dict] | None = None,
+    target_state: dict[str, dict] | None = None,
 ) -> tuple[set[str], dict[str, str]]:
     """Run one cell on ``hosts`` at once; keep what succeeded; return (hosts ok, failed host -> reason).
 
@@ -686,6 +687,8 @@ def run_cell(
     (passed to every server too), so fio itself refuses any write.
     ``fds``: per host, a descriptor of its target that benchlib opened and checked; fio then uses
     ``/dev/fd/N``, so nothing done to the target's name after the check reaches fio.
+    ``target_state``: per host, what was written to its region before the first cell and when
+    (:attr:`benchlib.runner.targets.Targets.state`), kept in the manifest.
     ``vsphere_facts``: ``(hosts, this machine's name for a local run) -> facts``, written beside the
     output as ``benchlib-vsphere.json`` (:mod:`benchlib.vsphere`).
     """
@@ -769,6 +772,7 @@ def run_cell(
         "hosts_ok": sorted(ok),
         "hosts_failed": failed,
         "targets": {h: targets[h] for h in hosts},
+        "target_state": {h: (target_state or {}).get(h) for h in hosts},
         "start_time": start.isoformat(timespec="milliseconds"),
         "end_time": end.isoformat(timespec="milliseconds"),
         "host_facts": facts,
@@ -864,6 +868,7 @@ def run_plan(
     progress: Callable[[float, float, str], None] | None = None,
     remote: Callable[[str], bool] | None = None,
     reading: PlanReading | None = None,
+    vcenter: str | None = None,
 ) -> RunSummary:
     """Run every cell of a plan that is not done yet.
 
@@ -880,6 +885,9 @@ def run_plan(
         (default: servers that are not this machine). Targets on servers are always checked through fio.
     reading
         fio's reading of the plan (:func:`read_plan`), when the caller already has it.
+    vcenter
+        The vCenter the user named (``--vcenter``): a plan's ``[vsphere]`` is read only from it
+        (:func:`benchlib.runner.plan.vcenter_problem`).
 
     Raises
     ------
@@ -889,6 +897,8 @@ def run_plan(
         Before anything is written, or before the cell whose target changed.
 
     """
+    if (problem := vcenter_problem(plan, vcenter)) is not None:
+        raise PlanError(problem)
     fio = fio_binary()
     version = fio_version(fio)
     reading = reading or read_plan(plan, fio)
@@ -902,11 +912,11 @@ def run_plan(
         summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
         summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
         live = [h for h in plan.hosts if h not in summary.down]
+        vsphere = _VSphereFacts(plan) if plan.vsphere else None  # a vCenter that does not answer stops it here
+        stack.callback(lambda: vsphere and vsphere.close())
         guard = Targets(plan, fio, destroy_data)
         targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
-        vsphere = _VSphereFacts(plan) if plan.vsphere else None
-        stack.callback(lambda: vsphere and vsphere.close())
         extra = len(plan.cells()) * (plan.max_repetitions - plan.repetitions)
         total = (len(todo) + extra) * cell_seconds(plan)  # an adaptive plan's most
         spent = 0.0
@@ -937,6 +947,7 @@ def run_plan(
                             writes,
                             fds,
                             vsphere,
+                            guard.state,
                         )
                 except KeyboardInterrupt:
                     raise RunInterrupted(

@@ -17,6 +17,8 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     file = "/var/tmp/benchlib/{host}.dat"   # created by benchlib; {host}: one file per host
     size = "256MiB"
     # device = "/dev/sdb"                    # needs --destroy-data=/dev/sdb for writes
+    # precondition = "sequential"            # before the study's first cell: write the region
+    # passes = 2                             #   sequentially this many times (SNIA PTS: 2)
 
     [vsphere]                # optional: read each VM's facts from vCenter with every cell
     server = "https://vc.example"            # credentials: BENCHLIB_VSPHERE_USER / _PASSWORD
@@ -74,6 +76,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import random
 import re
 import shlex
@@ -155,7 +158,7 @@ _NOT_FACTORS = ("profile", "repetition")
 _KEYS = {
     "study": {"name", "title", "citation"},
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
-    "target": {"file", "device", "size"},
+    "target": {"file", "device", "size", "precondition", "passes"},
     "hosts": {"servers", "port", "facts_command"},
     "vsphere": {"server", "vms", "check", "insecure", "device"},
     "esxtop": {"host", "command", "delay"},
@@ -205,11 +208,18 @@ class Cell:
 
 @dataclass(frozen=True)
 class Target:
-    """Where fio does its I/O on every host: a file benchlib creates, or a named block device."""
+    """Where fio does its I/O on every host: a file benchlib creates, or a named block device.
+
+    A file benchlib creates is written in full when created (on a fio server too), so no cell reads
+    space never written. ``passes`` > 0 (``precondition = "sequential"``) writes the whole region
+    that many times more before the study's first cell: SNIA PTS's workload-independent
+    preconditioning, which a device named for destruction needs to be written at all.
+    """
 
     file: str | None
     device: str | None
     size_bytes: int
+    passes: int = 0
 
     def path_for(self, host: str) -> str:
         """Return the target path on ``host`` (``{host}`` in a file path becomes the host name)."""
@@ -529,8 +539,16 @@ def _positive_int(path: Path, table: dict, key: str, default: int, minimum: int 
     return value
 
 
-def _bounded(path: Path, table: dict, key: str, default: int, maximum: int, section: str = "run") -> int:
-    value = _positive_int(path, table, key, default, section=section)
+#: the longest a cell's runtime or ramp may be (a day): a longer one is a typo, and would hold every host
+MAX_SECONDS = 86_400
+#: the largest region a plan may name (64 TiB)
+MAX_SIZE = 64 << 40
+
+
+def _bounded(
+    path: Path, table: dict, key: str, default: int, maximum: int, section: str = "run", minimum: int = 1
+) -> int:
+    value = _positive_int(path, table, key, default, minimum=minimum, section=section)
     if value > maximum:
         raise PlanError(f"{path}: [{section}] {key} must be at most {maximum:,}, not {value!r}")
     return value
@@ -578,12 +596,28 @@ def _target(path: Path, table: object) -> Target:
             f"{path}: [target] device {device!r}: a device is named exactly, as --destroy-data must name "
             "it ({{host}} is for file targets)"
         )
+    if size > MAX_SIZE:
+        raise PlanError(f"{path}: [target] size {table.get('size')!r} is over 64 TiB; give the region fio works in")
     if size < 1 << 20:
         raise PlanError(
             f"{path}: [target] size {table.get('size')!r} is under 1 MiB; give the region fio works in, "
             'e.g. size = "256MiB"'
         )
-    return Target(file=str(file) if file is not None else None, device=str(device) if device else None, size_bytes=size)
+    precondition = table.get("precondition", "none")
+    if precondition not in ("none", "sequential"):
+        raise PlanError(
+            f'{path}: [target] precondition = {precondition!r}: say "sequential" (write the whole region '
+            'before the study\'s first cell, passes times) or "none"'
+        )
+    if "passes" in table and precondition == "none":
+        raise PlanError(f'{path}: [target] passes needs precondition = "sequential"')
+    passes = _bounded(path, table, "passes", 1, 16, section="target") if precondition == "sequential" else 0
+    return Target(
+        file=str(file) if file is not None else None,
+        device=str(device) if device else None,
+        size_bytes=size,
+        passes=passes,
+    )
 
 
 def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:
@@ -680,6 +714,35 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None)
 
 
+def vcenter_problem(plan: Plan, vcenter: str | None) -> str | None:
+    """Say why the plan's ``[vsphere] server`` may not be sent the user's credentials, or None when it may.
+
+    A plan travels inside studies and bundles, so the server it names is its author's choice: benchlib
+    logs in (with ``BENCHLIB_VSPHERE_USER`` and ``_PASSWORD``) only to the vCenter the user names on the
+    command line, ``--vcenter``, and only when it is the plan's.
+    """
+    if plan.vsphere is None:
+        return None
+    from benchlib.vsphere import Server, VSphereError
+
+    named = plan.vsphere.server
+    if vcenter is None:
+        return (
+            f"{plan.path}: [vsphere] server = {named!r}: benchlib sends your vCenter credentials only to a "
+            f"server you name yourself (a plan may come from anyone); if it is yours, pass --vcenter {named}"
+        )
+    try:
+        mine, theirs = Server.parse(vcenter), Server.parse(named)
+    except VSphereError as exc:
+        return f"--vcenter: {exc}"
+    if mine != theirs:
+        return (
+            f"{plan.path}: [vsphere] server is {theirs.protocol}://{theirs.address}, and --vcenter names "
+            f"{mine.protocol}://{mine.address}; nothing was sent to either. Correct the plan or the flag"
+        )
+    return None
+
+
 #: the sections a plan may have
 _SECTIONS = frozenset(
     ("study", "run", "target", "hosts", "matrix", "profiles", "options", "vsphere", "esxtop", "esxi", "levels")
@@ -742,6 +805,11 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
     output = path.parent / str(run.get("output", "."))
+    where = os.path.realpath(output)  # a link may lead into a system folder
+    if (problem := file_target_problem(where)) is not None:
+        raise PlanError(
+            f"{path}: [run] output = {run.get('output')!r} leads to {where}: {problem}; choose a folder of your own"
+        )
     repetitions, adaptive = _repetitions(path, run)
     plan = Plan(
         path=path,
@@ -749,8 +817,8 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         title=str(study.get("title", "")),
         citation=str(study.get("citation", "")),
         output=output,
-        runtime_s=_positive_int(path, run, "runtime_s", 60),
-        ramp_time_s=_positive_int(path, run, "ramp_time_s", 0, minimum=0),
+        runtime_s=_bounded(path, run, "runtime_s", 60, MAX_SECONDS),
+        ramp_time_s=_bounded(path, run, "ramp_time_s", 0, MAX_SECONDS, minimum=0),
         repetitions=repetitions,
         adaptive=adaptive,
         seed=_positive_int(path, run, "seed", 0, minimum=0),

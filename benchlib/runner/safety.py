@@ -38,6 +38,7 @@ import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchlib.errors import BenchlibError
@@ -400,12 +401,15 @@ class FileClaim:
     :data:`TAIL_BYTES` filled with ``token`` repeated: fio never reaches them, so a file
     that still holds the token there is the file benchlib created, whatever its name
     or inode number has been since. ``inode`` and ``device`` are known for local files.
+    ``written`` is when the whole region was last written (ISO 8601, UTC), None while it has not
+    been: reading a region never written reads unwritten extents, which cost the disk nothing.
     """
 
     token: str
     size: int
     inode: int | None = None
     device: int | None = None
+    written: str | None = None
 
     def tail(self) -> bytes:
         """Return the bytes after the region: the token repeated."""
@@ -422,11 +426,23 @@ class FileClaim:
             return None
         try:
             bytes.fromhex(record["token"])
+            written = record.get("written")
+            if written is None and record.get("inode") is not None:
+                written = "at creation"  # create_file has always written a local region in full
             return cls(
-                token=record["token"], size=int(record["size"]), inode=record.get("inode"), device=record.get("device")
+                token=record["token"],
+                size=int(record["size"]),
+                inode=record.get("inode"),
+                device=record.get("device"),
+                written=str(written) if written is not None else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def now() -> str:
+    """Return the time now as the record keeps it (ISO 8601, UTC, to the second)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def new_claim(size: int) -> FileClaim:
@@ -557,7 +573,7 @@ def create_file(path: str | Path, size: int) -> FileClaim:
         raise UnsafeTargetError(f"{path}: cannot create the target ({exc.strerror}); choose another place") from None
     try:
         st = os.fstat(fd)
-        claim = FileClaim(token=secrets.token_hex(16), size=size, inode=st.st_ino, device=st.st_dev)
+        claim = FileClaim(token=secrets.token_hex(16), size=size, inode=st.st_ino, device=st.st_dev, written=now())
         chunk = os.urandom(1 << 20)
         written = 0
         while written < size:

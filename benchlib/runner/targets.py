@@ -24,6 +24,7 @@ holds the token in the 4 KiB after its region.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import ipaddress
 import json
@@ -51,6 +52,7 @@ from benchlib.runner.safety import (
     held_exclusively,
     marker_for,
     new_claim,
+    now,
     open_claimed,
     recheck_device,
     replace_file,
@@ -114,7 +116,9 @@ def write_record(key: str, claim: FileClaim | dict) -> None:
 _PROBE_OPTIONS = ("--readonly", "--clocksource=clock_gettime", "--output-format=json")
 
 
-def on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options: str) -> tuple[int, str]:
+def on_server(
+    fio: str, host: str, port: int, workdir: Path, job: str, *options: str, timeout: float = 120
+) -> tuple[int, str]:
     """Run one small job file (text ``job``, its first section naming the file) on a fio server."""
     path = (workdir / f"{job[1 : job.index(']')]}.fio").resolve()
     path.write_text(job, encoding="utf-8")
@@ -123,10 +127,68 @@ def on_server(fio: str, host: str, port: int, workdir: Path, job: str, *options:
         cwd=path.parent,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     return done.returncode, done.stdout + done.stderr
+
+
+def _fio_reason(said: str) -> str:
+    """Return fio's own words of why a job failed (its ``fio:`` and ``err=`` lines), the last 300 characters."""
+    return " ".join(line.strip() for line in said.splitlines() if "fio:" in line or "err=" in line)[-300:]
+
+
+def write_seconds(size: int, passes: int) -> float:
+    """How long writing a region ``passes`` times may take before it is called hung (20 MB/s, 2 min spare)."""
+    return 120 + size * passes / 20e6
+
+
+def write_region_on_server(fio: str, host: str, port: int, path: str, size: int, passes: int, workdir: Path) -> None:
+    """Write the first ``size`` bytes of ``path`` on a fio server ``passes`` times, sequentially, through fio.
+
+    Random data (fio's default buffers), 1 MiB blocks, flushed at the end. The file must exist and be at
+    least ``size`` bytes long (fio lays out again, unlinking, a file shorter than its job), so it is written
+    after the claim's token, which lies past the region.
+
+    Raises
+    ------
+    UnsafeTargetError
+        When fio could not write it (the region is then not counted as written).
+
+    """
+    code, said = on_server(
+        fio,
+        host,
+        port,
+        workdir,
+        f"[fill]\nfilename={path}\nrw=write\nbs=1M\noffset=0\nsize={size}\nloops={passes}\n"
+        "ioengine=psync\nallow_file_create=0\nend_fsync=1\n",
+        "--output-format=json",
+        timeout=write_seconds(size, passes),
+    )
+    if code != 0:
+        raise UnsafeTargetError(
+            f"cannot write the region of {path} on {host}: {_fio_reason(said) or 'fio failed'}; "
+            "nothing was measured. Run again once the server can write it"
+        )
+
+
+def write_region_here(fd: int, size: int, passes: int) -> None:
+    """Write the first ``size`` bytes behind descriptor ``fd`` (a file or device benchlib checked and holds).
+
+    Random data, ``passes`` times, flushed after each pass. The descriptor is reopened for writing through
+    ``/proc/self/fd``, so the writes go to the very file or device that was checked.
+    """
+    out = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY)
+    try:
+        chunk = os.urandom(1 << 20)
+        for _ in range(passes):
+            offset = 0
+            while offset < size:
+                offset += os.pwrite(out, chunk[: min(len(chunk), size - offset)], offset)
+            os.fsync(out)
+    finally:
+        os.close(out)
 
 
 def _exists_remotely(fio: str, host: str, port: int, path: str, workdir: Path) -> bool:
@@ -262,6 +324,8 @@ class Targets:
     claims: dict[str, FileClaim] = field(default_factory=dict)
     #: per host, what identified its device when checked (number, size, serial, a loop device's file)
     identities: dict[str, dict] = field(default_factory=dict)
+    #: per host, what was done to its region before the first cell (every run's manifest keeps it)
+    state: dict[str, dict] = field(default_factory=dict)
     this_machine: Callable[[str], bool] = is_this_machine
 
     @property
@@ -295,7 +359,58 @@ class Targets:
                 else:
                     self.claims[host] = create_file(path, self.plan.target.size_bytes)
                     self._record(f"{host} {path}", self.claims[host])
+                self._prepare_region(host, scratch)
         return dict(self.paths)
+
+    def _prepare_region(self, host: str, scratch: Path) -> None:
+        """Write what must be written before the study's first cell; keep in :attr:`state` what the region holds.
+
+        A file's region was written when benchlib created it. A device named for destruction is written
+        once per study (a new or thin-provisioned disk reads unwritten space for free); a plan's
+        ``precondition`` writes the region ``passes`` times more, once per study. A device benchlib may
+        not write is used as it is, and its state says so.
+        """
+        target, path = self.plan.target, self.paths[host]
+        device = target.device is not None
+        may_write = not device or self.destroy_data == target.device
+        key = f"region {self.plan.output.resolve()} {host} {path}"
+        done = read_record().get(key)
+        passes = target.passes or (1 if device and may_write else 0)
+        if passes and not isinstance(done, dict):
+            if not may_write:
+                raise UnsafeTargetError(
+                    f"{path} on {host}: [target] precondition writes the whole region; if the device may be "
+                    f"destroyed on every host, pass --destroy-data={target.device}"
+                )
+            self._write_region(host, passes, scratch)
+            done = {"at": now(), "passes": passes, "how": "sequential writes of random data, 1 MiB blocks"}
+            write_record(key, done)
+        claim = self.claims.get(host)
+        written = claim.written if claim else (done["at"] if isinstance(done, dict) else None)
+        self.state[host] = {
+            "path": path,
+            "kind": "device" if device else "file",
+            "written": written,
+            "preconditioned": done if isinstance(done, dict) and target.passes else None,
+        }
+
+    def _write_region(self, host: str, passes: int, scratch: Path) -> None:
+        """Write the host's region ``passes`` times: here through a descriptor benchlib checked, else through fio."""
+        size, path = self.plan.target.size_bytes, self.paths[host]
+        if host in self.devices:
+            with held_exclusively(path, self.devices[host].rdev) as fd:
+                self._same_identity(host, f"/dev/fd/{fd}")
+                sectors = self.identities[host].get("sectors")
+                length = os.lseek(fd, 0, os.SEEK_END) if sectors is None else int(sectors) * 512
+                write_region_here(fd, min(size, length), passes)  # fio too stops at the device's end
+        elif not self.on_servers:
+            fd = open_claimed(path, self.claims[host])
+            try:
+                write_region_here(fd, size, passes)
+            finally:
+                os.close(fd)
+        else:
+            write_region_on_server(self.fio, host, self.plan.port, path, size, passes, scratch)
 
     def recheck(self, hosts: list[str], writes: bool) -> None:
         """Check every target again immediately before a cell.
@@ -437,7 +552,7 @@ class Targets:
                     f"{path} on {host} does not hold the token benchlib wrote after its region "
                     "(replaced or changed since); choose a new path in [target]"
                 )
-            return claim
+            return claim if claim.written else self._lay_out_remote(host, path, claim, scratch)
         marker = str(marker_for(path))
         if _exists_remotely(self.fio, host, port, marker, scratch) and (
             claim is None or not _holds(self.fio, host, port, marker, claim, 0, scratch)
@@ -458,11 +573,17 @@ class Targets:
                 "--output-format=json",
             )
             if code != 0:
-                reason = " ".join(line.strip() for line in said.splitlines() if "fio:" in line or "err=" in line)
                 raise UnsafeTargetError(
-                    f"cannot create {name} on {host}: {reason[-300:] or 'fio failed'}; if fio left "
+                    f"cannot create {name} on {host}: {_fio_reason(said) or 'fio failed'}; if fio left "
                     "a partial file there, remove it, then run again"
                 )
+        self._record(f"{host} {path}", claim)  # ours from now on: an interrupted lay-out is done again next time
+        return self._lay_out_remote(host, path, claim, scratch)
+
+    def _lay_out_remote(self, host: str, path: str, claim: FileClaim, scratch: Path) -> FileClaim:
+        """Write the whole region of a server's file benchlib created, and record when (fio creates it sparse)."""
+        write_region_on_server(self.fio, host, self.plan.port, path, claim.size, 1, scratch)
+        claim = dataclasses.replace(claim, written=now())
         self._record(f"{host} {path}", claim)
         return claim
 

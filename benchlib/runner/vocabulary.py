@@ -82,6 +82,10 @@ UNSAFE: dict[str, str] = {
 #: I/O engines that only read and write the job's file: the ones storage studies use.
 ENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "vsync", "posixaio", "mmap", "null"})
 
+#: options whose number sets how many processes or I/Os fio starts: the most a plan may ask for (a typo
+#: of a few zeros would fork a machine to a halt or pin its memory before the first I/O)
+BOUNDS = {"numjobs": 1024, "iodepth": 65_536, "iodepth_batch_submit": 65_536, "iodepth_batch_complete_max": 65_536}
+
 #: ``mem``/``iomem`` kinds without a file of their own (``mmaphuge:/path`` would create one).
 MEMORY = frozenset({"malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared"})
 
@@ -190,11 +194,18 @@ def option_problem(key: str, value: str, allowed: frozenset[str] = frozenset()) 
     problem = text_problem(value)
     if problem:
         return f"the value: {problem}"
+    return _value_problem(key, value, allowed)
+
+
+def _value_problem(key: str, value: str, allowed: frozenset[str]) -> str | None:
+    """Why an option's value cannot go into a job file (engine, memory kind, pattern file, bounds), or None."""
     if key == "ioengine" and value not in ENGINES and key not in allowed:
         return (
             f"ioengine {value!r} is not one of {', '.join(sorted(ENGINES))} (engines that only do I/O to the "
             "target); if you mean it, run with --allow-option=ioengine"
         )
+    if key in BOUNDS and (not value.isdigit() or not 1 <= int(value) <= BOUNDS[key]):
+        return f"{key} is a whole number from 1 to {BOUNDS[key]:,} here"
     if key.endswith("_pattern") and "/" in value and key not in allowed:
         return f"{key} {value!r} names a file, which fio would open and read; give the pattern itself (0x..., 'text')"
     if key in ("mem", "iomem") and value not in MEMORY and key not in allowed:
