@@ -400,3 +400,75 @@ def test_members_that_are_not_one_word_are_refused(tmp_path: Path, value: str):
         load_study(tmp_path)
     (tmp_path / "study.toml").write_text('[study]\nmembers = "vm"\n')
     assert load_study(tmp_path).members == "VM"
+
+
+def _root_with(*tools: str) -> None:
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or any(shutil.which(t) is None for t in tools):
+        pytest.skip(f"needs root and {', '.join(tools)}")
+
+
+def test_a_folder_of_the_study_that_cannot_be_listed_is_named_with_why(good_json: Path) -> None:
+    """Run as an ordinary user (nobody), ingest cannot list a folder of 0700 that is root's: it says so, and
+    reads the rest; nothing is passed over without a word."""
+    import json
+    import os
+    import shutil
+    import sys
+    import tempfile
+
+    _root_with("setpriv")
+    base = Path(tempfile.mkdtemp(prefix="benchlib-unreadable-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        study = base / "study"
+        (study / "locked").mkdir(parents=True)
+        (study / "open").mkdir()
+        shutil.copy(good_json, study / "open" / "run.json")
+        shutil.copy(good_json, study / "locked" / "run.json")
+        for folder in (study, study / "open"):
+            folder.chmod(0o755)
+        (study / "open" / "run.json").chmod(0o644)
+        (study / "locked").chmod(0o700)
+        script = (
+            "import json, sys; from benchlib.study import study_files; "
+            "print(json.dumps([[rel, why] for _, rel, why in study_files(sys.argv[1])]))"
+        )
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", script, str(study)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent.parent,
+            env={**os.environ, "HOME": str(base)},
+        )
+        if done.returncode and "Permission denied" in done.stderr and "benchlib" not in done.stdout:
+            pytest.skip(f"the user nobody cannot run this checkout's Python: {done.stderr.strip()[-200:]}")
+        listed = dict(json.loads(done.stdout))
+        assert listed["open/run.json"] is None
+        assert "a folder that cannot be listed (Permission denied)" in listed["locked"]
+    finally:
+        shutil.rmtree(base)
+
+
+def test_a_processed_folder_that_cannot_be_written_is_one_message(
+    tmp_path: Path, good_json: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    _root_with("chattr")
+    study = tmp_path / "study"
+    study.mkdir()
+    shutil.copy(good_json, study / "run.json")
+    processed = tmp_path / "processed"
+    processed.mkdir()
+    if subprocess.run(["chattr", "+i", str(processed)], capture_output=True, check=False).returncode:
+        pytest.skip("this file system keeps no immutable flag")
+    try:
+        assert main(["ingest", str(study), "--processed", str(processed)]) == 2
+    finally:
+        subprocess.run(["chattr", "-i", str(processed)], check=True)
+    said = capsys.readouterr().err
+    assert "Operation not permitted" in said and "--processed, or BENCHLIB_DATA" in said and "Traceback" not in said

@@ -64,12 +64,31 @@ def _root_with(*tools: str) -> None:
             pytest.skip(f"{tool} is not installed")
 
 
+def _attach(device: str, backing: str | Path) -> None:
+    """Attach ``backing`` to ``device`` again (a test's own high-numbered device: ``losetup -f`` never reaches it)."""
+    subprocess.run(["losetup", device, str(backing)], check=True)
+
+
 @contextlib.contextmanager
 def _loop(backing: str | Path) -> Iterator[str]:
-    done = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False)
-    if done.returncode:
-        pytest.skip(f"this machine does not allow loop devices ({done.stderr.strip()})")
-    device = done.stdout.strip()
+    """A loop device of the test's own, numbered far above those ``losetup --find`` gives other processes.
+
+    Tests that detach and re-attach a device by its number (a swap, a "reboot") would otherwise race any
+    process on the machine taking the lowest free loop device in between.
+    """
+    done = None
+    for attempt in range(20):
+        number = 300 + (os.getpid() * 7 + attempt * 13) % 600
+        if Path(f"/sys/block/loop{number}/loop").is_dir():  # bound already
+            continue
+        done = subprocess.run(
+            ["losetup", f"/dev/loop{number}", str(backing)], capture_output=True, text=True, check=False
+        )
+        if done.returncode == 0:
+            break
+    if done is None or done.returncode:
+        pytest.skip(f"this machine does not allow loop devices ({done.stderr.strip() if done else 'none free'})")
+    device = f"/dev/loop{number}"
     try:
         yield device
     finally:
@@ -799,12 +818,12 @@ def test_a_rerun_stops_when_the_device_path_names_another_device(tmp_path: Path,
         ["losetup", "--noheadings", "-O", "BACK-FILE", ext4_device], capture_output=True, text=True, check=True
     ).stdout.strip()
     subprocess.run(["losetup", "--detach", ext4_device], check=True)
-    subprocess.run(["losetup", ext4_device, str(blank)], check=True)  # the study starts on a scratch image
+    _attach(ext4_device, blank)  # the study starts on a scratch image
     run_plan(load_plan(plan_path), destroy_data=ext4_device)
     plan_path.write_text(plan_path.read_text().replace('levels = ["4k", "8k"]', 'levels = ["4k", "8k", "16k"]'))
     plan = load_plan(plan_path)  # one more level: the same command again runs only the new cells
     subprocess.run(["losetup", "--detach", ext4_device], check=True)
-    subprocess.run(["losetup", ext4_device, backing], check=True)  # after a "reboot" the name is another disk's
+    _attach(ext4_device, backing)  # after a "reboot" the name is another disk's
     before = _digest(ext4_device)
     with pytest.raises(UnsafeTargetError, match="is not the device this study ran on before"):
         run_plan(plan, destroy_data=ext4_device)
@@ -823,7 +842,7 @@ def test_a_loop_device_given_another_file_mid_plan_is_refused_before_the_next_ce
 
         def swap() -> None:
             subprocess.run(["losetup", "--detach", device], check=True)
-            subprocess.run(["losetup", device, str(precious)], check=True)
+            _attach(device, precious)
 
         plan = load_plan(plan_path)
         with pytest.raises(UnsafeTargetError, match="not the device checked when the run started.*backing"):

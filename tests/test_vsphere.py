@@ -337,8 +337,10 @@ def test_a_run_records_vcenters_facts_with_every_cell_and_ingest_checks_the_leve
         work.mkdir()
         plan = work / "plan.toml"
         plan.write_text(VSPHERE_PLAN.format(targets=work / "targets", server=vcenter, level=level))
-        summary = run_plan(load_plan(plan))
+        summary = run_plan(load_plan(plan), vcenter=vcenter)
         assert summary.done == 1, summary
+        for written in (work / "study").rglob("*"):  # the password is in no file of the study
+            assert not written.is_file() or LOGIN["BENCHLIB_VSPHERE_PASSWORD"].encode() not in written.read_bytes()
         (facts_file,) = (work / "study").rglob("benchlib-vsphere.json")
         facts = json.loads(facts_file.read_text())
         (vm,) = facts["vms"]
@@ -460,7 +462,7 @@ def test_a_plan_with_vsphere_esxi_and_esxtop_captures_checks_and_aligns_every_ce
                 **shells,
             )
         )
-        assert run_plan(load_plan(plan, allow_facts_command=True)).done == 1
+        assert run_plan(load_plan(plan, allow_facts_command=True), vcenter=vcenter).done == 1
         (listed,) = (work / "study").rglob("benchlib-esxi.json")
         lun = next(
             d for d in json.loads(listed.read_text())["esx01.lab"]["devices"] if d["device"].startswith("naa.624a")
@@ -681,3 +683,73 @@ def test_a_vm_is_found_by_name_whatever_its_case_or_domain_and_a_run_without_one
     report = ingest_study(study, tmp_path / "processed")
     notes = [note for _, note in report.notes]
     assert any("host 'other' is no VM of benchlib-vsphere.json" in n and "not checked" in n for n in notes), notes
+
+
+@contextlib.contextmanager
+def _listener(answer: bytes | None) -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener on 127.0.0.1 that records what it receives; it answers ``answer`` (None: closes at once)."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                with contextlib.suppress(OSError):
+                    received.append(conn.recv(65536))
+                    if answer is not None:
+                        conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], received
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+def test_a_plans_vcenter_gets_no_credentials_unless_the_user_names_it(
+    fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A received plan may name any server: without --vcenter naming that very server, nothing is sent to it,
+    not even a connection; a named server that is not vCenter is one message, not a traceback."""
+    from benchlib.runner import PlanError, load_plan, run_plan
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    with _listener(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nnot vc :)") as (port, received):
+        server = f"http://127.0.0.1:{port}"
+        plan = tmp_path / "plan.toml"
+        plan.write_text(VSPHERE_PLAN.format(targets=tmp_path / "targets", server=server, level="PVSCSI"))
+        with pytest.raises(PlanError, match=f"only to a server you name yourself.*--vcenter {server}"):
+            run_plan(load_plan(plan))
+        with pytest.raises(PlanError, match="--vcenter names http://127.0.0.1:1; nothing was sent"):
+            run_plan(load_plan(plan), vcenter="http://127.0.0.1:1")
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlib.cli", "run", str(plan)], capture_output=True, text=True, check=False
+        )
+        assert done.returncode != 0 and f"--vcenter {server}" in done.stderr and "Traceback" not in done.stderr
+        dry = subprocess.run(
+            [sys.executable, "-m", "benchlib.cli", "run", "--dry-run", str(plan)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert dry.returncode == 0 and "vCenter: " in dry.stdout
+        assert received == []  # not one connection
+        assert not (tmp_path / "targets").exists()  # and nothing written
+        with pytest.raises(VSphereError, match=f"127.0.0.1:{port}: no vCenter answered there"):
+            run_plan(load_plan(plan), vcenter=server)
+        assert received and not any(LOGIN["BENCHLIB_VSPHERE_PASSWORD"].encode() in r for r in received)
+        assert not (tmp_path / "targets").exists()  # it stopped before any target was made
