@@ -489,6 +489,12 @@ def build_report(
     use_study_words(study)  # the index says levels as the pages do
     interaction = any(nb.stem == "interaction" for nb in pipeline.summary_notebooks)
     front = front_matter(study, interaction_page=interaction)
+    value = pipeline.parameters.get("value")
+    if isinstance(value, str):  # the runs to doubt, by the value the pages show
+        from benchlib.views import implausible, implausible_words
+
+        found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
+        front["doubt"] = implausible_words(found, value, page="summary")
     write_html(pipeline, folder, executions, missing, declared, front=front, unplanned=unplanned)
     return ReportResult(folder, executions, missing)
 

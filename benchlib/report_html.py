@@ -310,12 +310,11 @@ def write_html(
         f"summary page for each analysis, and a page for each combination of "
         f"{html.escape(' × '.join(map(inline, pipeline.axes)))}.</p>"
     ]
-    if front.get("source"):  # which write-up or recording the data are, before anything is said of them
-        source = front["source"].strip()
-        source += "" if source.endswith(".") else "."
-        parts.append(f"<p><strong>Source.</strong> {html.escape(source)}</p>")
+    parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
+    if front.get("doubt"):  # runs that cannot have measured the storage, before anything is concluded from them
+        parts.append("<h2>Runs to doubt</h2>" + _markdown(front["doubt"]))
     if findings:
         parts.append("<h2>What the pages find</h2>" + "".join(findings))
     if front.get("caveats"):
@@ -332,6 +331,14 @@ def write_html(
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
+
+
+def _source(source: str) -> str:
+    """Return the index's line naming the study's source (its citation), "" where it has none."""
+    source = source.strip()
+    if not source:
+        return ""
+    return f"<p><strong>Source.</strong> {html.escape(source if source.endswith('.') else source + '.')}</p>"
 
 
 def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None) -> str:

@@ -2179,3 +2179,174 @@ def adapter_queues(study: StudyRef, *, by: list[str] | None = None, only: dict |
     opened, by = _open(study), by or []
     counters = _capture_counters(opened, pl.col("object").str.starts_with("Physical Disk"))
     return adapter_queue_view(_placed(opened, counters, by=by, only=only), keys=by)
+
+
+def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None = None) -> pl.DataFrame:
+    """Return the runs of ``only`` that cannot have measured what they claim (:mod:`benchlib.stats.plausibility`).
+
+    One row per run and rule: :data:`~benchlib.stats.plausibility.FINDINGS` with the run's name a reader finds
+    it by (``run``), its levels of ``by``, and ``value`` (the figure the pages show: a finding of a run
+    whose total is apart is about ``value``). The pages' medians include every run; this says which to doubt.
+    """
+    from benchlib.stats import plausibility as rules
+
+    by = [b for b in by if b != "phase"]  # a comparison's phases are parts of one run: the run is judged whole
+    opened = _open(study)
+    rows = _study_rows(opened, only).with_columns(run_unit_expr())
+    if rows.is_empty():
+        return pl.DataFrame(schema={**rules.FINDINGS, "run": pl.String, **{b: pl.String for b in by}})
+    totals = totals_of_runs(rows, value, by).filter(pl.col("phase") == pl.col("phase").min())
+    io = rows.filter(pl.col("direction").is_in(["read", "write"]))
+    members = io.select(
+        "run_unit",
+        pl.col("vm").alias("member"),
+        "direct",
+        "ioengine",
+        rules.median_completion_expr().alias("clat_p50_ns"),
+    )
+    disk = disk_ios(opened)
+    counted = (
+        io.filter(pl.col("direct").fill_null(False))
+        .group_by("run_unit", "run_id", "direction")
+        .agg(pl.col("io_count").sum())
+        .join(disk, on="run_id")
+        .with_columns(
+            pl.when(pl.col("direction") == "read").then("read_ios").otherwise("write_ios").alias("device_ios")
+        )
+        .group_by("run_unit", "direction")
+        .agg(pl.col("io_count").sum().alias("fio_ios"), pl.col("device_ios").max())
+    )
+    spans = rows.select(
+        "run_unit",
+        pl.col("vm").alias("member"),
+        pl.col("start_time").dt.epoch("ns").alias("start_ns"),
+        (pl.col("start_time").dt.epoch("ns") + pl.col("duration_ns")).alias("end_ns"),
+    ).unique()
+    written = io.select(
+        "run_unit",
+        pl.col("vm").alias("member"),
+        (pl.col(TARGET_WRITTEN) if TARGET_WRITTEN in io.columns else pl.lit(None, pl.String)).alias("target_written"),
+        (pl.col("direction") == "read").alias("reads"),
+    ).filter(pl.col("reads"))
+    found = rules.implausible_runs(
+        rules.apart_from_siblings(totals, value, by),
+        rules.too_fast(members),
+        rules.idle_device(counted),
+        rules.apart_in_time(spans),
+        rules.unwritten_target(written.unique()),
+    )
+    named = run_names(rows.unique("run_id"), by).join(
+        rows.select("run_id", "run_unit", *by).unique("run_id"), on="run_id"
+    )
+    named = named.group_by("run_unit").agg(pl.col("run").first(), *[pl.col(b).first() for b in by])
+    return found.join(named, on="run_unit", how="left").sort([*by, "run", "rule", "member"], nulls_last=True)
+
+
+#: the run label ``benchlib run``'s manifest gives every run: when its target's region was written, or "never"
+TARGET_WRITTEN = "target.written"
+
+
+def _finding_words(row: dict, value: str) -> str:
+    """Say one :func:`implausible` finding as a clause (the run is named before it)."""
+    from benchlib.tables import inline, number
+
+    rule, figure, reference = row["rule"], row["figure"], row["reference"]
+    member = f"{inline('vm')} {row['member']}" if row.get("member") else "a member"
+    if rule == "apart":
+        times = figure / reference if reference else None
+        how = (
+            f"{number(times, 2)} times"
+            if times and times >= 1
+            else f"a {number(1 / times, 2)}th of"
+            if times
+            else "0 against"
+        )
+        against = "the other run's" if row["runs"] == 2 else f"the median of the configuration's {row['runs']} runs"
+        return f"its total {inline(value)}, {number(figure)}, is {how} {against}, {number(reference)}"
+    if rule == "too fast":
+        return (
+            f"{member}'s median completion latency was {number(figure / 1e3)} µs with direct I/O, quicker than any "
+            f"device answers (under {reference / 1e3:g} µs)"
+        )
+    if rule == "too fast, several":
+        return (
+            f"the median completion latency of {row['member']} was {figure} µs with direct I/O, quicker than any "
+            f"device answers (under {reference / 1e3:g} µs)"
+        )
+    if rule == "idle device":
+        return (
+            f"its device counted {number(int(figure))} I/Os while fio completed {number(int(reference))} with "
+            "direct I/O"
+        )
+    if rule == "apart in time":
+        return f"its {inline('vm')}s did not run at once: the last began {number(figure)} s after the first ended"
+    return f"benchlib recorded that it never wrote the target of {member} before this run read it"
+
+
+def _members_together(run: pl.DataFrame) -> list[dict]:
+    """Return one run's findings as rows to say, its members' "too fast" as one row where there are several."""
+    from benchlib.tables import inline, number, span
+
+    fast = run.filter(pl.col("rule") == "too fast").sort("member")
+    rows = run.filter(pl.col("rule") != "too fast").to_dicts()
+    if fast.height < 2:
+        return [*rows, *fast.to_dicts()]
+    names = fast["member"].to_list()
+    who = (
+        f"{inline('vm')}s {', '.join(names[:-1])} and {names[-1]}"
+        if len(names) <= 4
+        else f"{len(names)} {inline('vm')}s"
+    )
+    figure = span(number(fast["figure"].min() / 1e3), number(fast["figure"].max() / 1e3))
+    return [*rows, {**fast.row(0, named=True), "rule": "too fast, several", "member": who, "figure": figure}]
+
+
+#: the likeliest cause of a run's findings, the most telling rule first (a cause is said once per run)
+_CAUSE_ORDER = ("unwritten target", "idle device", "too fast", "apart in time", "apart")
+
+#: each rule in a few words, for a summary page's list of runs
+_RULE_WORDS = {
+    "apart": "its total far from its siblings'",
+    "too fast": "faster than a device",
+    "idle device": "its device idle",
+    "apart in time": "its members not at once",
+    "unwritten target": "its target never written",
+}
+
+
+def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") -> str:
+    """Say the runs of :func:`implausible` as Markdown ("" where none): each run, why, the likely cause.
+
+    ``page``: ``"cell"`` names each run with its figures; ``"summary"`` lists the runs with their
+    configurations (their cell pages give the figures). Either way it says once that the pages'
+    figures include them.
+    """
+    from benchlib.stats.plausibility import CAUSES
+    from benchlib.tables import levels_words
+
+    if found.is_empty():
+        return ""
+    by = [c for c in found.columns if c not in (*FINDINGS_COLUMNS, "run")]
+    runs = found.partition_by(["run_unit"], maintain_order=True)
+    if page == "summary":
+        listed = "; ".join(
+            f"{r['run'][0]} of {levels_words({b: r[b][0] for b in by})} "
+            f"({', '.join(_RULE_WORDS[x] for x in _CAUSE_ORDER if x in set(r['rule']))})"
+            for r in runs
+        )
+        return (
+            f"**{len(runs)} run{'s' if len(runs) > 1 else ''} may not have measured the storage**: {listed}. "
+            "Each configuration's page gives the figures; the medians and comparisons include these runs."
+        )
+    said = []
+    for r in runs:
+        clauses = [_finding_words(row, value) for row in _members_together(r)]
+        cause = CAUSES[next(x for x in _CAUSE_ORDER if x in set(r["rule"]))]
+        said.append(
+            f"**{r['run'][0].capitalize()} may not have measured the storage**: {'; '.join(clauses)}. Likely: {cause}."
+        )
+    return "\n\n".join(said) + "\n\nThe figures on this page include these runs."
+
+
+#: the columns of :func:`implausible` that are findings, not the run's levels
+FINDINGS_COLUMNS = ("run_unit", "rule", "member", "figure", "reference", "runs", "cause")

@@ -459,7 +459,111 @@ def test_the_host_side_page_sets_each_adapters_queue_depth_beside_the_commands_i
     assert "One capture, copied." in said and "esxtop-esx01.csv</code> and <code>written/esxtop-esx02.csv" in said
 
 
-@pytest.mark.parametrize("which", ["report", "loopback_report", "written_report"])
+DOUBT_PLAN = """
+[study]
+name = "doubtful"
+title = "A test fixture: two engines on a target whose first runs read space never written"
+[run]
+runtime_s = 2
+repetitions = {repetitions}
+seed = 3
+output = "raw/doubtful"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "32MiB"
+[hosts]
+servers = ["127.0.0.14", "127.0.0.15"]
+port = 8873
+[options]
+direct = 1
+log_avg_msec = 1000
+[matrix.ioengine]
+option = "ioengine"
+levels = ["psync", "libaio"]
+[[profiles]]
+use = "randread-4k"
+"""
+
+DOUBT_PIPELINE = """[pipeline]
+study = "doubtful"
+title = "A test fixture, not a measurement: two engines, the first runs on a target whose blocks were given back"
+axes = ["ioengine"]
+cell_notebook = "notebooks/cell.ipynb"
+summary_notebooks = [
+    "notebooks/study-overview.ipynb",
+  {notebook = "notebooks/comparison.ipynb", parameters = {factor = "ioengine", baseline = "psync", by = [], only = {}}},
+]
+[parameters]
+value = "iops"
+"""
+
+
+@pytest.fixture(scope="module")
+def doubtful_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
+    """A study recorded for real whose first repetition read a target whose blocks were given back (holes read
+    as zeros, with no device I/O, as a file fio created sparse did), then the report built from it."""
+    from benchlib.runner import load_plan, run_plan
+    from benchlib.runner.targets import Targets
+    from tests.fio_helpers import fio_server
+
+    if shutil.which("fallocate") is None:
+        pytest.skip("fallocate (util-linux) is not installed")
+    data = tmp_path_factory.mktemp("doubtful")
+    plan_path = data / "plan.toml"
+    hosts = ["127.0.0.14", "127.0.0.15"]
+    with fio_server(fio_binary, hosts[0], 8873), fio_server(fio_binary, hosts[1], 8873):
+        plan_path.write_text(DOUBT_PLAN.format(repetitions=1, targets=data / "targets"))
+        plan = load_plan(plan_path)
+        Targets(plan, fio_binary, None).prepare(hosts, writes=False)
+        for host in hosts:
+            target = plan.target.path_for(host)
+            punched = subprocess.run(["fallocate", "--punch-hole", "-o", "0", "-l", str(32 << 20), target], check=False)
+            if punched.returncode:
+                pytest.skip("this file system cannot punch holes")
+        assert run_plan(plan).done == 4
+        for host in hosts:
+            with open(plan.target.path_for(host), "r+b") as handle:
+                handle.write(os.urandom(32 << 20))
+                os.fsync(handle.fileno())
+        plan_path.write_text(DOUBT_PLAN.format(repetitions=3, targets=data / "targets"))
+        assert run_plan(load_plan(plan_path)).done == 8
+    pipeline = data / "doubtful.toml"
+    pipeline.write_text(DOUBT_PIPELINE)
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); print(len(r.executions))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(pipeline), str(data / "reports")],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "BENCHLIB_DATA": str(data)},
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    executions = [None] * int(done.stdout.split()[-1])
+    return types.SimpleNamespace(folder=data / "reports" / "doubtful", executions=executions), None
+
+
+def test_runs_that_cannot_have_measured_the_storage_are_named_on_every_page_that_uses_them(doubtful_report) -> None:
+    """The cell page names its run with the figures and the likely cause; the comparison and the index list the
+    runs (said once on the index, before the findings)."""
+    result, _ = doubtful_report
+    index = html.unescape((result.folder / "index.html").read_text())
+    assert index.count("may not have measured the storage") == 1
+    assert "<h2>Runs to doubt</h2>" in index and index.index("Runs to doubt") < index.index("What the pages find")
+    assert "run 1 of I/O engine psync" in index and "run 1 of I/O engine libaio" in index
+    cell = html.unescape((result.folder / "ioengine=psync.html").read_text())
+    assert "Run 1 may not have measured the storage</strong>: its total IOPS, " in cell
+    assert "its device counted 0 I/Os while fio completed" in cell and "Likely: reads of space never written" in cell
+    assert "Run 2 may not" not in cell and "Run 3 may not" not in cell
+    comparison = html.unescape((result.folder / "comparison.html").read_text())
+    assert "2 runs may not have measured the storage" in comparison
+
+
+@pytest.mark.parametrize("which", ["report", "loopback_report", "written_report", "doubtful_report"])
 def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
     no NaN, inf or None printed, no console error; screenshots kept for a person to look at."""

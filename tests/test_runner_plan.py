@@ -111,6 +111,11 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
     assert f"{runs} x (1 s ramp + 2 s run + ~1.5 s start) = about 6 min 18 s" in text
     assert "before the first cell: a file benchlib creates is written in full once (64 MiB of random data" in text
     assert "4 writing cells x 3 x 3 s" in text
+    # what the design can show: 3 runs a side reach p = 0.1 at best; controller's comparisons are one family
+    assert "design: 3 runs per configuration; the smallest p of one comparison is 0.1 (too few for any verdict" in text
+    assert "a verdict needs 4 runs a side alone, 6 for" in text
+    assert "runtime: 2 s logs about 1 whole second; the steady-state check (SNIA PTS window) needs 5: too short" in text
+    assert "the two-level plan needs 10: too short, give runtime_s >= 11" in text
     assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi: bs=64k iodepth=32 rate_iops=500 rw=randread" in text
 
 

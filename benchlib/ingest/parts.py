@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from benchlib.ingest.provenance import check_levels, study_frame, vsphere_labels
+from benchlib.ingest.provenance import check_levels, study_frame, target_labels, vsphere_labels
 from benchlib.ingest.provenance import digest as provenance_digest
 from benchlib.ingest.state import IngestState
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, label_expr, nest_bins, validate_stored_bins
@@ -82,7 +82,10 @@ def write_part(
         pl.coalesce("run_start", "start_time").alias("start_time"),
         pl.coalesce("path_run_group", "run_group").alias("run_group"),
     )
-    extra = [vsphere_labels(study, s.split("/", 1)[-1], h) for s, h in zip(runs["source"], runs["host"], strict=True)]
+    extra = [
+        vsphere_labels(study, rel, h) + target_labels(study, rel, h)
+        for rel, h in zip((s.split("/", 1)[-1] for s in runs["source"]), runs["host"], strict=True)
+    ]
     if any(extra):  # what vCenter and esxcli said of the run's VM and LUN (benchlib run's records beside it)
         merged = [(old or []) + new for old, new in zip(runs["labels"].to_list(), extra, strict=True)]
         runs = runs.with_columns(pl.Series("labels", merged, dtype=runs.schema["labels"]))

@@ -118,11 +118,7 @@ def design_advice(plan: Plan) -> list[str]:
         name, most = max(family.items(), key=lambda item: item[1])
         alone, whole = runs_to_test(1), runs_to_test(max(most, 1))
         smallest = min_p(n, n)
-        verdict = (
-            "a verdict at alpha 0.05 is possible"
-            if smallest <= 0.05
-            else "no comparison can reach alpha 0.05, so none gets a verdict (the pages say so)"
-        )
+        verdict = "a verdict at alpha 0.05 is possible" if smallest <= 0.05 else "too few for any verdict at alpha 0.05"
         lines.append(
             f"design: {n} run{'s' if n != 1 else ''} per configuration; the smallest p of one comparison is "
             f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "

@@ -1,0 +1,175 @@
+"""Runs that cannot have measured what they claim: found from each run's own figures and its siblings'.
+
+A run (one repetition of one configuration, every member at once) is implausible when
+
+* **apart**: its total is :data:`TIMES_APART` times or more from the median of the configuration's runs,
+  either way (two runs that far apart: which one is wrong cannot be told, both are named);
+* **too fast**: a member doing direct I/O had a median completion latency under :data:`FASTEST_DIRECT_NS`,
+  quicker than any storage device answers a request through the kernel (its reads met space never
+  written, which a file system answers with zeros and no device I/O, or a cache below the guest did);
+* **idle device**: the device under a member doing direct I/O counted under :data:`IDLE_SHARE` of the I/Os
+  fio completed (fio's own disk statistics, all the device's I/O: so an idle device is certain);
+* **apart in time**: its members' runs did not overlap at all (the members were to run at once);
+* **unwritten target**: ``benchlib run`` recorded that it never wrote the target's region, and the run reads.
+
+Each rule gives findings, never words (the pages say them): one row per run and rule, with the figure,
+what it was held against, and the likely cause as a code (:data:`CAUSES`).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: a run this many times from its siblings' median (or a tenth of it) did other work than they did
+TIMES_APART = 10.0
+#: a median completion latency under this (5 µs) with direct I/O: no device answered
+FASTEST_DIRECT_NS = 5_000.0
+#: a device that counted under 1% of fio's direct I/Os did not do them
+IDLE_SHARE = 0.01
+
+#: what each rule's finding most likely means
+CAUSES = {
+    "apart": "other work than its siblings did (space never written, a cache, a failing member or path)",
+    "too fast": "reads of space never written, or a cache below the run",
+    "idle device": "reads of space never written (a file system answers them with zeros, without the device)",
+    "apart in time": "members that did not run at once (a server that started late or a clock apart)",
+    "unwritten target": "benchlib did not write the target's region before this run read it",
+}
+
+FINDINGS = pl.Schema(
+    {
+        "run_unit": pl.String,
+        "rule": pl.String,
+        "member": pl.String,
+        "figure": pl.Float64,
+        "reference": pl.Float64,
+        #: how many runs the configuration has (the apart rule's reference is their median, or the other one's)
+        "runs": pl.Int32,
+        "cause": pl.String,
+    }
+)
+
+
+def _findings(frame: pl.DataFrame, rule: str) -> pl.DataFrame:
+    """Shape one rule's rows as :data:`FINDINGS` (``member`` null where the finding is the whole run's)."""
+    for column in ("member", "runs"):
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, FINDINGS[column]).alias(column))
+    return frame.with_columns(pl.lit(rule).alias("rule"), pl.lit(CAUSES[rule]).alias("cause")).select(
+        [pl.col(c).cast(t) for c, t in FINDINGS.items()]
+    )
+
+
+def apart_from_siblings(totals: pl.DataFrame, value: str, by: list[str]) -> pl.DataFrame:
+    """Find the runs whose ``value`` total is :data:`TIMES_APART` times from their configuration's median.
+
+    ``totals``: one row per run (``run_unit``, ``by``, ``value``). With three runs or more the reference is
+    the median of all the configuration's runs (one odd run cannot move it); with two, each is held against
+    the other (which one is wrong cannot be told, so both are named). ``figure`` is the run's total,
+    ``reference`` what it was held against. A total of 0 against a positive one is infinitely apart.
+    """
+    rows = totals.select("run_unit", *by, value).drop_nulls(value)
+    found = []
+    for group in rows.partition_by(by, maintain_order=True) if by else [rows]:
+        if group.height < 2:
+            continue
+        values = group[value].to_list()
+        middle = float(group[value].median())
+        for i, run in enumerate(group["run_unit"].to_list()):
+            figure = float(values[i])
+            reference = float(values[1 - i]) if group.height == 2 else middle
+            low, high = sorted((figure, reference))
+            if high > 0 and (low <= 0 or high / low >= TIMES_APART):
+                found.append({"run_unit": run, "figure": figure, "reference": reference, "runs": group.height})
+    schema = {"run_unit": pl.String, "figure": pl.Float64, "reference": pl.Float64, "runs": pl.Int32}
+    return _findings(pl.DataFrame(found, schema=schema), "apart")
+
+
+def median_completion_expr() -> pl.Expr:
+    """Return fio's median completion latency of a ``results`` row (its clat p50), null where not reported."""
+    return (
+        pl.col("clat_percentiles")
+        .list.eval(pl.element().filter(pl.element().struct.field("percentile") == 50.0).struct.field("value_ns"))
+        .list.first()
+    )
+
+
+def too_fast(members: pl.DataFrame) -> pl.DataFrame:
+    """Find the members doing direct I/O whose median completion latency was under :data:`FASTEST_DIRECT_NS`.
+
+    ``members``: one row per run, member and direction with ``direct``, ``ioengine`` and ``clat_p50_ns``.
+    fio's null engine does no I/O at all and is never held to a device's speed.
+    """
+    rows = members.filter(
+        pl.col("direct").fill_null(False),
+        pl.col("ioengine").fill_null("") != "null",
+        pl.col("clat_p50_ns") < FASTEST_DIRECT_NS,
+    )
+    return _findings(
+        rows.select(
+            "run_unit", "member", pl.col("clat_p50_ns").alias("figure"), pl.lit(FASTEST_DIRECT_NS).alias("reference")
+        )
+        .group_by("run_unit", "member")
+        .agg(pl.col("figure").min(), pl.col("reference").first()),
+        "too fast",
+    )
+
+
+def idle_device(counts: pl.DataFrame) -> pl.DataFrame:
+    """Find the runs doing direct I/O whose device counted under :data:`IDLE_SHARE` of the I/Os fio completed.
+
+    ``counts``: one row per run and direction, ``fio_ios`` (the members' I/Os, direct ones only) and
+    ``device_ios`` (the most any member's device counted: a device the members share is reported by each).
+    ``figure`` is what the device counted, ``reference`` what fio completed (the direction with the
+    smallest share).
+    """
+    rows = counts.filter(pl.col("fio_ios") > 0, pl.col("device_ios").is_not_null())
+    rows = rows.filter(pl.col("device_ios") < IDLE_SHARE * pl.col("fio_ios"))
+    rows = rows.sort(pl.col("device_ios") / pl.col("fio_ios")).group_by("run_unit", maintain_order=True).first()
+    return _findings(
+        rows.select("run_unit", pl.col("device_ios").alias("figure"), pl.col("fio_ios").alias("reference")),
+        "idle device",
+    )
+
+
+def apart_in_time(spans: pl.DataFrame) -> pl.DataFrame:
+    """Find the runs of several members whose members' spans did not overlap: the last began after the first ended.
+
+    ``spans``: one row per run and member with ``start_ns`` and ``end_ns``. ``figure`` is the gap in
+    seconds between the earliest end and the latest start.
+    """
+    per_run = (
+        spans.drop_nulls(["start_ns", "end_ns"])
+        .group_by("run_unit")
+        .agg(
+            pl.col("member").n_unique().alias("members"),
+            pl.col("start_ns").max().alias("last_start"),
+            pl.col("end_ns").min().alias("first_end"),
+        )
+    )
+    rows = per_run.filter(pl.col("members") > 1, pl.col("last_start") >= pl.col("first_end"))
+    rows = rows.with_columns(((pl.col("last_start") - pl.col("first_end")) / 1e9).alias("figure"))
+    return _findings(rows.with_columns(pl.lit(0.0).alias("reference")), "apart in time")
+
+
+def unwritten_target(written: pl.DataFrame) -> pl.DataFrame:
+    """Find the runs that read a target whose region ``benchlib run`` recorded it never wrote.
+
+    ``written``: one row per run and member, ``target_written`` (the time, ``"never"``, or null where the
+    run's record does not say) and ``reads`` (whether the member read).
+    """
+    rows = written.filter(pl.col("target_written") == "never", pl.col("reads"))
+    return _findings(
+        rows.select(
+            "run_unit", "member", pl.lit(None, pl.Float64).alias("figure"), pl.lit(None, pl.Float64).alias("reference")
+        ),
+        "unwritten target",
+    )
+
+
+def implausible_runs(*found: pl.DataFrame) -> pl.DataFrame:
+    """Return every rule's findings as one frame, sorted (run, rule, member)."""
+    frames = [f for f in found if f.height]
+    if not frames:
+        return pl.DataFrame(schema=FINDINGS)
+    return pl.concat(frames).sort("run_unit", "rule", "member", nulls_last=True)
