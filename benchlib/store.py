@@ -37,7 +37,8 @@ QUARANTINE = "quarantine.csv"
 RAW_STATE = "raw-files.json"
 #: Files of a study folder that are not tool output (notes, scripts, plans, benchlib's own records).
 NOT_OUTPUT = re.compile(
-    r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.stderr\.txt$|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$",
+    r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.(stderr|banner)\.txt$"
+    r"|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$",
     re.IGNORECASE,
 )
 #: How many changed files a stale-data message names before it counts the rest.

@@ -476,6 +476,10 @@ def test_a_server_target_is_written_in_full_before_the_first_cell_reads_it(
     )
     plan = load_plan(plan_path)
     assert run_plan(plan).done == 3
+    from benchlib.runner.targets import servers_sharing_files
+
+    # a server of this machine that sees benchlib's files: its token is read back here before each cell
+    assert set(servers_sharing_files([host], PORT)) == {host}
     target = Path(plan.target.path_for(host))
     assert _written_in_full(target, 16 << 20)
     assert _unwritten_extents(target) in (0, None)
@@ -488,8 +492,8 @@ def test_a_server_target_is_written_in_full_before_the_first_cell_reads_it(
 
     def iops(manifest: dict) -> float:
         folder = plan.output / manifest["cell"] / f"r{manifest['repetition']}" / f"attempt-{manifest['attempt']}"
-        text = (folder / "fio.json").read_text()
-        document = json.loads(text[text.index("{") :])
+        document = json.loads((folder / "fio.json").read_text())  # valid JSON as it is: a peer's jq reads it
+        assert "randread-4k: (g=0)" in (folder / "fio.banner.txt").read_text()  # the client's banner, kept beside
         return next(j["read"]["iops"] for j in document["client_stats"] if j["jobname"] != "All clients")
 
     by_order = [iops(m) for m in sorted(manifests, key=lambda m: m["order_index"])]

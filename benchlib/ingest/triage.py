@@ -73,6 +73,7 @@ _NOT_OUTPUT_KINDS = (
     (r"(^|/)claims\.toml$", "the write-up's claims, which `benchlib verify` reads"),
     (r"\.(toml|yml|yaml)$", "a configuration file"),
     (r"\.stderr\.txt$", "a run's standard error (benchlib run keeps it; a failed run's reason is in its manifest)"),
+    (r"\.banner\.txt$", "fio's job lines, printed before its JSON (benchlib run keeps them beside it)"),
     (r"(^|/)benchlib-[^/]*\.json$", "benchlib's own record"),
 )
 

@@ -7,8 +7,7 @@ from collections import Counter
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan
 from benchlib.runner.repetitions import PrecisionRule, parse_rule
-from benchlib.stats.compare import LAG_FROM, min_p, runs_needed, runs_to_test
-from benchlib.stats.steady import PTS_ROUNDS
+from benchlib.stats.design import LAG_FROM, PTS_ROUNDS, min_p, runs_to_test
 
 #: The precision the dry run plans for when the plan sets none (Hoefler & Belli's example wording).
 DEFAULT_RULE = parse_rule("iops within 5%")
@@ -168,6 +167,8 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
     (n = (s·t/(e·x̄))², the observed spread of the run totals); nothing is said of a cell with fewer than
     two complete runs. Returns no lines when no cell has two.
     """
+    from benchlib.stats.compare import runs_needed
+
     rule = rule or (plan.adaptive.rule if plan.adaptive else DEFAULT_RULE)
     assert isinstance(rule, PrecisionRule)
     states = [cell_stopping(plan, c, plan.max_repetitions, rule=rule) for c in plan.cells()]

@@ -32,6 +32,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -631,9 +632,10 @@ def _run_fio(
     )
     try:
         while proc.poll() is None:
-            time.sleep(0.2)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)  # back as soon as fio ends, not at the next fifth of a second
             tick(time.monotonic() - began)
-            if time.monotonic() - began > limit:
+            if proc.returncode is None and time.monotonic() - began > limit:
                 os.killpg(proc.pid, signal.SIGKILL)
         _, stderr = proc.communicate()
     except BaseException:  # Ctrl-C, SIGTERM, or an error in a progress callback: fio must not run on
@@ -647,6 +649,18 @@ def _run_fio(
         shutil.rmtree(cwd, ignore_errors=True)
         raise
     return proc.returncode, stderr
+
+
+def _banner_apart(output: Path) -> None:
+    """Keep fio's JSON valid JSON on disk: the job lines a fio client prints before it go to ``fio.banner.txt``.
+
+    A peer's ``jq`` then reads the raw result as it is; the banner is kept beside it, byte for byte.
+    """
+    text = output.read_bytes()
+    start = 0 if text.startswith(b"{") else text.find(b"\n{") + 1
+    if start > 0:
+        output.with_name("fio.banner.txt").write_bytes(text[:start])
+        output.write_bytes(text[start:])
 
 
 def _sort_logs(partial: Path, hosts: list[str], local: bool, failed: dict[str, str]) -> None:
@@ -721,6 +735,7 @@ def run_cell(
         shutil.rmtree(partial)
         reason = (stderr.strip().splitlines() or [f"fio exited with {returncode} and wrote nothing"])[-1]
         return set(), dict.fromkeys(hosts, reason)
+    _banner_apart(output)
     ok, failed, disks = _host_results(output, hosts, local)
     _reasons_from_stderr(stderr, failed)
     if not ok:
@@ -814,11 +829,14 @@ def _remote_facts(plan: Plan, live: list[str], fio: str, remote: Callable[[str],
     hosts = [h for h in live if plan.servers and remote(h)]
     if not hosts:
         return {}
-    with tempfile.TemporaryDirectory(prefix="benchlib-facts-") as scratch:
-        facts = {h: server_facts(fio, h, plan.port, Path(scratch)) for h in hosts}
+    workers = max(1, min(8, len(hosts)))  # the servers are asked at once, each in a folder of its own
+    with tempfile.TemporaryDirectory(prefix="benchlib-facts-") as scratch, ThreadPoolExecutor(workers) as pool:
+        folders = [Path(tempfile.mkdtemp(dir=scratch)) for _ in hosts]
+        facts = dict(zip(hosts, pool.map(lambda h, f: server_facts(fio, h, plan.port, f), hosts, folders), strict=True))
     if plan.facts_command:
-        for host in hosts:
-            own = command_facts(plan.facts_command, host, plan.target.path_for(host))
+        with ThreadPoolExecutor(workers) as pool:
+            told = list(pool.map(lambda h: command_facts(plan.facts_command, h, plan.target.path_for(h)), hosts))
+        for host, own in zip(hosts, told, strict=True):
             facts[host] = {
                 **facts[host],
                 **own,
@@ -910,7 +928,9 @@ def run_plan(
         _write_plan_record(plan, order)
         todo = pending(plan)
         summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
-        summary.down = {h: r for h in plan.servers if (r := reachable(h, plan.port))}
+        with ThreadPoolExecutor(max(1, min(32, len(plan.servers)))) as pool:  # a host that does not answer waits 3 s
+            answers = dict(zip(plan.servers, pool.map(lambda h: reachable(h, plan.port), plan.servers), strict=True))
+        summary.down = {h: r for h, r in answers.items() if r}
         live = [h for h in plan.hosts if h not in summary.down]
         vsphere = _VSphereFacts(plan) if plan.vsphere else None  # a vCenter that does not answer stops it here
         stack.callback(lambda: vsphere and vsphere.close())

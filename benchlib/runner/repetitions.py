@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from benchlib.errors import FormatError
 
@@ -98,6 +97,8 @@ def half_width(values: list[float], rule: PrecisionRule) -> float | None:
         centre = float(x.mean())
         if centre <= 0:
             return None
+        from scipy import stats  # here, not at import: `benchlib run` starts without scipy
+
         t = stats.t.ppf(0.5 + rule.confidence / 2, len(x) - 1)
         return float(t * x.std(ddof=1) / math.sqrt(len(x)) / centre)
     from benchlib.stats.compare import median_ci

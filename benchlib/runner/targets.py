@@ -234,6 +234,130 @@ def _holds(fio: str, host: str, port: int, path: str, claim: FileClaim, offset: 
     return code == 0
 
 
+def _all_hold(fio: str, port: int, checks: dict[str, tuple[str, FileClaim, int]], workdir: Path) -> bool:
+    """Whether every server's file holds its claim's token (``{host: (path, claim, offset)}``), in one fio call.
+
+    One fio client reads every token at once, each server its own 4 KiB in read-only mode; False when any
+    did not (:func:`_holds` then tells which).
+    """
+    command = [fio, "--output-format=json"]
+    for host, (path, claim, offset) in sorted(checks.items()):
+        job = workdir / f"check-{_safe_name(host)}.fio"
+        job.write_text(
+            f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
+            f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
+            encoding="utf-8",
+        )
+        command += [f"--client={host},{port}", "--readonly", "--clocksource=clock_gettime", str(job.resolve())]
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode == 0
+
+
+def _safe_name(host: str) -> str:
+    """Return a host name fit for a file name (an IPv6 address has colons)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", host)
+
+
+def _listeners() -> dict[tuple[str, int], int]:
+    """Return this network namespace's listening TCP sockets: ``{(address, port): socket inode}``."""
+    found = {}
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if len(fields) < 10 or fields[3] != "0A":  # 0A: LISTEN
+                    continue
+                raw, port = fields[1].split(":")
+                packed = bytes.fromhex(raw)
+                # the kernel prints each 32-bit word of the address in host (little-endian) order
+                address = b"".join(packed[i : i + 4][::-1] for i in range(0, width, 4))
+                found[(str(ipaddress.ip_address(address)), int(port, 16))] = int(fields[9])
+    return found
+
+
+def _socket_owners(inodes: set[int]) -> dict[int, int]:
+    """Return which process holds each socket inode: ``{inode: pid}`` (what this process may see of /proc)."""
+    wanted = {f"socket:[{i}]": i for i in inodes}
+    owners: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or len(owners) == len(wanted):
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(proc / "fd"):
+                with contextlib.suppress(OSError):
+                    if (inode := wanted.get(os.readlink(fd.path))) is not None:
+                        owners.setdefault(inode, int(proc.name))
+    return owners
+
+
+def _shares_our_files(pid: int) -> bool:
+    """Whether process ``pid`` sees this process's files: the same mount namespace and the same root."""
+    try:
+        same_mounts = os.stat(f"/proc/{pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino
+        return same_mounts and os.path.samefile(f"/proc/{pid}/root", "/proc/self/root")
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class SameFiles:
+    """A fio server on this machine that sees benchlib's own files: its process and its listening socket."""
+
+    pid: int
+    inode: int
+
+    def still(self, address: str, port: int, listening: dict[tuple[str, int], int] | None = None) -> bool:
+        """Whether the same process still listens at ``address:port`` and still sees benchlib's files.
+
+        ``listening``: :func:`_listeners`, when the caller read it once for many servers.
+        """
+        listening = _listeners() if listening is None else listening
+        inode = listening.get((address, port)) or listening.get(("0.0.0.0", port)) or listening.get(("::", port))
+        if inode != self.inode or not _shares_our_files(self.pid):
+            return False
+        with contextlib.suppress(OSError):
+            return any(os.readlink(fd.path) == f"socket:[{inode}]" for fd in os.scandir(f"/proc/{self.pid}/fd"))
+        return False
+
+
+def servers_sharing_files(hosts: list[str], port: int) -> dict[str, SameFiles]:
+    """Return the fio servers among ``hosts`` that run on this machine and see its files as benchlib does.
+
+    For those, a path names the same file for the server and for benchlib, so benchlib reads a target's token
+    itself (a read of 4 KiB) instead of asking the server to (a fio client call of about a second). Found by
+    the process that holds each server's listening socket (``/proc/net/tcp``, then ``/proc/*/fd``); a server
+    in a container, another mount namespace or a chroot, or one this process may not look at, is not one.
+    """
+    listening = _listeners()
+    addresses = {}
+    for host in hosts:
+        with contextlib.suppress(OSError, ValueError):
+            address = socket.gethostbyname(host)
+            inode = listening.get((address, port)) or listening.get(("0.0.0.0", port))
+            if inode:
+                addresses[host] = inode
+    owners = _socket_owners(set(addresses.values()))
+    return {
+        host: SameFiles(owners[inode], inode)
+        for host, inode in addresses.items()
+        if inode in owners and _shares_our_files(owners[inode])
+    }
+
+
+def _holds_here(path: str, claim: FileClaim, offset: int) -> bool:
+    """Whether ``path`` (as this process sees it) holds the claim's token at ``offset``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return os.pread(fd, TAIL_BYTES, offset) == claim.tail()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _own_addresses() -> set[str]:
     """Every address of this machine's interfaces (IPv4 from the kernel's routing trie, IPv6 from if_inet6)."""
     own = set()
@@ -326,6 +450,8 @@ class Targets:
     identities: dict[str, dict] = field(default_factory=dict)
     #: per host, what was done to its region before the first cell (every run's manifest keeps it)
     state: dict[str, dict] = field(default_factory=dict)
+    #: the fio servers on this machine that see benchlib's files: their tokens are read back here
+    same_files: dict[str, SameFiles] = field(default_factory=dict)
     this_machine: Callable[[str], bool] = is_this_machine
 
     @property
@@ -343,24 +469,50 @@ class Targets:
 
         """
         recorded = self._recorded()
-        with self._scratch() as scratch:
-            for host in hosts:
-                path = self.plan.target.path_for(host)
-                self.paths[host] = path
-                claim = FileClaim.from_record(recorded.get(f"{host} {path}"))
-                if self.plan.target.device is not None:
-                    self._device(host, path, writes)
-                    if host in self.devices:  # a device of this machine: fio gets its own name, never a link
-                        self.paths[host] = os.path.realpath(path)
-                elif self.on_servers:
-                    self.claims[host] = self._claim_remote(host, path, claim, scratch)
-                elif check_file(path, claim, self.plan.target.size_bytes):
-                    self.claims[host] = claim  # type: ignore[assignment]
-                else:
-                    self.claims[host] = create_file(path, self.plan.target.size_bytes)
-                    self._record(f"{host} {path}", self.claims[host])
-                self._prepare_region(host, scratch)
-        return dict(self.paths)
+        if self.on_servers and self.plan.target.device is None:
+            self.same_files = servers_sharing_files(hosts, self.plan.port)
+        with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
+            # the hosts at once (each a few fio calls to its server); the first refusal is raised
+            for _ in pool.map(lambda h: self._prepare_one(h, recorded, writes, scratch), hosts):
+                pass
+        return {h: self.paths[h] for h in hosts}
+
+    def _here(self, host: str, listening: dict[tuple[str, int], int] | None = None) -> bool:
+        """Whether ``host``'s fio server sees benchlib's files (:func:`servers_sharing_files`), still."""
+        same = self.same_files.get(host)
+        return same is not None and same.still(socket.gethostbyname(host), self.plan.port, listening)
+
+    def _exists(self, host: str, path: str, scratch: Path) -> bool:
+        """Whether anything is at ``path`` as ``host``'s server sees it (a link counts, even one leading nowhere)."""
+        if self._here(host):
+            return os.path.lexists(path)
+        return _exists_remotely(self.fio, host, self.plan.port, path, scratch)
+
+    def _has_token(self, host: str, path: str, claim: FileClaim, offset: int, scratch: Path) -> bool:
+        """Whether ``path`` on ``host`` holds the claim's token at ``offset``: read here, or by the server."""
+        if self._here(host):
+            return _holds_here(path, claim, offset)
+        return _holds(self.fio, host, self.plan.port, path, claim, offset, scratch)
+
+    def _prepare_one(self, host: str, recorded: dict, writes: bool, scratch: Path) -> None:
+        """Check (and create, and write) one host's target."""
+        scratch = scratch / "prepare" / host  # one folder per host: the hosts are prepared at once
+        scratch.mkdir(parents=True, exist_ok=True)
+        path = self.plan.target.path_for(host)
+        self.paths[host] = path
+        claim = FileClaim.from_record(recorded.get(f"{host} {path}"))
+        if self.plan.target.device is not None:
+            self._device(host, path, writes)
+            if host in self.devices:  # a device of this machine: fio gets its own name, never a link
+                self.paths[host] = os.path.realpath(path)
+        elif self.on_servers:
+            self.claims[host] = self._claim_remote(host, path, claim, scratch)
+        elif check_file(path, claim, self.plan.target.size_bytes):
+            self.claims[host] = claim  # type: ignore[assignment]
+        else:
+            self.claims[host] = create_file(path, self.plan.target.size_bytes)
+            self._record(f"{host} {path}", self.claims[host])
+        self._prepare_region(host, scratch)
 
     def _prepare_region(self, host: str, scratch: Path) -> None:
         """Write what must be written before the study's first cell; keep in :attr:`state` what the region holds.
@@ -424,10 +576,20 @@ class Targets:
             When a target changed; the cell has not started.
 
         """
-        with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
-            for failure in pool.map(lambda h: self._recheck_one(h, writes, scratch), hosts):
-                if failure:
-                    raise failure
+        with self._scratch() as scratch:
+            if self.on_servers and self.plan.target.device is None:
+                size, port = self.plan.target.size_bytes, self.plan.port
+                listening = _listeners() if self.same_files else {}
+                here = {
+                    h for h in hosts if self._here(h, listening) and _holds_here(self.paths[h], self.claims[h], size)
+                }
+                checks = {h: (self.paths[h], self.claims[h], size) for h in hosts if h not in here}
+                if not checks or _all_hold(self.fio, port, checks, scratch):
+                    return  # every token read back (here, or through fio in one call); else host by host below
+            with ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
+                for failure in pool.map(lambda h: self._recheck_one(h, writes, scratch), hosts):
+                    if failure:
+                        raise failure
 
     def _recheck_one(self, host: str, writes: bool, scratch: Path) -> UnsafeTargetError | None:
         path = self.paths[host]
@@ -536,7 +698,7 @@ class Targets:
         Create it when neither it nor its marker exists.
         """
         size, port = self.plan.target.size_bytes, self.plan.port
-        if _exists_remotely(self.fio, host, port, path, scratch):
+        if self._exists(host, path, scratch):
             if claim is None:
                 raise UnsafeTargetError(
                     f"{path} on {host} exists and benchlib did not create it (its record, "
@@ -547,15 +709,15 @@ class Targets:
                     f"{path} on {host}: benchlib created it for a region of {claim.size:,} bytes "
                     f"and the plan now asks for {size:,}; choose a new path in [target]"
                 )
-            if not _holds(self.fio, host, port, path, claim, size, scratch):
+            if not self._has_token(host, path, claim, size, scratch):
                 raise UnsafeTargetError(
                     f"{path} on {host} does not hold the token benchlib wrote after its region "
                     "(replaced or changed since); choose a new path in [target]"
                 )
             return claim if claim.written else self._lay_out_remote(host, path, claim, scratch)
         marker = str(marker_for(path))
-        if _exists_remotely(self.fio, host, port, marker, scratch) and (
-            claim is None or not _holds(self.fio, host, port, marker, claim, 0, scratch)
+        if self._exists(host, marker, scratch) and (
+            claim is None or not self._has_token(host, marker, claim, 0, scratch)
         ):
             raise UnsafeTargetError(
                 f"{marker} on {host} exists and is not benchlib's marker; benchlib would write "

@@ -32,6 +32,7 @@ import polars as pl
 from scipy import stats
 
 from benchlib.caveats import COMPARISON_ONCE
+from benchlib.stats.design import LAG_FROM, min_p, runs_to_test
 
 #: Below this many runs no 95% order-statistic interval for the median exists.
 MIN_RUNS_FOR_MEDIAN_CI = 6
@@ -114,22 +115,6 @@ def _check_values(values: np.ndarray, name: str) -> None:
             f"{name}: {int((~np.isfinite(values)).sum())} value(s) are NaN or infinite; a run without "
             "a value must be left out, not compared"
         )
-
-
-def min_p(n_base: int, n_new: int) -> float:
-    """Return the smallest two-sided exact Mann–Whitney p with these runs per side: ``2 / C(n1 + n2, n1)`` (G3b)."""
-    return min(1.0, 2 / math.comb(n_base + n_new, n_base))
-
-
-def runs_to_test(family: int = 1, alpha: float = 0.05) -> int:
-    """Return the runs per side with which a family of ``family`` comparisons can reject at ``alpha`` (Holm).
-
-    The smallest n with ``family x 2 / C(2n, n) <= alpha``: 4 alone, 6 for a family of 8 (G3b, test V-1).
-    """
-    n = 1
-    while family * min_p(n, n) > alpha:
-        n += 1
-    return n
 
 
 def _u_distribution(n1: int, n2: int) -> np.ndarray:
@@ -468,10 +453,6 @@ def plan_two_levels(
             break
         runs += 1
     return TwoLevelPlan(r1, runs, within, between, note)
-
-
-#: Iterations per run from which :func:`two_level_table` measures their lag-1 autocorrelation.
-LAG_FROM = 10
 
 
 def two_level_table(

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from benchlib.stats.design import PTS_ROUNDS
+
 #: SNIA PTS: range within 20% of the window mean, fitted-line excursion within 10%.
 PTS_RANGE = 0.20
 PTS_EXCURSION = 0.10
-#: The PTS measurement window: five rounds. A shorter series cannot be judged.
-PTS_ROUNDS = 5
 
 
 @dataclass(frozen=True)
