@@ -10,6 +10,7 @@ Appends the time to ``bench/results.md``.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -29,6 +30,11 @@ def main() -> None:
     start = time.perf_counter()
     table = comparison_table(runs, "iops", factor="controller", baseline="LSI", by=["cell"])
     seconds = time.perf_counter() - start
+    if table.height != 25 or table["runs"].min() != 10:  # every comparison made, from every run
+        raise SystemExit(f"{table.height} comparisons of {table['runs'].min()} runs, expected 25 of 10; no figure")
+    if sys.argv[1:] == ["--smoke"]:
+        print(f"smoke: {table.height} comparisons in {seconds:.2f} s")
+        return
     record("comparison table", [
         ("configurations x runs", f"{runs['cell'].n_unique() * 2} x 10"),
         ("interval of the change", "exact (Moses), no resampling"),

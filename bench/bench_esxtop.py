@@ -74,8 +74,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--megabytes", type=int, default=2100, help="size of the capture (default 2100)")
     parser.add_argument("--objects", action="store_true", help="keep only the disk objects")
+    parser.add_argument("--smoke", action="store_true", help="a 2 MB capture in a scratch folder, checks only")
     args = parser.parse_args()
-    big = HERE / "work" / "esxtop" / "big.csv"
+    scratch = tempfile.TemporaryDirectory() if args.smoke else None
+    big = (Path(scratch.name) if scratch else HERE / "work" / "esxtop") / "big.csv"
+    args.megabytes = 2 if args.smoke else args.megabytes
     samples = make_input(big, args.megabytes)
     with tempfile.TemporaryDirectory(dir=big.parent) as tmp:
         study = Path(tmp) / "raw" / "esxtop"
@@ -84,16 +87,29 @@ def main() -> None:
         if args.objects:
             (study / "study.toml").write_text(f'[study]\nname = "esxtop"\n[esxtop]\nobjects = {json.dumps(OBJECTS)}\n')
         result = _child(CHILD.format(study=study, processed=Path(tmp) / "processed"))
-        assert result["ingested"] == [big.name], result
+        if result["ingested"] != [big.name] or result["quarantined"]:
+            raise SystemExit(f"the capture was not ingested whole: {result}; no figure recorded")
+        seen = _child(
+            "import json, polars as pl; print(json.dumps({'samples': pl.scan_parquet('"
+            + str(Path(tmp) / "processed" / "esxtop" / "host_counters" / "*.parquet")
+            + "').select(pl.col('time').n_unique()).collect().item()}))"
+        )["samples"]
+        if seen != samples:  # every sample of the input reached the table
+            raise SystemExit(f"{seen:,} samples in the table, {samples:,} in the capture; no figure recorded")
         written = sum(p.stat().st_size for p in (Path(tmp) / "processed").rglob("*.parquet")) / 1e6
     floor = _child(FLOOR.format(big=big))
     size_mb = big.stat().st_size / 1e6
+    if scratch is not None:
+        print(f"smoke: {samples:,} samples, all in the table, in {result['seconds']:.1f} s")
+        scratch.cleanup()
+        return
     record("esxtop batch CSV to Parquet" + (" (disk objects only)" if args.objects else ""), [
         ("input", f"{size_mb:,.0f} MB, {samples:,} samples x 7,630 counters"),
         ("seconds", round(result["seconds"], 1)),
         ("MB/s", round(size_mb / result["seconds"], 1)),
         ("peak RSS MB", round(result["peak_rss_mb"])),
         ("Parquet written, MB", round(written, 1)),
+        ("samples in the table (checked: every one of the input's)", f"{samples:,}"),
         ("quarantined", len(result["quarantined"])),
         ("floor: SHA-256 of the file, seconds", round(floor["seconds"], 1)),
         ("floor: MB/s", round(size_mb / floor["seconds"], 1)),

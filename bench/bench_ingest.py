@@ -8,7 +8,14 @@
    polars alone reading the same file as CSV; peak memory of the benchlib process.
 
 Run ``python bench/make_inputs.py`` first, then ``python bench/bench_ingest.py``.
-Results are appended to ``bench/results.md``.
+Results are appended to ``bench/results.md``. The study is made as a user's study holds its files: copies
+inside the study folder (ingest does not read links that lead out of a study, and a bench of links would
+time the skipping). Before a figure is kept, every ingest is checked for what it did: the first ingest read
+every file it was given and quarantined none, the unchanged re-ingest found every one unchanged, the log's
+rows in the tables equal the rows polars read; a shortfall stops the bench with the counts.
+
+``--smoke`` makes tiny inputs (20 json+ files, a 5 MB log) in a scratch folder, runs one round with every
+check, and records nothing: the test suite runs it, so a bench that measures nothing fails CI.
 
 ``python bench/bench_ingest.py --against <folder>`` times instead the json+ ingest of
 this checkout against another checkout of benchlib (``git worktree add <folder> <commit>``,
@@ -19,6 +26,7 @@ that a refactor is measured against the code it replaced on the same machine, mi
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,10 +69,13 @@ import time
 from benchlib.ingest import ingest_study
 t = time.perf_counter()
 report = ingest_study("{study}", "{processed}")
-RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested), "quarantined": len(report.quarantined)}}
+RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested), "quarantined": len(report.quarantined),
+           "skipped": len(report.skipped)}}
 t = time.perf_counter()
 again = ingest_study("{study}", "{processed}")
 RESULT["unchanged_seconds"] = time.perf_counter() - t
+RESULT["unchanged"] = len(again.unchanged)
+RESULT["ingested_again"] = len(again.ingested)
 """
 
 POLARS_CSV = """
@@ -76,10 +87,12 @@ RESULT = {{"seconds": time.perf_counter() - t, "rows": frame.height}}
 
 BENCHLIB_LOG = """
 import time
+import polars as pl
 from benchlib.ingest import ingest_study
 t = time.perf_counter()
 report = ingest_study("{study}", "{processed}")
-RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested)}}
+RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested), "quarantined": len(report.quarantined)}}
+RESULT["rows"] = pl.scan_parquet("{processed}/biglog/intervals/*.parquet").select(pl.len()).collect().item()
 """
 
 
@@ -87,47 +100,76 @@ RESULT = {{"seconds": time.perf_counter() - t, "ingested": len(report.ingested)}
 ROUNDS = 5
 
 
-def bench_json(tmp: Path) -> dict:
-    source = WORK / "jsonplus"
-    files = sorted(source.glob("*.json"))
-    study = tmp / "raw" / "jsonplus"
+class ShortfallError(SystemExit):
+    """A bench that processed less than it made: no figure is recorded."""
+
+
+def check(what: str, got: int, wanted: int) -> None:
+    """Stop the bench with the counts when ``got`` is not ``wanted``."""
+    if got != wanted:
+        raise ShortfallError(f"{what}: {got}, expected {wanted}; no figure recorded")
+
+
+def copy_into_study(files: list[Path], study: Path) -> None:
+    """Make ``study`` hold copies of ``files``, as a user's study holds its outputs (links out are not read)."""
     study.mkdir(parents=True)
     for f in files:
-        (study / f.name).symlink_to(f)
-    rounds = []
-    for i in range(ROUNDS):
-        fio_plot = _child(FIO_PLOT.format(folder=source))
-        ours = _child(BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{i}"))
-        rounds.append((fio_plot, ours))
-    ratios = sorted(f["seconds"] / o["seconds"] for f, o in rounds)
-    fio_plot, ours = sorted(rounds, key=lambda r: r[0]["seconds"] / r[1]["seconds"])[ROUNDS // 2]
+        shutil.copyfile(f, study / f.name)
+
+
+def bench_json(tmp: Path, work: Path = WORK, rounds: int = ROUNDS, fio_plot: bool = True) -> dict:
+    source = work / "jsonplus"
+    files = sorted(source.glob("*.json"))
+    study = tmp / "raw" / "jsonplus"
+    copy_into_study(files, study)
     n = len(files)
-    return {
+    results = []
+    for i in range(rounds):
+        theirs = _child(FIO_PLOT.format(folder=source)) if fio_plot else None
+        ours = _child(BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{i}"))
+        check("json+ files ingested", ours["ingested"], n)
+        check("json+ files quarantined", ours["quarantined"], 0)
+        check("json+ files skipped", ours["skipped"], 0)
+        check("json+ files unchanged on the re-ingest", ours["unchanged"], n)
+        check("json+ files read again on the re-ingest", ours["ingested_again"], 0)
+        if theirs is not None:
+            check("json+ files fio-plot parsed", theirs["files_matched"], n)
+        results.append((theirs, ours))
+    out = {
         "files": n,
+        "files ingested, each round (checked)": n,
         "mean_kib": sum(f.stat().st_size for f in files) / n / 1024,
-        "rounds (alternating)": ROUNDS,
-        "fio_plot_files_per_s (median round)": n / fio_plot["seconds"],
-        "benchlib_files_per_s (median round)": n / ours["seconds"],
-        "ratio_benchlib_over_fio_plot (median)": ratios[ROUNDS // 2],
-        "ratio min": ratios[0],
-        "ratio max": ratios[-1],
-        "benchlib_unchanged_rerun_s": ours["unchanged_seconds"],
-        "benchlib_peak_rss_mb": max(o["peak_rss_mb"] for _, o in rounds),
-        "quarantined": ours["quarantined"],
+        "rounds (alternating)": rounds,
+        "benchlib_unchanged_rerun_s (median round)": sorted(o["unchanged_seconds"] for _, o in results)[rounds // 2],
+        "benchlib_peak_rss_mb": max(o["peak_rss_mb"] for _, o in results),
     }
+    ours_median = sorted(o["seconds"] for _, o in results)[rounds // 2]
+    out["benchlib_files_per_s (median round)"] = n / ours_median
+    if fio_plot:
+        ratios = sorted(t["seconds"] / o["seconds"] for t, o in results)
+        theirs = sorted(t["seconds"] for t, _ in results)[rounds // 2]
+        out |= {
+            "fio_plot_files_per_s (median round)": n / theirs,
+            "ratio_benchlib_over_fio_plot (median)": ratios[rounds // 2],
+            "ratio min": ratios[0],
+            "ratio max": ratios[-1],
+        }
+    return out
 
 
-def bench_log(tmp: Path) -> dict:
-    log = WORK / "logs" / "big_bw.1.log"
+def bench_log(tmp: Path, work: Path = WORK) -> dict:
+    log = work / "logs" / "big_bw.1.log"
     study = tmp / "raw" / "biglog"
-    study.mkdir(parents=True)
-    (study / log.name).symlink_to(log)
+    copy_into_study([log], study)
     polars_alone = _child(POLARS_CSV.format(log=log))
     ours = _child(BENCHLIB_LOG.format(study=study, processed=tmp / "processed"))
+    check("logs ingested", ours["ingested"], 1)
+    check("logs quarantined", ours["quarantined"], 0)
+    check("log rows in the intervals table", ours["rows"], polars_alone["rows"])
     size = log.stat().st_size
     return {
         "log_gib": size / 1024**3,
-        "rows": polars_alone["rows"],
+        "rows (polars read; benchlib wrote, checked)": polars_alone["rows"],
         "polars_csv_mb_per_s": size / 1e6 / polars_alone["seconds"],
         "benchlib_mb_per_s": size / 1e6 / ours["seconds"],
         "speed_ratio_benchlib_over_polars": polars_alone["seconds"] / ours["seconds"],
@@ -140,30 +182,53 @@ def bench_against(tmp: Path, other: Path, rounds: int = 7) -> dict:
     """json+ ingest of this checkout and of ``other``, alternating; first ingests and unchanged re-ingests."""
     source = WORK / "jsonplus"
     study = tmp / "raw" / "jsonplus"
-    study.mkdir(parents=True)
-    for f in sorted(source.glob("*.json")):
-        (study / f.name).symlink_to(f)
+    copy_into_study(sorted(source.glob("*.json")), study)
     import benchlib
 
     assert Path(benchlib.__file__).parent.parent == HERE.parent, "run this with the checkout's own Python path"
     times: dict[str, list[dict]] = {"this": [], "other": []}
     for i in range(rounds):
-        for name, root in (("other", other), ("this", HERE.parent)) if i % 2 else (("this", HERE.parent), ("other", other)):
+        for name, root in (
+            (("other", other), ("this", HERE.parent)) if i % 2 else (("this", HERE.parent), ("other", other))
+        ):
             code = BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{name}-{i}")
             times[name].append(_child(code, cwd=root))
     out = {"files": len(list(study.iterdir())), "rounds (alternating, order swapped each round)": rounds}
     for name in ("other", "this"):
         first = sorted(r["seconds"] for r in times[name])
         again = sorted(r["unchanged_seconds"] for r in times[name])
-        out[f"{name}: first ingest s (min / median / max)"] = f"{first[0]:.3f} / {first[rounds // 2]:.3f} / {first[-1]:.3f}"
-        out[f"{name}: unchanged re-ingest s (min / median / max)"] = f"{again[0]:.3f} / {again[rounds // 2]:.3f} / {again[-1]:.3f}"
+        out[f"{name}: first ingest s (min / median / max)"] = (
+            f"{first[0]:.3f} / {first[rounds // 2]:.3f} / {first[-1]:.3f}"
+        )
+        out[f"{name}: unchanged re-ingest s (min / median / max)"] = (
+            f"{again[0]:.3f} / {again[rounds // 2]:.3f} / {again[-1]:.3f}"
+        )
         out[f"{name}: quarantined"] = times[name][-1]["quarantined"]
     median = {n: sorted(r["seconds"] for r in times[n])[rounds // 2] for n in times}
     out["this / other, first ingest medians"] = median["this"] / median["other"]
     return out
 
 
+def smoke() -> None:
+    """Tiny inputs made here, one round, every check; nothing recorded."""
+    import importlib.util
+
+    from make_inputs import make_json, make_log
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "work"
+        make_json(20, Path(tmp), work)
+        make_log(0.005, Path(tmp), work)
+        has_fio_plot = importlib.util.find_spec("fio_plot") is not None
+        json_result = bench_json(Path(tmp) / "json", work, rounds=1, fio_plot=has_fio_plot)
+        log_result = bench_log(Path(tmp) / "log", work)
+    print(json.dumps({**json_result, **log_result}, indent=1))
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--smoke"]:
+        smoke()
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--against":
         other = Path(sys.argv[2]).resolve()
         with tempfile.TemporaryDirectory() as tmp:
@@ -173,7 +238,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         json_result = bench_json(Path(tmp) / "json")
         log_result = bench_log(Path(tmp) / "log")
-    record("fio ingest", [(f"json+: {k}", v) for k, v in json_result.items()] + [(f"log: {k}", v) for k, v in log_result.items()])
+    rows = [(f"json+: {k}", v) for k, v in json_result.items()] + [(f"log: {k}", v) for k, v in log_result.items()]
+    record("fio ingest (inputs copied into the study; counts checked)", rows)
 
 
 if __name__ == "__main__":

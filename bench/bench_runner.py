@@ -199,10 +199,11 @@ def check(what: str, got: int, wanted: int) -> None:
 def pipeline(study: Path, work: Path, hosts: int) -> list[tuple[str, object]]:
     """Ingest the study and build its report (a cell page per block size, the summary pages); time both."""
     data = work / "data"
-    shutil.copytree(study, data / "raw" / study.name)
+    raw = data / "raw" / "bench-runner"  # the name the pipeline gives
+    shutil.copytree(study, raw)
     env = {**os.environ, "BENCHLIB_DATA": str(data)}
     began = time.perf_counter()
-    done = subprocess.run([*BENCHLIB, "ingest", str(data / "raw" / study.name)], cwd=ROOT, env=env, capture_output=True)
+    done = subprocess.run([*BENCHLIB, "ingest", str(raw)], cwd=ROOT, env=env, capture_output=True)
     ingest = time.perf_counter() - began
     if done.returncode:
         raise SystemExit(f"ingest failed: {done.stderr.decode()[-2000:]}")
@@ -210,7 +211,8 @@ def pipeline(study: Path, work: Path, hosts: int) -> list[tuple[str, object]]:
     toml.write_text(
         '[pipeline]\nstudy = "bench-runner"\ntitle = "Runner bench"\naxes = ["block_size"]\n'
         'cell_notebook = "notebooks/cell.ipynb"\nsummary_notebooks = ["notebooks/study-overview.ipynb", '
-        '"notebooks/fairness.ipynb"]\n[parameters]\nvalue = "iops"\n'
+        '{ notebook = "notebooks/fairness.ipynb", parameters = { by = ["block_size"], only = {} } }]\n'
+        '[parameters]\nvalue = "iops"\n'
     )
     began = time.perf_counter()
     done = subprocess.run(
@@ -220,6 +222,9 @@ def pipeline(study: Path, work: Path, hosts: int) -> list[tuple[str, object]]:
     if done.returncode:
         raise SystemExit(f"report failed: {done.stdout.decode()[-2000:]} {done.stderr.decode()[-2000:]}")
     pages = len(list((work / "reports" / "bench-runner").glob("*.html")))
+    keep = os.environ.get("BENCH_KEEP_REPORT")  # a folder to copy the report to, to look at its pages
+    if keep:
+        shutil.copytree(work / "reports" / "bench-runner", keep, dirs_exist_ok=True)
     return [
         (f"ingest of the {hosts}-host study, seconds", ingest),
         ("report build (cell pages, overview, fairness), seconds", report),

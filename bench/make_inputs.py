@@ -32,16 +32,27 @@ def record_runs(scratch: Path) -> dict[str, str]:
     for name, options in WORKLOADS.items():
         out = scratch / f"{name}.json"
         subprocess.run(
-            ["fio", f"--name={name}", f"--filename={scratch / 'target'}", "--size=64M", "--ioengine=psync",
-             "--runtime=2", "--time_based", *options, "--output-format=json+", f"--output={out}"],
-            check=True, capture_output=True,
+            [
+                "fio",
+                f"--name={name}",
+                f"--filename={scratch / 'target'}",
+                "--size=64M",
+                "--ioengine=psync",
+                "--runtime=2",
+                "--time_based",
+                *options,
+                "--output-format=json+",
+                f"--output={out}",
+            ],
+            check=True,
+            capture_output=True,
         )
         outputs[name] = out.read_text()
     return outputs
 
 
-def make_json(n_files: int, scratch: Path) -> None:
-    target = WORK / "jsonplus"
+def make_json(n_files: int, scratch: Path, work: Path = WORK) -> None:
+    target = work / "jsonplus"
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     runs = record_runs(scratch)
@@ -55,14 +66,26 @@ def make_json(n_files: int, scratch: Path) -> None:
     print(f"{n_files} json+ files, mean {sum(sizes) / len(sizes) / 1024:.1f} KiB, in {target}")
 
 
-def make_log(gigabytes: float, scratch: Path) -> None:
-    target = WORK / "logs"
+def make_log(gigabytes: float, scratch: Path, work: Path = WORK) -> None:
+    target = work / "logs"
     target.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        ["fio", "--name=logsrc", f"--filename={scratch / 'target'}", "--size=64M", "--ioengine=psync", "--rw=randrw",
-         "--bs=4k", "--runtime=3", "--time_based", f"--write_bw_log={scratch / 'src'}", "--output-format=json",
-         f"--output={scratch / 'src.json'}"],
-        check=True, capture_output=True,
+        [
+            "fio",
+            "--name=logsrc",
+            f"--filename={scratch / 'target'}",
+            "--size=64M",
+            "--ioengine=psync",
+            "--rw=randrw",
+            "--bs=4k",
+            "--runtime=3",
+            "--time_based",
+            f"--write_bw_log={scratch / 'src'}",
+            "--output-format=json",
+            f"--output={scratch / 'src.json'}",
+        ],
+        check=True,
+        capture_output=True,
     )
     rows = [line.split(", ") for line in (scratch / "src_bw.1.log").read_text().splitlines()]
     span = int(rows[-1][0]) + 1

@@ -26,12 +26,15 @@ import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
-from benchlib.tables import LEVEL_WORDS, inline, level_expr, number, span
+from benchlib.tables import LEVEL_WORDS, inline, level_expr, natural_sort, number, span
 from benchlib.tables import label as words
 
 WIDTH, HEIGHT = 420, 260
 #: a cell's bars under this share of the report's shared axis are drawn again on their own axis beside it
 ZOOM_BELOW = 0.25
+#: more members than this get one horizontal bar each (:func:`per_vm_bars`), 16 pixels a row
+MANY_MEMBERS = 16
+ROW_STEP = 16
 FONT = "DejaVu Sans"
 PALETTE = ["#1f5f8b", "#d9822b", "#3a8f5c", "#a23b72", "#6c757d", "#c9b037"]
 
@@ -108,7 +111,7 @@ def per_vm_bars(
     member ran more than once, a dot per run beside its bar shows what the median hides (two VMs
     with equal medians may have traded 1.8x leads from run to run).
     """
-    data = frame.select(member, value).drop_nulls().sort(member)
+    data = natural_sort(frame.select(member, value).drop_nulls(), member)
     data = data.with_columns(pl.col(value).map_elements(number, return_dtype=pl.String).alias("value_label"))
     if within is not None and within.get("jain_median") is not None:
         jain, spread, judged = within["jain_median"], within["max_min_median"], within["runs_judged"]
@@ -136,13 +139,18 @@ def per_vm_bars(
     bars = f"bars: each {inline(member)}'s median over the runs{' (of 2, their mean)' if two else ''}" if basis else ""
     bars += "; dots: each run" if bars and dots is not None else ""
     top = max(data[value].max() or 0, dots[value].max() if dots is not None else 0)
-    zoom = bool(y_max) and top < ZOOM_BELOW * y_max  # bars a shared axis makes too short to read
+    zoom = bool(y_max) and top < ZOOM_BELOW * y_max and data.height <= MANY_MEMBERS  # bars too short to read
     if zoom:
         shared = "left: the axis every cell page of this report shares; right: this cell's own, to read its runs"
     else:
         shared = "the axis is shared by every cell page of this report" if y_max else ""
     below = "; ".join(part for part in (bars, shared) if part)
     lines = [subtitle, below] if below else [subtitle]
+
+    if data.height > MANY_MEMBERS:  # a bar a row: names and values stay readable, 64 of them as well as 4
+        return _member_rows(data, dots, value=value, member=member, label=label, y_max=y_max).properties(
+            title=alt.TitleParams(title or label, subtitle=lines)
+        )
 
     def panel(axis_top: float | None) -> alt.LayerChart:
         base = _chart(data).encode(
@@ -166,6 +174,41 @@ def per_vm_bars(
 
     chart = alt.hconcat(panel(y_max), panel(None)) if zoom else panel(y_max)
     return chart.properties(title=alt.TitleParams(title or label, subtitle=lines))
+
+
+def _member_rows(
+    data: pl.DataFrame, dots: pl.DataFrame | None, *, value: str, member: str, label: str, y_max: float | None
+) -> alt.LayerChart:
+    """:func:`per_vm_bars` for many members: one horizontal bar a member, its value at the bar's end.
+
+    The dots of each run sit on the member's row; with them, the values are left to the table above the
+    chart and the tooltips (a label at the bar's end would sit among the dots).
+    """
+    order = data[member].to_list()
+    height = ROW_STEP * len(order)
+    base = (
+        _chart(data)
+        .encode(
+            y=alt.Y(f"{member}:N", sort=order, title=words(member)),
+            x=alt.X(f"{value}:Q", title=label, scale=alt.Scale(domain=[0, y_max]) if y_max else alt.Undefined),
+            tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+        )
+        .properties(height=height)
+    )
+    layers = base.mark_bar(height={"band": 0.7})
+    if dots is None:
+        return layers + base.mark_text(align="left", dx=3, fontSize=10).encode(text=alt.Text("value_label:N"))
+    points = (
+        _chart(dots)
+        .mark_point(filled=True, color="#222222", size=16, opacity=0.85)
+        .encode(
+            y=alt.Y(f"{member}:N", sort=order),
+            x=alt.X(f"{value}:Q"),
+            tooltip=[alt.Tooltip(f"{member}:N"), alt.Tooltip(f"{value}:Q", format=",.1f")],
+        )
+        .properties(height=height)
+    )
+    return layers + points
 
 
 @_in_words

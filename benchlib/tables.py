@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -119,6 +120,19 @@ def runs_read(only: Mapping[str, object]) -> str:
         f"{inline(f)} {', '.join(level(f, x) for x in v) if isinstance(v, list | tuple) else level(f, v)}"
         for f, v in only.items()
     )
+
+
+def natural_rank(frame: pl.DataFrame, column: str) -> pl.Expr:
+    """Return each row's place by ``column`` as a reader counts: ``127.0.1.2`` before ``127.0.1.10``."""
+    names = frame[column].cast(pl.String).unique().drop_nulls().to_list()
+    key = sorted(names, key=lambda n: [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", n)])
+    order = {name: i for i, name in enumerate(key)}
+    return pl.col(column).cast(pl.String).replace_strict(order, default=len(order), return_dtype=pl.Int64)
+
+
+def natural_sort(frame: pl.DataFrame, column: str, *then: str) -> pl.DataFrame:
+    """Sort ``frame`` by ``column`` as a reader counts (:func:`natural_rank`), then by ``then`` as they are."""
+    return frame.sort([natural_rank(frame, column), *then])
 
 
 def levels_words(levels: Mapping[str, object]) -> str:

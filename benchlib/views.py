@@ -87,11 +87,13 @@ def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataF
 
     The latency is each run's I/O-weighted mean (:func:`per_member`), left out when no row has one.
     """
-    members = per_member(rows, value, member)
+    from benchlib.tables import natural_sort
+
+    members = natural_sort(per_member(rows, value, member), member)
     if value == "lat_mean_ns" or "lat_mean_ns" not in rows.columns:
         return members
     latency = per_member(rows, "lat_mean_ns", member).select(member, (pl.col("lat_mean_ns") / 1e6).alias("latency_ms"))
-    table = members.join(latency, on=member, how="left")
+    table = members.join(latency, on=member, how="left", maintain_order="left")
     if table["latency_ms"].is_null().all():
         return members
     # fio's lat is its total latency, submission and completion (its percentiles are completion alone); a
@@ -1785,7 +1787,11 @@ def tail_latency(
         pl.format("p{}_ms", pl.col("percentile").cast(pl.String).str.strip_suffix(".0")).alias("name"),
     )
     table = wide.pivot(on="name", index=[*keys, "count"], values="ms").rename({"count": "ios"})
-    return table.sort(keys)
+    if not member:
+        return table.sort(keys)
+    from benchlib.tables import natural_rank
+
+    return table.sort([*by, natural_rank(table, "run"), natural_rank(table, member), "origin"])  # run 2 before 10
 
 
 def latency_exceedance(

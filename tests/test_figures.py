@@ -505,3 +505,20 @@ def test_an_interaction_of_single_runs_says_no_test_can_read_its_crossing() -> N
         grid.with_columns(runs=pl.lit(3)), value="bandwidth_mib_s", x="sioc", trace="controller"
     )
     assert "no test" not in three.to_dict()["title"]["subtitle"][0]
+
+
+def test_sixty_four_members_get_a_readable_row_each_in_the_order_a_reader_counts() -> None:
+    """Past 16 members the bars lie down, one 16-pixel row each, their names in order (127.0.1.2 before
+    127.0.1.10), each value at its bar's end; the table's rows come in the same order."""
+    from benchlib.tables import natural_sort
+
+    hosts = [f"127.0.1.{i}" for i in range(1, 65)]
+    frame = pl.DataFrame({"vm": hosts[::-1], "iops": [1000.0 + i for i in range(64)]})
+    spec = figures.per_vm_bars(frame, value="iops").to_dict()
+    bars = spec["layer"][0]
+    assert bars["encoding"]["y"]["field"] == "vm" and bars["encoding"]["y"]["sort"] == hosts
+    assert bars["encoding"]["x"]["field"] == "iops" and (bars.get("height") or spec["height"]) == 16 * 64
+    assert spec["layer"][1]["mark"]["type"] == "text"  # one run each: the values are written
+    assert natural_sort(frame, "vm")["vm"].to_list() == hosts
+    few = figures.per_vm_bars(frame.head(4), value="iops").to_dict()
+    assert few["layer"][0]["encoding"]["x"]["field"] == "vm"  # four members keep their standing bars

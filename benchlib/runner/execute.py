@@ -53,7 +53,12 @@ from benchlib.vsphere import ESXI_FILE, FACTS_FILE
 PLAN_RECORD = "benchlib-plan.json"
 REPETITIONS_RECORD = "benchlib-repetitions.json"
 STUDY_HEADER = "# written by `benchlib run` from its plan; edit the plan, not this file\n"
-START_OVERHEAD_S = 1.5  # fio start-up and connection per cell, for the time estimate
+START_OVERHEAD_S = 1.5  # fio start-up per cell on this machine, for the time estimate
+#: the same through fio's client and servers: a fixed part and a part per server (fio's client connects to each
+#: and gathers each one's results). Measured on 2 cores with the servers on the same machine (bench/results.md):
+#: 2 s runs took 4.06 s each on 4 servers, 8.6 s on 64; servers on machines of their own start faster
+SERVER_OVERHEAD_S = 1.8
+SERVER_OVERHEAD_PER_HOST_S = 0.075
 
 
 class RunError(BenchlibError):
@@ -805,7 +810,8 @@ def run_cell(
 
 def cell_seconds(plan: Plan) -> float:
     """Estimated wall time of one cell."""
-    return plan.runtime_s + plan.ramp_time_s + START_OVERHEAD_S
+    start = SERVER_OVERHEAD_S + SERVER_OVERHEAD_PER_HOST_S * len(plan.servers) if plan.servers else START_OVERHEAD_S
+    return plan.runtime_s + plan.ramp_time_s + start
 
 
 def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:
