@@ -227,7 +227,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     reading = read_plan(plan, fio_binary())
     for line in describe_plan(plan, reading, cells=args.dry_run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if (problem := vcenter_problem(plan, args.vcenter)) is not None:
+    if (problem := vcenter_problem(plan, args.vcenter, args.vcenter_insecure)) is not None:
         if args.dry_run:
             console.print(f"vCenter: {problem}", highlight=False, markup=False, soft_wrap=True)
         else:
@@ -248,7 +248,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
         try:
             summary = run_plan(
-                plan, destroy_data=args.destroy_data, progress=advance, reading=reading, vcenter=args.vcenter
+                plan,
+                destroy_data=args.destroy_data,
+                progress=advance,
+                reading=reading,
+                vcenter=args.vcenter,
+                vcenter_insecure=args.vcenter_insecure,
             )
         except RunInterrupted as exc:
             bar.stop()
@@ -426,6 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the vCenter the plan's [vsphere] may read, with your BENCHLIB_VSPHERE_USER/_PASSWORD; "
         "it must be the plan's server (a plan alone never chooses where credentials go)",
+    )
+    run.add_argument(
+        "--vcenter-insecure",
+        action="store_true",
+        help="let the plan's [vsphere] insecure = true skip vCenter's certificate check (a lab's self-signed one)",
     )
     run.set_defaults(func=cmd_run)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")

@@ -2196,12 +2196,15 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
     """
     from benchlib.stats import plausibility as rules
 
-    by = [b for b in by if b != "phase"]  # a comparison's phases are parts of one run: the run is judged whole
     opened = _open(study)
+    # a run is judged against the runs of its own configuration: every factor the study declares, not only the
+    # page's (a page of fewer axes would hold capped and uncapped runs as siblings)
+    config = list(dict.fromkeys([*[b for b in by if b != "phase"], *opened.study.factors]))
     rows = _study_rows(opened, only).with_columns(run_unit_expr())
+    config = [c for c in config if c in rows.columns]
     if rows.is_empty():
-        return pl.DataFrame(schema={**rules.FINDINGS, "run": pl.String, **{b: pl.String for b in by}})
-    totals = totals_of_runs(rows, value, by).filter(pl.col("phase") == pl.col("phase").min())
+        return pl.DataFrame(schema={**rules.FINDINGS, "run": pl.String, **{b: pl.String for b in config}})
+    totals = totals_of_runs(rows, value, config).filter(pl.col("phase") == pl.col("phase").min())
     io = rows.filter(pl.col("direction").is_in(["read", "write"]))
     members = io.select(
         "run_unit",
@@ -2210,17 +2213,17 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
         "ioengine",
         rules.median_completion_expr().alias("clat_p50_ns"),
     )
-    disk = disk_ios(opened)
-    counted = (
+    counted = (  # per member: its direct I/Os against what the device under it counted (fio's disk statistics)
         io.filter(pl.col("direct").fill_null(False))
-        .group_by("run_unit", "run_id", "direction")
-        .agg(pl.col("io_count").sum())
-        .join(disk, on="run_id")
-        .with_columns(
-            pl.when(pl.col("direction") == "read").then("read_ios").otherwise("write_ios").alias("device_ios")
+        .group_by("run_unit", "run_id", "vm", "direction")
+        .agg(pl.col("io_count").sum().alias("fio_ios"))
+        .join(disk_ios(opened), on="run_id")
+        .select(
+            "run_unit",
+            pl.col("vm").alias("member"),
+            "fio_ios",
+            pl.when(pl.col("direction") == "read").then("read_ios").otherwise("write_ios").alias("device_ios"),
         )
-        .group_by("run_unit", "direction")
-        .agg(pl.col("io_count").sum().alias("fio_ios"), pl.col("device_ios").max())
     )
     spans = rows.select(
         "run_unit",
@@ -2235,17 +2238,17 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
         (pl.col("direction") == "read").alias("reads"),
     ).filter(pl.col("reads"))
     found = rules.implausible_runs(
-        rules.apart_from_siblings(totals, value, by),
+        rules.apart_from_siblings(totals, value, config),
         rules.too_fast(members),
         rules.idle_device(counted),
         rules.apart_in_time(spans),
         rules.unwritten_target(written.unique()),
     )
-    named = run_names(rows.unique("run_id"), by).join(
-        rows.select("run_id", "run_unit", *by).unique("run_id"), on="run_id"
+    named = run_names(rows.unique("run_id"), config).join(
+        rows.select("run_id", "run_unit", *config).unique("run_id"), on="run_id"
     )
-    named = named.group_by("run_unit").agg(pl.col("run").first(), *[pl.col(b).first() for b in by])
-    return found.join(named, on="run_unit", how="left").sort([*by, "run", "rule", "member"], nulls_last=True)
+    named = named.group_by("run_unit").agg(pl.col("run").first(), *[pl.col(b).first() for b in config])
+    return found.join(named, on="run_unit", how="left").sort([*config, "run", "rule", "member"], nulls_last=True)
 
 
 #: the run label ``benchlib run``'s manifest gives every run: when its target's region was written, or "never"
@@ -2259,34 +2262,26 @@ def _finding_words(row: dict, value: str) -> str:
     rule, figure, reference = row["rule"], row["figure"], row["reference"]
     member = f"{inline('vm')} {row['member']}" if row.get("member") else "a member"
     if rule == "apart":
-        times = figure / reference if reference else None
-        how = (
-            f"{number(times, 2)} times"
-            if times and times >= 1
-            else f"a {number(1 / times, 2)}th of"
-            if times
-            else "0 against"
-        )
         against = "the other run's" if row["runs"] == 2 else f"the median of the configuration's {row['runs']} runs"
+        if not figure or not reference:  # one of them did nothing: no ratio to give
+            return f"its total {inline(value)} was {number(figure)}, against {number(reference)}, {against}"
+        times = figure / reference
+        how = f"{number(times, 2)} times" if times >= 1 else f"1/{number(1 / times, 2)} of"
         return f"its total {inline(value)}, {number(figure)}, is {how} {against}, {number(reference)}"
-    if rule == "too fast":
-        return (
-            f"{member}'s median completion latency was {number(figure / 1e3)} µs with direct I/O, quicker than any "
-            f"device answers (under {reference / 1e3:g} µs)"
-        )
-    if rule == "too fast, several":
-        return (
-            f"the median completion latency of {row['member']} was {figure} µs with direct I/O, quicker than any "
-            f"device answers (under {reference / 1e3:g} µs)"
-        )
+    if rule in ("too fast", "too fast, several"):
+        quicker = f"quicker than a disk or SSD answers through the kernel (under {reference / 1e3:g} µs)"
+        if rule == "too fast":
+            return f"{member}'s median completion latency was {number(figure / 1e3)} µs with direct I/O, {quicker}"
+        return f"the median completion latency of {row['member']} was {figure} µs with direct I/O, {quicker}"
     if rule == "idle device":
-        return (
-            f"its device counted {number(int(figure))} I/Os while fio completed {number(int(reference))} with "
-            "direct I/O"
-        )
+        whose = f"the device under {member}" if row.get("member") else "its device"
+        return f"{whose} counted {number(int(figure))} I/Os while fio completed {number(int(reference))} there directly"
     if rule == "apart in time":
         return f"its {inline('vm')}s did not run at once: the last began {number(figure)} s after the first ended"
-    return f"benchlib recorded that it never wrote the target of {member} before this run read it"
+    return (
+        f"benchlib did not write the target of {member} before this run read it (a device it was not allowed to "
+        "write): if that space was never written, reading it cost the disk nothing"
+    )
 
 
 def _members_together(run: pl.DataFrame) -> list[dict]:
@@ -2336,7 +2331,7 @@ def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") ->
     runs = found.partition_by(["run_unit"], maintain_order=True)
     if page == "summary":
         listed = "; ".join(
-            f"{r['run'][0]} of {levels_words({b: r[b][0] for b in by})} "
+            f"{r['run'][0]} of {levels_words({b: r[b][0] for b in by if r[b][0] is not None})} "
             f"({', '.join(_RULE_WORDS[x] for x in _CAUSE_ORDER if x in set(r['rule']))})"
             for r in runs
         )

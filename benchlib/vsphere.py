@@ -76,6 +76,11 @@ class Server:
         except ValueError:
             raise VSphereError(f"{parts.hostname or text}: the port is not a number from 1 to 65535; {usage}") from None
         host = parts.hostname
+        if host and not host.isascii():  # a look-alike letter makes another server's name: write it as punycode
+            raise VSphereError(
+                f"{host.encode('ascii', 'backslashreplace').decode()}: a vCenter name in letters other than ASCII "
+                "can look like another server's; give it in ASCII (its xn-- form) or by address"
+            )
         if parts.scheme not in ("https", "http") or not host or any(c.isspace() for c in text) or port == 0:
             raise VSphereError(f"{text!r}: {usage}")
         if parts.path.strip("/") not in ("", "sdk"):

@@ -636,7 +636,9 @@ def test_a_loopback_server_in_another_mount_namespace_is_not_this_machine(tmp_pa
     with fio_server(fio_binary, "127.0.0.1", port, *inside):
         from benchlib.runner.targets import servers_sharing_files
 
-        assert servers_sharing_files(["127.0.0.1"], port) == {}  # its files are not benchlib's: asked through fio
+        assert (
+            servers_sharing_files(["127.0.0.1"], port, fio_binary) == {}
+        )  # its files are not benchlib's: asked through fio
         plan_path = _write_plan(tmp_path, target=f'file = "{targets}/{{host}}.dat"', profile_options='rw = "randwrite"')
         plan_path.write_text(plan_path.read_text() + f'[hosts]\nservers = ["127.0.0.1"]\nport = {port}\n')
         with pytest.raises(UnsafeTargetError, match="exists and benchlib did not create it"):

@@ -161,6 +161,9 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
         (("repetitions = 3", "repetitions = 100000"), "[run] repetitions must be at most 10,000"),
         (('size = "64MiB"', 'size = "1PiB"'), "is over 64 TiB"),
         (("numjobs = 2 }", "numjobs = 100000 }"), "numjobs = '100000' is refused: numjobs is a whole number from 1"),
+        (("numjobs = 2 }", 'numjobs = "\u00b2" }'), "numjobs is a whole number from 1"),
+        (("numjobs = 2 }", "numjobs = 2, iodepth_batch = 10000000 }"), "iodepth_batch is a whole number from 1"),
+        (('output = "out"', 'output = "../../../../../../../../.."'), "leads to /; choose a folder of your own"),
         (("rate_iops = 500 }", "rate_iops = 500, iodepth = 0 }"), "iodepth is a whole number from 1 to 65,536"),
     ],
 )

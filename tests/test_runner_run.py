@@ -479,7 +479,7 @@ def test_a_server_target_is_written_in_full_before_the_first_cell_reads_it(
     from benchlib.runner.targets import servers_sharing_files
 
     # a server of this machine that sees benchlib's files: its token is read back here before each cell
-    assert set(servers_sharing_files([host], PORT)) == {host}
+    assert set(servers_sharing_files([host], PORT, fio_binary)) == {host}
     target = Path(plan.target.path_for(host))
     assert _written_in_full(target, 16 << 20)
     assert _unwritten_extents(target) in (0, None)
@@ -561,3 +561,88 @@ def test_precondition_is_refused_with_its_line(tmp_path: Path, lines: str, messa
     plan_path.write_text(plan_path.read_text().replace('size = "16MiB"', f'size = "16MiB"\n{lines}'))
     with pytest.raises(PlanError, match=message):
         load_plan(plan_path)
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_each_server_runs_its_own_job_file_and_reads_only_when_told(
+    fio_binary: str, tmp_path: Path, servers: dict, writes: bool
+) -> None:
+    """fio 3.33 gives every server the first host's job file when an option stands between ``--client`` and the
+    job file: a read-only cell then read the first host's target on every server. Each server must run its own
+    job (here: its own file, of its own size), and a read-only cell must be refused a write on every server."""
+    from benchlib.runner.execute import fio_command
+
+    jobs = {}
+    for i, host in enumerate(SERVERS[:2], 1):
+        target = tmp_path / f"{host}.dat"
+        target.write_bytes(os.urandom(i << 20))  # 1 MiB for the first host, 2 MiB for the second
+        (tmp_path / f"job-{host}.fio").write_text(f"[j]\nfilename={target}\nrw=read\nbs=64k\n")
+        jobs[host] = f"job-{host}.fio"
+    done = subprocess.run(
+        fio_command(fio_binary, jobs, PORT, writes), cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    text = (tmp_path / "fio.json").read_text()
+    document = json.loads(text[text.index("{") :])
+    read = {c["hostname"]: c["read"]["io_bytes"] for c in document["client_stats"] if c["jobname"] != "All clients"}
+    assert read == {SERVERS[0]: 1 << 20, SERVERS[1]: 2 << 20}, done.stderr  # each its own file
+    for host in SERVERS[:2]:
+        (tmp_path / f"job-{host}.fio").write_text(f"[j]\nfilename={tmp_path / f'{host}.dat'}\nrw=write\nbs=64k\n")
+    before = {h: (tmp_path / f"{h}.dat").read_bytes() for h in SERVERS[:2]}
+    subprocess.run(fio_command(fio_binary, jobs, PORT, writes), cwd=tmp_path, capture_output=True, timeout=60)
+    after = {h: (tmp_path / f"{h}.dat").read_bytes() for h in SERVERS[:2]}
+    assert (after == before) is not writes  # read-only: no server wrote; writing: both did
+
+
+def test_only_a_fio_of_this_machine_that_sees_its_files_is_checked_here(fio_binary: str, tmp_path: Path) -> None:
+    """A listener that is not fio (a tunnel, a proxy), or a fio listening on every address while the plan names a
+    remote host, never counts as a server whose files benchlib reads itself: those are asked through fio."""
+    from benchlib.runner.targets import servers_sharing_files
+    from tests.fio_helpers import fio_server
+
+    port = 8874
+    listener = socket.create_server(("127.0.0.21", port))  # this process: a Python program, not fio
+    try:
+        assert servers_sharing_files(["127.0.0.21"], port, fio_binary) == {}
+    finally:
+        listener.close()
+    with fio_server(fio_binary, "0.0.0.0", port):
+        assert servers_sharing_files(["127.0.0.22"], port, fio_binary) != {}  # this machine: the wildcard answers
+        assert servers_sharing_files(["192.0.2.7"], port, fio_binary) == {}  # another machine's address: not here
+
+
+def test_a_region_that_is_no_whole_number_of_mib_is_written_to_its_last_byte(
+    fio_binary: str, tmp_path: Path, servers: dict
+) -> None:
+    from benchlib.runner.targets import write_region_on_server
+
+    size = (3 << 20) + 12_345
+    target = tmp_path / "odd.dat"
+    with open(target, "wb") as handle:
+        handle.truncate(size + 4096)
+    write_region_on_server(fio_binary, SERVERS[0], PORT, str(target), size, 1, tmp_path)
+    data = target.read_bytes()
+    assert any(data[size - 12_345 : size]) and any(data[size - 512 : size])  # the last part of a MiB too
+    assert not any(data[size:])  # and nothing past the region
+
+
+def test_a_target_created_again_is_preconditioned_again(fio_binary: str, tmp_path: Path) -> None:
+    plan_path = _local_plan(tmp_path, runtime=1, repetitions=1)
+    text = plan_path.read_text().replace('size = "16MiB"', 'size = "16MiB"\nprecondition = "sequential"')
+    plan_path.write_text(text)
+    plan = load_plan(plan_path)
+    first = Targets(plan, fio_binary, None)
+    first.prepare(["local"], writes=True)
+    target = tmp_path / "targets" / "local.dat"
+    target.unlink()
+    Path(str(target) + ".benchlib-target").unlink()
+    again = Targets(plan, fio_binary, None)
+    again.prepare(["local"], writes=True)  # a new file, a new token: its record is its own
+    assert again.claims["local"].token != first.claims["local"].token
+    assert again.state["local"]["preconditioned"]["passes"] == 1
+    from benchlib.runner.targets import read_record
+
+    regions = [k for k in read_record() if k.startswith("region ")]
+    assert len(regions) == 2 and {k.rsplit(" ", 1)[1] for k in regions} == {
+        first.claims["local"].token,
+        again.claims["local"].token,
+    }  # preconditioned once for each file, each record keyed by its file's token

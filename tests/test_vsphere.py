@@ -753,3 +753,12 @@ def test_a_plans_vcenter_gets_no_credentials_unless_the_user_names_it(
             run_plan(load_plan(plan), vcenter=server)
         assert received and not any(LOGIN["BENCHLIB_VSPHERE_PASSWORD"].encode() in r for r in received)
         assert not (tmp_path / "targets").exists()  # it stopped before any target was made
+        seen = len(received)
+        plan.write_text(plan.read_text().replace("[vsphere]\n", "[vsphere]\ninsecure = true\n"))
+        with pytest.raises(PlanError, match="insecure = true turns off the check.*--vcenter-insecure"):
+            run_plan(load_plan(plan), vcenter=server)  # a plan alone may not turn certificate checks off
+        assert len(received) == seen
+    from benchlib.vsphere import Server
+
+    with pytest.raises(VSphereError, match="letters other than ASCII"):
+        Server.parse("https://vc.ex\u0430mple.com")  # a Cyrillic a: another server's name that looks alike

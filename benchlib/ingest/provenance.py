@@ -192,10 +192,10 @@ def vsphere_labels(study: Study, rel: str, host: str | None) -> list[dict[str, s
 def target_labels(study: Study, rel: str, host: str | None) -> list[dict[str, str]]:
     """Return what ``benchlib run`` did to a run's target before it, as run labels.
 
-    ``target.written``: when the target's region was last written in full before the run, or ``never``
-    (a device benchlib was not allowed to write); ``target.preconditioned``: the passes and when, where a plan
-    asked. Nothing where the run's manifest does not say (recorded before benchlib kept it, or not by
-    ``benchlib run``): unknown, never "written".
+    ``target.written``: when the target's region was last written in full before the run, or ``not by
+    benchlib`` (a device benchlib was not allowed to write: what it held is unknown);
+    ``target.preconditioned``: the passes and when, where a plan asked. Nothing where the run's manifest
+    does not say (recorded before benchlib kept it, or not by ``benchlib run``): unknown, never "written".
     """
     found = _run_manifest((study.folder / rel).parent, study.folder)
     states = found[1].get("target_state") if found else None
@@ -204,7 +204,7 @@ def target_labels(study: Study, rel: str, host: str | None) -> list[dict[str, st
     state = states.get(host) if host in states else next(iter(states.values())) if len(states) == 1 else None
     if not isinstance(state, dict):
         return []
-    labels = {"target.written": state.get("written") or "never"}
+    labels = {"target.written": state.get("written") or "not by benchlib"}
     done = state.get("preconditioned")
     if isinstance(done, dict) and done.get("passes"):
         labels["target.preconditioned"] = f"{done.get('passes')} sequential passes, {done.get('at')}"

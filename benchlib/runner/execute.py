@@ -656,6 +656,22 @@ def _run_fio(
     return proc.returncode, stderr
 
 
+def fio_command(fio: str, jobs: dict[str, str], port: int | None, writes: bool) -> list[str]:
+    """Return the fio command line of one cell: ``jobs`` is each host's job file, ``port`` None on this machine.
+
+    To servers: ``--client=<host>,<port> <its job file> [--readonly]`` per host, the job file first. fio
+    (3.33) gives every server the first host's job file when an option stands between ``--client`` and
+    the job file, and sends ``--readonly`` to a server only when it follows that server's ``--client``.
+    """
+    readonly = [] if writes else ["--readonly"]
+    command = [fio, "--output-format=json+", "--output=fio.json"]
+    if port is None:
+        return [*command, *readonly, *jobs.values()]
+    for host, job in jobs.items():
+        command += [f"--client={host},{port}", job, *readonly]
+    return command
+
+
 def _banner_apart(output: Path) -> None:
     """Keep fio's JSON valid JSON on disk: the job lines a fio client prints before it go to ``fio.banner.txt``.
 
@@ -721,12 +737,12 @@ def run_cell(
     partial.mkdir(parents=True)
     _refuse_linked(plan, partial)
     local = not plan.servers
-    readonly = [] if writes else ["--readonly"]
-    command = [fio, "--output-format=json+", "--output=fio.json", *(readonly if local else [])]
+    jobs = {}
     for host in hosts:
         job = partial / f"job-{host}.fio"
         job.write_text(job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
-        command += [job.name] if local else [f"--client={host},{plan.port}", *readonly, job.name]
+        jobs[host] = job.name
+    command = fio_command(fio, jobs, plan.port if not local else None, writes)
     captures = _start_esxtop(plan, partial)
     start = datetime.now(UTC)
     limit = plan.runtime_s + plan.ramp_time_s + 120 + plan.target.size_bytes / 20e6
@@ -893,6 +909,7 @@ def run_plan(
     remote: Callable[[str], bool] | None = None,
     reading: PlanReading | None = None,
     vcenter: str | None = None,
+    vcenter_insecure: bool = False,
 ) -> RunSummary:
     """Run every cell of a plan that is not done yet.
 
@@ -912,6 +929,8 @@ def run_plan(
     vcenter
         The vCenter the user named (``--vcenter``): a plan's ``[vsphere]`` is read only from it
         (:func:`benchlib.runner.plan.vcenter_problem`).
+    vcenter_insecure
+        The user's ``--vcenter-insecure``: only with it may a plan's ``insecure = true`` turn certificate checks off.
 
     Raises
     ------
@@ -921,7 +940,7 @@ def run_plan(
         Before anything is written, or before the cell whose target changed.
 
     """
-    if (problem := vcenter_problem(plan, vcenter)) is not None:
+    if (problem := vcenter_problem(plan, vcenter, vcenter_insecure)) is not None:
         raise PlanError(problem)
     fio = fio_binary()
     version = fio_version(fio)

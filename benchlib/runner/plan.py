@@ -714,12 +714,26 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None)
 
 
-def vcenter_problem(plan: Plan, vcenter: str | None) -> str | None:
+def _output(path: Path, run: dict) -> Path:
+    """Return the plan's ``[run] output`` folder; refused where it leads to / or into a system folder."""
+    output = path.parent / str(run.get("output", "."))
+    where = os.path.realpath(output)  # a link may lead into a system folder
+    if where == "/":  # its cell folders would be top-level folders (a profile named etc: /etc/...)
+        raise PlanError(f"{path}: [run] output = {run.get('output')!r} leads to /; choose a folder of your own")
+    if (problem := file_target_problem(where)) is not None:
+        raise PlanError(
+            f"{path}: [run] output = {run.get('output')!r} leads to {where}: {problem}; choose a folder of your own"
+        )
+    return output
+
+
+def vcenter_problem(plan: Plan, vcenter: str | None, insecure: bool = False) -> str | None:
     """Say why the plan's ``[vsphere] server`` may not be sent the user's credentials, or None when it may.
 
     A plan travels inside studies and bundles, so the server it names is its author's choice: benchlib
     logs in (with ``BENCHLIB_VSPHERE_USER`` and ``_PASSWORD``) only to the vCenter the user names on the
-    command line, ``--vcenter``, and only when it is the plan's.
+    command line, ``--vcenter``, and only when it is the plan's. Likewise a plan's ``insecure = true`` (no
+    certificate check, so whoever answers for that name gets the password) needs ``--vcenter-insecure``.
     """
     if plan.vsphere is None:
         return None
@@ -739,6 +753,12 @@ def vcenter_problem(plan: Plan, vcenter: str | None) -> str | None:
         return (
             f"{plan.path}: [vsphere] server is {theirs.protocol}://{theirs.address}, and --vcenter names "
             f"{mine.protocol}://{mine.address}; nothing was sent to either. Correct the plan or the flag"
+        )
+    if plan.vsphere.insecure and not insecure:
+        return (
+            f"{plan.path}: [vsphere] insecure = true turns off the check of {theirs.host}'s certificate, so "
+            "whoever answers for that name would get your password; a plan alone may not. If the vCenter's "
+            "certificate is self-signed and you trust the network, pass --vcenter-insecure as well"
         )
     return None
 
@@ -804,12 +824,7 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     )
     if len(set(servers)) != len(servers):
         raise PlanError(f"{path}: [hosts] servers lists a host twice: {list(servers)}")
-    output = path.parent / str(run.get("output", "."))
-    where = os.path.realpath(output)  # a link may lead into a system folder
-    if (problem := file_target_problem(where)) is not None:
-        raise PlanError(
-            f"{path}: [run] output = {run.get('output')!r} leads to {where}: {problem}; choose a folder of your own"
-        )
+    output = _output(path, run)
     repetitions, adaptive = _repetitions(path, run)
     plan = Plan(
         path=path,

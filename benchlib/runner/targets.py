@@ -156,16 +156,19 @@ def write_region_on_server(fio: str, host: str, port: int, path: str, size: int,
         When fio could not write it (the region is then not counted as written).
 
     """
-    code, said = on_server(
-        fio,
-        host,
-        port,
-        workdir,
-        f"[fill]\nfilename={path}\nrw=write\nbs=1M\noffset=0\nsize={size}\nloops={passes}\n"
-        "ioengine=psync\nallow_file_create=0\nend_fsync=1\n",
-        "--output-format=json",
-        timeout=write_seconds(size, passes),
+    whole, rest = divmod(size, 1 << 20)
+    job = (
+        f"[fill]\nfilename={path}\nrw=write\nbs=1M\noffset=0\nsize={whole << 20}\nloops={passes}\n"
+        "ioengine=psync\nallow_file_create=0\nend_fsync=1\n"
+        if whole
+        else ""
     )
+    if rest:  # the region's last part of a MiB, in one block of its own after the whole MiBs
+        job += (
+            f"[fill-rest]\nstonewall\nfilename={path}\nrw=write\nbs={rest}\noffset={whole << 20}\nsize={rest}\n"
+            f"loops={passes}\nioengine=psync\nallow_file_create=0\nend_fsync=1\n"
+        )
+    code, said = on_server(fio, host, port, workdir, job, "--output-format=json", timeout=write_seconds(size, passes))
     if code != 0:
         raise UnsafeTargetError(
             f"cannot write the region of {path} on {host}: {_fio_reason(said) or 'fio failed'}; "
@@ -248,7 +251,9 @@ def _all_hold(fio: str, port: int, checks: dict[str, tuple[str, FileClaim, int]]
             f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
             encoding="utf-8",
         )
-        command += [f"--client={host},{port}", "--readonly", "--clocksource=clock_gettime", str(job.resolve())]
+        # the job file right after --client, then --readonly: fio gives every server the first job file when
+        # an option stands between them (:func:`benchlib.runner.execute.fio_command`)
+        command += [f"--client={host},{port}", str(job.resolve()), "--readonly", "--clocksource=clock_gettime"]
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120, check=False)
     return done.returncode == 0
 
@@ -290,11 +295,28 @@ def _socket_owners(inodes: set[int]) -> dict[int, int]:
     return owners
 
 
-def _shares_our_files(pid: int) -> bool:
-    """Whether process ``pid`` sees this process's files: the same mount namespace and the same root."""
+def _credentials(pid: int | str) -> list[str]:
+    """Return a process's user, group and supplementary groups as /proc says them (its Uid, Gid, Groups lines)."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return [line for line in lines if line.startswith(("Uid:", "Gid:", "Groups:"))]
+
+
+def _shares_our_files(pid: int, fio: str) -> bool:
+    """Whether process ``pid`` is a fio that sees this process's files exactly as this process does.
+
+    The same fio program (a tunnel, proxy or forwarder holding the socket is not the server), the same
+    mount namespace and root, and the same user and groups (a file one of them may not look at is not
+    the same answer for both).
+    """
     try:
+        same_program = os.path.realpath(f"/proc/{pid}/exe") == os.path.realpath(shutil.which(fio) or fio)
         same_mounts = os.stat(f"/proc/{pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino
-        return same_mounts and os.path.samefile(f"/proc/{pid}/root", "/proc/self/root")
+        return (
+            same_program
+            and same_mounts
+            and os.path.samefile(f"/proc/{pid}/root", "/proc/self/root")
+            and _credentials(pid) == _credentials("self")
+        )
     except OSError:
         return False
 
@@ -306,32 +328,36 @@ class SameFiles:
     pid: int
     inode: int
 
-    def still(self, address: str, port: int, listening: dict[tuple[str, int], int] | None = None) -> bool:
-        """Whether the same process still listens at ``address:port`` and still sees benchlib's files.
+    def still(self, address: str, port: int, fio: str, listening: dict[tuple[str, int], int] | None = None) -> bool:
+        """Whether the same fio process still listens at ``address:port`` and still sees benchlib's files.
 
         ``listening``: :func:`_listeners`, when the caller read it once for many servers.
         """
         listening = _listeners() if listening is None else listening
-        inode = listening.get((address, port)) or listening.get(("0.0.0.0", port)) or listening.get(("::", port))
-        if inode != self.inode or not _shares_our_files(self.pid):
+        inode = listening.get((address, port)) or listening.get(("0.0.0.0", port))
+        if inode != self.inode or not _shares_our_files(self.pid, fio):
             return False
         with contextlib.suppress(OSError):
             return any(os.readlink(fd.path) == f"socket:[{inode}]" for fd in os.scandir(f"/proc/{self.pid}/fd"))
         return False
 
 
-def servers_sharing_files(hosts: list[str], port: int) -> dict[str, SameFiles]:
+def servers_sharing_files(hosts: list[str], port: int, fio: str = "fio") -> dict[str, SameFiles]:
     """Return the fio servers among ``hosts`` that run on this machine and see its files as benchlib does.
 
     For those, a path names the same file for the server and for benchlib, so benchlib reads a target's token
     itself (a read of 4 KiB) instead of asking the server to (a fio client call of about a second). Found by
-    the process that holds each server's listening socket (``/proc/net/tcp``, then ``/proc/*/fd``); a server
-    in a container, another mount namespace or a chroot, or one this process may not look at, is not one.
+    the process that holds each server's listening socket (``/proc/net/tcp``, then ``/proc/*/fd``), for a
+    server whose address is this machine's (:func:`is_this_machine`: a connection to it reaches that
+    socket). A server in a container, another mount namespace or a chroot, one running as another user,
+    one behind a tunnel or proxy (the socket is not fio's), or one this process may not look at, is not one.
     """
     listening = _listeners()
     addresses = {}
     for host in hosts:
         with contextlib.suppress(OSError, ValueError):
+            if not is_this_machine(host):
+                continue
             address = socket.gethostbyname(host)
             inode = listening.get((address, port)) or listening.get(("0.0.0.0", port))
             if inode:
@@ -340,7 +366,7 @@ def servers_sharing_files(hosts: list[str], port: int) -> dict[str, SameFiles]:
     return {
         host: SameFiles(owners[inode], inode)
         for host, inode in addresses.items()
-        if inode in owners and _shares_our_files(owners[inode])
+        if inode in owners and _shares_our_files(owners[inode], fio)
     }
 
 
@@ -470,22 +496,42 @@ class Targets:
         """
         recorded = self._recorded()
         if self.on_servers and self.plan.target.device is None:
-            self.same_files = servers_sharing_files(hosts, self.plan.port)
-        with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(hosts)))) as pool:
-            # the hosts at once (each a few fio calls to its server); the first refusal is raised
-            for _ in pool.map(lambda h: self._prepare_one(h, recorded, writes, scratch), hosts):
+            self.same_files = servers_sharing_files(hosts, self.plan.port, self.fio)
+        same_path: dict[str, list[str]] = {}
+        for host in hosts:  # hosts whose targets have one path are prepared one after another (they may share it)
+            same_path.setdefault(self.plan.target.path_for(host), []).append(host)
+
+        def prepare_group(group: list[str], scratch: Path) -> None:
+            for host in group:
+                self._prepare_one(host, recorded, writes, scratch)
+
+        with self._scratch() as scratch, ThreadPoolExecutor(max_workers=max(1, min(8, len(same_path)))) as pool:
+            # the paths at once (each a few fio calls to its server); the first refusal is raised
+            for _ in pool.map(lambda g: prepare_group(g, scratch), same_path.values()):
                 pass
         return {h: self.paths[h] for h in hosts}
 
     def _here(self, host: str, listening: dict[tuple[str, int], int] | None = None) -> bool:
         """Whether ``host``'s fio server sees benchlib's files (:func:`servers_sharing_files`), still."""
         same = self.same_files.get(host)
-        return same is not None and same.still(socket.gethostbyname(host), self.plan.port, listening)
+        try:
+            return same is not None and same.still(socket.gethostbyname(host), self.plan.port, self.fio, listening)
+        except OSError:  # the name no longer resolves: ask the server through fio, which says why
+            return False
 
     def _exists(self, host: str, path: str, scratch: Path) -> bool:
-        """Whether anything is at ``path`` as ``host``'s server sees it (a link counts, even one leading nowhere)."""
+        """Whether anything is at ``path`` as ``host``'s server sees it (a link counts, even one leading nowhere).
+
+        Here only when the answer is certain (there, or not found); anything else is asked through fio.
+        """
         if self._here(host):
-            return os.path.lexists(path)
+            try:
+                os.lstat(path)
+                return True
+            except FileNotFoundError:
+                return False
+            except OSError:
+                pass
         return _exists_remotely(self.fio, host, self.plan.port, path, scratch)
 
     def _has_token(self, host: str, path: str, claim: FileClaim, offset: int, scratch: Path) -> bool:
@@ -525,7 +571,9 @@ class Targets:
         target, path = self.plan.target, self.paths[host]
         device = target.device is not None
         may_write = not device or self.destroy_data == target.device
-        key = f"region {self.plan.output.resolve()} {host} {path}"
+        claim = self.claims.get(host)
+        # a file's record goes with the file (its token): one created again is written again
+        key = f"region {self.plan.output.resolve()} {host} {path}" + (f" {claim.token}" if claim else "")
         done = read_record().get(key)
         passes = target.passes or (1 if device and may_write else 0)
         if passes and not isinstance(done, dict):
@@ -537,7 +585,6 @@ class Targets:
             self._write_region(host, passes, scratch)
             done = {"at": now(), "passes": passes, "how": "sequential writes of random data, 1 MiB blocks"}
             write_record(key, done)
-        claim = self.claims.get(host)
         written = claim.written if claim else (done["at"] if isinstance(done, dict) else None)
         self.state[host] = {
             "path": path,
@@ -549,7 +596,7 @@ class Targets:
     def _write_region(self, host: str, passes: int, scratch: Path) -> None:
         """Write the host's region ``passes`` times: here through a descriptor benchlib checked, else through fio."""
         size, path = self.plan.target.size_bytes, self.paths[host]
-        if host in self.devices:
+        if host in self.devices and not self.on_servers:  # a server's device is written by that server, through fio
             with held_exclusively(path, self.devices[host].rdev) as fd:
                 self._same_identity(host, f"/dev/fd/{fd}")
                 sectors = self.identities[host].get("sectors")
@@ -562,6 +609,8 @@ class Targets:
             finally:
                 os.close(fd)
         else:
+            if host in self.devices:  # a device of this machine's server: fio too stops at the device's end
+                size = min(size, int(self.identities[host].get("sectors") or size // 512) * 512)
             write_region_on_server(self.fio, host, self.plan.port, path, size, passes, scratch)
 
     def recheck(self, hosts: list[str], writes: bool) -> None:

@@ -84,7 +84,21 @@ ENGINES = frozenset({"libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2",
 
 #: options whose number sets how many processes or I/Os fio starts: the most a plan may ask for (a typo
 #: of a few zeros would fork a machine to a halt or pin its memory before the first I/O)
-BOUNDS = {"numjobs": 1024, "iodepth": 65_536, "iodepth_batch_submit": 65_536, "iodepth_batch_complete_max": 65_536}
+BOUNDS = {
+    "numjobs": 1024,
+    **dict.fromkeys(
+        (
+            "iodepth",
+            "iodepth_batch",
+            "iodepth_batch_submit",
+            "iodepth_batch_complete",
+            "iodepth_batch_complete_min",
+            "iodepth_batch_complete_max",
+            "iodepth_low",
+        ),
+        65_536,
+    ),
+}
 
 #: ``mem``/``iomem`` kinds without a file of their own (``mmaphuge:/path`` would create one).
 MEMORY = frozenset({"malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared"})
@@ -204,7 +218,7 @@ def _value_problem(key: str, value: str, allowed: frozenset[str]) -> str | None:
             f"ioengine {value!r} is not one of {', '.join(sorted(ENGINES))} (engines that only do I/O to the "
             "target); if you mean it, run with --allow-option=ioengine"
         )
-    if key in BOUNDS and (not value.isdigit() or not 1 <= int(value) <= BOUNDS[key]):
+    if key in BOUNDS and (not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= BOUNDS[key]):
         return f"{key} is a whole number from 1 to {BOUNDS[key]:,} here"
     if key.endswith("_pattern") and "/" in value and key not in allowed:
         return f"{key} {value!r} names a file, which fio would open and read; give the pattern itself (0x..., 'text')"

@@ -5,12 +5,14 @@ A run (one repetition of one configuration, every member at once) is implausible
 * **apart**: its total is :data:`TIMES_APART` times or more from the median of the configuration's runs,
   either way (two runs that far apart: which one is wrong cannot be told, both are named);
 * **too fast**: a member doing direct I/O had a median completion latency under :data:`FASTEST_DIRECT_NS`,
-  quicker than any storage device answers a request through the kernel (its reads met space never
-  written, which a file system answers with zeros and no device I/O, or a cache below the guest did);
+  quicker than a disk or SSD answers a request through the kernel (its reads met space never written,
+  which a file system answers with zeros and no device I/O, or a cache below the guest did; memory, a RAM
+  disk or persistent memory can be that fast, and a study of them should expect this finding);
 * **idle device**: the device under a member doing direct I/O counted under :data:`IDLE_SHARE` of the I/Os
   fio completed (fio's own disk statistics, all the device's I/O: so an idle device is certain);
 * **apart in time**: its members' runs did not overlap at all (the members were to run at once);
-* **unwritten target**: ``benchlib run`` recorded that it never wrote the target's region, and the run reads.
+* **unwritten target**: ``benchlib run`` recorded that it did not write the target's region (a device it
+  was not allowed to write), and the run reads: carried on every such run, since benchlib cannot know.
 
 Each rule gives findings, never words (the pages say them): one row per run and rule, with the figure,
 what it was held against, and the likely cause as a code (:data:`CAUSES`).
@@ -27,13 +29,16 @@ FASTEST_DIRECT_NS = 5_000.0
 #: a device that counted under 1% of fio's direct I/Os did not do them
 IDLE_SHARE = 0.01
 
+#: the ``target.written`` label of a device benchlib was not allowed to write (it read what was there)
+NOT_BY_BENCHLIB = "not by benchlib"
+
 #: what each rule's finding most likely means
 CAUSES = {
     "apart": "other work than its siblings did (space never written, a cache, a failing member or path)",
     "too fast": "reads of space never written, or a cache below the run",
     "idle device": "reads of space never written (a file system answers them with zeros, without the device)",
     "apart in time": "members that did not run at once (a server that started late or a clock apart)",
-    "unwritten target": "benchlib did not write the target's region before this run read it",
+    "unwritten target": "space never written, if the region had never been written before",
 }
 
 FINDINGS = pl.Schema(
@@ -102,7 +107,7 @@ def too_fast(members: pl.DataFrame) -> pl.DataFrame:
     """
     rows = members.filter(
         pl.col("direct").fill_null(False),
-        pl.col("ioengine").fill_null("") != "null",
+        ~pl.col("ioengine").fill_null("").is_in(["null", "mmap"]),  # no I/O, or memory copies whatever direct says
         pl.col("clat_p50_ns") < FASTEST_DIRECT_NS,
     )
     return _findings(
@@ -116,18 +121,21 @@ def too_fast(members: pl.DataFrame) -> pl.DataFrame:
 
 
 def idle_device(counts: pl.DataFrame) -> pl.DataFrame:
-    """Find the runs doing direct I/O whose device counted under :data:`IDLE_SHARE` of the I/Os fio completed.
+    """Find the runs doing direct I/O whose every member's device counted under :data:`IDLE_SHARE` of its I/Os.
 
-    ``counts``: one row per run and direction, ``fio_ios`` (the members' I/Os, direct ones only) and
-    ``device_ios`` (the most any member's device counted: a device the members share is reported by each).
-    ``figure`` is what the device counted, ``reference`` what fio completed (the direction with the
-    smallest share).
+    ``counts``: one row per run, member and direction: ``fio_ios`` (the member's direct I/Os) and
+    ``device_ios`` (what the device under it counted, all its I/O: a device members share counts theirs
+    too). Judged per member, so members on disks of their own are each held to their own I/O. ``figure``
+    is what the device under the member with the largest share counted, ``reference`` its own direct I/Os.
     """
     rows = counts.filter(pl.col("fio_ios") > 0, pl.col("device_ios").is_not_null())
-    rows = rows.filter(pl.col("device_ios") < IDLE_SHARE * pl.col("fio_ios"))
-    rows = rows.sort(pl.col("device_ios") / pl.col("fio_ios")).group_by("run_unit", maintain_order=True).first()
+    rows = rows.with_columns((pl.col("device_ios") / pl.col("fio_ios")).alias("share"))
+    busiest = rows.sort("share", descending=True).group_by("run_unit", maintain_order=True).first()
+    idle = busiest.filter(pl.col("share") < IDLE_SHARE)
+    if "member" not in idle.columns:
+        idle = idle.with_columns(pl.lit(None, pl.String).alias("member"))
     return _findings(
-        rows.select("run_unit", pl.col("device_ios").alias("figure"), pl.col("fio_ios").alias("reference")),
+        idle.select("run_unit", "member", pl.col("device_ios").alias("figure"), pl.col("fio_ios").alias("reference")),
         "idle device",
     )
 
@@ -158,7 +166,7 @@ def unwritten_target(written: pl.DataFrame) -> pl.DataFrame:
     ``written``: one row per run and member, ``target_written`` (the time, ``"never"``, or null where the
     run's record does not say) and ``reads`` (whether the member read).
     """
-    rows = written.filter(pl.col("target_written") == "never", pl.col("reads"))
+    rows = written.filter(pl.col("target_written").is_in(["never", NOT_BY_BENCHLIB]), pl.col("reads"))
     return _findings(
         rows.select(
             "run_unit", "member", pl.lit(None, pl.Float64).alias("figure"), pl.lit(None, pl.Float64).alias("reference")
