@@ -2275,7 +2275,8 @@ def _finding_words(row: dict, value: str) -> str:
         return f"the median completion latency of {row['member']} was {figure} µs with direct I/O, {quicker}"
     if rule == "idle device":
         whose = f"the device under {member}" if row.get("member") else "its device"
-        return f"{whose} counted {number(int(figure))} I/Os while fio completed {number(int(reference))} direct I/Os on it"
+        done = number(int(reference))
+        return f"{whose} counted {number(int(figure))} I/Os while fio completed {done} direct I/Os on it"
     if rule == "apart in time":
         return f"its {inline('vm')}s did not run at once: the last began {number(figure)} s after the first ended"
     return (
