@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from _results import record
+from make_inputs import RW
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
@@ -55,13 +56,16 @@ def _child(code: str, cwd: Path = HERE.parent) -> dict:
 FIO_PLOT = """
 import time
 from fio_plot.fiolib import jsonimport, jsonparsing
-settings = {{"rw": "randread", "iodepth": [1], "numjobs": [1, 2, 4], "input_directory": ["{folder}"],
-            "type": [], "include_hosts": None, "exclude_hosts": None}}
 t = time.perf_counter()
-dataset = jsonimport.list_json_files(settings, fail=False)
-dataset = jsonimport.import_json_dataset(settings, dataset)
-jsonparsing.parse_json_data(settings, dataset)
-RESULT = {{"seconds": time.perf_counter() - t, "files_matched": sum(len(d["files"]) for d in dataset)}}
+matched = 0
+for rw in {rw}:  # fio-plot reads one rw from one folder: each rw's folder once, so it parses every file once
+    settings = {{"rw": rw, "iodepth": [1], "numjobs": [1, 2, 4], "input_directory": ["{folder}/" + rw],
+                "type": [], "include_hosts": None, "exclude_hosts": None, "filter": ["read", "write"]}}
+    dataset = jsonimport.list_json_files(settings, fail=False)
+    dataset = jsonimport.import_json_dataset(settings, dataset)
+    jsonparsing.parse_json_data(settings, dataset)
+    matched += sum(len(d["files"]) for d in dataset)
+RESULT = {{"seconds": time.perf_counter() - t, "files_matched": matched}}
 """
 
 BENCHLIB_JSON = """
@@ -110,22 +114,27 @@ def check(what: str, got: int, wanted: int) -> None:
         raise ShortfallError(f"{what}: {got}, expected {wanted}; no figure recorded")
 
 
-def copy_into_study(files: list[Path], study: Path) -> None:
-    """Make ``study`` hold copies of ``files``, as a user's study holds its outputs (links out are not read)."""
+def copy_into_study(files: list[Path], study: Path, source: Path | None = None) -> None:
+    """Make ``study`` hold copies of ``files``, as a user's study holds its outputs (links out are not read).
+
+    ``source``: the folder ``files`` are in, whose subfolders the study keeps.
+    """
     study.mkdir(parents=True)
     for f in files:
-        shutil.copyfile(f, study / f.name)
+        copy = study / (f.relative_to(source) if source else f.name)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, copy)
 
 
 def bench_json(tmp: Path, work: Path = WORK, rounds: int = ROUNDS, fio_plot: bool = True) -> dict:
     source = work / "jsonplus"
-    files = sorted(source.glob("*.json"))
+    files = sorted(source.rglob("*.json"))
     study = tmp / "raw" / "jsonplus"
-    copy_into_study(files, study)
+    copy_into_study(files, study, source)
     n = len(files)
     results = []
     for i in range(rounds):
-        theirs = _child(FIO_PLOT.format(folder=source)) if fio_plot else None
+        theirs = _child(FIO_PLOT.format(folder=source, rw=list(RW))) if fio_plot else None
         ours = _child(BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{i}"))
         check("json+ files ingested", ours["ingested"], n)
         check("json+ files quarantined", ours["quarantined"], 0)
@@ -182,7 +191,7 @@ def bench_against(tmp: Path, other: Path, rounds: int = 7) -> dict:
     """json+ ingest of this checkout and of ``other``, alternating; first ingests and unchanged re-ingests."""
     source = WORK / "jsonplus"
     study = tmp / "raw" / "jsonplus"
-    copy_into_study(sorted(source.glob("*.json")), study)
+    copy_into_study(sorted(source.rglob("*.json")), study, source)
     import benchlib
 
     assert Path(benchlib.__file__).parent.parent == HERE.parent, "run this with the checkout's own Python path"
@@ -193,7 +202,7 @@ def bench_against(tmp: Path, other: Path, rounds: int = 7) -> dict:
         ):
             code = BENCHLIB_JSON.format(study=study, processed=tmp / f"processed-{name}-{i}")
             times[name].append(_child(code, cwd=root))
-    out = {"files": len(list(study.iterdir())), "rounds (alternating, order swapped each round)": rounds}
+    out = {"files": len(list(study.rglob("*.json"))), "rounds (alternating, order swapped each round)": rounds}
     for name in ("other", "this"):
         first = sorted(r["seconds"] for r in times[name])
         again = sorted(r["unchanged_seconds"] for r in times[name])

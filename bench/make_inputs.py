@@ -1,7 +1,8 @@
 """Generate realistic benchmark inputs by replicating real fio runs made here.
 
-- ``work/jsonplus/``: N json+ files (default 5,000), copies of five real fio runs
-  (different workloads), each copy with its own time stamp so no two files are equal.
+- ``work/jsonplus/<rw>/``: N json+ files (default 5,000), copies of five real fio runs
+  (different workloads), each copy with its own time stamp so no two files are equal; a folder per
+  rw, as fio-plot reads them (one rw from one folder).
 - ``work/logs/big_bw.1.log``: a per-interval log of at least 1 GB, a real fio
   bandwidth log repeated with increasing time stamps.
 
@@ -18,13 +19,16 @@ import tempfile
 from pathlib import Path
 
 WORK = Path(__file__).resolve().parent / "work"
+#: every run states rw, iodepth and numjobs: fio-plot selects files by them (a file without them it loads and skips)
 WORKLOADS = {
-    "randread-4k": ["--rw=randread", "--bs=4k"],
-    "randwrite-4k": ["--rw=randwrite", "--bs=4k"],
-    "randrw-4k-2jobs": ["--rw=randrw", "--rwmixread=70", "--bs=4k", "--numjobs=2"],
-    "read-128k": ["--rw=read", "--bs=128k"],
-    "randread-4k-4jobs-grouped": ["--rw=randread", "--bs=4k", "--numjobs=4", "--group_reporting"],
+    "randread-4k": ["--rw=randread", "--bs=4k", "--iodepth=1", "--numjobs=1"],
+    "randwrite-4k": ["--rw=randwrite", "--bs=4k", "--iodepth=1", "--numjobs=1"],
+    "randrw-4k-2jobs": ["--rw=randrw", "--rwmixread=70", "--bs=4k", "--iodepth=1", "--numjobs=2"],
+    "read-128k": ["--rw=read", "--bs=128k", "--iodepth=1", "--numjobs=1"],
+    "randread-4k-4jobs-grouped": ["--rw=randread", "--bs=4k", "--iodepth=1", "--numjobs=4", "--group_reporting"],
 }
+#: the rw values of WORKLOADS, one fio-plot selection each
+RW = ("randread", "randwrite", "randrw", "read")
 
 
 def record_runs(scratch: Path) -> dict[str, str]:
@@ -61,8 +65,10 @@ def make_json(n_files: int, scratch: Path, work: Path = WORK) -> None:
         name = names[i % len(names)]
         stamp = re.search(r'"timestamp" : (\d+)', runs[name])
         text = runs[name].replace(stamp.group(0), f'"timestamp" : {int(stamp.group(1)) + i}', 1)
-        (target / f"{name}-{i:05d}.json").write_text(text)
-    sizes = [p.stat().st_size for p in target.iterdir()]
+        rw = next(o.split("=", 1)[1] for o in WORKLOADS[name] if o.startswith("--rw="))
+        (target / rw).mkdir(exist_ok=True)  # a folder per rw: fio-plot reads one rw from one folder
+        (target / rw / f"{name}-{i:05d}.json").write_text(text)
+    sizes = [p.stat().st_size for p in target.rglob("*.json")]
     print(f"{n_files} json+ files, mean {sum(sizes) / len(sizes) / 1024:.1f} KiB, in {target}")
 
 

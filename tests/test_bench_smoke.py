@@ -50,7 +50,7 @@ def test_the_ingest_bench_fails_when_its_study_holds_links_it_does_not_read(
     work = tmp_path / "work"
     make_json(3, tmp_path, work)
 
-    def links(files: list[Path], study: Path) -> None:
+    def links(files: list[Path], study: Path, source: Path | None = None) -> None:
         study.mkdir(parents=True)
         for f in files:
             (study / f.name).symlink_to(f)
