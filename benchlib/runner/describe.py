@@ -121,7 +121,7 @@ def design_advice(plan: Plan) -> list[str]:
         lines.append(
             f"design: {n} run{'s' if n != 1 else ''} per configuration; the smallest p of one comparison is "
             f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "
-            f"{most} comparisons against its first level taken as one family"
+            f"{most} comparison{'s' if most != 1 else ''} against its first level taken as one family"
         )
     else:
         lines.append(f"design: no factor has two levels, so the pages describe the {n} runs and compare nothing")
