@@ -2234,11 +2234,18 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
     written = io.select(
         "run_unit",
         pl.col("vm").alias("member"),
-        (pl.col(TARGET_WRITTEN) if TARGET_WRITTEN in io.columns else pl.lit(None, pl.String)).alias("target_written"),
+        _label_or_null(io, TARGET_WRITTEN).alias("target_written"),
         (pl.col("direction") == "read").alias("reads"),
     ).filter(pl.col("reads"))
+    steady = io.select(
+        "run_unit",
+        pl.col("vm").alias("member"),
+        _label_or_null(io, TARGET_STEADY).alias("target_steady"),
+        _label_or_null(io, TARGET_STEADY_S).cast(pl.Float64, strict=False).alias("steady_s"),
+    ).unique()
     found = rules.implausible_runs(
         rules.apart_from_siblings(totals, value, config),
+        rules.not_steady(steady),
         rules.too_fast(members),
         rules.idle_device(counted),
         rules.apart_in_time(spans),
@@ -2253,6 +2260,13 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
 
 #: the run label ``benchlib run``'s manifest gives every run: when its target's region was written, or "never"
 TARGET_WRITTEN = "target.written"
+#: the run labels of a plan's steady-state preconditioning: whether fio found the workload steady, after how long
+TARGET_STEADY, TARGET_STEADY_S = "target.steady", "target.steady_s"
+
+
+def _label_or_null(rows: pl.DataFrame, label: str) -> pl.Expr:
+    """Return a run label's column, or nulls where no run of ``rows`` carries it."""
+    return pl.col(label) if label in rows.columns else pl.lit(None, pl.String)
 
 
 def _finding_words(row: dict, value: str) -> str:
@@ -2277,6 +2291,11 @@ def _finding_words(row: dict, value: str) -> str:
         whose = f"the device under {member}" if row.get("member") else "its device"
         done = number(int(reference))
         return f"{whose} counted {number(int(figure))} I/Os while fio completed {done} direct I/Os on it"
+    if rule == "not steady":
+        tried = f" in {number(figure)} s" if figure is not None else ""
+        return (
+            f"{member}'s workload was not steady{tried} of preconditioning (fio's steady-state criterion did not hold)"
+        )
     if rule == "apart in time":
         return f"its {inline('vm')}s did not run at once: the last began {number(figure)} s after the first ended"
     return (
@@ -2304,7 +2323,17 @@ def _members_together(run: pl.DataFrame) -> list[dict]:
 
 
 #: the likeliest cause of a run's findings, the most telling rule first (a cause is said once per run)
-_CAUSE_ORDER = ("unwritten target", "idle device", "too fast", "apart in time", "apart")
+_CAUSE_ORDER = ("unwritten target", "idle device", "too fast", "apart in time", "not steady", "apart")
+
+#: what each rule's finding most likely means (:data:`benchlib.stats.plausibility.RULES`)
+_CAUSES = {
+    "apart": "other work than its siblings did (space never written, a cache, a failing member or path)",
+    "too fast": "reads of space never written, or a cache below the run",
+    "idle device": "reads of space never written (a file system answers them with zeros, without the device)",
+    "apart in time": "members that did not run at once (a server that started late or a clock apart)",
+    "not steady": "a device still settling (a write cache filling, garbage collection starting)",
+    "unwritten target": "space never written, if the region had never been written before",
+}
 
 #: each rule in a few words, for a summary page's list of runs
 _RULE_WORDS = {
@@ -2312,6 +2341,7 @@ _RULE_WORDS = {
     "too fast": "faster than a device",
     "idle device": "its device idle",
     "apart in time": "its members not at once",
+    "not steady": "measured before steady",
     "unwritten target": "its target never written",
 }
 
@@ -2323,7 +2353,6 @@ def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") ->
     configurations (their cell pages give the figures). Either way it says once that the pages'
     figures include them.
     """
-    from benchlib.stats.plausibility import CAUSES
     from benchlib.tables import levels_words
 
     if found.is_empty():
@@ -2343,7 +2372,7 @@ def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") ->
     said = []
     for r in runs:
         clauses = [_finding_words(row, value) for row in _members_together(r)]
-        cause = CAUSES[next(x for x in _CAUSE_ORDER if x in set(r["rule"]))]
+        cause = _CAUSES[next(x for x in _CAUSE_ORDER if x in set(r["rule"]))]
         said.append(
             f"**{r['run'][0].capitalize()} may not have measured the storage**: {'; '.join(clauses)}. Likely: {cause}."
         )
@@ -2351,4 +2380,4 @@ def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") ->
 
 
 #: the columns of :func:`implausible` that are findings, not the run's levels
-FINDINGS_COLUMNS = ("run_unit", "rule", "member", "figure", "reference", "runs", "cause")
+FINDINGS_COLUMNS = ("run_unit", "rule", "member", "figure", "reference", "runs")

@@ -554,6 +554,12 @@ def test_precondition_writes_the_region_the_plan_asks_once_per_study(fio_binary:
         ('precondition = "pts"', 'say "sequential"'),
         ("passes = 2", 'passes needs precondition = "sequential"'),
         ('precondition = "sequential"\npasses = 17', "passes must be at most 16"),
+        ('steady = "iops:20%"', 'steady needs precondition = "steady"'),
+        ('precondition = "steady"\nsteady = "iops:20%\\nrw=write"', "give fio's steady-state criterion"),
+        ('precondition = "steady"\nsteady = "latency:5%"', "give fio's steady-state criterion"),
+        ('precondition = "steady"\nsteady_window_s = 1', "steady_window_s must be a whole number >= 2"),
+        ('precondition = "steady"\nsteady_window_s = 30\nsteady_max_s = 10', "steady_max_s must be a whole"),
+        ('precondition = "steady"\nsteady_max_s = 86401', "steady_max_s must be at most 86,400"),
     ],
 )
 def test_precondition_is_refused_with_its_line(tmp_path: Path, lines: str, message: str) -> None:
@@ -646,3 +652,78 @@ def test_a_target_created_again_is_preconditioned_again(fio_binary: str, tmp_pat
         first.claims["local"].token,
         again.claims["local"].token,
     }  # preconditioned once for each file, each record keyed by its file's token
+
+
+STEADY = 'size = "16MiB"\nprecondition = "steady"\nsteady = "iops:50%"\nsteady_window_s = 2\nsteady_max_s = {longest}'
+
+
+def test_steady_preconditioning_runs_each_runs_workload_until_steady_and_labels_the_runs(
+    fio_binary: str, tmp_path: Path
+) -> None:
+    """precondition = "steady": the region written twice, then before every run its own workload until fio's
+    steady-state criterion holds; every run's manifest and labels say whether it was steady, and the
+    steady-state output is never read as a run."""
+    plan_path = _local_plan(tmp_path, runtime=1, repetitions=1)
+    plan_path.write_text(plan_path.read_text().replace('size = "16MiB"', STEADY.format(longest=8)))
+    plan = load_plan(plan_path)
+    assert plan.target.passes == 2 and plan.target.steady == "iops:50%"
+    run_plan(plan)
+    manifests = _manifests(plan.output)
+    assert len(manifests) == 4
+    for manifest in manifests:
+        steady = manifest["target_state"]["local"]["steady"]
+        assert steady["criterion"] == "iops:50%" and steady["window_s"] == 2
+        assert (
+            1.5 <= steady["seconds"] <= 8 + 1
+        )  # about the window at least (fio counts in whole samples), at most the longest
+        assert isinstance(steady["attained"], bool)
+    steady_outputs = list(plan.output.rglob("benchlib-steady-state.json"))
+    assert len(steady_outputs) == 4 and all(json.loads(p.read_text())["jobs"][0]["steadystate"] for p in steady_outputs)
+    assert ingest_study(plan.output, tmp_path / "processed").ok
+    runs = scan_table(tmp_path / "processed" / "study", "runs").collect()
+    assert set(runs["source"].map_elements(lambda s: Path(s).name, return_dtype=pl.String)) >= {"fio.json"}
+    assert not runs["source"].str.contains("steady").any()  # the steady-state jobs are not runs
+    runs = runs.filter(pl.col("format") == "fio-json+")
+    assert runs.height == 4
+    said = runs.select(pl.col("labels").list.eval(pl.element().filter(pl.element().struct["name"] == "target.steady")))
+    values = [x["value"] for row in said.to_series() for x in row]
+    assert len(values) == 4 and set(values) <= {"yes", "no"}
+
+
+def test_a_run_never_steady_is_named_on_the_pages(fio_binary: str, tmp_path: Path) -> None:
+    """A criterion fio cannot meet in the time allowed (0.1% of the mean over 2 s of buffered reads, 3 s at
+    most): the run is measured anyway and named as measured before steady."""
+    from benchlib import views
+    from benchlib.store import open_study
+
+    plan_path = _local_plan(tmp_path, runtime=1, repetitions=1)
+    text = plan_path.read_text().replace('size = "16MiB"', STEADY.format(longest=3).replace("50%", "0.1%"))
+    plan_path.write_text(text.replace('levels = ["4k", "16k"]', 'levels = ["4k"]'))
+    plan = load_plan(plan_path)
+    run_plan(plan)
+    steadies = [m["target_state"]["local"]["steady"] for m in _manifests(plan.output)]
+    assert steadies and not any(s["attained"] for s in steadies)
+    ingest_study(plan.output, tmp_path / "processed")
+    found = views.implausible(open_study(plan.output, tmp_path / "processed"), "iops", by=["profile"])
+    assert set(found.filter(pl.col("rule") == "not steady")["run_unit"].unique()) == set(found["run_unit"].unique())
+    words = views.implausible_words(found, "iops")
+    assert "was not steady in" in words and "a device still settling" in words
+
+
+def test_steady_preconditioning_on_servers_is_recorded_per_server(
+    fio_binary: str, tmp_path: Path, servers: dict
+) -> None:
+    plan_path = tmp_path / "plan.toml"
+    text = SERVER_PLAN.format(targets=tmp_path / "targets", servers=json.dumps(SERVERS), port=PORT)
+    text = (
+        text.replace("runtime_s = 3", "runtime_s = 1")
+        .replace("options.on = { rate_iops = 200 }", "")
+        .replace('levels = ["off", "on"]', 'levels = ["off"]')
+    )
+    plan_path.write_text(text.replace('size = "16MiB"', STEADY.format(longest=6)))
+    run_plan(load_plan(plan_path))
+    (manifest,) = _manifests(tmp_path / "study")
+    for host in SERVERS:  # each server's own steady state, found by fio's host name in its output
+        steady = manifest["target_state"][host]["steady"]
+        assert isinstance(steady, dict) and steady["criterion"] == "iops:50%", steady
+        assert 1.5 <= steady["seconds"] <= 6 + 1

@@ -194,7 +194,9 @@ def target_labels(study: Study, rel: str, host: str | None) -> list[dict[str, st
 
     ``target.written``: when the target's region was last written in full before the run, or ``not by
     benchlib`` (a device benchlib was not allowed to write: what it held is unknown);
-    ``target.preconditioned``: the passes and when, where a plan asked. Nothing where the run's manifest
+    ``target.preconditioned``: the passes and when, where a plan asked; ``target.steady`` (``yes``, ``no`` or
+    ``unknown``) and ``target.steady_s``: whether the run's own workload was steady before it was measured,
+    and after how many seconds, where a plan asked for ``precondition = "steady"``. Nothing where the run's manifest
     does not say (recorded before benchlib kept it, or not by ``benchlib run``): unknown, never "written".
     """
     found = _run_manifest((study.folder / rel).parent, study.folder)
@@ -208,6 +210,12 @@ def target_labels(study: Study, rel: str, host: str | None) -> list[dict[str, st
     done = state.get("preconditioned")
     if isinstance(done, dict) and done.get("passes"):
         labels["target.preconditioned"] = f"{done.get('passes')} sequential passes, {done.get('at')}"
+    steady = state.get("steady")
+    if isinstance(steady, dict) and "attained" in steady:
+        labels["target.steady"] = "yes" if steady["attained"] else "no"
+        labels["target.steady_s"] = steady.get("seconds")
+    elif steady is not None:  # asked for, but fio said nothing of this host
+        labels["target.steady"] = "unknown"
     return [{"name": k, "value": str(v)} for k, v in labels.items()]
 
 

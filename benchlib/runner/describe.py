@@ -46,9 +46,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
         f"target on each host: {path} ({kind}), {size:,.0f} MiB",
         f"cells: {len(one)} per repetition x {plan.repetitions} repetitions = {runs} runs; "
         f"{runs - len(todo)} done, {len(todo)} to run (order shuffled per repetition, seed {plan.seed})",
-        f"time: {len(todo)} x ({plan.ramp_time_s} s ramp + {plan.runtime_s} s run + "
-        f"~{cell_seconds(plan) - plan.runtime_s - plan.ramp_time_s:.1f} s start)"
-        f" = about {_duration(len(todo) * cell_seconds(plan))}",
+        _time_line(plan, len(todo)),
     ]
     if adaptive:
         most = 0
@@ -136,6 +134,21 @@ def design_advice(plan: Plan) -> list[str]:
     return lines
 
 
+def _time_line(plan: Plan, runs: int) -> str:
+    """Say how long the runs still to do take: ramp, runtime, fio's start, and any steady-state job before each."""
+    steady = plan.target.steady_window_s if plan.target.steady else 0
+    start = cell_seconds(plan) - plan.runtime_s - plan.ramp_time_s - steady
+    steadying = f" + {start:.1f} s start and at least {steady} s to steady" if steady else f" + ~{start:.1f} s start"
+    said = f"time: {runs} x ({plan.ramp_time_s} s ramp + {plan.runtime_s} s run{steadying})"
+    if not steady:
+        return f"{said} = about {_duration(runs * cell_seconds(plan))}"
+    start_s = start * 2 + plan.runtime_s + plan.ramp_time_s
+    return (
+        f"{said} = at least {_duration(runs * cell_seconds(plan))}, at most "
+        f"{_duration(runs * (start_s + plan.target.steady_max_s))} if no run is steady sooner than steady_max_s"
+    )
+
+
 def before_first_cell(plan: Plan) -> str:
     """Say exactly what benchlib writes to each target before the study's first cell, and why."""
     target, size = plan.target, plan.target.size_bytes / _MIB
@@ -146,17 +159,29 @@ def before_first_cell(plan: Plan) -> str:
             f"{'through its fio server' if plan.servers else 'by benchlib'}) so that no cell reads space never written"
         )
         if target.passes:
-            said += f'; then, as precondition = "sequential" asks, {passes} over the {size:,.0f} MiB, once per study'
-        return said
+            asks = "steady" if target.steady else "sequential"
+            said += f'; then, as precondition = "{asks}" asks, {passes} over the {size:,.0f} MiB, once per study'
+        return said + _before_each_run(plan)
     if target.passes:
         return (
             f"{passes} of random data over the device's first {size:,.0f} MiB, once per study (precondition; "
-            f"needs --destroy-data={target.device})"
+            f"needs --destroy-data={target.device})" + _before_each_run(plan)
         )
     return (
         f"with --destroy-data={target.device}, one sequential pass of random data over its first {size:,.0f} MiB, "
         "once per study (a new or thin-provisioned disk reads unwritten space for free); without it nothing is "
         "written and every run records that benchlib did not write the region"
+    )
+
+
+def _before_each_run(plan: Plan) -> str:
+    """Say what a plan's steady-state preconditioning does before every run ("" when it asks none)."""
+    target = plan.target
+    if not target.steady:
+        return ""
+    return (
+        f"; and before every run, that run's own workload until fio finds it steady ({target.steady} over "
+        f"{target.steady_window_s} s), for at most {target.steady_max_s:,} s (a write workload writes the target)"
     )
 
 

@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -411,6 +412,85 @@ def job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
     )
 
 
+#: fio's output of a cell's steady-state job, kept in the cell's folder (a ``benchlib-`` name: not a run)
+STEADY_FILE = "benchlib-steady-state.json"
+#: options a steady-state job leaves out: it keeps no logs, and runs until steady rather than for the runtime
+_NOT_WHILE_STEADYING = re.compile(
+    r"write_\w+_log|log_\w+|per_job_logs|runtime|ramp_time|time_based|steadystate\w*|ss\w*"
+)
+
+
+def steady_job_text(plan: Plan, cell: Cell, target: str, fd: int | None = None) -> str:
+    """Return the job that brings one host's target to steady state under the cell's own workload.
+
+    The cell's job (:func:`job_text`) without its logs and runtime, run until fio's steady-state criterion
+    (``[target] steady``) holds over ``steady_window_s``, for at most ``steady_max_s``: fio ends it then.
+    """
+    name = f"/dev/fd/{fd}" if fd is not None else target
+    lines = [
+        line
+        for line in job_lines(plan, cell, name)
+        if not _NOT_WHILE_STEADYING.fullmatch(line.split("=", 1)[0].strip())
+    ]
+    lines += [
+        "time_based=1",
+        f"runtime={plan.target.steady_max_s}",
+        f"steadystate={plan.target.steady}",
+        f"steadystate_duration={plan.target.steady_window_s}",
+    ]
+    return "[global]\n" + "\n".join(lines) + f"\n\n[{cell.profile}]\n"
+
+
+def _steadied(
+    plan: Plan,
+    fio: str,
+    cell: Cell,
+    hosts: list[str],
+    targets: dict[str, str],
+    fds: dict[str, int],
+    writes: bool,
+    folder: Path,
+    tick: Callable[[float], None],
+) -> dict[str, dict]:
+    """Run the cell's workload on ``hosts`` until steady (:func:`steady_job_text`); return per host what fio said.
+
+    ``{host: {"attained": bool, "seconds": float, "criterion": str, "window_s": int}}``; a host fio said
+    nothing of is absent. fio's output is kept as :data:`STEADY_FILE`, never read as a run.
+    """
+    local = not plan.servers
+    jobs = {}
+    for host in hosts:
+        job = folder / f"steady-{host}.fio"
+        job.write_text(steady_job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
+        jobs[host] = job.name
+    command = fio_command(fio, jobs, plan.port if not local else None, writes)
+    command = [c if not c.startswith("--output=") else f"--output={STEADY_FILE}" for c in command]
+    command = [c if c != "--output-format=json+" else "--output-format=json" for c in command]
+    _run_fio(command, folder, plan.target.steady_max_s + 120, tick, tuple(fds.values()))
+    for job in jobs.values():
+        (folder / job).unlink()
+    output = folder / STEADY_FILE
+    if not output.exists():
+        return {}
+    text = output.read_text(encoding="utf-8", errors="replace")
+    try:
+        document = json.loads(text[text.find("{") :])
+    except ValueError:
+        return {}
+    found = {}
+    for job in document.get("client_stats", document.get("jobs", [])):
+        host = hosts[0] if local else job.get("hostname")
+        state = job.get("steadystate")
+        if host in hosts and isinstance(state, dict) and host not in found:
+            found[host] = {
+                "attained": bool(state.get("attained")),
+                "seconds": round(float(job.get("job_runtime", 0)) / 1000, 1),
+                "criterion": plan.target.steady,
+                "window_s": plan.target.steady_window_s,
+            }
+    return found
+
+
 def _every_folder(plan: Plan) -> Iterator[tuple[int, Cell]]:
     """Every (repetition, cell) the plan may run, adaptive repetitions included."""
     for cell in plan.cells():
@@ -743,6 +823,7 @@ def run_cell(
         job.write_text(job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
         jobs[host] = job.name
     command = fio_command(fio, jobs, plan.port if not local else None, writes)
+    steady = _steadied(plan, fio, cell, hosts, targets, fds, writes, partial, tick) if plan.target.steady else None
     captures = _start_esxtop(plan, partial)
     start = datetime.now(UTC)
     limit = plan.runtime_s + plan.ramp_time_s + 120 + plan.target.size_bytes / 20e6
@@ -808,7 +889,11 @@ def run_cell(
         "hosts_ok": sorted(ok),
         "hosts_failed": failed,
         "targets": {h: targets[h] for h in hosts},
-        "target_state": {h: (target_state or {}).get(h) for h in hosts},
+        "target_state": {
+            h: {**state, "steady": (steady or {}).get(h, "fio said nothing")} if steady is not None and state else state
+            for h in hosts
+            for state in [(target_state or {}).get(h)]
+        },
         "start_time": start.isoformat(timespec="milliseconds"),
         "end_time": end.isoformat(timespec="milliseconds"),
         "host_facts": facts,
@@ -825,9 +910,10 @@ def run_cell(
 
 
 def cell_seconds(plan: Plan) -> float:
-    """Estimated wall time of one cell."""
+    """Estimated wall time of one cell (a steady-state job before it: its window, the least it can take)."""
     start = SERVER_OVERHEAD_S + SERVER_OVERHEAD_PER_HOST_S * len(plan.servers) if plan.servers else START_OVERHEAD_S
-    return plan.runtime_s + plan.ramp_time_s + start
+    steadying = plan.target.steady_window_s + start if plan.target.steady else 0
+    return plan.runtime_s + plan.ramp_time_s + start + steadying
 
 
 def pending(plan: Plan) -> list[tuple[int, int, Cell, list[str]]]:

@@ -19,6 +19,9 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     # device = "/dev/sdb"                    # needs --destroy-data=/dev/sdb for writes
     # precondition = "sequential"            # before the study's first cell: write the region
     # passes = 2                             #   sequentially this many times (SNIA PTS: 2)
+    # precondition = "steady"                # SNIA PTS-style: those passes, then before every run
+    # steady = "iops:20%"                    #   its own workload until fio's steady-state check holds
+    # steady_window_s = 60                   #   over this window, for at most steady_max_s = 1800
 
     [vsphere]                # optional: read each VM's facts from vCenter with every cell
     server = "https://vc.example"            # credentials: BENCHLIB_VSPHERE_USER / _PASSWORD
@@ -158,7 +161,7 @@ _NOT_FACTORS = ("profile", "repetition")
 _KEYS = {
     "study": {"name", "title", "citation"},
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
-    "target": {"file", "device", "size", "precondition", "passes"},
+    "target": {"file", "device", "size", "precondition", "passes", "steady", "steady_window_s", "steady_max_s"},
     "hosts": {"servers", "port", "facts_command"},
     "vsphere": {"server", "vms", "check", "insecure", "device"},
     "esxtop": {"host", "command", "delay"},
@@ -214,12 +217,18 @@ class Target:
     space never written. ``passes`` > 0 (``precondition = "sequential"``) writes the whole region
     that many times more before the study's first cell: SNIA PTS's workload-independent
     preconditioning, which a device named for destruction needs to be written at all.
+    ``steady`` (``precondition = "steady"``): before every run, the run's own workload runs until fio's
+    steady-state criterion (``iops:20%``: every IOPS sample of the last ``steady_window_s`` within 20% of
+    their mean) holds, for at most ``steady_max_s``: SNIA PTS's workload-dependent preconditioning.
     """
 
     file: str | None
     device: str | None
     size_bytes: int
     passes: int = 0
+    steady: str | None = None
+    steady_window_s: int = 60
+    steady_max_s: int = 1800
 
     def path_for(self, host: str) -> str:
         """Return the target path on ``host`` (``{host}`` in a file path becomes the host name)."""
@@ -541,6 +550,8 @@ def _positive_int(path: Path, table: dict, key: str, default: int, minimum: int 
 
 #: the longest a cell's runtime or ramp may be (a day): a longer one is a typo, and would hold every host
 MAX_SECONDS = 86_400
+#: fio's steady-state criteria benchlib passes on: a figure (IOPS or bandwidth, or their slope) and a share
+STEADY_CRITERION = re.compile(r"(iops|bw)(_slope)?:(100|[1-9]?[0-9])(\.[0-9]{1,3})?%")
 #: the largest region a plan may name (64 TiB)
 MAX_SIZE = 64 << 40
 
@@ -603,21 +614,51 @@ def _target(path: Path, table: object) -> Target:
             f"{path}: [target] size {table.get('size')!r} is under 1 MiB; give the region fio works in, "
             'e.g. size = "256MiB"'
         )
-    precondition = table.get("precondition", "none")
-    if precondition not in ("none", "sequential"):
-        raise PlanError(
-            f'{path}: [target] precondition = {precondition!r}: say "sequential" (write the whole region '
-            'before the study\'s first cell, passes times) or "none"'
-        )
-    if "passes" in table and precondition == "none":
-        raise PlanError(f'{path}: [target] passes needs precondition = "sequential"')
-    passes = _bounded(path, table, "passes", 1, 16, section="target") if precondition == "sequential" else 0
+    passes, steady, window, longest = _precondition(path, table)
     return Target(
         file=str(file) if file is not None else None,
         device=str(device) if device else None,
         size_bytes=size,
         passes=passes,
+        steady=steady,
+        steady_window_s=window,
+        steady_max_s=longest,
     )
+
+
+def _precondition(path: Path, table: dict) -> tuple[int, str | None, int, int]:
+    """Return a ``[target]``'s preconditioning: passes, and the steady-state criterion, window and longest time."""
+    precondition = table.get("precondition", "none")
+    if precondition not in ("none", "sequential", "steady"):
+        raise PlanError(
+            f'{path}: [target] precondition = {precondition!r}: say "sequential" (write the whole region '
+            "before the study's first cell, passes times), \"steady\" (those passes, then each run's own workload "
+            'until it is steady) or "none"'
+        )
+    if "passes" in table and precondition == "none":
+        raise PlanError(f'{path}: [target] passes needs precondition = "sequential" or "steady"')
+    steady_keys = sorted({"steady", "steady_window_s", "steady_max_s"} & set(table))
+    if steady_keys and precondition != "steady":
+        raise PlanError(f'{path}: [target] {", ".join(steady_keys)} needs precondition = "steady"')
+    default_passes = 2 if precondition == "steady" else 1
+    passes = _bounded(path, table, "passes", default_passes, 16, section="target") if precondition != "none" else 0
+    if precondition != "steady":
+        return passes, None, 60, 1800
+    return passes, *_steady(path, table)
+
+
+def _steady(path: Path, table: dict) -> tuple[str, int, int]:
+    """Return a ``[target]``'s steady-state criterion, window and longest time (``precondition = "steady"``)."""
+    steady = table.get("steady", "iops:20%")
+    if not isinstance(steady, str) or not STEADY_CRITERION.fullmatch(steady):
+        raise PlanError(
+            f"{path}: [target] steady = {steady!r}: give fio's steady-state criterion, a figure and how "
+            'close: "iops:20%" (every IOPS sample of the window within 20% of their mean), "bw:20%", '
+            '"iops_slope:10%" or "bw_slope:10%"'
+        )
+    window = _bounded(path, table, "steady_window_s", 60, 3_600, section="target", minimum=2)
+    longest = _bounded(path, table, "steady_max_s", 1_800, MAX_SECONDS, section="target", minimum=window)
+    return steady, window, longest
 
 
 def _facts_command(path: Path, hosts: dict, allowed: bool) -> str | None:

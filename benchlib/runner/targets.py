@@ -225,16 +225,16 @@ def _exists_remotely(fio: str, host: str, port: int, path: str, workdir: Path) -
 
 def _holds(fio: str, host: str, port: int, path: str, claim: FileClaim, offset: int, workdir: Path) -> bool:
     """Whether the remote file holds the claim's token at ``offset`` (4 KiB), read back by fio in read-only mode."""
-    code, _ = on_server(
-        fio,
-        host,
-        port,
-        workdir,
-        f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
-        f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
-        *_PROBE_OPTIONS,
-    )
+    code, _ = on_server(fio, host, port, workdir, _check_job(path, claim, offset), *_PROBE_OPTIONS)
     return code == 0
+
+
+def _check_job(path: str, claim: FileClaim, offset: int) -> str:
+    """Return the fio job that reads the claim's 4 KiB token at ``offset`` back and fails unless it matches."""
+    return (
+        f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
+        f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n"
+    )
 
 
 def _all_hold(fio: str, port: int, checks: dict[str, tuple[str, FileClaim, int]], workdir: Path) -> bool:
@@ -246,11 +246,7 @@ def _all_hold(fio: str, port: int, checks: dict[str, tuple[str, FileClaim, int]]
     command = [fio, "--output-format=json"]
     for host, (path, claim, offset) in sorted(checks.items()):
         job = workdir / f"check-{_safe_name(host)}.fio"
-        job.write_text(
-            f"[check]\nfilename={path}\nrw=read\nbs={TAIL_BYTES}\noffset={offset}\nsize={TAIL_BYTES}\n"
-            f"ioengine=psync\nallow_file_create=0\nverify=pattern\nverify_pattern=0x{claim.token}\n",
-            encoding="utf-8",
-        )
+        job.write_text(_check_job(path, claim, offset), encoding="utf-8")
         # the job file right after --client, then --readonly: fio gives every server the first job file when
         # an option stands between them (:func:`benchlib.runner.execute.fio_command`)
         command += [f"--client={host},{port}", str(job.resolve()), "--readonly", "--clocksource=clock_gettime"]

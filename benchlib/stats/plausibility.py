@@ -11,11 +11,13 @@ A run (one repetition of one configuration, every member at once) is implausible
 * **idle device**: the device under a member doing direct I/O counted under :data:`IDLE_SHARE` of the I/Os
   fio completed (fio's own disk statistics, all the device's I/O: so an idle device is certain);
 * **apart in time**: its members' runs did not overlap at all (the members were to run at once);
+* **not steady**: the plan asked for each run's workload to be brought to steady state first
+  (``precondition = "steady"``) and fio's criterion did not hold within the longest the plan allowed;
 * **unwritten target**: ``benchlib run`` recorded that it did not write the target's region (a device it
   was not allowed to write), and the run reads: carried on every such run, since benchlib cannot know.
 
 Each rule gives findings, never words (the pages say them): one row per run and rule, with the figure,
-what it was held against, and the likely cause as a code (:data:`CAUSES`).
+what it was held against, and the rule as a code (:data:`RULES`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,8 @@ IDLE_SHARE = 0.01
 #: the ``target.written`` label of a device benchlib was not allowed to write (it read what was there)
 NOT_BY_BENCHLIB = "not by benchlib"
 
-#: what each rule's finding most likely means
-CAUSES = {
-    "apart": "other work than its siblings did (space never written, a cache, a failing member or path)",
-    "too fast": "reads of space never written, or a cache below the run",
-    "idle device": "reads of space never written (a file system answers them with zeros, without the device)",
-    "apart in time": "members that did not run at once (a server that started late or a clock apart)",
-    "unwritten target": "space never written, if the region had never been written before",
-}
+#: the rules, each a finding's ``rule`` code (the pages say what each likely means)
+RULES = ("apart", "too fast", "idle device", "apart in time", "not steady", "unwritten target")
 
 FINDINGS = pl.Schema(
     {
@@ -50,7 +46,6 @@ FINDINGS = pl.Schema(
         "reference": pl.Float64,
         #: how many runs the configuration has (the apart rule's reference is their median, or the other one's)
         "runs": pl.Int32,
-        "cause": pl.String,
     }
 )
 
@@ -60,9 +55,7 @@ def _findings(frame: pl.DataFrame, rule: str) -> pl.DataFrame:
     for column in ("member", "runs"):
         if column not in frame.columns:
             frame = frame.with_columns(pl.lit(None, FINDINGS[column]).alias(column))
-    return frame.with_columns(pl.lit(rule).alias("rule"), pl.lit(CAUSES[rule]).alias("cause")).select(
-        [pl.col(c).cast(t) for c, t in FINDINGS.items()]
-    )
+    return frame.with_columns(pl.lit(rule).alias("rule")).select([pl.col(c).cast(t) for c, t in FINDINGS.items()])
 
 
 def apart_from_siblings(totals: pl.DataFrame, value: str, by: list[str]) -> pl.DataFrame:
@@ -172,6 +165,21 @@ def unwritten_target(written: pl.DataFrame) -> pl.DataFrame:
             "run_unit", "member", pl.lit(None, pl.Float64).alias("figure"), pl.lit(None, pl.Float64).alias("reference")
         ),
         "unwritten target",
+    )
+
+
+def not_steady(steady: pl.DataFrame) -> pl.DataFrame:
+    """Find the runs measured before their workload was steady, where the plan asked that it be.
+
+    ``steady``: one row per run and member, ``target_steady`` (``"yes"``, ``"no"``, ``"unknown"`` or null
+    where the plan asked nothing) and ``steady_s`` (the seconds fio tried). ``figure`` is those seconds.
+    """
+    rows = steady.filter(pl.col("target_steady").is_in(["no", "unknown"]))
+    return _findings(
+        rows.select(
+            "run_unit", "member", pl.col("steady_s").alias("figure"), pl.lit(None, pl.Float64).alias("reference")
+        ),
+        "not steady",
     )
 
 
