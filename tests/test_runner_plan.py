@@ -165,6 +165,10 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
         (("numjobs = 2 }", "numjobs = 2, iodepth_batch = 10000000 }"), "iodepth_batch is a whole number from 1"),
         (('output = "out"', 'output = "../../../../../../../../.."'), "leads to /; choose a folder of your own"),
         (("rate_iops = 500 }", "rate_iops = 500, iodepth = 0 }"), "iodepth is a whole number from 1 to 65,536"),
+        (
+            ("numjobs = 2 }", 'numjobs = 64, iodepth = 1024, bssplit = "4k/90:1m/10" }'),
+            "its largest block x iodepth x numjobs is 64 GiB of I/O buffers per host, over 32 GiB",
+        ),
     ],
 )
 def test_bad_plans_say_where_and_what(tmp_path: Path, change: tuple[str, str], message: str) -> None:

@@ -552,8 +552,28 @@ def _positive_int(path: Path, table: dict, key: str, default: int, minimum: int 
 MAX_SECONDS = 86_400
 #: fio's steady-state criteria benchlib passes on: a figure (IOPS or bandwidth, or their slope) and a share
 STEADY_CRITERION = re.compile(r"(iops|bw)(_slope)?:(100|[1-9]?[0-9])(\.[0-9]{1,3})?%")
+#: the most I/O buffer memory one cell may ask of a host (largest block x iodepth x numjobs: fio allocates it)
+MAX_BUFFERS = 32 << 30
+#: the options whose values hold a cell's block sizes (``4k``, ``4k,64k``, ``4k-64k``, ``4k/50:64k/50``)
+_BLOCK_OPTIONS = ("bs", "blocksize", "bsrange", "blocksize_range", "bssplit")
+_A_SIZE = re.compile(r"(?<![/\d.])(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?", re.IGNORECASE)
 #: the largest region a plan may name (64 TiB)
 MAX_SIZE = 64 << 40
+
+
+def io_buffer_bytes(options: dict[str, str]) -> int:
+    """Return the I/O buffers fio allocates for one host's job: its largest block x iodepth x numjobs.
+
+    A block size given as a list, range or split counts its largest (a percentage in a split is not a size).
+    """
+    largest = 4096  # fio's default bs
+    for key in _BLOCK_OPTIONS:
+        for number, prefix in _A_SIZE.findall(str(options.get(key, ""))):
+            largest = max(largest, int(float(number) * 1024 ** " kmgtp".index(prefix.lower() or " ")))
+    depth, jobs = (
+        int(options.get(k, "1")) if str(options.get(k, "1")).isdigit() else 1 for k in ("iodepth", "numjobs")
+    )
+    return largest * depth * jobs
 
 
 def _bounded(
@@ -899,11 +919,23 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
         )
     except StudyError as exc:
         raise PlanError(str(exc)) from None
-    keys = [cell.key for cell in plan.cells()]
+    _check_cells(path, plan.cells())
+    return plan
+
+
+def _check_cells(path: Path, cells: list[Cell]) -> None:
+    """Refuse cells that ask a host for more I/O buffers than :data:`MAX_BUFFERS`, or that share a folder."""
+    for cell in cells:
+        if (buffers := io_buffer_bytes(cell.options)) > MAX_BUFFERS:
+            raise PlanError(
+                f"{path}: cell {cell.key}: its largest block x iodepth x numjobs is {buffers / (1 << 30):,.0f} GiB "
+                f"of I/O buffers per host, over {MAX_BUFFERS >> 30} GiB (fio allocates them before the first I/O); "
+                "lower iodepth, numjobs or the block size"
+            )
+    keys = [cell.key for cell in cells]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
         raise PlanError(
             f"{path}: two cells would share the folder {twice[0]!r} (levels that differ only in "
             "characters a folder name cannot hold, or a name used twice); rename a level or profile"
         )
-    return plan
