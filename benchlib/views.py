@@ -1794,6 +1794,37 @@ def tail_latency(
     return table.sort([*by, natural_rank(table, "run"), natural_rank(table, member), "origin"])  # run 2 before 10
 
 
+def tails_across_members(tails: pl.DataFrame, by: list[str], member: str) -> pl.DataFrame:
+    """Say :func:`tail_latency`'s per-member rows as one row per run: the median member's and the worst member's.
+
+    For many members (a row each would be a table nobody reads): ``members``, ``ios`` (all of them), each
+    percentile's median over the members (``p50_ms`` ...), and the worst member by p99 with its p99 and
+    p99.9 (``worst``, ``worst_p99_ms``, ``worst_p99.9_ms``). A member whose percentile is unknown (too few
+    I/Os beyond it) does not count toward that percentile's median.
+    """
+    from benchlib.tables import natural_rank
+
+    keys = [*by, "run", "origin"]
+    percentiles = [c for c in tails.columns if c.startswith("p") and c.endswith("_ms")]
+    worst = tails.sort("p99_ms", descending=True, nulls_last=True).group_by(keys, maintain_order=True).first()
+    table = tails.group_by(keys).agg(
+        pl.col(member).n_unique().alias("members"),
+        pl.col("ios").sum(),
+        *[pl.col(c).median() for c in percentiles],
+    )
+    table = table.join(
+        worst.select(
+            *keys,
+            pl.col(member).alias("worst"),
+            pl.col("p99_ms").alias("worst_p99_ms"),
+            pl.col("p99.9_ms").alias("worst_p99.9_ms"),
+        ),
+        on=keys,
+        how="left",
+    )
+    return table.sort([*by, natural_rank(table, "run"), "origin"])
+
+
 def latency_exceedance(
     study: StudyRef, *, by: list[str], only: dict | None = None, member: str | None = None, kind: str = "clat"
 ) -> pl.DataFrame:
