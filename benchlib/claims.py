@@ -45,6 +45,15 @@ bounded          every row's ``reported`` column at most iops / (usr + sys CPU),
                  members together): a bound that holds whichever member a table used
 ===============  ====================================================================
 
+Runs are read as the pages read them. A tool's aggregate rows (fio's "All clients") are never a member.
+Each member's rows of one run (its jobs, its directions) are totalled first; a figure over members (a sum,
+``jain``, ``max_over_min``, a side of a ``ratio``) is taken within each run; the runs of one configuration
+(the study's factors and the job's parameters) are then reduced by ``across``: ``"median"`` (the
+default), ``"worst"``, ``"best"``, or ``"each"`` (every run must hold). ``argmax``, ``lowest`` and
+``monotonic`` work on each level's median; ``each`` and ``range`` on each member's. A published table
+(one run per configuration, one row per member) reads exactly as before. Every verdict says how many runs
+it rests on and how they were reduced.
+
 ``by = [...]`` repeats the computation per group; the claim passes when every group does.
 ``reading = "..."`` says, in the claims file author's words, how a claim whose words allow more than one
 reading is read (which controllers "roughly 1.4x" covers, how two claims relate); the claims page shows
@@ -317,16 +326,22 @@ _OVER_VALUES = {
 }
 
 
-def _two_selections(frame: pl.DataFrame, claim: Claim) -> float:
+def _two_selections(frame: pl.DataFrame, claim: Claim, keys: tuple = ()) -> float:
     reduce = claim.params.get("reduce", "sum")
     if reduce not in _REDUCERS:
         raise ClaimError(f"claim {claim.id}: reduce must be one of {', '.join(_REDUCERS)}")
+    if _across(claim) == "each":
+        raise ClaimError(f'claim {claim.id}: across = "each" judges one selection\'s runs; a {claim.compute} has two')
+
+    def side(key: str, how: str) -> float:
+        return _over_runs(_extra(frame, claim, key), claim, keys, how)
+
     if claim.compute == "ratio":
-        return _reduce(_extra(frame, claim, "of"), claim, reduce) / _reduce(_extra(frame, claim, "to"), claim, reduce)
+        return side("of", reduce) / side("to", reduce)
     if claim.compute == "percent_change":
-        start = _reduce(_extra(frame, claim, "from"), claim, reduce)
-        return (_reduce(_extra(frame, claim, "to"), claim, reduce) - start) / start * 100
-    return _reduce(_extra(frame, claim, "lower"), claim, "max") / _reduce(_extra(frame, claim, "higher"), claim, "min")
+        start = side("from", reduce)
+        return (side("to", reduce) - start) / start * 100
+    return side("lower", "max") / side("higher", "min")
 
 
 def _along(frame: pl.DataFrame, claim: Claim, step: float = 0.0) -> Any:
@@ -369,17 +384,138 @@ class _Shape(str):
         return shown
 
 
-def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float = 0.0) -> Any:
+def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float = 0.0, keys: tuple = ()) -> Any:
+    """Compute a claim over its selected rows the way the pages read runs.
+
+    Each member's rows of a run (its jobs and directions) are totalled first; a figure over members
+    (a sum, Jain's index, largest over smallest) is taken within each run; then the runs of each
+    configuration (``keys``) are reduced by the claim's ``across`` (median unless it says). A figure along
+    ``over`` (argmax, lowest, monotonic) is taken on each level's median; ``each`` and ``range`` on each
+    member's median. A published table (one run per configuration) reads as it always did.
+    """
     how = claim.compute
-    if how in _REDUCERS:
-        return _reduce(frame, claim, how)
-    if how in _OVER_VALUES:
-        return _OVER_VALUES[how](_values(frame, claim))
-    if how in ("ratio", "percent_change", "trails"):
-        return _two_selections(frame, claim)
     if how in ("reconcile", "bounded"):
         return _reconcile(frame, claim, base)
-    return _along(frame, claim, step)
+    if how in ("ratio", "percent_change", "trails"):
+        return _two_selections(frame, claim, keys)
+    if how in _REDUCERS:
+        return _over_runs(frame, claim, keys, how)
+    if how in ("jain", "max_over_min"):
+        return _over_runs(frame, claim, keys, how)
+    if how in _OVER_VALUES:  # range, each: every member's figure (its median over runs)
+        return _OVER_VALUES[how](_per_member(frame, claim, keys)[claim.metric])
+    return _along(_per_level(frame, claim, keys), claim, step)
+
+
+#: how a claim's runs of one configuration become its figure (``across = "..."``; median unless it says)
+ACROSS = ("median", "worst", "best", "each")
+
+
+def _lower_is_better(metric: str) -> bool:
+    """Whether a smaller ``metric`` is the better one (a latency), for ``across = "worst"`` and ``"best"``."""
+    return "lat" in metric or metric.endswith(("_ms", "_ns"))
+
+
+def _across(claim: Claim) -> str:
+    across = str(claim.params.get("across", "median"))
+    if across not in ACROSS:
+        raise ClaimError(f"claim {claim.id}: across must be one of {', '.join(ACROSS)}, not {across!r}")
+    return across
+
+
+def _member_runs(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
+    """Return one row per run and member: the claim's metric totalled over the member's rows of the run.
+
+    Rates add over a member's jobs and directions; a latency is their I/O-weighted mean
+    (:func:`benchlib.stats.aggregate.total_expr`). Aggregate rows (fio's "All clients") never reach here.
+    """
+    from benchlib.stats.aggregate import total_expr
+
+    metric = claim.metric
+    numbers = frame.with_columns(_metric(frame, claim).alias(metric), run_unit_expr(frame.columns))
+    group = list(dict.fromkeys(["run_unit", *keys, "vm"]))
+    members = numbers.group_by(group, maintain_order=True).agg(total_expr(metric)).drop_nulls(metric)
+    if members.is_empty():
+        raise _Unsupported(f"no {metric} in the selected rows")
+    return members
+
+
+def _reduced(values: pl.Series, how: str) -> float:
+    """Reduce figures (``sum``, ``mean``, ``min``, ``max``, ``value``, ``jain``, ``max_over_min``) to one."""
+    if how == "value":
+        if values.len() != 1:
+            raise _Unsupported(f"{values.len()} rows selected where one was expected")
+        return float(values[0])
+    if how == "jain":
+        return _jain(values)
+    if how == "max_over_min":
+        return _spread(values)
+    return float(getattr(values, how)())
+
+
+def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
+    """Compute ``how`` over each run's members, then reduce the runs of each configuration (``across``).
+
+    Several configurations selected: a sum, mean, lowest or highest is taken over their figures; a
+    figure of one configuration (a value, Jain's index, largest over smallest) is refused.
+    """
+    members = _member_runs(frame, claim, keys)
+    runs = members.group_by(["run_unit", *keys], maintain_order=True).agg(
+        pl.col(claim.metric).map_batches(lambda v: pl.Series([_reduced(v, how)]), returns_scalar=True)
+    )
+    across = _across(claim)
+    if across == "each":
+        return [float(v) for v in runs[claim.metric]]
+    worst = "max" if _lower_is_better(claim.metric) != (how == "max_over_min") else "min"
+    pick = {
+        "median": pl.col(claim.metric).median(),
+        "worst": getattr(pl.col(claim.metric), worst)(),
+        "best": getattr(pl.col(claim.metric), "min" if worst == "max" else "max")(),
+    }[across]
+    configurations = runs.group_by(list(keys) or pl.lit(0), maintain_order=True).agg(pick)[claim.metric]
+    if configurations.len() == 1:
+        return float(configurations[0])
+    if how in ("sum", "mean", "min", "max"):
+        return float(getattr(configurations, how)())
+    raise _Unsupported(
+        f"rows of {configurations.len()} configurations where one was expected; narrow `where` or add `by`"
+    )
+
+
+def _per_member(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
+    """Return each member's figure per configuration: its run totals' median (or ``across``) over the runs."""
+    members = _member_runs(frame, claim, keys)
+    across = _across(claim)
+    if across == "each":
+        return members
+    worst = "max" if _lower_is_better(claim.metric) else "min"
+    pick = {
+        "median": pl.col(claim.metric).median(),
+        "worst": getattr(pl.col(claim.metric), worst)(),
+        "best": getattr(pl.col(claim.metric), "min" if worst == "max" else "max")(),
+    }[across]
+    return members.group_by(list(dict.fromkeys([*keys, "vm"])), maintain_order=True).agg(pick)
+
+
+def _per_level(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
+    """Return the claim's metric per level of ``over``: each run's total of its members there, then the median."""
+    from benchlib.stats.aggregate import total_expr
+
+    over = claim.params.get("over")
+    if over not in frame.columns:
+        raise ClaimError(f'claim {claim.id}: compute {claim.compute!r} needs over = "<column>" (got {over!r})')
+    members = _member_runs(frame, claim, tuple(dict.fromkeys([*keys, over])))
+    level = list(dict.fromkeys([over, *([] if over == "vm" else ["vm"] if over == "vm" else [])]))
+    totals = members.group_by(["run_unit", *level], maintain_order=True).agg(total_expr(claim.metric))
+    across = _across(claim)
+    pick = (
+        pl.col(claim.metric).median()
+        if across in ("median", "each")
+        else (
+            getattr(pl.col(claim.metric), "max" if (across == "worst") == _lower_is_better(claim.metric) else "min")()
+        )
+    )
+    return totals.group_by(level, maintain_order=True).agg(pick)
 
 
 def _close(value: float, target: float, rel: float) -> bool:
@@ -388,7 +524,7 @@ def _close(value: float, target: float, rel: float) -> bool:
 
 def _judge(value: Any, claim: Claim, tolerances: dict[str, float]) -> bool:
     expect = claim.expect
-    if claim.compute == "each":
+    if claim.compute == "each" or claim.params.get("across") == "each":  # every row, or every run, must hold
         return all(_judge_one(v, expect, tolerances) for v in value)
     return _judge_one(value, expect, tolerances)
 
@@ -506,6 +642,16 @@ def _step(claim: Claim, tolerances: dict[str, float]) -> float:
 
 #: Job parameters that make two runs different configurations even under the same factor levels.
 _JOB = ("rw", "block_size_bytes", "iodepth", "numjobs", "rwmixread_pct", "ioengine")
+
+
+def _configuration(frame: pl.DataFrame, claim: Claim, factors: tuple[str, ...]) -> tuple[str, ...]:
+    """Return what makes a configuration: the study's factors, the claim's ``by`` and the job's parameters.
+
+    Runs that agree on all of them are repetitions of one configuration (``over`` is kept apart: a
+    figure along it is taken per level).
+    """
+    wanted = [*factors, *claim.by, *_JOB]
+    return tuple(dict.fromkeys(c for c in wanted if c in frame.columns and c != "vm"))
 
 
 def _runs_read(
@@ -629,7 +775,13 @@ def _note(claim: Claim, runs: int, fewest: int, configurations: int) -> str:
         return "one run per configuration: the arithmetic holds or not, but it is not evidence of an effect"
     if fewest == 1:
         return "one run: the numbers describe that run"
-    return f"{fewest} or more runs per configuration"
+    across = str(claim.params.get("across", "median"))
+    how = {"median": "the median of", "worst": "the worst of", "best": "the best of", "each": "each of"}[across]
+    runs_of = f"{fewest}" if fewest == runs // max(configurations, 1) else f"{fewest} or more"
+    return (
+        f"{how} {runs_of} runs per configuration, each run's figure over its members first; "
+        "arithmetic on the runs, not a test of an effect (the comparison page tests)"
+    )
 
 
 def verify_claim(
@@ -648,8 +800,9 @@ def verify_claim(
         if not groups:
             raise _Unsupported("no rows match the claim's selection")
         step = _step(claim, tolerances)
+        keys = _configuration(frame, claim, factors)
         for key, group in sorted(groups.items(), key=lambda kv: _in_order(kv[0])):
-            value = _compute(group, claim, frame, step)
+            value = _compute(group, claim, frame, step, keys)
             if claim.compute in ("reconcile", "bounded"):
                 said, ok = _reconciled(value, claim.params.get("tolerance", 0.02), bound=claim.compute == "bounded")
                 shown.append(said)
@@ -786,7 +939,13 @@ def verdict_record(verdict: Verdict) -> dict[str, Any]:
 
 
 def verify(tables: Tables, claims: list[Claim], tolerances: dict[str, float]) -> list[Verdict]:
-    """Return every claim's verdict, in file order, each with the runs it rests on."""
-    frame = claims_frame(tables)
+    """Return every claim's verdict, in file order, each with the runs it rests on.
+
+    The rows are the pages' (:func:`benchlib.views._study_rows`): a tool's aggregate row (fio's "All clients",
+    a group's total) is never one more member, and logs are not runs.
+    """
+    from benchlib.views import NOT_RUNS
+
+    frame = claims_frame(tables).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
     factors = tuple(c for c in tables.runs.columns if c not in TABLES["runs"] and c in frame.columns)
     return [verify_claim(frame, claim, tolerances, factors) for claim in claims]

@@ -12,6 +12,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from benchlib.bundle import BundleError, write_bundle
@@ -335,3 +336,78 @@ def test_a_sweeps_shape_is_said_in_its_phases_with_its_steps() -> None:
     assert _shape([0.1, 0.01, 0.1], 0.05) == "rises, then flat, then rises (steps +10.0%, +1.0%, +10.0%)"
     assert _shape([0.01, -0.02], 0.05) == "flat (steps +1.0%, -2.0%)"
     assert _shape([0.01, 0.02], 0.0) == "increasing (steps +1.0%, +2.0%)"  # no step rule: any rise counts
+
+
+# ---------------------------------------------------------------- claims read runs as the pages do
+
+
+def _loopback_claim(compute: str, where: dict, expect: dict | None = None, **params: object) -> object:
+    from benchlib.claims import Claim
+
+    return Claim(
+        id=compute,
+        section="",
+        says="",
+        stated="",
+        metric="iops",
+        compute=compute,
+        where=where,
+        params=params,
+        expect=expect or {"above": 0},
+    )
+
+
+def _figure(verdict: object) -> float:
+    return float(re.sub(r"[^0-9.e+-]", "", verdict.recomputed.split(" ")[0].rstrip("x")))
+
+
+def test_a_claim_over_measured_runs_gives_the_figure_the_pages_show() -> None:
+    """The bundled loopback study: 4 hosts at once, 3 runs per configuration, every row per job and direction
+    and fio's "All clients" row beside them. Each kind of claim reads each run first (its members' totals),
+    then the median over the runs, as the comparison, fairness and sweeps pages do."""
+    from benchlib import views
+    from benchlib.store import open_study
+
+    opened = open_study("loopback-fio")
+    tables = load_study_tables(opened.processed)
+    cell = {"profile": "randread", "block_size": "4k", "rate_cap": "off"}
+    only = {k: [v] for k, v in cell.items()}
+    units = views.run_totals(opened, "iops", ["ioengine"], only=only)
+    medians = {r["ioengine"]: r["iops"] for r in units.group_by("ioengine").agg(pl.col("iops").median()).to_dicts()}
+    fair = {r["ioengine"]: r for r in views.fairness(opened, "iops", by=["ioengine"], only=only).to_dicts()}
+    sweep = views.sweep(opened, "iodepth-sweep")
+    claims = [
+        _loopback_claim("sum", {**cell, "ioengine": "libaio"}),
+        _loopback_claim("ratio", cell, of={"ioengine": "psync"}, to={"ioengine": "libaio"}),
+        _loopback_claim("jain", {**cell, "ioengine": "libaio"}),
+        _loopback_claim("max_over_min", {**cell, "ioengine": "libaio"}),
+        _loopback_claim("argmax", {"profile": "iodepth-sweep"}, {"equals": "64"}, over="iodepth"),
+    ]
+    got = {v.claim.id: v for v in verify(tables, claims, {})}
+    assert _figure(got["sum"]) == pytest.approx(medians["libaio"], rel=5e-3)
+    assert _figure(got["ratio"]) == pytest.approx(medians["psync"] / medians["libaio"], rel=5e-3)
+    assert _figure(got["jain"]) == pytest.approx(fair["libaio"]["jain_median"], abs=5e-4)
+    assert _figure(got["max_over_min"]) == pytest.approx(fair["libaio"]["max_min_median"], rel=5e-3)
+    peak = sweep.sort("iops", descending=True)["iodepth"][0]
+    assert got["argmax"].recomputed == str(peak)
+    for verdict in got.values():  # each says it is the median of runs, not a test
+        assert verdict.runs_per_configuration == 3 and verdict.note.startswith("the median of 3 runs"), verdict
+
+
+def test_across_worst_and_each_read_the_runs_as_told() -> None:
+    from benchlib.store import open_study
+
+    tables = load_study_tables(open_study("loopback-fio").processed)
+    cell = {"profile": "randread", "block_size": "4k", "rate_cap": "off", "ioengine": "libaio"}
+    each, worst, best = verify(
+        tables,
+        [
+            _loopback_claim("sum", cell, across="each"),
+            _loopback_claim("sum", cell, across="worst"),
+            _loopback_claim("sum", cell, across="best"),
+        ],
+        {},
+    )
+    runs = sorted(float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", each.recomputed))
+    assert len(runs) == 3 and _figure(worst) == pytest.approx(runs[0], rel=5e-3)
+    assert _figure(best) == pytest.approx(runs[-1], rel=5e-3)
