@@ -31,13 +31,13 @@ ingests once, first, and only when the raw files changed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.metadata
 import itertools
 import json
 import keyword
-import math
 import re
 import shutil
 import subprocess
@@ -59,6 +59,23 @@ from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data
 from benchlib.study import load_study
 from benchlib.tomlfile import read_toml
 
+#: the cell notebook of a pipeline that names none
+CELL_NOTEBOOK = "notebooks/cell.ipynb"
+#: the summary pages of a pipeline that names none: each is built where the study's data support it
+DEFAULT_SUMMARIES = tuple(
+    f"notebooks/{name}.ipynb"
+    for name in (
+        "study-overview",
+        "claims",
+        "comparison",
+        "sweeps",
+        "fairness",
+        "interaction",
+        "efficiency",
+        "host-side",
+    )
+)
+
 
 class PipelineError(BenchlibError):
     """A pipeline file is missing, invalid, or names a study, axis or notebook that does not exist."""
@@ -71,6 +88,7 @@ class Pipeline:
     name: str
     study: str
     title: str
+    #: the factors the cell pages span; empty: every factor the runs vary (:func:`benchlib.fit.axes`)
     axes: tuple[str, ...]
     cell_notebook: Path
     summary_notebooks: tuple[Path, ...]
@@ -101,6 +119,8 @@ class ReportResult:
     folder: Path
     executions: list[Execution]
     missing_cells: list[dict]
+    #: the summary pages the study's data cannot support, and why (:class:`benchlib.fit.PageLeftOut`)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 def load_pipeline(path: str | Path) -> Pipeline:
@@ -114,29 +134,29 @@ def load_pipeline(path: str | Path) -> Pipeline:
         raise PipelineError(f"{path}: no such pipeline file (pipelines here: {candidates or 'none'})")
     data = read_toml(path, PipelineError)
     spec = data.get("pipeline", {})
-    for key in ("study", "axes", "cell_notebook"):
-        if key not in spec:
-            raise PipelineError(f"{path}: [pipeline] needs {key}")
+    if "study" not in spec:
+        raise PipelineError(f'{path}: [pipeline] needs study = "<a folder of data/raw>"')
     study = load_study(RAW / spec["study"])
-    unknown = [a for a in spec["axes"] if a not in study.factors]
+    unknown = [a for a in spec.get("axes", []) if a not in study.factors]
     if unknown:
         raise PipelineError(
             f"{path}: axes {unknown} are not factors of study {spec['study']!r} "
             f"(its factors: {', '.join(study.factors) or 'none'})"
         )
-    summaries = [_summary_entry(path, i, entry) for i, entry in enumerate(spec.get("summary_notebooks", []))]
+    entries = spec.get("summary_notebooks", DEFAULT_SUMMARIES)
+    summaries = [_summary_entry(path, i, entry) for i, entry in enumerate(entries)]
     names = [name for name, _, _ in summaries]
     if len(set(names)) != len(names):
         raise PipelineError(f'{path}: two summary notebooks have the same page name; give one a name = "..."')
-    notebooks = [PROJECT_ROOT / spec["cell_notebook"], *[PROJECT_ROOT / n for _, n, _ in summaries]]
+    notebooks = [PROJECT_ROOT / spec.get("cell_notebook", CELL_NOTEBOOK), *[PROJECT_ROOT / n for _, n, _ in summaries]]
     for notebook in notebooks:
         if not notebook.is_file():
             raise PipelineError(f"{path}: notebook {notebook.relative_to(PROJECT_ROOT)} does not exist")
     return Pipeline(
         name=path.stem,
         study=str(spec["study"]),
-        title=str(spec.get("title", spec["study"])),
-        axes=tuple(spec["axes"]),
+        title=str(spec.get("title", study.title or spec["study"])),
+        axes=tuple(spec.get("axes", ())),
         cell_notebook=notebooks[0],
         summary_notebooks=tuple(notebooks[1:]),
         parameters=_parameters(path, "[parameters]", data.get("parameters", {})),
@@ -211,14 +231,19 @@ def planned_combinations(folder: Path, axes: list[str]) -> set[tuple[str, ...]] 
         cells = [key_levels(str(step["cell"])) for step in record["order"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    # a cell without an axis (a factor its profile does not use) names no combination
-    return {tuple(levels[a] for a in axes) for levels in cells if all(a in levels for a in axes)}
+    # a cell without an axis (a factor its profile does not use) is a combination without that factor: None
+    return {tuple(levels.get(a) for a in axes) for levels in cells}
 
 
 def expand_cells(
     pipeline: Pipeline, runs: pl.DataFrame, factors: dict[str, list], planned: set[tuple[str, ...]] | None = None
-) -> tuple[list[dict], list[dict], int | None]:
-    """Return the combinations the pipeline draws, the declared ones without runs, and how many were never planned.
+) -> tuple[list[dict], list[dict], int | None, int]:
+    """Return the combinations drawn, the declared ones without runs, how many were never planned, and how many.
+
+    The last: how many combinations the matrix declares.
+
+    An axis that some runs do not have (a sweep's own factor, outside the sweep) counts "without it" as
+    one more level: the matrix of a plan with a depth sweep holds the configurations without a depth too.
 
     Never planned: declared combinations a recorded plan (:func:`planned_combinations`) does not list;
     None without a record (what was meant to run is then unknown).
@@ -230,17 +255,28 @@ def expand_cells(
     from benchlib.runner.plan import level_in_folder
 
     axes = list(pipeline.axes)
-    seen = {tuple(c[a] for a in axes) for c in runs.select(axes).drop_nulls().unique().to_dicts()}
-    declared = itertools.product(*(factors[a] for a in axes))
+    seen = {tuple(c[a] for a in axes) for c in runs.select(axes).unique().to_dicts()}
+    # "without it" is a level only where a recorded plan says which combinations were meant (a sweep's own
+    # factor); published tables that leave a factor out of some rows declare no such combination
+    without = planned is not None
+    choices = [[*factors[a], *([None] if without and runs[a].null_count() else [])] for a in axes]
+    declared = list(itertools.product(*choices))
     absent = [combo for combo in declared if combo not in seen]
-    meant = [c for c in absent if planned is None or tuple(map(level_in_folder, c)) in planned]
-    missing = [dict(zip(axes, combo, strict=True)) for combo in meant]
+    in_folder = [tuple(None if v is None else level_in_folder(v) for v in c) for c in absent]
+    meant = [c for c, f in zip(absent, in_folder, strict=True) if planned is None or f in planned]
+    missing = [{a: v for a, v in zip(axes, combo, strict=True) if v is not None} for combo in meant]
     for factor, levels in pipeline.only.items():
         runs = runs.filter(pl.col(factor).is_in(levels))
-    present = runs.select(axes).drop_nulls().unique().sort(axes).to_dicts()
+    # with a recorded plan, a run without one of the axes (a sweep's own factor, outside the sweep) is a
+    # configuration without it; without one, rows that leave an axis out are not drawn as configurations
+    combos = runs.select(axes).unique()
+    combos = (
+        combos.filter(pl.any_horizontal(pl.col(axes).is_not_null())) if without else combos.drop_nulls()
+    ).to_dicts()
     order = {a: {lvl: i for i, lvl in enumerate(factors[a])} for a in axes}
-    present.sort(key=lambda c: [order[a].get(c[a], 99) for a in axes])
-    return present, missing, None if planned is None else len(absent) - len(meant)
+    combos.sort(key=lambda c: [order[a].get(c[a], -1) for a in axes])
+    present = [{a: v for a, v in combo.items() if v is not None} for combo in combos]
+    return present, missing, None if planned is None else len(absent) - len(meant), len(declared)
 
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -451,12 +487,20 @@ def build_report(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ReportResult:
     """Build ``reports/<pipeline>/``; see the module documentation."""
+    from benchlib import fit
+
     pipeline = load_pipeline(pipeline_path)
     study = _current_study(pipeline.study, processed_root)
+    if not pipeline.axes:  # every factor the runs vary: a page per configuration, a sweep on the sweeps page
+        pipeline = dataclasses.replace(
+            pipeline, axes=tuple(fit.axes(study)), only=pipeline.only or fit.cell_only(study)
+        )
+    if "value" not in pipeline.parameters:  # the figure every page shows, said once for the index too
+        pipeline = dataclasses.replace(pipeline, parameters={**pipeline.parameters, "value": fit.shape(study).value})
     runs = study.scan("runs").collect()
     factors = study.study.factors
     planned = planned_combinations(study.study.folder, list(pipeline.axes))
-    cells, missing, unplanned = expand_cells(pipeline, runs, factors, planned)
+    cells, missing, unplanned, declared = expand_cells(pipeline, runs, factors, planned)
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
     shared = _shared_scale(pipeline, study)
@@ -469,10 +513,15 @@ def build_report(
             levels,
         )
         for levels in cells
-    ] + [
-        Execution(name, nb, {**base, **own}, folder / "summary" / name)
-        for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True)
     ]
+    left_out = []  # (page, why): a page the study's data cannot support is said on the index, not drawn empty
+    for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True):
+        try:
+            parameters = fit.fitted(nb.stem, study, {**base, **own})
+        except fit.PageLeftOut as why:
+            left_out.append((name, str(why)))
+            continue
+        executions.append(Execution(name, nb, parameters, folder / "summary" / name))
     finished = 0
     kernels = WarmKernels()
     try:
@@ -483,7 +532,6 @@ def build_report(
                     progress(finished, len(executions), execution.slug)
     finally:
         kernels.close()
-    declared = math.prod(len(factors[axis]) for axis in pipeline.axes)
     from benchlib.views import use_study_words
 
     use_study_words(study)  # the index says levels as the pages do
@@ -495,8 +543,8 @@ def build_report(
 
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")
-    write_html(pipeline, folder, executions, missing, declared, front=front, unplanned=unplanned)
-    return ReportResult(folder, executions, missing)
+    write_html(pipeline, folder, executions, missing, declared, front=front, unplanned=unplanned, left_out=left_out)
+    return ReportResult(folder, executions, missing, left_out)
 
 
 def _shared_scale(pipeline: Pipeline, study: ProcessedStudy) -> dict:

@@ -270,13 +270,15 @@ def write_html(
     declared: int,
     front: dict[str, str] | None = None,
     unplanned: int | None = None,
+    left_out: list[tuple[str, str]] | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
     Write ``index.html`` and one page per execution into ``folder``; ``missing``: the declared cells
     without data (their levels), of the whole matrix of ``declared`` combinations; ``front``: the
     index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`); ``unplanned``: how
-    many combinations the plan ``benchlib run`` recorded never listed (None: no record). Every string
+    many combinations the plan ``benchlib run`` recorded never listed (None: no record); ``left_out``:
+    the summary pages the study's data cannot support, each with why (one line each). Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -319,7 +321,10 @@ def write_html(
         parts.append("<h2>What the pages find</h2>" + "".join(findings))
     if front.get("caveats"):
         parts.append("<h2>What this data is not</h2>" + _markdown(front["caveats"]))
-    parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}</ul>")
+    absent = "".join(
+        f"<li>{html.escape(_page_title(name))}: not drawn, {html.escape(why)}</li>" for name, why in left_out or []
+    )
+    parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}{absent}</ul>")
     drawn = ""
     if pipeline.only:  # the study's design above counts every configuration; say which this report draws
         kept = runs_read(pipeline.only)
@@ -376,4 +381,9 @@ def _title(execution: Execution) -> str:
     """Return a page's title in words: its levels (``profile randread, block size 4k``) or its name."""
     if execution.levels:
         return levels_words(execution.levels)
-    return execution.slug.replace("-", " ").capitalize()
+    return _page_title(execution.slug)
+
+
+def _page_title(name: str) -> str:
+    """Return a summary page's title from its name: ``host-side`` -> ``Host side``."""
+    return name.replace("-", " ").capitalize()

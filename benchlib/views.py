@@ -559,9 +559,11 @@ def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> 
     """Return a sweep's rows: ``levels`` as :func:`cell_frame` takes them (a name alone is a ``profile``).
 
     The swept column and the job counts as numbers: a published table's levels are text ("16"), and
-    "128" sorts before "16".
+    "128" sorts before "16". ``levels`` None (the study has no such sweep): no rows.
     """
-    frame = cell_frame(study, {"profile": levels} if isinstance(levels, str) else levels)
+    frame = cell_frame(study, {"profile": levels} if isinstance(levels, str) else levels or {})
+    if levels is None:
+        frame = frame.clear()
     for column in dict.fromkeys([depth, "iodepth", "numjobs"]):
         if column in frame.columns and frame.schema[column] == pl.String:
             numbers = frame[column].cast(pl.Float64, strict=False)
@@ -1182,7 +1184,8 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
     from benchlib.tables import level_expr
 
     # the test's levels in the study's words (random read 4k), as every other page says them
-    return table.with_columns(pl.concat_str([level_expr(c) for c in test], separator=" ").alias("test"))
+    named = pl.concat_str([level_expr(c) for c in test], separator=" ") if test else pl.lit("all runs")
+    return table.with_columns(named.alias("test"))
 
 
 def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per_cpu_pct") -> str:

@@ -1,0 +1,394 @@
+"""Each page's parameters, fitted to the study it draws: what a parameter left as None means.
+
+A notebook's parameters default to None, "from the study": the factors, levels, members and sweeps its
+data hold decide them, and nothing here knows the bundled studies. A pipeline that names only its study
+gets every page the data support; a page the data cannot support raises :class:`PageLeftOut` with the
+reason, which the report's index says in one line instead of an empty page.
+
+One function per notebook (:data:`PAGES`), each taking the study and the parameters given (None where
+not given) and returning them complete. The notebooks and :func:`benchlib.pipeline.build_report` call
+the same function, so a page and the report never disagree on what it draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from benchlib.errors import BenchlibError
+from benchlib.schema import run_unit_expr
+from benchlib.store import ProcessedStudy, open_study
+
+
+class PageLeftOut(BenchlibError):
+    """The study's data cannot support this page; the message says why, in a clause for the index."""
+
+
+#: the job parameters that must hold still while a sweep varies one of them
+_JOB = ("rw", "block_size_bytes", "iodepth", "numjobs", "ioengine_job", "rwmixread_pct")
+#: a sweep needs this many points to have a shape
+SWEEP_POINTS = 3
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a study's runs hold, for choosing each page's parameters."""
+
+    #: every declared factor with the levels the runs hold, in study.toml's order
+    factors: dict[str, list[str]]
+    #: the factors with two levels or more in the runs
+    varied: tuple[str, ...]
+    #: varied factors that some runs do not have (a sweep of one profile: its factor is null elsewhere)
+    partial: tuple[str, ...]
+    #: varied factors whose levels are different work (their runs differ in fio's rw: read, write, a mix)
+    workloads: tuple[str, ...]
+    #: partial factors that are a sweep's own (queue depth within a depth sweep): not settings to compare
+    swept: tuple[str, ...]
+    #: the most members (VMs, hosts) of one run
+    members: int
+    #: the figure the pages compare: IOPS where the runs have it, else bandwidth
+    value: str
+    #: whether runs have CPU figures, and whether disk statistics or esxtop captures exist
+    cpu: bool
+    host_side: bool
+    #: the study folder has a claims.toml
+    claims: bool
+    #: ``{factor: level}`` selecting a depth sweep, and a write-share sweep (None where the study has none)
+    depth_sweep: dict | None
+    mix_sweep: dict | None
+
+
+def _opened(study: str | ProcessedStudy) -> ProcessedStudy:
+    return study if isinstance(study, ProcessedStudy) else open_study(study)
+
+
+def shape(study: str | ProcessedStudy) -> Shape:
+    """Return what the study's runs hold (:class:`Shape`)."""
+    from benchlib.views import _study_rows, disk_ios, esxtop_captures
+
+    opened = _opened(study)
+    rows = _study_rows(opened, None)
+    declared = opened.study.factors
+    factors = {
+        f: [lvl for lvl in levels if lvl in set(rows[f].drop_nulls().to_list())] if f in rows.columns else []
+        for f, levels in declared.items()
+    }
+    varied = tuple(f for f, levels in factors.items() if len(levels) >= 2)
+    partial = tuple(f for f in varied if rows[f].null_count() > 0)
+    units = rows.with_columns(run_unit_expr(rows.columns)).group_by("run_unit").agg(pl.col("vm").n_unique())
+    members = int(units["vm"].max() or 0) if units.height else 0
+    counted = {v: rows[v].drop_nulls().len() for v in ("iops", "bandwidth_mib_s") if v in rows.columns}
+    value = "iops" if counted.get("iops", 0) >= counted.get("bandwidth_mib_s", 0) else "bandwidth_mib_s"
+    cpu = "usr_cpu_pct" in rows.columns and rows["usr_cpu_pct"].drop_nulls().len() > 0
+    host_side = disk_ios(opened).height > 0 or esxtop_captures(opened).height > 0
+    sweeps = [s for s in (_sweep_of(rows, factors, "iodepth"), _sweep_of(rows, factors, "rwmixread_pct")) if s]
+    return Shape(
+        factors=factors,
+        varied=varied,
+        partial=partial,
+        workloads=tuple(f for f in varied if _is_workload(rows, f, varied)),
+        swept=tuple(f for f in partial if _within_sweeps(rows, f, sweeps)),
+        members=members,
+        value=value,
+        cpu=cpu,
+        host_side=host_side,
+        claims=(opened.study.folder / "claims.toml").is_file(),
+        depth_sweep=_sweep_of(rows, factors, "iodepth"),
+        mix_sweep=_sweep_of(rows, factors, "rwmixread_pct"),
+    )
+
+
+def _is_workload(rows: pl.DataFrame, factor: str, varied: tuple[str, ...]) -> bool:
+    """Whether ``factor``'s levels are different work: with the other factors held, fio's ``rw`` changes with it.
+
+    ``profile`` (``benchlib run``'s own factor: each level a job of its own) always is.
+    """
+    if factor == "profile":
+        return True
+    if "rw" not in rows.columns:
+        return False
+    others = [f for f in varied if f != factor]
+    having = rows.filter(pl.col(factor).is_not_null())
+    grouped = having.group_by(others) if others else having.group_by(pl.lit(1))
+    return bool((grouped.agg(pl.col("rw").drop_nulls().n_unique())["rw"] > 1).any())
+
+
+def _within_sweeps(rows: pl.DataFrame, factor: str, sweeps: list[dict]) -> bool:
+    """Whether every run that has ``factor`` is a run of one of the ``sweeps`` (the factor is a sweep's own)."""
+    having = rows.filter(pl.col(factor).is_not_null())
+    inside = pl.any_horizontal([pl.col(f) == lvl for sweep in sweeps for f, lvl in sweep.items()] or [pl.lit(False)])
+    return having.height > 0 and having.filter(~inside.fill_null(False)).height == 0
+
+
+def _sweep_of(rows: pl.DataFrame, factors: dict[str, list[str]], varies: str) -> dict | None:
+    """Return the level that selects a sweep of job parameter ``varies``: the rest of the job held still.
+
+    ``{factor: level}`` of the first factor level (study order) whose runs hold ``varies`` at
+    :data:`SWEEP_POINTS` values or more while every other job parameter has one value; None where none does.
+    """
+    held = [c for c in _JOB if c != varies and c in rows.columns]
+    if varies not in rows.columns:
+        return None
+    for factor, levels in factors.items():
+        for level in levels:
+            some = rows.filter(pl.col(factor) == level)
+            if some[varies].drop_nulls().n_unique() >= SWEEP_POINTS and all(
+                some[c].drop_nulls().n_unique() <= 1 for c in held
+            ):
+                return {factor: level}
+    return None
+
+
+def axes(study: str | ProcessedStudy) -> list[str]:
+    """Return the factors a report's cell pages span by default: every varied one (a page per configuration)."""
+    return list(shape(study).varied)
+
+
+def cell_only(study: str | ProcessedStudy) -> dict:
+    """Return the levels a report's cell pages read by default: all, but a sweep that no factor spans.
+
+    A sweep found by its job parameter alone (a published table's depths, no depth factor) would make
+    one cell page of every depth pooled; the sweeps page draws it instead.
+    """
+    found = shape(study)
+    return {} if found.swept else _without_sweeps(found)
+
+
+def _given(value: object, default: object) -> object:
+    return default if value is None else value
+
+
+def _settings(found: Shape) -> list[str]:
+    """Return the varied factors to compare, in study order: settings first, then workloads; never a sweep's own."""
+    whole = [f for f in found.varied if f not in found.swept]
+    return [f for f in whole if f not in found.workloads] + [f for f in whole if f in found.workloads]
+
+
+def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str | None = None) -> dict:
+    """Fit a cell page: ``levels`` (default: the first configuration the runs hold) and ``value``."""
+    from benchlib.views import _study_rows
+
+    found = shape(study)
+    if levels is None:
+        rows = _study_rows(_opened(study), None).select(list(found.varied)).unique()
+        rank = [
+            pl.col(f).replace_strict(levels, list(range(len(levels))), default=None)
+            for f, levels in ((f, found.factors[f]) for f in found.varied)
+        ]
+        first = rows.sort(rank, nulls_last=True).head(1)
+        levels = {k: v for k, v in (first.to_dicts()[0] if first.height else {}).items() if v is not None}
+    return {"levels": levels, "value": _given(value, found.value)}
+
+
+def comparison(
+    study: str | ProcessedStudy,
+    *,
+    value: str | None = None,
+    factor: str | None = None,
+    baseline: str | None = None,
+    by: list[str] | None = None,
+    only: dict | None = None,
+) -> dict:
+    """Fit a comparison page.
+
+    ``factor`` (default: the first setting the runs vary), its first declared level as ``baseline``,
+    within each configuration of the other varied factors (``by``), over the runs where the factor has
+    two levels or more (``only``).
+    """
+    found = shape(study)
+    candidates = _settings(found)
+    if factor is None and not candidates:
+        raise PageLeftOut("no factor has two levels in the runs: there is nothing to compare")
+    factor = _given(factor, candidates[0] if candidates else None)
+    if factor not in found.factors:
+        raise PageLeftOut(f"{factor!r} is not a factor of this study")
+    if len(found.factors[factor]) < 2:
+        raise PageLeftOut(f"the runs hold one level of {factor}: there is nothing to compare")
+    baseline = str(_given(baseline, found.factors[factor][0]))
+    if only is None:
+        only = _where_varied(_opened(study), found, factor)
+    if by is None:
+        by = [f for f in found.varied if f != factor and len(only.get(f, "..")) > 1 and f not in found.swept]
+        by, only = _complete(_opened(study), by, only)
+    return {"value": _given(value, found.value), "factor": factor, "baseline": baseline, "by": by, "only": only}
+
+
+def _where_varied(opened: ProcessedStudy, found: Shape, factor: str) -> dict:
+    """Return ``only``: for each other factor, its levels under which ``factor`` has two levels or more.
+
+    A factor left whole (every level qualifies, or runs without it do) is not named.
+    """
+    from benchlib.views import _study_rows
+
+    rows = _study_rows(opened, None)
+    only = {}
+    for other in found.varied:
+        if other == factor:
+            continue
+        counts = rows.group_by(other).agg(pl.col(factor).n_unique().alias("n"))
+        keep = counts.filter(pl.col("n") >= 2)
+        if keep[other].null_count() or keep.height == counts.height:
+            continue  # runs without this factor compare too, or every level does: nothing to leave out
+        only[other] = [lvl for lvl in found.factors[other] if lvl in set(keep[other].to_list())]
+    return only
+
+
+def _complete(opened: ProcessedStudy, by: list[str], only: dict) -> tuple[list[str], dict]:
+    """Return ``by`` and ``only`` such that every run read has a level of every ``by`` factor.
+
+    A factor no run of ``only`` has is dropped from ``by``; one that some runs lack keeps its levels in
+    ``only`` (the runs without it, another table's rows, are not pooled as a level of their own).
+    """
+    from benchlib.views import _study_rows
+
+    rows = _study_rows(opened, only)
+    by = [f for f in by if f in rows.columns and rows[f].null_count() < rows.height]
+    only = dict(only)
+    for f in by:
+        if rows[f].null_count() and f not in only:
+            only[f] = [lvl for lvl in opened.study.factors[f] if lvl in set(rows[f].drop_nulls().to_list())]
+    return by, only
+
+
+def _without_sweeps(found: Shape) -> dict:
+    """Return ``only`` leaving out the runs of the study's sweeps (the sweeps page draws them)."""
+    only: dict[str, list[str]] = {}
+    for sweep in (found.depth_sweep, found.mix_sweep):
+        for factor, level in (sweep or {}).items():
+            only[factor] = [lvl for lvl in only.get(factor, found.factors[factor]) if lvl != level]
+    return only
+
+
+def sweeps(
+    study: str | ProcessedStudy, *, depth_profile: dict | str | None = None, mix_profile: dict | str | None = None
+) -> dict:
+    """Fit the sweeps page: the runs of a queue-depth sweep and of a write-share sweep (either may be absent)."""
+    found = shape(study)
+    depth = _given(depth_profile, found.depth_sweep)
+    mix = _given(mix_profile, found.mix_sweep)
+    if depth is None and mix is None:
+        raise PageLeftOut(
+            f"no runs sweep the queue depth or the write share ({SWEEP_POINTS} or more points with the rest of "
+            "the job held still)"
+        )
+    return {"depth_profile": depth, "mix_profile": mix}
+
+
+def fairness(
+    study: str | ProcessedStudy, *, value: str | None = None, by: list[str] | None = None, only: dict | None = None
+) -> dict:
+    """Fit the fairness page: how evenly each run's members shared, per configuration of the varied factors."""
+    found = shape(study)
+    if found.members < 2:
+        raise PageLeftOut("every run has one member: there is no share to judge")
+    if by is None or only is None:
+        wanted, kept = _complete(_opened(study), list(found.varied), _given(only, _without_sweeps(found)))
+        by, only = _given(by, wanted), _given(only, kept)
+    return {"value": _given(value, found.value), "by": by, "only": only}
+
+
+def host_side(study: str | ProcessedStudy, *, by: list[str] | None = None, only: dict | None = None) -> dict:
+    """Fit the host-side page: fio's disk statistics or esxtop captures, per configuration."""
+    found = shape(study)
+    if not found.host_side:
+        raise PageLeftOut("no disk statistics (fio's disk_util) and no esxtop capture")
+    if by is None or only is None:
+        wanted, kept = _complete(_opened(study), list(found.varied), _given(only, _without_sweeps(found)))
+        by, only = _given(by, wanted), _given(only, kept)
+    return {"by": by, "only": only}
+
+
+def efficiency(
+    study: str | ProcessedStudy,
+    *,
+    test: list[str] | None = None,
+    setting: str | None = None,
+    only: dict | None = None,
+) -> dict:
+    """Fit the CPU-efficiency page: work per CPU% of each level of ``setting``, within each ``test``.
+
+    Fitted to the runs that report their CPU use (a published study may give CPU in a table of its own).
+    """
+    from benchlib.views import _study_rows
+
+    found = shape(study)
+    if not found.cpu:
+        raise PageLeftOut("no run reports its CPU use")
+    rows = _study_rows(_opened(study), only)
+    rows = rows.filter(pl.col("iops_per_cpu_pct").is_not_null())  # CPU and I/O of the same run
+    if rows.is_empty():
+        raise PageLeftOut("no run reports its CPU use beside its I/O (CPU in a table of its own has no IOPS to divide)")
+    varied = [f for f in found.varied if rows[f].drop_nulls().n_unique() >= 2]
+    settings = [f for f in _settings(found) if f in varied]
+    setting = _given(setting, settings[0] if settings else None)
+    if setting is None or setting not in varied:
+        raise PageLeftOut("no factor has two levels among the runs that report their CPU use")
+    only = _given(only, _where_varied(_opened(study), found, setting))
+    held = [f for f in varied if f != setting and len(only.get(f, "..")) > 1]
+    if test is None:
+        test, only = _complete(_opened(study), held, only)
+    return {"test": test, "setting": setting, "only": only}
+
+
+def interaction(
+    study: str | ProcessedStudy,
+    *,
+    value: str | None = None,
+    x: str | None = None,
+    trace: str | None = None,
+    by: list[str] | None = None,
+    only: dict | None = None,
+) -> dict:
+    """Fit the interaction page: whether one setting's effect depends on another's level (two crossed factors)."""
+    found = shape(study)
+    settings = [f for f in _settings(found) if f not in (x, trace)]
+    x = _given(x, settings.pop(0) if settings else None)
+    trace = _given(trace, settings.pop(0) if settings else None)
+    if x is None or trace is None:
+        raise PageLeftOut("fewer than two factors have two levels: no effect can depend on another")
+    if only is None:
+        only = _where_varied(_opened(study), found, trace)
+        only = {k: v for k, v in only.items() if k != x}
+    held = [f for f in found.varied if f not in (x, trace) and f not in found.swept and len(only.get(f, "..")) > 1]
+    if by is None:
+        by, only = _complete(_opened(study), held, only)
+    return {"value": _given(value, found.value), "x": x, "trace": trace, "by": by, "only": only}
+
+
+def claims(study: str | ProcessedStudy) -> dict:
+    """Fit the claims page: only where the study has a claims.toml."""
+    if not shape(study).claims:
+        raise PageLeftOut("the study has no claims.toml (the write-up's assertions, which `benchlib verify` reads)")
+    return {}
+
+
+#: the notebook each function fits, by the notebook's name
+PAGES = {
+    "cell": cell,
+    "comparison": comparison,
+    "sweeps": sweeps,
+    "fairness": fairness,
+    "host-side": host_side,
+    "efficiency": efficiency,
+    "interaction": interaction,
+    "claims": claims,
+}
+
+
+def fitted(notebook: str, study: str | ProcessedStudy, given: dict) -> dict:
+    """Return the parameters of ``notebook`` (its name) for ``study``: ``given`` completed where it is None.
+
+    Only the parameters the page's function takes are fitted; the rest of ``given`` passes as it is. A
+    notebook without a function here gets ``given`` unchanged.
+
+    Raises
+    ------
+    PageLeftOut
+        Where the study's data cannot support the page.
+    """
+    page = PAGES.get(notebook)
+    if page is None:
+        return dict(given)
+    names = page.__code__.co_varnames[1 : page.__code__.co_argcount + page.__code__.co_kwonlyargcount]
+    return {**given, **page(study, **{k: given.get(k) for k in names})}
