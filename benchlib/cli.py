@@ -357,6 +357,24 @@ def cmd_vsphere_facts(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _explain(name: str, console: Console) -> int:
+    """Print one canonical notebook's parameters: name, default, what it is (None: from the study)."""
+    from benchlib.paths import NOTEBOOKS
+    from benchlib.pipeline import notebook_parameters
+
+    notebook = NOTEBOOKS / f"{Path(name).stem}.ipynb"
+    if not notebook.is_file():
+        known = ", ".join(sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")))
+        raise BenchlibError(f"no notebook {name!r} (the notebooks: {known})")
+    console.print(
+        f"[bold]{notebook.name}[/]: " + escape("a pipeline's [parameters] or a summary entry's parameters set these")
+    )
+    for parameter, default, what in notebook_parameters(notebook):
+        console.print(f"  {parameter} = {default}" + (f"  # {what}" if what else ""), highlight=False, markup=False)
+    console.print("None means: chosen from the study's runs (benchlib.fit); a page they cannot support is left out.")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Build reports/<pipeline>/ for each pipeline (default: every file under pipelines/)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -364,6 +382,8 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     from benchlib.paths import PIPELINES
     from benchlib.pipeline import build_report
 
+    if args.explain:
+        return _explain(args.explain, console)
     paths = [Path(p) for p in args.pipelines] or sorted(PIPELINES.glob("*.toml"))
     failed = []
     for path in paths:
@@ -469,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("pipelines", nargs="*", help="pipeline files (default: every pipelines/*.toml)")
     report.add_argument("--reports", default=str(REPORTS), help="output root (default: reports)")
     report.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")
+    report.add_argument(
+        "--explain", metavar="NOTEBOOK", help="print a notebook's parameters (cell, comparison, ...) and exit"
+    )
     report.set_defaults(func=cmd_report)
     return parser
 

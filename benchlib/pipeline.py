@@ -571,6 +571,30 @@ def _notebook_parameters(notebook: Path) -> str:
     return ""
 
 
+def notebook_parameters(notebook: Path) -> list[tuple[str, str, str]]:
+    """Return a notebook's parameters as ``(name, default, what it means)``, from its parameters cell.
+
+    Each line of the cell is ``name = default  # what it means``; a default of None is "from the study"
+    (:mod:`benchlib.fit`).
+    """
+    found = []
+    for line in _notebook_parameters(notebook).splitlines():
+        match = re.fullmatch(r"(\w+)\s*=\s*(.*?)(?:\s+#\s*(.*))?", line.strip())
+        if match:
+            found.append((match[1], match[2], match[3] or ""))
+    return found
+
+
+def parameters_markdown(notebooks: Path = PROJECT_ROOT / "notebooks") -> str:
+    """Return every canonical notebook's parameters as Markdown tables (notebooks/README.md holds this)."""
+    parts = []
+    for notebook in sorted(notebooks.glob("*.ipynb")):
+        rows = [f"| `{n}` | `{d}` | {w} |" for n, d, w in notebook_parameters(notebook)]
+        table = ["| parameter | default | what it is |", "|---|---|---|", *rows]
+        parts.append(f"### `{notebook.name}`\n\n" + "\n".join(table))
+    return "\n\n".join(parts) + "\n"
+
+
 #: What the index's provenance lists of the environment.
 PINNED = ("polars", "altair", "scipy", "numpy", "papermill", "vl-convert-python", "nbval")
 

@@ -600,6 +600,24 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     return rows.drop("note", "reading", strict=False), "\n\n".join(paragraphs)
 
 
+def claims_headline(table: pl.DataFrame) -> str:
+    """Say a claims page's answer first: how many claims hold, then each one the data contradict, in its words.
+
+    From :func:`benchlib.views.claim_table` of any claims file: :func:`claim_counts`, then one line per
+    FAIL (its id and section, what the write-up says, what it states and what the data give).
+    """
+    failed = table.filter(pl.col("verdict") == "FAIL")
+    said = claim_counts(table)
+    if failed.is_empty():
+        return said
+    lines = []
+    for row in failed.iter_rows(named=True):
+        where = f" ({row['section']})" if row.get("section") else ""
+        stated = f"; stated {row['stated']}" if row.get("stated") else ""
+        lines.append(f"- **Claim {row['claim']}**{where}: {row['says']} Recomputed: {row['recomputed']}{stated}.")
+    return said + "\n\nWhere the data disagree with the write-up:\n\n" + "\n".join(lines)
+
+
 def claim_counts(table: pl.DataFrame) -> str:
     """Say how many claims of :func:`benchlib.views.claim_table` pass and which fail ("25 of 33 claims pass; ...").
 

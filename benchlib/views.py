@@ -550,11 +550,6 @@ def claim_table(study: StudyRef) -> pl.DataFrame:
     )
 
 
-def claim_values(table: pl.DataFrame) -> dict[str, str]:
-    """``claim id -> recomputed value`` from :func:`claim_table`, for quoting in prose by name."""
-    return dict(zip(table["claim"], table["recomputed"], strict=True))
-
-
 def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> pl.DataFrame:
     """Return a sweep's rows: ``levels`` as :func:`cell_frame` takes them (a name alone is a ``profile``).
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from benchlib.paths import PROCESSED
+from benchlib.paths import PROCESSED, PROJECT_ROOT
 from benchlib.schema import run_unit_expr
 from benchlib.store import load_study_tables
 from benchlib.views import disk_view, host_series, member_efficiency, member_values, run_totals
@@ -268,3 +268,36 @@ def test_two_kept_device_busy_figures_are_both_given_not_their_mean() -> None:
     assert row["note"].endswith("; the 2 kept are both given, not their median (of two, their mean)")
     three = view.filter(pl.col("block_size") == "4k", pl.col("ioengine") == "libaio", pl.col("rate_cap") == "off")
     assert three["util_pct"][0] is not None and " and " not in three["util_range"][0]
+
+
+def test_the_notebooks_readme_lists_every_parameter_as_the_notebooks_declare_them() -> None:
+    """notebooks/README.md's parameter tables are generated from the parameters cells: they never drift."""
+    from benchlib.pipeline import parameters_markdown
+
+    readme = (PROJECT_ROOT / "notebooks" / "README.md").read_text(encoding="utf-8")
+    start = readme.index("-->", readme.index("<!-- parameters: generated")) + len("-->\n")
+    end = readme.index("<!-- end of the generated parameters -->")
+    assert readme[start:end] == parameters_markdown()
+
+
+def test_pages_fit_themselves_to_each_bundled_study() -> None:
+    """Nothing in benchlib.fit knows the bundled studies: what it chooses follows from their runs."""
+    from benchlib import fit
+
+    loopback = fit.shape("loopback-fio")
+    assert loopback.members == 4 and loopback.swept == ("queue_depth", "write_pct")
+    assert loopback.depth_sweep == {"profile": "iodepth-sweep"} and loopback.mix_sweep == {"profile": "rwmix-sweep"}
+    interaction = fit.fitted("interaction", "loopback-fio", {})
+    assert (interaction["x"], interaction["trace"]) == ("block_size", "ioengine")
+    assert interaction["only"] == {"profile": ["randread", "randwrite"]}  # not the sweeps: they have one level
+    published = fit.fitted("comparison", "pvscsi-vs-lsi", {})
+    assert published["factor"] == "controller" and published["baseline"] == "LSI"
+    assert published["only"]["sioc"] == ["off", "on"]  # rows of a table without SIOC are not a level of their own
+    with pytest.raises(fit.PageLeftOut, match="no disk statistics"):
+        fit.fitted("host-side", "pvscsi-vs-lsi", {})
+    with pytest.raises(fit.PageLeftOut, match="every run has one member"):
+        fit.fitted("fairness", "fio-sample", {})
+    with pytest.raises(fit.PageLeftOut, match="no runs sweep"):
+        fit.fitted("sweeps", "fio-sample", {})
+    given = fit.fitted("comparison", "loopback-fio", {"factor": "ioengine", "baseline": "psync"})
+    assert given["factor"] == "ioengine" and given["baseline"] == "psync"  # what a pipeline gives stands

@@ -563,7 +563,96 @@ def test_runs_that_cannot_have_measured_the_storage_are_named_on_every_page_that
     assert "2 runs may not have measured the storage" in comparison
 
 
-@pytest.mark.parametrize("which", ["report", "loopback_report", "written_report", "doubtful_report"])
+UNTUNED_PLAN = """
+[study]
+name = "untuned"
+title = "A test fixture: two engines at two block sizes and a queue-depth sweep, on two fio servers"
+[run]
+runtime_s = 1
+repetitions = 2
+seed = 9
+output = "raw/untuned"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "16MiB"
+[hosts]
+servers = ["127.0.0.16", "127.0.0.17"]
+port = 8874
+[options]
+direct = 0
+[matrix.engine]
+option = "ioengine"
+levels = ["psync", "libaio"]
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "64k"]
+[[profiles]]
+use = "randread-4k"
+[[profiles]]
+name = "depth"
+options = {{ rw = "randread", bs = "4k", ioengine = "libaio" }}
+hold = {{ engine = "libaio", block_size = "4k" }}
+sweep = {{ factor = "queue_depth", option = "iodepth", levels = [1, 4, 16] }}
+"""
+
+
+@pytest.fixture(scope="module")
+def untuned_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
+    """A study no page was tuned on, recorded for real on two loopback fio servers, and a pipeline that names
+    only the study: every page its data support is built, the rest are named on the index with why."""
+    from benchlib.runner import load_plan, run_plan
+    from tests.fio_helpers import fio_server
+
+    data = tmp_path_factory.mktemp("untuned")
+    plan_path = data / "plan.toml"
+    plan_path.write_text(UNTUNED_PLAN.format(targets=data / "targets"))
+    with fio_server(fio_binary, "127.0.0.16", 8874), fio_server(fio_binary, "127.0.0.17", 8874):
+        assert run_plan(load_plan(plan_path)).done == 2 * 7 * 2
+    pipeline = data / "untuned.toml"
+    pipeline.write_text('[pipeline]\nstudy = "untuned"\n')
+    build = (
+        "import sys, json; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
+        "print(json.dumps({'pages': [e.slug for e in r.executions], 'left_out': r.left_out}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(pipeline), str(data / "reports")],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "BENCHLIB_DATA": str(data)},
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    built = json.loads(done.stdout.splitlines()[-1])
+    executions = [None] * len(built["pages"])
+    return types.SimpleNamespace(folder=data / "reports" / "untuned", executions=executions, built=built), None
+
+
+def test_a_study_nobody_tuned_for_builds_every_page_its_data_support_from_its_name(untuned_report) -> None:
+    result, _ = untuned_report
+    pages, left_out = result.built["pages"], dict(result.built["left_out"])
+    cells = [p for p in pages if "=" in p]
+    assert len(cells) == 4 + 3  # a page per configuration: 2 engines x 2 block sizes, and each depth of the sweep
+    assert {"study-overview", "comparison", "sweeps", "fairness", "interaction", "efficiency"} <= set(pages)
+    assert set(left_out) == {"claims", "host-side"} or set(left_out) == {"claims"}, left_out
+    assert "claims.toml" in left_out["claims"]
+    index = html.unescape((result.folder / "index.html").read_text())
+    assert "Claims: not drawn, the study has no claims.toml" in index
+    assert "<h1>A test fixture: two engines at two block sizes" in index  # the study's own title
+    comparison = html.unescape((result.folder / "comparison.html").read_text())
+    assert "engine libaio against psync" in comparison.replace("I/O engine", "engine")  # the first setting compared
+    sweeps = html.unescape((result.folder / "sweeps.html").read_text())
+    assert "Queue depth 1 to 16, 3 depths" in sweeps and "write share" not in sweeps.lower().split("sweeps")[0]
+    executed = json.loads((result.folder / "summary" / "comparison" / "comparison.ipynb").read_text())
+    said = "".join(
+        "".join(c["source"]) for c in executed["cells"] if "injected-parameters" in c["metadata"].get("tags", [])
+    )
+    assert "factor = 'engine'" in said or 'factor = "engine"' in said  # the fitted parameters, visible
+
+
+@pytest.mark.parametrize("which", ["report", "loopback_report", "written_report", "doubtful_report", "untuned_report"])
 def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
     no NaN, inf or None printed, no console error; screenshots kept for a person to look at."""
