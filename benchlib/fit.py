@@ -104,14 +104,15 @@ def _is_workload(rows: pl.DataFrame, factor: str, varied: tuple[str, ...]) -> bo
 
     ``profile`` (``benchlib run``'s own factor: each level a job of its own) always is.
     """
-    if factor == "profile":
+    if factor in ("profile", "rw"):
         return True
-    if "rw" not in rows.columns:
+    rw = "rw_job" if "rw_job" in rows.columns else "rw"  # a factor named rw keeps the name; fio's is rw_job
+    if rw not in rows.columns:
         return False
     others = [f for f in varied if f != factor]
-    having = rows.filter(pl.col(factor).is_not_null())
+    having = rows.filter(pl.col(factor).is_not_null()).select(*others, pl.col(rw).alias("_rw"))
     grouped = having.group_by(others) if others else having.group_by(pl.lit(1))
-    return bool((grouped.agg(pl.col("rw").drop_nulls().n_unique())["rw"] > 1).any())
+    return bool((grouped.agg(pl.col("_rw").drop_nulls().n_unique())["_rw"] > 1).any())
 
 
 def _within_sweeps(rows: pl.DataFrame, factor: str, sweeps: list[dict]) -> bool:
@@ -127,7 +128,8 @@ def _sweep_of(rows: pl.DataFrame, factors: dict[str, list[str]], varies: str) ->
     ``{factor: level}`` of the first factor level (study order) whose runs hold ``varies`` at
     :data:`SWEEP_POINTS` values or more while every other job parameter has one value; None where none does.
     """
-    held = [c for c in _JOB if c != varies and c in rows.columns]
+    held = [f"{c}_job" if f"{c}_job" in rows.columns else c for c in _JOB if c != varies]
+    held = [c for c in held if c in rows.columns]
     if varies not in rows.columns:
         return None
     for factor, levels in factors.items():

@@ -237,6 +237,22 @@ def test_file_system_layout_reads_rates_per_direction(corpus_ingest: tuple) -> N
     assert row["lat_stddev_ns"] == pytest.approx(5.1535e6, rel=1e-4)  # flatfile Resp_std
 
 
+def test_each_host_of_a_multi_host_run_has_its_own_threads(corpus_ingest: tuple) -> None:
+    """threads=128 over 8 hosts: the logfile gives each host's slave threads=16. A host's queue depth is its
+    own 16, never the run's 128 (the queue check called every host rate-bound and the total impossible)."""
+    _, tables = corpus_ingest
+    runs = tables.runs.filter(pl.col("source").str.contains("/vdb__random_read_128T_4K_8HOST/", literal=True))
+    depths = tables.results.join(runs.select("run_id", "host"), on="run_id").group_by("host").agg(pl.col("iodepth"))
+    per_host = {r["host"]: set(r["iodepth"]) for r in depths.to_dicts()}
+    assert per_host.pop(None) == {128}  # the run's total: every host's threads
+    assert len(per_host) == 8 and all(d == {16} for d in per_host.values()), per_host
+    from benchlib.sources.vdbench_folder import host_threads
+
+    assert host_threads("12:00:00.000 slv=a-0 sd=sd1 threads=4\n12:00:00.000 slv=a-1 sd=sd1 threads=4\n") == [
+        {"a": 8}
+    ]  # a host's slaves add up
+
+
 def test_format_run_is_its_own_run(corpus_ingest: tuple) -> None:
     _, tables = corpus_ingest
     runs = tables.runs.filter(

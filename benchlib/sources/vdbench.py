@@ -175,6 +175,8 @@ class Context:
     utc_offset: timedelta | None = None
     date: str | None = None
     parm: ParmFile | None = None
+    #: per run start (in order), each host's threads: the sum over its slaves of the logfile's ``threads=``
+    host_threads: list[dict[str, int]] = field(default_factory=list)
 
 
 def _number(text: Any) -> float | None:

@@ -71,6 +71,7 @@ def _context(texts: dict[str, tuple[Path, str]], problems: dict[Path, str]) -> C
     if "logfile" in texts:
         found = _VERSION.search(texts["logfile"][1])
         context.version = found.group(1) if found else None
+        context.host_threads = host_threads(texts["logfile"][1])
     if "parmfile" in texts:
         path, text = texts["parmfile"]
         try:
@@ -86,6 +87,23 @@ def _context(texts: dict[str, tuple[Path, str]], problems: dict[Path, str]) -> C
                 utc = datetime.strptime(f"{created.group(4)} {created.group(3)}", "%b %d %Y %H:%M:%S")
                 context.utc_offset = timedelta(minutes=round((local - utc).total_seconds() / 60))
     return context
+
+
+#: a logfile line of one slave starting a workload: ``16:23:25.609 slv=n1-0 fwd=fwd1 ... threads=16``
+_SLAVE_THREADS = re.compile(r"^(\S+)\s+slv=(\S+)-\d+\s.*?\bthreads=(\d+)", re.MULTILINE)
+
+
+def host_threads(logfile: str) -> list[dict[str, int]]:
+    """Return, per run start in the logfile (its slaves' lines share one time), each host's threads.
+
+    vdbench divides a workload's ``threads=`` over the slaves of every host (``threads=128`` on 8 hosts:
+    ``threads=16`` per slave); a host's queue depth is the sum over its own slaves.
+    """
+    starts: dict[str, dict[str, int]] = {}
+    for time, host, threads in _SLAVE_THREADS.findall(_TAG.sub("", logfile)):
+        per_host = starts.setdefault(time, {})
+        per_host[host] = per_host.get(host, 0) + int(threads)
+    return list(starts.values())
 
 
 def _merge_flatfile(blocks: list[Block], flat: list[Block]) -> list[Block]:
@@ -200,6 +218,15 @@ def _add_host(
         context=context,
         host=host,
     )
+    # the host's own threads, not the run's total: from the logfile's start of each run, in order
+    starts = context.host_threads
+    known = [start.get(host) for start in starts] if len(starts) == len(part["runs"]) else []
+    if not known and starts and len({start.get(host) for start in starts}) == 1:
+        known = [starts[0].get(host)] * len(part["runs"])
+    depth = {run["run_id"]: threads for run, threads in zip(part["runs"], known, strict=False)}
+    for row in part["results"]:
+        if row["run_id"] in depth or starts:  # a logfile that does not name this run's threads: unknown
+            row["iodepth"] = depth.get(row["run_id"])
     system = context.parm.hosts().get(host) if context.parm else None
     slaves = sum(1 for _, _, t in by_kind.get("slave", []) if re.search(rf"for slave={re.escape(host)}-\d+", t[:400]))
     for run in part["runs"]:  # where the host is, and how many slave JVMs vdbench ran on it
