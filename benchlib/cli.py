@@ -215,18 +215,33 @@ def _print_stopping(console: Console, plan: Plan, summary: RunSummary) -> None:
             console.print(f"  [yellow]{escape(cell)}[/]: {escape(words)}", highlight=False)
 
 
+def _levels_line(plan: Plan, levels: dict[str, list[str]]) -> str:
+    """Say what ``--levels`` runs, and what running levels one after another costs."""
+    from benchlib.runner.execute import at_levels, pending
+
+    chosen = [step for step in pending(plan) if at_levels(step[2], levels)]
+    said = "; ".join(f"{f} {', '.join(v)}" for f, v in levels.items())
+    return (
+        f"--levels: only the {len(chosen)} cells still to do at {said}; the others wait for their own run "
+        "(levels run one after another, not shuffled together: drift between them can pass for their effect)"
+    )
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Print the plan; unless --dry-run, run what is not done yet with a progress bar."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from benchlib.runner import RunInterrupted, describe_plan, load_plan, read_plan, run_plan
     from benchlib.runner.execute import fio_binary
-    from benchlib.runner.plan import PlanError, vcenter_problem
+    from benchlib.runner.plan import PlanError, chosen_levels, vcenter_problem
 
     plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
+    levels = chosen_levels(plan, args.levels)
     reading = read_plan(plan, fio_binary())
     for line in describe_plan(plan, reading, cells=args.dry_run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if levels:
+        console.print(_levels_line(plan, levels), highlight=False, markup=False, soft_wrap=True)
     if (problem := vcenter_problem(plan, args.vcenter, args.vcenter_insecure)) is not None:
         if args.dry_run:
             console.print(f"vCenter: {problem}", highlight=False, markup=False, soft_wrap=True)
@@ -254,11 +269,17 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 reading=reading,
                 vcenter=args.vcenter,
                 vcenter_insecure=args.vcenter_insecure,
+                levels=levels,
             )
         except RunInterrupted as exc:
             bar.stop()
             Console(stderr=True, soft_wrap=True).print(f"[bold yellow]stopped:[/] {escape(str(exc))}", highlight=False)
             return 130
+    return _print_summary(console, plan, summary)
+
+
+def _print_summary(console: Console, plan: Plan, summary: RunSummary) -> int:
+    """Say what a run did and what is missing; 1 when a host's runs are missing, else 0."""
     console.print(
         f"{summary.done} host runs done now, {summary.already} were done before -> {plan.output}", markup=False
     )
@@ -375,6 +396,31 @@ def _explain(name: str, console: Console) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace, console: Console) -> int:
+    """Write a study of a kind (plan, study.toml, claims skeleton, README, pipeline) and say what next."""
+    from benchlib.new import write_study
+
+    written = write_study(
+        args.kind,
+        Path(args.folder),
+        servers=[s.strip() for s in args.servers.split(",") if s.strip()] if args.servers else None,
+        runtime_s=args.runtime,
+        size=args.size,
+        repetitions=args.repetitions,
+        target=args.target,
+        port=args.port,
+    )
+    for path in written:
+        console.print(f"wrote {path}", highlight=False, markup=False)
+    console.print(
+        f"next: read {Path(args.folder) / 'README.md'}, edit plan.toml, then "
+        f"benchlib run {Path(args.folder) / 'plan.toml'} --dry-run",
+        highlight=False,
+        markup=False,
+    )
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Build reports/<pipeline>/ for each pipeline (default: every file under pipelines/)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -457,7 +503,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the plan's [vsphere] insecure = true skip vCenter's certificate check (a lab's self-signed one)",
     )
+    run.add_argument(
+        "--levels",
+        metavar="FACTOR=LEVEL",
+        action="append",
+        default=[],
+        help="run only the cells at these levels (a setting changed by hand: controller=pvscsi); repeatable",
+    )
     run.set_defaults(func=cmd_run)
+    new = verbs.add_parser("new", help="write a ready study of a kind the field publishes into data/raw/<name>")
+    new.add_argument("kind", help="controller, fairness, queue-depth, multipath or virtual-to-native")
+    new.add_argument("folder", help="the new study's folder, e.g. data/raw/my-controller-study")
+    new.add_argument("--servers", help="the fio servers, one per VM, comma-separated (default: placeholders)")
+    new.add_argument("--runtime", type=int, default=60, help="seconds per run (default 60)")
+    new.add_argument("--size", default="8GiB", help="the region fio works in on each VM (default 8GiB)")
+    new.add_argument("--repetitions", type=int, help="runs per configuration (default: what a verdict needs)")
+    new.add_argument("--target", default="/mnt/bench/{host}.dat", help="the file on each VM's test disk")
+    new.add_argument("--port", type=int, default=8765, help="the fio servers' port (default 8765)")
+    new.set_defaults(func=cmd_new)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
     check.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")

@@ -1,9 +1,10 @@
 """Where things are, derived from this file's location (never from the working directory).
 
 ``BENCHLIB_DATA`` points ``data/`` elsewhere (a copy of the raw data to experiment on; the
-test that proves nbval notices a changed raw number uses it). ``BENCHLIB_PROCESSED`` and
-``BENCHLIB_REPORTS`` put the processed tables and the reports elsewhere, so a checkout or an
-unpacked verification bundle on read-only media still builds its report.
+test that proves nbval notices a changed raw number uses it). ``BENCHLIB_PROCESSED``,
+``BENCHLIB_REPORTS`` and ``BENCHLIB_PIPELINES`` put the processed tables, the reports and the
+pipelines elsewhere, so a checkout or an unpacked verification bundle on read-only media still
+builds its report.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ RAW = DATA / "raw"
 PROCESSED = Path(os.environ.get("BENCHLIB_PROCESSED") or DATA / "processed")
 REPORTS = Path(os.environ.get("BENCHLIB_REPORTS") or PROJECT_ROOT / "reports")
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
-PIPELINES = PROJECT_ROOT / "pipelines"
+PIPELINES = Path(os.environ.get("BENCHLIB_PIPELINES") or PROJECT_ROOT / "pipelines")
 
 
 def processed_dir_for(raw_study_dir: Path, processed_root: Path = PROCESSED) -> Path:

@@ -53,7 +53,7 @@ import polars as pl
 
 from benchlib.errors import BenchlibError
 from benchlib.ingest import ingest_study
-from benchlib.paths import PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
+from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
 from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest
 from benchlib.study import load_study
@@ -126,11 +126,11 @@ class ReportResult:
 def load_pipeline(path: str | Path) -> Pipeline:
     """Read and check ``pipelines/<name>.toml``: a path, or a pipeline's name (``pvscsi-vs-lsi``)."""
     path = Path(path)
-    named = PROJECT_ROOT / "pipelines" / f"{path.name}.toml"
+    named = PIPELINES / f"{path.name}.toml"
     if not path.is_file() and path.suffix != ".toml" and path.name == str(path) and named.is_file():
         path = named  # the names the error below lists are names the command takes
     if not path.is_file():
-        candidates = ", ".join(sorted(p.stem for p in (PROJECT_ROOT / "pipelines").glob("*.toml")))
+        candidates = ", ".join(sorted(p.stem for p in PIPELINES.glob("*.toml")))
         raise PipelineError(f"{path}: no such pipeline file (pipelines here: {candidates or 'none'})")
     data = read_toml(path, PipelineError)
     spec = data.get("pipeline", {})

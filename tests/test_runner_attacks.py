@@ -781,24 +781,24 @@ def test_a_device_link_changed_after_the_check_is_not_opened(tmp_path: Path, ext
 def test_the_recorded_study_toml_is_valid_whatever_the_title(tmp_path: Path) -> None:
     import tomllib
 
-    from benchlib.runner.execute import _study_toml
+    from benchlib.runner.execute import study_toml
 
     plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"')
     plan_path.write_text(
         plan_path.read_text().replace('name = "attack"', 'name = "attack"\ntitle = "DEL \\u007F $(id) \\" x"')
     )
-    written = tomllib.loads(_study_toml(load_plan(plan_path)))
+    written = tomllib.loads(study_toml(load_plan(plan_path)))
     assert written["study"]["title"] == 'DEL \x7f $(id) " x'
 
 
 def test_a_plans_levels_in_words_reach_the_study_and_are_checked(tmp_path: Path) -> None:
     """[levels] in a plan is study.toml's: written there for every page, refused as study.toml refuses it."""
-    from benchlib.runner.execute import _study_toml
+    from benchlib.runner.execute import study_toml
     from benchlib.study import load_study
 
     plan_path = _write_plan(tmp_path, target=f'file = "{tmp_path}/t/{{host}}.dat"', profile="iodepth-sweep")
     plan_path.write_text(plan_path.read_text() + '\n[levels.profile]\n"iodepth-sweep" = "queue depth sweep"\n')
-    (tmp_path / "study.toml").write_text(_study_toml(load_plan(plan_path)), encoding="utf-8")
+    (tmp_path / "study.toml").write_text(study_toml(load_plan(plan_path)), encoding="utf-8")
     assert load_study(tmp_path).level_words == {"profile": {"iodepth-sweep": "queue depth sweep"}}
     for words, said in (
         ('"iodepth-sweep" = "<script>"', "give the level in words"),

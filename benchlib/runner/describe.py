@@ -92,6 +92,23 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     return lines
 
 
+def comparison_families(plan: Plan) -> dict[str, int]:
+    """Return each factor's comparisons against its first level, between cells alike in all else (a Holm family).
+
+    Factors with none (one level in every group) are left out.
+    """
+    cells = plan.cells()
+    family = {}
+    for factor in plan.factors:
+        groups: dict[tuple, set] = {}
+        for c in cells:
+            rest = tuple(sorted((k, v) for k, v in c.levels.items() if k != factor.name))
+            groups.setdefault((c.profile, rest), set()).add(c.levels.get(factor.name))
+        if count := sum(len(levels) - 1 for levels in groups.values() if len(levels) > 1):
+            family[factor.name] = count
+    return family
+
+
 def design_advice(plan: Plan) -> list[str]:
     """Say what the design can show before anything runs: the tests its repetitions allow, what its runtime allows.
 
@@ -101,16 +118,8 @@ def design_advice(plan: Plan) -> list[str]:
     two-level plan :data:`LAG_FROM`; a run of ``runtime_s`` logs about ``runtime_s - 1`` whole seconds.
     """
     n = plan.repetitions  # an adaptive plan's fewest
-    cells = plan.cells()
     lines = []
-    family = {}
-    for factor in plan.factors:  # comparisons against the first level, between cells alike in all else
-        groups: dict[tuple, set] = {}
-        for c in cells:
-            rest = tuple(sorted((k, v) for k, v in c.levels.items() if k != factor.name))
-            groups.setdefault((c.profile, rest), set()).add(c.levels.get(factor.name))
-        if count := sum(len(levels) - 1 for levels in groups.values() if len(levels) > 1):
-            family[factor.name] = count
+    family = comparison_families(plan)
     if family:
         name, most = max(family.items(), key=lambda item: item[1])
         alone, whole = runs_to_test(1), runs_to_test(max(most, 1))

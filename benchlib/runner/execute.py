@@ -309,7 +309,9 @@ def hosts_done(folder: Path) -> set[str]:
     return {h for manifest in _attempts(folder) for h in manifest.get("hosts_ok", [])}
 
 
-def _study_toml(plan: Plan) -> str:
+def study_toml(plan: Plan) -> str:
+    """Return the study.toml a plan's runs are read with: its name, title, citation, factors and level words."""
+
     def q(text: str) -> str:  # a JSON string is a TOML basic string, once DEL is escaped too
         return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
@@ -348,7 +350,7 @@ def _own_file(path: Path, looks_ours: Callable[[str], bool]) -> None:
 
 def _write_study(plan: Plan) -> None:
     path = plan.output / "study.toml"
-    text = _study_toml(plan)
+    text = study_toml(plan)
     _own_file(path, lambda old: old.startswith(STUDY_HEADER))
     if path.exists() and tomllib.loads(path.read_text(encoding="utf-8")).get("study", {}).get("name") != plan.name:
         raise RunError(
@@ -909,6 +911,11 @@ def run_cell(
 # ---------------------------------------------------------------- the plan
 
 
+def at_levels(cell: Cell, levels: dict[str, list[str]] | None) -> bool:
+    """Whether ``cell`` is at one of ``levels``' levels of each factor named (every cell when None)."""
+    return not levels or all(cell.levels.get(factor) in wanted for factor, wanted in levels.items())
+
+
 def cell_seconds(plan: Plan) -> float:
     """Estimated wall time of one cell (a steady-state job before it: its window, the least it can take)."""
     start = SERVER_OVERHEAD_S + SERVER_OVERHEAD_PER_HOST_S * len(plan.servers) if plan.servers else START_OVERHEAD_S
@@ -996,8 +1003,9 @@ def run_plan(
     reading: PlanReading | None = None,
     vcenter: str | None = None,
     vcenter_insecure: bool = False,
+    levels: dict[str, list[str]] | None = None,
 ) -> RunSummary:
-    """Run every cell of a plan that is not done yet.
+    """Run every cell of a plan that is not done yet (of ``levels``' cells only, where given).
 
     Parameters
     ----------
@@ -1017,6 +1025,9 @@ def run_plan(
         (:func:`benchlib.runner.plan.vcenter_problem`).
     vcenter_insecure
         The user's ``--vcenter-insecure``: only with it may a plan's ``insecure = true`` turn certificate checks off.
+    levels
+        ``{factor: [levels]}`` (``--levels``): run only the cells at these levels, the rest stay to do. A
+        setting changed by hand between runs of the plan (a controller, SIOC) runs one level at a time.
 
     Raises
     ------
@@ -1037,8 +1048,8 @@ def run_plan(
         _write_study(plan)
         order = plan.order()
         _write_plan_record(plan, order)
-        todo = pending(plan)
-        summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in todo)
+        todo = [step for step in pending(plan) if at_levels(step[2], levels)]
+        summary.already = len(order) * len(plan.hosts) - sum(len(m) for *_, m in pending(plan))
         with ThreadPoolExecutor(max(1, min(32, len(plan.servers)))) as pool:  # a host that does not answer waits 3 s
             answers = dict(zip(plan.servers, pool.map(lambda h: reachable(h, plan.port), plan.servers), strict=True))
         summary.down = {h: r for h, r in answers.items() if r}
@@ -1054,6 +1065,8 @@ def run_plan(
 
         def run_one(index: int, repetition: int, cell: Cell, missing: list[str], label: str) -> None:
             nonlocal spent
+            if not at_levels(cell, levels):  # an adaptive round's cell of another level: not this run's
+                return
             hosts = [h for h in missing if h in live]
             for host in sorted(set(missing) - set(hosts)):
                 summary.missing.append(Missing(cell.key, repetition, host, summary.down.get(host, "host down")))

@@ -923,6 +923,30 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     return plan
 
 
+def chosen_levels(plan: Plan, given: list[str]) -> dict[str, list[str]]:
+    """Parse ``--levels factor=level[,level]`` (repeatable) against the plan's factors and levels.
+
+    Raises
+    ------
+    PlanError
+        A factor the plan does not have, or a level it does not list: the message names what it has.
+    """
+    factors = {f.name: [str(level) for level in f.levels] for f in plan.factors}
+    chosen: dict[str, list[str]] = {}
+    for text in given:
+        name, _, levels = text.partition("=")
+        if name not in factors or not levels:
+            raise PlanError(
+                f"--levels {text!r}: give factor=level (the plan's factors: {', '.join(factors) or 'none'})"
+            )
+        wanted = levels.split(",")
+        unknown = [lvl for lvl in wanted if lvl not in factors[name]]
+        if unknown:
+            raise PlanError(f"--levels {text!r}: {name} has no level {unknown[0]!r} (its levels: {factors[name]})")
+        chosen[name] = [*chosen.get(name, []), *wanted]
+    return chosen
+
+
 def _check_cells(path: Path, cells: list[Cell]) -> None:
     """Refuse cells that ask a host for more I/O buffers than :data:`MAX_BUFFERS`, or that share a folder."""
     for cell in cells:

@@ -1,0 +1,385 @@
+"""``benchlib new <kind> data/raw/<name>``: a ready study of a kind the field publishes.
+
+Each kind writes a plan ``benchlib run`` executes (its repetitions sized so that every comparison of
+its largest factor can reach a verdict: :func:`benchlib.stats.design.runs_to_test`), the study.toml the
+run keeps, a claims.toml skeleton of the claims such a post makes, a pipeline that names the study, and
+a README saying what to capture on the hosts and what the design can and cannot show.
+
+A factor whose levels are vSphere settings (the controller, SIOC, the Round Robin limit) is set by hand
+until benchlib applies it: the plan is run once per level, ``benchlib run plan.toml --levels
+controller=pvscsi``, after the setting was changed and checked. The README says so, and what it costs:
+levels run one after another, not shuffled together, so drift over time can pass for their effect.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.errors import BenchlibError
+
+
+class NewStudyError(BenchlibError):
+    """A study cannot be written there (the folder holds files, the kind is unknown)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of study: what it asks, its plan's body, its claims skeleton, and what to capture."""
+
+    title: str
+    question: str
+    #: the plan below [run] and [target]: [hosts], [options], the matrix and the profiles
+    body: str
+    #: factors set by hand (vSphere settings), each run with --levels
+    by_hand: tuple[str, ...]
+    claims: str
+    capture: str
+    cannot: str
+    servers: tuple[str, ...]
+
+
+KINDS: dict[str, Kind] = {
+    "controller": Kind(
+        title="Virtual disk controller: LSI Logic SAS, PVSCSI and NVMe at two block sizes and three read shares",
+        question="Does the virtual controller change what several VMs get from one datastore?",
+        body="""
+[options]
+direct = 1
+ioengine = "libaio"
+
+[matrix.controller]       # set by hand: power the VMs off, move each test disk, power on, start fio --server
+levels = ["lsilogic-sas", "pvscsi", "nvme"]
+
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "64k"]
+
+[matrix.read_share]
+option = "rwmixread"
+levels = [100, 70, 0]
+
+[[profiles]]
+name = "mixed"
+options = { rw = "randrw", iodepth = 32 }
+""",
+        by_hand=("controller",),
+        claims="""
+[[claims]]
+id = "1"
+section = "Controller"
+says = "PVSCSI delivers more IOPS than LSI Logic SAS for 4K random reads (all VMs together)."
+stated = ""
+metric = "iops"
+compute = "ratio"
+where = { block_size = "4k", read_share = "100" }
+of = { controller = "pvscsi" }
+to = { controller = "lsilogic-sas" }
+expect = { above = 1.0 }
+
+[[claims]]
+id = "2"
+section = "Controller"
+says = "NVMe and PVSCSI are within 10% of each other at 64K writes."
+metric = "bandwidth_mib_s"
+compute = "ratio"
+where = { block_size = "64k", read_share = "0" }
+of = { controller = "nvme" }
+to = { controller = "pvscsi" }
+expect = { about = 1.0 }
+""",
+        capture="esxtop on each ESXi host during every cell ([[esxtop]] in the plan): the adapter's and device's "
+        "queue use (ACTV, QUED) and KAVG/DAVG tell where latency was spent; the guest's CPU per I/O from fio",
+        cannot="it cannot separate the controller from anything else changed with it (a driver update, a VM "
+        "restarted with a cold cache); levels run one after another, so drift over hours looks like an effect",
+        servers=("vm1.lab", "vm2.lab", "vm3.lab", "vm4.lab"),
+    ),
+    "fairness": Kind(
+        title="Fairness under contention: VMs sharing one datastore, SIOC off and on, two controllers",
+        question="Do VMs on one datastore get equal shares, and does SIOC make them?",
+        body="""
+[options]
+direct = 1
+ioengine = "libaio"
+
+[matrix.sioc]             # set by hand: the datastore's Storage I/O Control, and each disk's shares
+levels = ["off", "on"]
+
+[matrix.controller]       # set by hand, as for a controller study
+levels = ["lsilogic-sas", "pvscsi"]
+
+[[profiles]]
+use = "randread-4k"
+""",
+        by_hand=("sioc", "controller"),
+        claims="""
+[[claims]]
+id = "1"
+section = "SIOC"
+says = "With SIOC on, the VMs share fairly (Jain's index above 0.95)."
+metric = "iops"
+compute = "jain"
+where = { sioc = "on" }
+by = ["controller"]
+expect = { above = 0.95 }
+
+[[claims]]
+id = "2"
+section = "SIOC"
+says = "Without SIOC the best VM gets under twice the worst."
+metric = "iops"
+compute = "max_over_min"
+where = { sioc = "off" }
+by = ["controller"]
+expect = { below = 2.0 }
+""",
+        capture="esxtop on the hosts (per-VM latency and the datastore's congestion threshold against its "
+        "device latency); study.toml [shares] if the VMs' disks have unequal shares (fair is then proportional)",
+        cannot="it cannot tell SIOC's effect from congestion that never reached SIOC's threshold: check the "
+        "device latency against it; with SIOC off, unequal shares come from placement as much as from the VMs",
+        servers=("vm1.lab", "vm2.lab", "vm3.lab", "vm4.lab", "vm5.lab"),
+    ),
+    "queue-depth": Kind(
+        title="Queue depth: one VM's outstanding I/Os against the PVSCSI and device queues",
+        question="Where does a VM's queue saturate: the guest, the virtual adapter, or the device (DQLEN, DSNRO)?",
+        body="""
+[options]
+direct = 1
+ioengine = "libaio"
+
+[matrix.queues]           # set by hand: PVSCSI ring pages and queue depth in the guest; DQLEN and DSNRO on the host
+levels = ["default", "raised"]
+
+[[profiles]]
+name = "depth"
+options = { rw = "randread", bs = "4k" }
+sweep = { factor = "queue_depth", option = "iodepth", levels = [1, 4, 16, 32, 64, 96, 128] }
+
+# [[esxtop]]              # the host's view: ACTV and QUED at the adapter and the device (KAVG/DAVG)
+# host = "esx01.lab"
+# command = "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"
+# delay = 2
+""",
+        by_hand=("queues",),
+        claims="""
+[[claims]]
+id = "1"
+section = "Queues"
+says = "With the default queues, IOPS stop rising past 32 outstanding I/Os."
+metric = "iops"
+compute = "argmax"
+over = "iodepth"
+where = { queues = "default" }
+expect = { equals = "32" }
+
+[[claims]]
+id = "2"
+section = "Queues"
+says = "With the queues raised, IOPS keep rising with depth."
+metric = "iops"
+compute = "monotonic"
+over = "iodepth"
+where = { queues = "raised" }
+expect = { equals = "increasing" }
+""",
+        capture="esxtop with the adapter and device panels (ACTV, QUED, DQLEN) during every cell: Little's law "
+        "at each layer shows which queue is full; the host's DSNRO (esxcli storage core device list)",
+        cannot="one VM cannot show what several VMs sharing the device's queue (DSNRO) do; a sweep run once "
+        "per depth has no spread to judge its knee by",
+        servers=("vm1.lab",),
+    ),
+    "multipath": Kind(
+        title="Multipath Round Robin: the IO operation limit at 1, 20 and 1000",
+        question="Does the Round Robin path-switching limit change throughput or latency?",
+        body="""
+[options]
+direct = 1
+ioengine = "libaio"
+
+[matrix.rr_limit]         # set by hand on every host, for every device: esxcli storage nmp psp roundrobin
+                          # deviceconfig set --type=iops --iops=<level> --device=<naa.id>
+levels = ["1", "20", "1000"]
+
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "64k"]
+
+[[profiles]]
+use = "randread-4k"
+
+# [esxi]                  # records each device's path policy and IO limit with every cell
+# hosts = ["esx01.lab", "esx02.lab"]
+# command = "ssh -o BatchMode=yes root@{esxi} {esxcli}"
+""",
+        by_hand=("rr_limit",),
+        claims="""
+[[claims]]
+id = "1"
+section = "Round Robin"
+says = "A limit of 1 gives more IOPS than the default 1000 at 4K."
+metric = "iops"
+compute = "percent_change"
+where = { block_size = "4k" }
+from = { rr_limit = "1000" }
+to = { rr_limit = "1" }
+expect = { above = 0 }
+""",
+        capture="[esxi] in the plan, so every cell records each device's path selection policy and IO limit "
+        "from the hosts (the check that the limit really was what the cell says); esxtop's per-path counters",
+        cannot="a single array and fabric: the limit's effect depends on the paths' number and queue depths, "
+        "so it does not carry to another array; the datastores and hosts are whatever the VMs sit on",
+        servers=("vm1.lab", "vm2.lab"),
+    ),
+    "virtual-to-native": Kind(
+        title="Virtual against native: the same fio job on bare metal and in a VM",
+        question="What does virtualisation cost this workload, against the device's own bound?",
+        body="""
+[options]
+direct = 1
+ioengine = "libaio"
+
+[matrix.platform]         # set by hand: run --levels platform=native with the fio server on the bare host,
+levels = ["native", "vm"] # then --levels platform=vm with it in the VM (the same name in [hosts])
+
+[matrix.block_size]
+option = "bs"
+levels = ["4k", "128k"]
+
+[[profiles]]
+use = "randread-4k"
+""",
+        by_hand=("platform",),
+        claims="""
+[[claims]]
+id = "1"
+section = "Overhead"
+says = "In a VM, 4K random reads reach at least 90% of native IOPS."
+metric = "iops"
+compute = "ratio"
+where = { block_size = "4k" }
+of = { platform = "vm" }
+to = { platform = "native" }
+expect = { above = 0.9 }
+""",
+        capture="the device's own bound, measured on the bare host (its datasheet's IOPS and bandwidth, or a "
+        "STREAM-like ceiling), written into the README beside the runs; the host's CPU during each level",
+        cannot="the native and the VM levels run at different times on one machine: anything else that "
+        "changed between them (firmware, a cache warmed by the first) is part of the difference",
+        servers=("bench.lab",),
+    ),
+}
+
+
+def write_study(
+    kind: str,
+    folder: Path,
+    *,
+    servers: list[str] | None = None,
+    runtime_s: int = 60,
+    size: str = "8GiB",
+    repetitions: int | None = None,
+    target: str = "/mnt/bench/{host}.dat",
+    port: int = 8765,
+) -> list[Path]:
+    """Write a study of ``kind`` into ``folder`` (new, or empty); return the files written.
+
+    ``servers``: the fio servers (one per VM); ``repetitions``: the runs per configuration (default: as
+    many as its largest factor's comparisons need for a verdict, :func:`benchlib.stats.design.runs_to_test`).
+    """
+    from benchlib.paths import PIPELINES, RAW
+    from benchlib.runner import load_plan
+    from benchlib.runner.describe import comparison_families
+    from benchlib.runner.execute import study_toml
+    from benchlib.stats.design import runs_to_test
+
+    if kind not in KINDS:
+        raise NewStudyError(f"no study kind {kind!r}; the kinds: {', '.join(KINDS)}")
+    spec = KINDS[kind]
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise NewStudyError(f"{folder} holds files already; give a new folder (benchlib new never overwrites)")
+    name = folder.resolve().name
+    hosts = list(servers or spec.servers)
+    head = (
+        f'[study]\nname = "{name}"\ntitle = "{spec.title}"\n'
+        'citation = "Recorded with benchlib run: say where (hosts, storage, versions)"\n\n'
+        f"[run]\nruntime_s = {runtime_s}\nramp_time_s = {min(10, runtime_s)}\nrepetitions = @REPETITIONS@\n"
+        f'seed = {random.SystemRandom().randrange(1, 2**31)}\noutput = "."\n\n'
+        f'[target]\nfile = "{target}"\nsize = "{size}"\nprecondition = "sequential"\n\n'
+        f"[hosts]\nservers = [{', '.join(json.dumps(h) for h in hosts)}]\nport = {port}\n"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    plan_path = folder / "plan.toml"
+    plan_path.write_text(head.replace("@REPETITIONS@", "2") + spec.body, encoding="utf-8")
+    families = comparison_families(load_plan(plan_path))
+    needed = repetitions or runs_to_test(max(families.values(), default=1))
+    plan_path.write_text(
+        f"# {spec.question}\n# Written by `benchlib new {kind}`: edit the servers, the target and the levels; "
+        "see README.md.\n\n" + head.replace("@REPETITIONS@", str(needed)) + spec.body,
+        encoding="utf-8",
+    )
+    plan = load_plan(plan_path)
+    (folder / "study.toml").write_text(study_toml(plan), encoding="utf-8")
+    (folder / "claims.toml").write_text(
+        "# The claims a post of this kind makes: replace each with your post's words and figures\n"
+        "# (benchlib/claims.py lists the computations), then `benchlib verify` checks them.\n\n"
+        "[tolerances]\nabout = 0.10\n" + spec.claims,
+        encoding="utf-8",
+    )
+    (folder / "README.md").write_text(_readme(kind, spec, plan_path, needed, families), encoding="utf-8")
+    pipeline = PIPELINES / f"{name}.toml"
+    written = [plan_path, folder / "study.toml", folder / "claims.toml", folder / "README.md"]
+    if folder.resolve().parent == RAW.resolve() and not pipeline.exists():  # a report reads studies of data/raw
+        pipeline.write_text(f'[pipeline]\nstudy = "{name}"\n', encoding="utf-8")
+        written.append(pipeline)
+    return written
+
+
+def _readme(kind: str, spec: Kind, plan: Path, repetitions: int, families: dict[str, int]) -> str:
+    """Say what the study asks, how to run it, what to capture, and what its design can and cannot show."""
+    each = "\n".join(
+        f"    benchlib run plan.toml --levels {factor}=<level>   # once per level of {factor}"
+        for factor in spec.by_hand
+    )
+    largest = max(families.items(), key=lambda kv: kv[1]) if families else None
+    tested = (
+        f"{repetitions} runs per configuration: each of {largest[0]}'s {largest[1]} comparisons against its first "
+        "level can reach a verdict at alpha 0.05 with Holm's correction (fewer runs, and the comparison page "
+        "can only describe)"
+        if largest
+        else f"{repetitions} runs per configuration"
+    )
+    return f"""# {spec.title}
+
+{spec.question}
+
+Written by `benchlib new {kind}`. Edit `plan.toml` first: the fio servers (one per VM, each running
+`fio --server`), the target file on each VM's test disk and its size, the levels.
+
+## Running it
+
+The factors {", ".join(f"`{f}`" for f in spec.by_hand)} are vSphere settings benchlib does not change yet:
+set one level on every VM, host or datastore, check it, then run that level's cells:
+
+{each}
+
+Every level's runs land in this folder; `benchlib run` keeps what is done and runs only what is not.
+`benchlib run plan.toml --dry-run` says what is written before the first cell, how long it takes and what
+the design can show. Then `benchlib report pipelines/{plan.parent.name}.toml` builds the report and
+`benchlib verify {plan.parent}` checks `claims.toml` (replace its skeleton with your post's claims).
+
+## What to capture on the hosts
+
+{spec.capture}.
+
+## What this design can show
+
+{tested}. The order of cells is shuffled within each level's run.
+
+## What this data is not
+
+Levels set by hand run one after another, not shuffled together: drift between them (a cache, a
+neighbour, a firmware change) passes for their effect. Also, {spec.cannot}.
+"""

@@ -1,0 +1,151 @@
+"""`benchlib new <kind>`: each kind of study the field publishes, written, run for real on loopback fio
+servers level by level (the settings set by hand), ingested, its claims skeleton verified; the controller
+study's report built from its name alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlib.claims import UNSUPPORTED, load_claims, verify
+from benchlib.cli import main
+from benchlib.ingest import ingest_study
+from benchlib.new import KINDS, NewStudyError, write_study
+from benchlib.runner import PlanError, load_plan, run_plan
+from benchlib.runner.describe import design_advice
+from benchlib.runner.plan import chosen_levels
+from benchlib.store import load_study_tables
+from tests.conftest import ROOT
+from tests.fio_helpers import fio_server
+
+pytestmark = pytest.mark.fio
+
+SERVERS = ["127.0.0.31", "127.0.0.32"]
+PORT = 8879
+
+
+def _run_every_level(folder: Path) -> int:
+    """Run the study's plan once per level of each factor set by hand, as its README says; return runs done."""
+    plan = load_plan(folder / "plan.toml")
+    by_hand = [f for f in plan.factors if not f.options]  # a factor with no fio option is a setting set by hand
+    done = 0
+    first = by_hand[0] if by_hand else None
+    for level in first.levels if first else [None]:
+        levels = chosen_levels(plan, [f"{first.name}={level}"]) if first else None
+        done += run_plan(plan, levels=levels).done
+    return done
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_is_a_study_that_runs_level_by_level_and_verifies(kind: str, fio_binary: str, tmp_path: Path) -> None:
+    folder = tmp_path / "raw" / kind
+    servers = SERVERS[: len(KINDS[kind].servers) if len(KINDS[kind].servers) < 2 else 2]
+    write_study(
+        kind,
+        folder,
+        servers=servers,
+        runtime_s=1,
+        size="16MiB",
+        repetitions=2,
+        target=str(tmp_path / "targets" / "{host}.dat"),
+        port=PORT,
+    )
+    plan = load_plan(folder / "plan.toml")
+    assert plan.repetitions == 2 and plan.servers == tuple(servers)
+    readme = (folder / "README.md").read_text()
+    for factor in KINDS[kind].by_hand:
+        assert f"benchlib run plan.toml --levels {factor}=<level>" in readme
+    assert "## What this data is not" in readme and "drift" in readme
+    cells = len(plan.cells())
+    with fio_server(fio_binary, SERVERS[0], PORT), fio_server(fio_binary, SERVERS[1], PORT):
+        assert _run_every_level(folder) == cells * 2 * len(servers)
+    assert ingest_study(folder, tmp_path / "processed").ok
+    claims, tolerances = load_claims(folder)
+    verdicts = verify(load_study_tables(tmp_path / "processed" / kind), claims, tolerances)
+    assert verdicts and all(v.verdict != UNSUPPORTED for v in verdicts), [(v.claim.id, v.recomputed) for v in verdicts]
+    assert all(v.runs_per_configuration == 2 for v in verdicts if v.runs)
+
+
+def test_repetitions_are_sized_for_a_verdict_and_new_never_overwrites(tmp_path: Path) -> None:
+    folder = tmp_path / "ctl"
+    write_study("controller", folder)
+    plan = load_plan(folder / "plan.toml")
+    # the controller's 2 comparisons in each of 6 block size x read share groups: a family of 12 needs 6 runs
+    assert plan.repetitions == 6
+    advice = " ".join(design_advice(plan))
+    assert "a verdict at alpha 0.05 is possible" in advice
+    with pytest.raises(NewStudyError, match="holds files already"):
+        write_study("fairness", folder)
+    with pytest.raises(NewStudyError, match="no study kind 'nope'; the kinds: controller, fairness"):
+        write_study("nope", tmp_path / "other")
+    with pytest.raises(PlanError, match="controller has no level 'scsi'"):
+        chosen_levels(plan, ["controller=scsi"])
+    with pytest.raises(PlanError, match="give factor=level"):
+        chosen_levels(plan, ["nothing=1"])
+
+
+def test_a_new_study_builds_its_report_from_its_name(fio_binary: str, tmp_path: Path) -> None:
+    """`benchlib new` in data/raw writes its pipeline too: `benchlib report <name>` builds every page."""
+    data = tmp_path / "data"
+    env = {**os.environ, "BENCHLIB_DATA": str(data), "BENCHLIB_PIPELINES": str(tmp_path / "pipelines")}
+    (tmp_path / "pipelines").mkdir()
+    new = [
+        sys.executable,
+        "-m",
+        "benchlib.cli",
+        "new",
+        "fairness",
+        str(data / "raw" / "shares"),
+        "--servers",
+        ",".join(SERVERS),
+        "--runtime",
+        "1",
+        "--size",
+        "16MiB",
+        "--repetitions",
+        "2",
+        "--port",
+        str(PORT),
+        "--target",
+        str(tmp_path / "targets" / "{host}.dat"),
+    ]
+    done = subprocess.run(new, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "pipelines" / "shares.toml").read_text() == '[pipeline]\nstudy = "shares"\n'
+    with fio_server(fio_binary, SERVERS[0], PORT), fio_server(fio_binary, SERVERS[1], PORT):
+        for sioc in ("off", "on"):
+            run = [
+                sys.executable,
+                "-m",
+                "benchlib.cli",
+                "run",
+                str(data / "raw" / "shares" / "plan.toml"),
+                "--levels",
+                f"sioc={sioc}",
+            ]
+            done = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert f"--levels: only the 4 cells still to do at sioc {sioc}" in done.stdout
+    build = [sys.executable, "-m", "benchlib.cli", "report", "shares", "--reports", str(tmp_path / "reports")]
+    done = subprocess.run(build, capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    index = (tmp_path / "reports" / "shares" / "index.html").read_text()
+    for page in ("fairness.html", "comparison.html", "claims.html", "interaction.html"):
+        assert (tmp_path / "reports" / "shares" / page).is_file(), page
+    assert "Fairness under contention" in index
+    assert main(
+        [
+            "verify",
+            str(data / "raw" / "shares"),
+            "--processed",
+            str(data / "processed"),
+            "--json",
+            str(tmp_path / "v.json"),
+        ]
+    ) in (0, 1)
+    assert json.loads((tmp_path / "v.json").read_text())["counts"]["UNSUPPORTED"] == 0
