@@ -4,23 +4,17 @@ study's report built from its name alone."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchlib.claims import UNSUPPORTED, load_claims, verify
-from benchlib.cli import main
 from benchlib.ingest import ingest_study
 from benchlib.new import KINDS, NewStudyError, write_study
 from benchlib.runner import PlanError, load_plan, run_plan
 from benchlib.runner.describe import design_advice
 from benchlib.runner.plan import chosen_levels
 from benchlib.store import load_study_tables
-from tests.conftest import ROOT
 from tests.fio_helpers import fio_server
 
 pytestmark = pytest.mark.fio
@@ -87,65 +81,3 @@ def test_repetitions_are_sized_for_a_verdict_and_new_never_overwrites(tmp_path: 
         chosen_levels(plan, ["controller=scsi"])
     with pytest.raises(PlanError, match="give factor=level"):
         chosen_levels(plan, ["nothing=1"])
-
-
-def test_a_new_study_builds_its_report_from_its_name(fio_binary: str, tmp_path: Path) -> None:
-    """`benchlib new` in data/raw writes its pipeline too: `benchlib report <name>` builds every page."""
-    data = tmp_path / "data"
-    env = {**os.environ, "BENCHLIB_DATA": str(data), "BENCHLIB_PIPELINES": str(tmp_path / "pipelines")}
-    (tmp_path / "pipelines").mkdir()
-    new = [
-        sys.executable,
-        "-m",
-        "benchlib.cli",
-        "new",
-        "fairness",
-        str(data / "raw" / "shares"),
-        "--servers",
-        ",".join(SERVERS),
-        "--runtime",
-        "1",
-        "--size",
-        "16MiB",
-        "--repetitions",
-        "2",
-        "--port",
-        str(PORT),
-        "--target",
-        str(tmp_path / "targets" / "{host}.dat"),
-    ]
-    done = subprocess.run(new, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "pipelines" / "shares.toml").read_text() == '[pipeline]\nstudy = "shares"\n'
-    with fio_server(fio_binary, SERVERS[0], PORT), fio_server(fio_binary, SERVERS[1], PORT):
-        for sioc in ("off", "on"):
-            run = [
-                sys.executable,
-                "-m",
-                "benchlib.cli",
-                "run",
-                str(data / "raw" / "shares" / "plan.toml"),
-                "--levels",
-                f"sioc={sioc}",
-            ]
-            done = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
-            assert done.returncode == 0, done.stdout + done.stderr
-            assert f"--levels: only the 4 cells still to do at sioc {sioc}" in done.stdout
-    build = [sys.executable, "-m", "benchlib.cli", "report", "shares", "--reports", str(tmp_path / "reports")]
-    done = subprocess.run(build, capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    index = (tmp_path / "reports" / "shares" / "index.html").read_text()
-    for page in ("fairness.html", "comparison.html", "claims.html", "interaction.html"):
-        assert (tmp_path / "reports" / "shares" / page).is_file(), page
-    assert "Fairness under contention" in index
-    assert main(
-        [
-            "verify",
-            str(data / "raw" / "shares"),
-            "--processed",
-            str(data / "processed"),
-            "--json",
-            str(tmp_path / "v.json"),
-        ]
-    ) in (0, 1)
-    assert json.loads((tmp_path / "v.json").read_text())["counts"]["UNSUPPORTED"] == 0
