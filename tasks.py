@@ -3,7 +3,7 @@
 
     python3 tasks.py main    # create .venv, install pinned deps, ingest every study, build every report
     python3 tasks.py test    # the same set-up plus test deps, fio, Chromium and Go, then every test, nbval and ruff
-    python3 tasks.py lab     # the set-up of main, then JupyterLab on notebooks/ (as root too)
+    python3 tasks.py lab     # the set-up of main, then JupyterLab on work/, your own notebooks (as root too)
 
 Extra arguments after ``test`` go to pytest (``python3 tasks.py test -k terse``).
 """
@@ -129,6 +129,24 @@ def ensure_system_tool(package: str, binaries: tuple[str, ...], files: tuple[str
     )
 
 
+#: the author's own notebooks: JupyterLab opens here, never on the canonical notebooks/ that nbval checks
+WORK = ROOT / "work"
+
+
+def lab_command(extra: list[str]) -> list[str]:
+    """Return JupyterLab on work/ with a workspace of its own (nothing restored from another session)."""
+    WORK.mkdir(exist_ok=True)
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    return [
+        str(BIN / "jupyter"),
+        "lab",
+        *as_root,
+        f"--ServerApp.root_dir={WORK}",
+        f"--LabApp.workspaces_dir={WORK / '.workspaces'}",
+        *extra,
+    ]
+
+
 def main(argv: list[str]) -> int:
     """Run ``main`` or ``test`` (see the module docstring); return the exit status."""
     if not argv or argv[0] not in ("main", "test", "lab"):
@@ -136,8 +154,7 @@ def main(argv: list[str]) -> int:
         return 2
     if argv[0] == "lab":
         ensure_venv("")
-        as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-        return subprocess.call([str(BIN / "jupyter"), "lab", *as_root, *argv[1:]], cwd=ROOT / "notebooks")
+        return subprocess.call(lab_command(argv[1:]), cwd=WORK)
     if argv[0] == "main":
         ensure_venv("")
         status = subprocess.call([str(BIN / "benchlib"), "ingest", "--quiet", *argv[1:]], cwd=ROOT)

@@ -49,6 +49,15 @@ def _belongs(path: Path, study_folder: Path) -> bool:
     return read_toml(path, BundleError).get("pipeline", {}).get("study") == study_folder.name
 
 
+def _built(path: Path) -> bool:
+    """Whether ``path`` is a build product or an editor's state, never packed: a peer builds and edits their own."""
+    return (
+        bool({"__pycache__", ".ipynb_checkpoints", ".workspaces"} & set(path.parts))
+        or path.suffix in (".pyc", ".so", ".pyd", ".o")
+        or any(part.endswith(".egg-info") for part in path.parts)
+    )
+
+
 def _members(study_folder: Path) -> tuple[list[tuple[str, Path]], list[tuple[str, str, str]]]:
     """Return the files to pack and the study's links packed as links.
 
@@ -57,12 +66,7 @@ def _members(study_folder: Path) -> tuple[list[tuple[str, Path]], list[tuple[str
     found, links = [], []
     for top in _CODE:
         for path in sorted((PROJECT_ROOT / top).rglob("*")):
-            if (
-                path.is_file()
-                and "__pycache__" not in path.parts
-                and path.suffix != ".pyc"
-                and _belongs(path, study_folder)
-            ):
+            if path.is_file() and not _built(path) and _belongs(path, study_folder):
                 found.append((path.relative_to(PROJECT_ROOT).as_posix(), path))
     found += [(name, PROJECT_ROOT / name) for name in _FILES if (PROJECT_ROOT / name).exists()]
     for path, rel, left_out in study_files(study_folder):

@@ -421,6 +421,25 @@ def cmd_new(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_notebook(args: argparse.Namespace, console: Console) -> int:
+    """Write work/<study>-<notebook>.ipynb: the canonical notebook, outputs cleared, its parameters injected."""
+    import ast
+
+    from benchlib.paths import WORK
+    from benchlib.pipeline import copy_notebook
+
+    parameters: dict[str, object] = {"study": args.study}
+    for text in args.set:
+        name, _, value = text.partition("=")
+        try:
+            parameters[name] = ast.literal_eval(value)
+        except (SyntaxError, ValueError):
+            parameters[name] = value  # a bare word is a string: --set factor=controller
+    written = copy_notebook(args.notebook, parameters, WORK)
+    console.print(f"wrote {written}: open it with `python3 tasks.py lab`", highlight=False, markup=False)
+    return 0
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Build reports/<pipeline>/ for each pipeline (default: every file under pipelines/)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -521,6 +540,13 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--target", default="/mnt/bench/{host}.dat", help="the file on each VM's test disk")
     new.add_argument("--port", type=int, default=8765, help="the fio servers' port (default 8765)")
     new.set_defaults(func=cmd_new)
+    copy = verbs.add_parser("notebook", help="copy a canonical notebook into work/, parameterised for a study")
+    copy.add_argument("notebook", help="cell, comparison, sweeps, fairness, ... (benchlib report --explain <it>)")
+    copy.add_argument("--study", required=True, help="the study's folder name under data/raw")
+    copy.add_argument(
+        "--set", metavar="NAME=VALUE", action="append", default=[], help="a parameter, its value a Python literal"
+    )
+    copy.set_defaults(func=cmd_notebook)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
     check.add_argument("--processed", default=str(PROCESSED), help="processed root (default: data/processed)")

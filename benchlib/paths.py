@@ -19,6 +19,7 @@ RAW = DATA / "raw"
 PROCESSED = Path(os.environ.get("BENCHLIB_PROCESSED") or DATA / "processed")
 REPORTS = Path(os.environ.get("BENCHLIB_REPORTS") or PROJECT_ROOT / "reports")
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
+WORK = PROJECT_ROOT / "work"  # an author's own notebooks (JupyterLab opens here; never committed)
 PIPELINES = Path(os.environ.get("BENCHLIB_PIPELINES") or PROJECT_ROOT / "pipelines")
 
 

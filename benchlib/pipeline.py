@@ -571,6 +571,37 @@ def _notebook_parameters(notebook: Path) -> str:
     return ""
 
 
+def copy_notebook(name: str, parameters: dict, folder: Path) -> Path:
+    """Copy canonical notebook ``name`` into ``folder`` as ``<study>-<name>.ipynb``, ready for an author.
+
+    Outputs are cleared (they were the default study's) and ``parameters`` injected after the parameters
+    cell as papermill does; a name the notebook does not take, or an existing copy, is refused.
+    """
+    import nbformat
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    source = PROJECT_ROOT / "notebooks" / f"{Path(name).stem}.ipynb"
+    if not source.is_file():
+        known = ", ".join(sorted(p.stem for p in source.parent.glob("*.ipynb")))
+        raise PipelineError(f"no notebook {name!r} (the notebooks: {known})")
+    known = {n for n, _, _ in notebook_parameters(source)}
+    unknown = sorted(set(parameters) - known)
+    if unknown:
+        raise PipelineError(f"{source.name} takes no parameter {unknown[0]!r} (it takes: {', '.join(sorted(known))})")
+    target = folder / f"{parameters.get('study', 'study')}-{source.stem}.ipynb"
+    if target.exists():
+        raise PipelineError(f"{target} exists; benchlib never overwrites your notebook: rename or remove it")
+    notebook = load_notebook_node(str(source))  # as papermill reads it: every cell has its tags
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    notebook = parameterize_notebook(notebook, parameters)
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    return target
+
+
 def notebook_parameters(notebook: Path) -> list[tuple[str, str, str]]:
     """Return a notebook's parameters as ``(name, default, what it means)``, from its parameters cell.
 

@@ -89,3 +89,40 @@ def test_committed_notebooks_show_their_charts_in_jupyterlab(tmp_path: Path) -> 
         lab.wait(timeout=30)
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", PORT)) != 0  # the server is gone
+
+
+def test_an_author_works_on_a_copy_in_work_never_on_the_canonical_notebooks(tmp_path: Path) -> None:
+    """`benchlib notebook` copies a canonical notebook for a study (outputs cleared, parameters injected);
+    the copy runs; JupyterLab opens on work/ with a workspace of its own; nothing of it is ever bundled."""
+    from benchlib.bundle import _built
+    from benchlib.pipeline import PipelineError, copy_notebook
+
+    copy = copy_notebook("comparison", {"study": "fio-sample"}, tmp_path)
+    assert copy.name == "fio-sample-comparison.ipynb"
+    cells = json.loads(copy.read_text())["cells"]
+    assert not any(c.get("outputs") for c in cells)  # the canonical outputs were another study's
+    assert 'study = "fio-sample"' in "".join(cells[2]["source"])  # injected after the parameters cell
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]  # every other parameter comes from the study
+    with pytest.raises(PipelineError, match="never overwrites"):
+        copy_notebook("comparison", {"study": "fio-sample"}, tmp_path)
+    sys.path.insert(0, str(ROOT))
+    try:
+        import tasks
+    finally:
+        sys.path.remove(str(ROOT))
+    command = tasks.lab_command([])
+    assert f"--ServerApp.root_dir={ROOT / 'work'}" in command and any("workspaces_dir" in c for c in command)
+    assert "work/" in (ROOT / ".gitignore").read_text() and ".ipynb_checkpoints/" in (ROOT / ".gitignore").read_text()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    assert ".ipynb_checkpoints" not in tracked and ".so\n" not in tracked
+    assert _built(ROOT / "notebooks" / ".ipynb_checkpoints" / "x-checkpoint.ipynb")
+    assert _built(ROOT / "benchlib" / "_bins.cpython-311-x86_64-linux-gnu.so") and not _built(
+        ROOT / "benchlib" / "_bins.c"
+    )
