@@ -140,31 +140,27 @@ def test_a_change_to_benchlib_re_executes_the_pages(report) -> None:
     assert changed == [str(len(result.executions))] * 2  # every page draws through benchlib: all re-executed
 
 
+PLAIN = '\n    "notebooks/claims.ipynb",'
+
+
 def test_summary_notebooks_take_their_own_parameters(tmp_path: Path) -> None:
     pipeline = tmp_path / "p.toml"
     text = PIPELINE.read_text()
+    assert PLAIN in text
     pipeline.write_text(
         text.replace(
-            '\n    "notebooks/comparison.ipynb",',  # the plain entry (another names the notebook in a table)
-            '\n    { notebook = "notebooks/comparison.ipynb", name = "sioc", '
+            PLAIN,  # a plain entry; a comparison with parameters of its own goes after it
+            PLAIN + '\n    { notebook = "notebooks/comparison.ipynb", name = "sioc", '
             'parameters = { factor = "sioc", baseline = "off", by = ["controller"] } },',
         )
     )
     loaded = load_pipeline(pipeline)
     assert "sioc" in loaded.summary_names
     assert loaded.summary_parameters[loaded.summary_names.index("sioc")]["baseline"] == "off"
-    pipeline.write_text(
-        text.replace(
-            '\n    "notebooks/comparison.ipynb",', '\n    { notebook = "notebooks/comparison.ipynb", nmae = "x" },'
-        )
-    )
+    pipeline.write_text(text.replace(PLAIN, PLAIN + '\n    { notebook = "notebooks/comparison.ipynb", nmae = "x" },'))
     with pytest.raises(PipelineError, match="unknown keys \\['nmae'\\]"):
         load_pipeline(pipeline)
-    pipeline.write_text(
-        text.replace(
-            '\n    "notebooks/comparison.ipynb",', '\n    "notebooks/comparison.ipynb", "notebooks/comparison.ipynb",'
-        )
-    )
+    pipeline.write_text(text.replace(PLAIN, PLAIN + '\n    "notebooks/claims.ipynb",'))
     with pytest.raises(PipelineError, match="same page name"):
         load_pipeline(pipeline)
 
