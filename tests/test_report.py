@@ -525,9 +525,17 @@ def doubtful_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         assert run_plan(load_plan(plan_path)).done == 8
     pipeline = data / "doubtful.toml"
     pipeline.write_text(DOUBT_PIPELINE)
+    built = _build_elsewhere(pipeline, data)
+    executions = [None] * len(built["pages"])
+    return types.SimpleNamespace(folder=data / "reports" / "doubtful", executions=executions), None
+
+
+def _build_elsewhere(pipeline: Path, data: Path) -> dict:
+    """Build ``pipeline``'s report in a process of its own with ``data`` as data/; return its pages and left-out."""
     build = (
-        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
-        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); print(len(r.executions))"
+        "import sys, json; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
+        "print(json.dumps({'pages': [e.slug for e in r.executions], 'left_out': r.left_out}))"
     )
     done = subprocess.run(
         [sys.executable, "-c", build, str(pipeline), str(data / "reports")],
@@ -539,8 +547,7 @@ def doubtful_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    executions = [None] * int(done.stdout.split()[-1])
-    return types.SimpleNamespace(folder=data / "reports" / "doubtful", executions=executions), None
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def test_runs_that_cannot_have_measured_the_storage_are_named_on_every_page_that_uses_them(doubtful_report) -> None:
@@ -606,22 +613,7 @@ def untuned_report(fio_binary: str, tmp_path_factory: pytest.TempPathFactory):
         assert run_plan(load_plan(plan_path)).done == 2 * 7 * 2
     pipeline = data / "untuned.toml"
     pipeline.write_text('[pipeline]\nstudy = "untuned"\n')
-    build = (
-        "import sys, json; from pathlib import Path; from benchlib.pipeline import build_report; "
-        "r = build_report(Path(sys.argv[1]), reports=Path(sys.argv[2])); "
-        "print(json.dumps({'pages': [e.slug for e in r.executions], 'left_out': r.left_out}))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", build, str(pipeline), str(data / "reports")],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "BENCHLIB_DATA": str(data)},
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    built = json.loads(done.stdout.splitlines()[-1])
+    built = _build_elsewhere(pipeline, data)
     executions = [None] * len(built["pages"])
     return types.SimpleNamespace(folder=data / "reports" / "untuned", executions=executions, built=built), None
 

@@ -460,14 +460,8 @@ def _steadied(
     nothing of is absent. fio's output is kept as :data:`STEADY_FILE`, never read as a run.
     """
     local = not plan.servers
-    jobs = {}
-    for host in hosts:
-        job = folder / f"steady-{host}.fio"
-        job.write_text(steady_job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
-        jobs[host] = job.name
-    command = fio_command(fio, jobs, plan.port if not local else None, writes)
-    command = [c if not c.startswith("--output=") else f"--output={STEADY_FILE}" for c in command]
-    command = [c if c != "--output-format=json+" else "--output-format=json" for c in command]
+    jobs = _job_files(folder, "steady", hosts, lambda h: steady_job_text(plan, cell, targets[h], fds.get(h)))
+    command = fio_command(fio, jobs, plan.port if not local else None, writes, output=STEADY_FILE, histograms=False)
     _run_fio(command, folder, plan.target.steady_max_s + 120, tick, tuple(fds.values()))
     for job in jobs.values():
         (folder / job).unlink()
@@ -738,15 +732,28 @@ def _run_fio(
     return proc.returncode, stderr
 
 
-def fio_command(fio: str, jobs: dict[str, str], port: int | None, writes: bool) -> list[str]:
+def _job_files(folder: Path, prefix: str, hosts: list[str], text: Callable[[str], str]) -> dict[str, str]:
+    """Write each host's job file (``<prefix>-<host>.fio``) into ``folder``; return ``{host: file name}``."""
+    jobs = {}
+    for host in hosts:
+        job = folder / f"{prefix}-{host}.fio"
+        job.write_text(text(host), encoding="utf-8")
+        jobs[host] = job.name
+    return jobs
+
+
+def fio_command(
+    fio: str, jobs: dict[str, str], port: int | None, writes: bool, *, output: str = "fio.json", histograms: bool = True
+) -> list[str]:
     """Return the fio command line of one cell: ``jobs`` is each host's job file, ``port`` None on this machine.
 
     To servers: ``--client=<host>,<port> <its job file> [--readonly]`` per host, the job file first. fio
     (3.33) gives every server the first host's job file when an option stands between ``--client`` and
     the job file, and sends ``--readonly`` to a server only when it follows that server's ``--client``.
+    ``output``: the file fio writes; ``histograms``: json+ (with its latency bins), else plain json.
     """
     readonly = [] if writes else ["--readonly"]
-    command = [fio, "--output-format=json+", "--output=fio.json"]
+    command = [fio, f"--output-format={'json+' if histograms else 'json'}", f"--output={output}"]
     if port is None:
         return [*command, *readonly, *jobs.values()]
     for host, job in jobs.items():
@@ -819,11 +826,7 @@ def run_cell(
     partial.mkdir(parents=True)
     _refuse_linked(plan, partial)
     local = not plan.servers
-    jobs = {}
-    for host in hosts:
-        job = partial / f"job-{host}.fio"
-        job.write_text(job_text(plan, cell, targets[host], fds.get(host)), encoding="utf-8")
-        jobs[host] = job.name
+    jobs = _job_files(partial, "job", hosts, lambda h: job_text(plan, cell, targets[h], fds.get(h)))
     command = fio_command(fio, jobs, plan.port if not local else None, writes)
     steady = _steadied(plan, fio, cell, hosts, targets, fds, writes, partial, tick) if plan.target.steady else None
     captures = _start_esxtop(plan, partial)
