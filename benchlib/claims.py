@@ -23,8 +23,8 @@ Computations (``compute``) and their parameters:
 
 ===============  ====================================================================
 value            the metric of the one selected row
-sum, mean,       over the selected rows
-min, max
+sum, mean,       over the selected rows (the members of a run)
+median, min, max
 max_over_min     largest / smallest
 jain             Jain's fairness index
 range            [smallest, largest]
@@ -81,7 +81,7 @@ from benchlib.tomlfile import read_toml
 CLAIMS_FILE = "claims.toml"
 PASS, FAIL, UNSUPPORTED = "PASS", "FAIL", "UNSUPPORTED"
 _MIB = 1024 * 1024
-_REDUCERS = ("sum", "mean", "min", "max", "value")
+_REDUCERS = ("sum", "mean", "median", "min", "max", "value")
 _COMPUTE = (
     "value",
     "sum",
@@ -441,7 +441,7 @@ def _member_runs(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame
 
 
 def _reduced(values: pl.Series, how: str) -> float:
-    """Reduce figures (``sum``, ``mean``, ``min``, ``max``, ``value``, ``jain``, ``max_over_min``) to one."""
+    """Reduce figures (sum, mean, median, min, max, value, jain, max_over_min) to one."""
     if how == "value":
         if values.len() != 1:
             raise _Unsupported(f"{values.len()} rows selected where one was expected")
@@ -475,7 +475,7 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
     configurations = runs.group_by(list(keys) or pl.lit(0), maintain_order=True).agg(pick)[claim.metric]
     if configurations.len() == 1:
         return float(configurations[0])
-    if how in ("sum", "mean", "min", "max"):
+    if how in ("sum", "mean", "median", "min", "max"):
         return float(getattr(configurations, how)())
     raise _Unsupported(
         f"rows of {configurations.len()} configurations where one was expected; narrow `where` or add `by`"
@@ -725,14 +725,20 @@ def computed_as(claim: Claim) -> str:
     # one VM's figure (in the rows, or on each side of a ratio): nothing to add up, no total
     one = single(claim.where.get("vm")) or bool(sides) and all(single(side.get("vm")) for side in sides)
     rate = claim.metric in ("iops", "bandwidth_mib_s", "bandwidth_bytes_per_s") and not one  # rates add: a total
-    reduce = {"sum": "total" if rate else "", "mean": "mean", "min": "lowest", "max": "highest", "value": ""}.get(
-        str(p.get("reduce", "sum")), str(p.get("reduce"))
-    )
+    reduce = {
+        "sum": "total" if rate else "",
+        "mean": "mean",
+        "median": "median",
+        "min": "lowest",
+        "max": "highest",
+        "value": "",
+    }.get(str(p.get("reduce", "sum")), str(p.get("reduce")))
     of = reduce + " " if reduce else ""
     how = {
         "value": f"{metric} of the one row",
         "sum": f"total {metric}" if rate else f"sum of {metric}",
         "mean": f"mean {metric}",
+        "median": f"median {metric}",
         "min": f"lowest {metric}",
         "max": f"highest {metric}",
         "max_over_min": f"highest {metric} / lowest",
