@@ -4,10 +4,15 @@ study's report built from its name alone."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
+from benchlib.bundle import write_bundle
 from benchlib.claims import UNSUPPORTED, load_claims, verify
 from benchlib.ingest import ingest_study
 from benchlib.new import KINDS, NewStudyError, write_study
@@ -63,6 +68,29 @@ def test_each_kind_is_a_study_that_runs_level_by_level_and_verifies(kind: str, f
     verdicts = verify(load_study_tables(tmp_path / "processed" / kind), claims, tolerances)
     assert verdicts and all(v.verdict != UNSUPPORTED for v in verdicts), [(v.claim.id, v.recomputed) for v in verdicts]
     assert all(v.runs_per_configuration == 2 for v in verdicts if v.runs)
+    if kind == "multipath":  # a peer's rebuild from the bundle gives the same verdicts
+        _a_peer_rebuilds_the_same_verdicts(folder, tmp_path, verdicts)
+
+
+def _a_peer_rebuilds_the_same_verdicts(folder: Path, tmp_path: Path, verdicts: list) -> None:
+    path, _ = write_bundle(folder, tmp_path / "out", tmp_path / "processed")
+    with tarfile.open(path) as archive:
+        archive.extractall(tmp_path / "peer", filter="data")
+    root = tmp_path / "peer" / f"{folder.name}-bundle"
+    assert not [p for p in root.rglob("*") if p.suffix == ".so" or ".ipynb_checkpoints" in p.parts]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "verify", f"data/raw/{folder.name}", "--json", "-"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    peer = json.loads(done.stdout[done.stdout.index("{") :])
+    assert {v["id"]: (v["verdict"], v["recomputed"]) for v in peer["verdicts"]} == {
+        v.claim.id: (v.verdict, v.recomputed) for v in verdicts
+    }
 
 
 def test_repetitions_are_sized_for_a_verdict_and_new_never_overwrites(tmp_path: Path) -> None:
