@@ -10,7 +10,10 @@ A run (one repetition of one configuration, every member at once) is implausible
   disk or persistent memory can be that fast, and a study of them should expect this finding);
 * **idle device**: the device under a member doing direct I/O counted under :data:`IDLE_SHARE` of the I/Os
   fio completed (fio's own disk statistics, all the device's I/O: so an idle device is certain);
-* **apart in time**: its members' runs did not overlap at all (the members were to run at once);
+* **apart in time**: its members' runs did not overlap at all (the members were to run at once). This needs
+  each member's own start: files written per VM (HCIBench, a fio run per VM) carry one; a fio client/server
+  run does not (its JSON gives the client's one time, and fio started every server together), so there the
+  rule cannot fire;
 * **not steady**: the plan asked for each run's workload to be brought to steady state first
   (``precondition = "steady"``) and fio's criterion did not hold within the longest the plan allowed;
 * **unwritten target**: ``benchlib run`` recorded that it did not write the target's region (a device it
