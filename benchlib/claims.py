@@ -420,6 +420,11 @@ def _across(claim: Claim) -> str:
     across = str(claim.params.get("across", "median"))
     if across not in ACROSS:
         raise ClaimError(f"claim {claim.id}: across must be one of {', '.join(ACROSS)}, not {across!r}")
+    if across == "each" and claim.compute not in (*_REDUCERS, "jain", "max_over_min"):
+        raise ClaimError(
+            f'claim {claim.id}: across = "each" judges every run of one figure (a sum, a value, Jain\'s index, '
+            f"largest over smallest); {claim.compute} is judged on the medians"
+        )
     return across
 
 
@@ -466,7 +471,9 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
     across = _across(claim)
     if across == "each":
         return [float(v) for v in runs[claim.metric]]
-    worst = "max" if _lower_is_better(claim.metric) != (how == "max_over_min") else "min"
+    # the worse run: a lower Jain's index, a larger spread, else by the metric (a longer latency, fewer IOPS)
+    lower_better = how == "max_over_min" or (how != "jain" and _lower_is_better(claim.metric))
+    worst = "max" if lower_better else "min"
     pick = {
         "median": pl.col(claim.metric).median(),
         "worst": getattr(pl.col(claim.metric), worst)(),
@@ -499,14 +506,16 @@ def _per_member(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
 
 def _per_level(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
     """Return the claim's metric per level of ``over``: each run's total of its members there, then the median."""
-    from benchlib.stats.aggregate import total_expr
+    from benchlib.stats.aggregate import ADDITIVE, total_expr
 
     over = claim.params.get("over")
     if over not in frame.columns:
         raise ClaimError(f'claim {claim.id}: compute {claim.compute!r} needs over = "<column>" (got {over!r})')
     members = _member_runs(frame, claim, tuple(dict.fromkeys([*keys, over])))
-    level = list(dict.fromkeys([over, *([] if over == "vm" else ["vm"] if over == "vm" else [])]))
-    totals = members.group_by(["run_unit", *level], maintain_order=True).agg(total_expr(claim.metric))
+    level = [over]
+    # members of one run at one level: rates add, anything else (a latency) is their mean
+    together = total_expr(claim.metric) if claim.metric in ADDITIVE else pl.col(claim.metric).mean()
+    totals = members.group_by(["run_unit", *level], maintain_order=True).agg(together)
     across = _across(claim)
     pick = (
         pl.col(claim.metric).median()

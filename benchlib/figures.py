@@ -74,7 +74,9 @@ def _in_words(chart: Callable[..., alt.TopLevelMixin]) -> Callable[..., alt.TopL
 
 
 def _joined(columns: list[str]) -> pl.Expr:
-    """One label from several factor columns: ``LSI / off``."""
+    """One label from several factor columns: ``LSI / off``; ``all runs`` where there are none."""
+    if not columns:
+        return pl.lit("all runs")
     return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
 
 

@@ -57,6 +57,8 @@ class Shape:
     #: ``{factor: level}`` selecting a depth sweep, and a write-share sweep (None where the study has none)
     depth_sweep: dict | None
     mix_sweep: dict | None
+    #: the sweeps whose points no factor of every run spans (a published table's depths): cells would pool them
+    unspanned: tuple[dict, ...] = ()
 
 
 def _opened(study: str | ProcessedStudy) -> ProcessedStudy:
@@ -82,7 +84,8 @@ def shape(study: str | ProcessedStudy) -> Shape:
     value = "iops" if counted.get("iops", 0) >= counted.get("bandwidth_mib_s", 0) else "bandwidth_mib_s"
     cpu = "usr_cpu_pct" in rows.columns and rows["usr_cpu_pct"].drop_nulls().len() > 0
     host_side = disk_ios(opened).height > 0 or esxtop_captures(opened).height > 0
-    sweeps = [s for s in (_sweep_of(rows, factors, "iodepth"), _sweep_of(rows, factors, "rwmixread_pct")) if s]
+    sweeps_by = {varies: _sweep_of(rows, factors, varies) for varies in ("iodepth", "rwmixread_pct")}
+    sweeps = [s for s in sweeps_by.values() if s]
     return Shape(
         factors=factors,
         varied=varied,
@@ -94,8 +97,13 @@ def shape(study: str | ProcessedStudy) -> Shape:
         cpu=cpu,
         host_side=host_side,
         claims=(opened.study.folder / "claims.toml").is_file(),
-        depth_sweep=_sweep_of(rows, factors, "iodepth"),
-        mix_sweep=_sweep_of(rows, factors, "rwmixread_pct"),
+        depth_sweep=sweeps_by["iodepth"],
+        mix_sweep=sweeps_by["rwmixread_pct"],
+        unspanned=tuple(
+            sweep
+            for varies, sweep in sweeps_by.items()
+            if sweep and not _spanned(rows, sweep, varies, [f for f in factors if f in varied and f not in partial])
+        ),
     )
 
 
@@ -123,23 +131,47 @@ def _within_sweeps(rows: pl.DataFrame, factor: str, sweeps: list[dict]) -> bool:
 
 
 def _sweep_of(rows: pl.DataFrame, factors: dict[str, list[str]], varies: str) -> dict | None:
-    """Return the level that selects a sweep of job parameter ``varies``: the rest of the job held still.
+    """Return the levels that select one sweep of job parameter ``varies``: the rest of the job held still.
 
-    ``{factor: level}`` of the first factor level (study order) whose runs hold ``varies`` at
-    :data:`SWEEP_POINTS` values or more while every other job parameter has one value; None where none does.
+    The first factor level (study order) whose runs hold ``varies`` at :data:`SWEEP_POINTS` values or
+    more while every other job parameter has one value; another factor that varies within it (a setting
+    compared across the sweep) is held at its first level, so one sweep is never several pooled. A
+    factor whose levels are the sweep's points (``queue_depth`` for ``iodepth``) is the sweep's own.
+    None where no runs sweep ``varies``.
     """
-    held = [f"{c}_job" if f"{c}_job" in rows.columns else c for c in _JOB if c != varies]
-    held = [c for c in held if c in rows.columns]
+    held = [f"{c}_job" if f"{c}_job" in rows.columns else c for c in (*_JOB, "ioengine") if c != varies]
+    held = [c for c in dict.fromkeys(held) if c in rows.columns]
     if varies not in rows.columns:
         return None
     for factor, levels in factors.items():
         for level in levels:
             some = rows.filter(pl.col(factor) == level)
-            if some[varies].drop_nulls().n_unique() >= SWEEP_POINTS and all(
-                some[c].drop_nulls().n_unique() <= 1 for c in held
+            if some[varies].drop_nulls().n_unique() < SWEEP_POINTS or any(
+                some[c].drop_nulls().n_unique() > 1 for c in held
             ):
-                return {factor: level}
+                continue
+            selection = {factor: level}
+            for other, others in factors.items():
+                present = set(some[other].drop_nulls().to_list()) if other in some.columns else set()
+                if other == factor or len(present) < 2 or _follows(some, other, varies):
+                    continue
+                selection[other] = next(lvl for lvl in others if lvl in present)
+                some = some.filter(pl.col(other) == selection[other])
+            if some[varies].drop_nulls().n_unique() >= SWEEP_POINTS:
+                return selection
     return None
+
+
+def _follows(rows: pl.DataFrame, factor: str, varies: str) -> bool:
+    """Whether ``factor``'s levels are the points of job parameter ``varies``: one value each, each its own."""
+    pairs = rows.select(factor, varies).drop_nulls().unique()
+    return pairs[factor].n_unique() == pairs.height == pairs[varies].n_unique()
+
+
+def _spanned(rows: pl.DataFrame, sweep: dict, varies: str, whole: list[str]) -> bool:
+    """Whether a factor every run has (``whole``) spans the sweep's points: its cells separate them already."""
+    some = rows.filter(pl.all_horizontal([pl.col(f) == lvl for f, lvl in sweep.items()]))
+    return any(_follows(some, f, varies) for f in whole if f not in sweep)
 
 
 def axes(study: str | ProcessedStudy) -> list[str]:
@@ -154,7 +186,7 @@ def cell_only(study: str | ProcessedStudy) -> dict:
     one cell page of every depth pooled; the sweeps page draws it instead.
     """
     found = shape(study)
-    return {} if found.swept else _without_sweeps(found)
+    return {} if found.swept else {f: v for f, v in _without_sweeps(found).items()}
 
 
 def _given(value: object, default: object) -> object:
@@ -228,7 +260,7 @@ def _where_varied(opened: ProcessedStudy, found: Shape, factor: str) -> dict:
     for other in found.varied:
         if other == factor:
             continue
-        counts = rows.group_by(other).agg(pl.col(factor).n_unique().alias("n"))
+        counts = rows.group_by(other).agg(pl.col(factor).drop_nulls().n_unique().alias("n"))
         keep = counts.filter(pl.col("n") >= 2)
         if keep[other].null_count() or keep.height == counts.height:
             continue  # runs without this factor compare too, or every level does: nothing to leave out
@@ -254,11 +286,20 @@ def _complete(opened: ProcessedStudy, by: list[str], only: dict) -> tuple[list[s
 
 
 def _without_sweeps(found: Shape) -> dict:
-    """Return ``only`` leaving out the runs of the study's sweeps (the sweeps page draws them)."""
+    """Return ``only`` leaving out the runs of sweeps whose points only a partial factor or no factor spans.
+
+    A sweep of a profile of its own (its depth factor null elsewhere) or of a published table (no depth
+    factor) would be pooled into one configuration: the sweeps page draws it. A level that is the whole
+    study is never left out (nothing would remain).
+    """
     only: dict[str, list[str]] = {}
-    for sweep in (found.depth_sweep, found.mix_sweep):
-        for factor, level in (sweep or {}).items():
-            only[factor] = [lvl for lvl in only.get(factor, found.factors[factor]) if lvl != level]
+    for sweep in found.unspanned + tuple(
+        s for s in (found.depth_sweep, found.mix_sweep) if s and found.swept and s not in found.unspanned
+    ):
+        factor, level = next(iter(sweep.items()))
+        kept = [lvl for lvl in only.get(factor, found.factors[factor]) if lvl != level]
+        if kept:
+            only[factor] = kept
     return only
 
 

@@ -64,6 +64,11 @@ levels = [100, 70, 0]
 [[profiles]]
 name = "mixed"
 options = { rw = "randrw", iodepth = 32 }
+
+# [[esxtop]]              # each host's view during every cell: adapter and device queues, KAVG and DAVG
+# host = "esx01.lab"
+# command = "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"
+# delay = 2
 """,
         by_hand=("controller",),
         claims="""
@@ -112,6 +117,11 @@ levels = ["lsilogic-sas", "pvscsi"]
 
 [[profiles]]
 use = "randread-4k"
+
+# [[esxtop]]              # each host's view during every cell: per-VM latency against the congestion threshold
+# host = "esx01.lab"
+# command = "ssh -o BatchMode=yes root@{esxi} esxtop -b -a -d {delay} -n {samples}"
+# delay = 2
 """,
         by_hand=("sioc", "controller"),
         claims="""
@@ -167,12 +177,13 @@ sweep = { factor = "queue_depth", option = "iodepth", levels = [1, 4, 16, 32, 64
 [[claims]]
 id = "1"
 section = "Queues"
-says = "With the default queues, IOPS stop rising past 32 outstanding I/Os."
+says = "With the default queues, IOPS rise with depth, then stop rising."
 metric = "iops"
-compute = "argmax"
+compute = "monotonic"
 over = "iodepth"
+step = 0.05
 where = { queues = "default" }
-expect = { equals = "32" }
+expect = { equals = "rises, then flat" }
 
 [[claims]]
 id = "2"
@@ -207,7 +218,8 @@ option = "bs"
 levels = ["4k", "64k"]
 
 [[profiles]]
-use = "randread-4k"
+name = "randread"
+options = { rw = "randread", iodepth = 32 }
 
 # [esxi]                  # records each device's path policy and IO limit with every cell
 # hosts = ["esx01.lab", "esx02.lab"]
@@ -248,7 +260,8 @@ option = "bs"
 levels = ["4k", "128k"]
 
 [[profiles]]
-use = "randread-4k"
+name = "randread"
+options = { rw = "randread", iodepth = 32 }
 """,
         by_hand=("platform",),
         claims="""
@@ -339,9 +352,14 @@ def write_study(
 
 def _readme(kind: str, spec: Kind, plan: Path, repetitions: int, families: dict[str, int]) -> str:
     """Say what the study asks, how to run it, what to capture, and what its design can and cannot show."""
-    each = "\n".join(
-        f"    benchlib run plan.toml --levels {factor}=<level>   # once per level of {factor}"
-        for factor in spec.by_hand
+    together = " ".join(f"--levels {factor}=<level>" for factor in spec.by_hand)
+    each = f"    benchlib run plan.toml {together}"
+    if len(spec.by_hand) > 1:
+        each += f"   # once per combination of {' and '.join(spec.by_hand)}: set them all first"
+    settings = (
+        f"The factors {', '.join(f'`{f}`' for f in spec.by_hand)} are vSphere settings"
+        if len(spec.by_hand) > 1
+        else f"The factor `{spec.by_hand[0]}` is a vSphere setting"
     )
     largest = max(families.items(), key=lambda kv: kv[1]) if families else None
     tested = (
@@ -360,14 +378,17 @@ Written by `benchlib new {kind}`. Edit `plan.toml` first: the fio servers (one p
 
 ## Running it
 
-The factors {", ".join(f"`{f}`" for f in spec.by_hand)} are vSphere settings benchlib does not change yet:
-set one level on every VM, host or datastore, check it, then run that level's cells:
+{settings} benchlib does not change yet: set the level on every VM, host or datastore,
+check it, then run the cells of that level, every factor set by hand named (no cell runs under a
+setting other than its own):
 
 {each}
 
-Every level's runs land in this folder; `benchlib run` keeps what is done and runs only what is not.
+Every run lands in this folder; `benchlib run` keeps what is done and runs only what is not.
 `benchlib run plan.toml --dry-run` says what is written before the first cell, how long it takes and what
-the design can show. Then `benchlib report pipelines/{plan.parent.name}.toml` builds the report and
+the design can show. Then `benchlib report {plan.parent.name}` builds the report (its pipeline,
+`pipelines/{plan.parent.name}.toml`, names only the study; `benchlib new` writes it for a study under
+data/raw) and
 `benchlib verify {plan.parent}` checks `claims.toml` (replace its skeleton with your post's claims).
 
 ## What to capture on the hosts

@@ -255,6 +255,8 @@ def expand_cells(
     from benchlib.runner.plan import level_in_folder
 
     axes = list(pipeline.axes)
+    if not axes:  # no factor varies: the summary pages describe the runs; there is no configuration to page
+        return [], [], None, 1
     seen = {tuple(c[a] for a in axes) for c in runs.select(axes).unique().to_dicts()}
     # "without it" is a level only where a recorded plan says which combinations were meant (a sweep's own
     # factor); published tables that leave a factor out of some rows declare no such combination
