@@ -442,6 +442,20 @@ def _member_runs(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame
     members = numbers.group_by(group, maintain_order=True).agg(total_expr(metric)).drop_nulls(metric)
     if members.is_empty():
         raise _Unsupported(f"no {metric} in the selected rows")
+    # repetitions repeat their members; "runs" of one configuration that share no member are one run's
+    # members given a run each (a published table's rows with a label of their own): read them as one run
+    config = list(dict.fromkeys(k for k in keys if k in members.columns)) or [pl.lit(0)]
+    once = members.group_by(config).agg(
+        (pl.col("vm").n_unique() == pl.len()).alias("_once"), (pl.col("run_unit").n_unique() > 1).alias("_several")
+    )
+    joined = members.join(once, on=[c for c in config if isinstance(c, str)], how="left") if keys else members
+    if "_once" in joined.columns:
+        members = joined.with_columns(
+            pl.when(pl.col("_once") & pl.col("_several"))
+            .then(pl.lit("one run"))
+            .otherwise(pl.col("run_unit"))
+            .alias("run_unit")
+        ).drop("_once", "_several")
     return members
 
 

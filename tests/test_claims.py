@@ -411,3 +411,34 @@ def test_across_worst_and_each_read_the_runs_as_told() -> None:
     runs = sorted(float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", each.recomputed))
     assert len(runs) == 3 and _figure(worst) == pytest.approx(runs[0], rel=5e-3)
     assert _figure(best) == pytest.approx(runs[-1], rel=5e-3)
+
+
+def test_members_given_a_run_each_are_read_as_one_run() -> None:
+    """A published table whose rows carry a label of their own gives each member a run of its own: those
+    "runs" share no member, so they are one run's members (a sum is their total, not the median member's)."""
+    from benchlib.claims import Claim, verify_claim
+
+    rows = pl.DataFrame(
+        {
+            "run_id": [f"abc-{i}-vm{i}" for i in range(5)],
+            "vm": [f"vm{i}" for i in range(5)],
+            "controller": ["LSI"] * 5,
+            "iops": [100.0, 200, 300, 400, 500],
+            "io_count": [None] * 5,
+        }
+    )
+
+    def claim(compute: str) -> Claim:
+        return Claim(
+            id=compute,
+            section="",
+            says="",
+            stated="",
+            metric="iops",
+            compute=compute,
+            where={"controller": "LSI"},
+            expect={"above": 0},
+        )
+
+    assert verify_claim(rows, claim("sum"), {}, ("controller",)).recomputed == "1,500 IOPS"
+    assert verify_claim(rows, claim("max_over_min"), {}, ("controller",)).recomputed == "5.00x"
