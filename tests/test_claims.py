@@ -425,6 +425,8 @@ def test_members_given_a_run_each_are_read_as_one_run() -> None:
             "controller": ["LSI"] * 5,
             "iops": [100.0, 200, 300, 400, 500],
             "io_count": [None] * 5,
+            "bandwidth_bytes_per_s": [None] * 5,
+            "lat_mean_ns": [None] * 5,
         }
     )
 
