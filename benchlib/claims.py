@@ -487,12 +487,7 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
         return [float(v) for v in runs[claim.metric]]
     # the worse run: a lower Jain's index, a larger spread, else by the metric (a longer latency, fewer IOPS)
     lower_better = how == "max_over_min" or (how != "jain" and _lower_is_better(claim.metric))
-    worst = "max" if lower_better else "min"
-    pick = {
-        "median": pl.col(claim.metric).median(),
-        "worst": getattr(pl.col(claim.metric), worst)(),
-        "best": getattr(pl.col(claim.metric), "min" if worst == "max" else "max")(),
-    }[across]
+    pick = _pick(claim.metric, across, lower_better)
     configurations = runs.group_by(list(keys) or pl.lit(0), maintain_order=True).agg(pick)[claim.metric]
     if configurations.len() == 1:
         return float(configurations[0])
@@ -503,18 +498,24 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
     )
 
 
+def _pick(metric: str, across: str, lower_better: bool) -> pl.Expr:
+    """Return the runs' figure ``across`` asks for: their median, the worst or the best.
+
+    ``each`` takes the median where one figure is wanted; ``lower_better``: a smaller figure is the better one.
+    """
+    if across in ("median", "each"):
+        return pl.col(metric).median()
+    worse = "max" if lower_better else "min"
+    return getattr(pl.col(metric), worse if across == "worst" else {"max": "min", "min": "max"}[worse])()
+
+
 def _per_member(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
     """Return each member's figure per configuration: its run totals' median (or ``across``) over the runs."""
     members = _member_runs(frame, claim, keys)
     across = _across(claim)
     if across == "each":
         return members
-    worst = "max" if _lower_is_better(claim.metric) else "min"
-    pick = {
-        "median": pl.col(claim.metric).median(),
-        "worst": getattr(pl.col(claim.metric), worst)(),
-        "best": getattr(pl.col(claim.metric), "min" if worst == "max" else "max")(),
-    }[across]
+    pick = _pick(claim.metric, across, _lower_is_better(claim.metric))
     return members.group_by(list(dict.fromkeys([*keys, "vm"])), maintain_order=True).agg(pick)
 
 
@@ -530,14 +531,7 @@ def _per_level(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame:
     # members of one run at one level: rates add, anything else (a latency) is their mean
     together = total_expr(claim.metric) if claim.metric in ADDITIVE else pl.col(claim.metric).mean()
     totals = members.group_by(["run_unit", *level], maintain_order=True).agg(together)
-    across = _across(claim)
-    pick = (
-        pl.col(claim.metric).median()
-        if across in ("median", "each")
-        else (
-            getattr(pl.col(claim.metric), "max" if (across == "worst") == _lower_is_better(claim.metric) else "min")()
-        )
-    )
+    pick = _pick(claim.metric, _across(claim), _lower_is_better(claim.metric))
     return totals.group_by(level, maintain_order=True).agg(pick)
 
 

@@ -186,7 +186,7 @@ def cell_only(study: str | ProcessedStudy) -> dict:
     one cell page of every depth pooled; the sweeps page draws it instead.
     """
     found = shape(study)
-    return {} if found.swept else {f: v for f, v in _without_sweeps(found).items()}
+    return {} if found.swept else _without_sweeps(found)
 
 
 def _given(value: object, default: object) -> object:

@@ -416,7 +416,7 @@ def test_across_worst_and_each_read_the_runs_as_told() -> None:
 def test_members_given_a_run_each_are_read_as_one_run() -> None:
     """A published table whose rows carry a label of their own gives each member a run of its own: those
     "runs" share no member, so they are one run's members (a sum is their total, not the median member's)."""
-    from benchlib.claims import Claim, verify_claim
+    from benchlib.claims import verify_claim
 
     rows = pl.DataFrame(
         {
@@ -430,17 +430,6 @@ def test_members_given_a_run_each_are_read_as_one_run() -> None:
         }
     )
 
-    def claim(compute: str) -> Claim:
-        return Claim(
-            id=compute,
-            section="",
-            says="",
-            stated="",
-            metric="iops",
-            compute=compute,
-            where={"controller": "LSI"},
-            expect={"above": 0},
-        )
-
-    assert verify_claim(rows, claim("sum"), {}, ("controller",)).recomputed == "1,500 IOPS"
-    assert verify_claim(rows, claim("max_over_min"), {}, ("controller",)).recomputed == "5.00x"
+    lsi = {"controller": "LSI"}
+    assert verify_claim(rows, _loopback_claim("sum", lsi), {}, ("controller",)).recomputed == "1,500 IOPS"
+    assert verify_claim(rows, _loopback_claim("max_over_min", lsi), {}, ("controller",)).recomputed == "5.00x"
