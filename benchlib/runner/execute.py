@@ -473,6 +473,7 @@ def _steadied(
         document = json.loads(text[text.find("{") :])
     except ValueError:
         return {}
+    jobs_per_host = int(cell.options["numjobs"]) if str(cell.options.get("numjobs", "")).isdigit() else 1
     found = {}
     for job in document.get("client_stats", document.get("jobs", [])):
         host = hosts[0] if local else job.get("hostname")
@@ -480,7 +481,8 @@ def _steadied(
         if host in hosts and isinstance(state, dict) and host not in found:
             found[host] = {
                 "attained": bool(state.get("attained")),
-                "seconds": round(float(job.get("job_runtime", 0)) / 1000, 1),
+                # fio sums job_runtime over a host's numjobs (group_reporting): one job's time is the share
+                "seconds": round(float(job.get("job_runtime", 0)) / 1000 / max(jobs_per_host, 1), 1),
                 "criterion": plan.target.steady,
                 "window_s": plan.target.steady_window_s,
             }
