@@ -28,7 +28,8 @@ median, min, max
 max_over_min     largest / smallest
 jain             Jain's fairness index
 range            [smallest, largest]
-ratio            ``of`` / ``to``: two extra selections, each reduced by ``reduce`` (sum)
+ratio            ``of`` / ``to``: two extra selections, each reduced by ``reduce`` (sum);
+                 ``to = "<name>"`` divides by a bound declared in ``[bounds]`` instead
 percent_change   from ``from`` to ``to`` (two extra selections), in percent
 argmax           the level of ``over`` where the metric is largest
 lowest           the ``k`` levels of ``over`` with the smallest metric (sorted)
@@ -53,6 +54,10 @@ default), ``"worst"``, ``"best"``, or ``"each"`` (every run must hold). ``argmax
 ``monotonic`` work on each level's median; ``each`` and ``range`` on each member's. A published table
 (one run per configuration, one row per member) reads exactly as before. Every verdict says how many runs
 it rests on and how they were reduced.
+
+``[bounds]`` names ceilings measured outside the study, in the metric's own units (``device_iops =
+450000``, from the device's datasheet or fio at the bare device): a ratio ``to = "device_iops"`` is a
+fraction of it. A bound not declared leaves its claims unsupported, saying what to declare.
 
 ``by = [...]`` repeats the computation per group; the claim passes when every group does.
 ``reading = "..."`` says, in the claims file author's words, how a claim whose words allow more than one
@@ -179,7 +184,7 @@ def claims_frame(tables: Tables) -> pl.DataFrame:
 # ------------------------------------------------------------------ loading
 
 
-def _claim(path: Path, index: int, entry: dict) -> Claim:
+def _claim(path: Path, index: int, entry: dict, bounds: dict[str, float] | None = None) -> Claim:
     where = f"{path}: [[claims]] entry {index + 1}"
     missing = [k for k in ("id", "says", "metric", "compute", "expect") if k not in entry]
     if missing:
@@ -194,6 +199,12 @@ def _claim(path: Path, index: int, entry: dict) -> Claim:
             f"{where} (claim {entry['id']}): unknown expect key(s) {', '.join(unknown)}; use {', '.join(_EXPECT)}"
         )
     known = {"id", "section", "says", "stated", "metric", "compute", "where", "expect", "by", "reading"}
+    params = {k: v for k, v in entry.items() if k not in known}
+    if isinstance(params.get("to"), str):  # a ratio to a declared bound, not to a selection
+        if entry["compute"] != "ratio":
+            raise ClaimError(f'{where} (claim {entry["id"]}): to = "<bound>" divides a ratio; use to = {{ ... }}')
+        params["bound"] = params.pop("to")
+        params["bound_value"] = (bounds or {}).get(params["bound"])
     return Claim(
         id=str(entry["id"]),
         section=str(entry.get("section", "")),
@@ -202,7 +213,7 @@ def _claim(path: Path, index: int, entry: dict) -> Claim:
         metric=str(entry["metric"]),
         compute=str(entry["compute"]),
         where=dict(entry.get("where", {})),
-        params={k: v for k, v in entry.items() if k not in known},
+        params=params,
         expect=dict(entry["expect"]),
         by=tuple(entry.get("by", ())),
         reading=str(entry.get("reading", "")),
@@ -216,7 +227,15 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
         raise ClaimError(f"{path}: no claims file; write one (see benchlib/claims.py) beside study.toml")
     data = read_toml(path, ClaimError)
     tolerances = {str(k): float(v) for k, v in data.get("tolerances", {}).items()}
-    claims = [_claim(path, i, e) for i, e in enumerate(data.get("claims", []))]
+    bounds = data.get("bounds", {})
+    if not isinstance(bounds, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in bounds.values()
+    ):
+        raise ClaimError(
+            f"{path}: [bounds] names positive numbers in the metric's units (device_iops = 450000); "
+            f"got {bounds!r}"
+        )
+    claims = [_claim(path, i, e, bounds) for i, e in enumerate(data.get("claims", []))]
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ClaimError(f"{path}: two claims share an id; ids must be unique")
@@ -336,6 +355,13 @@ def _two_selections(frame: pl.DataFrame, claim: Claim, keys: tuple = ()) -> floa
     def side(key: str, how: str) -> float:
         return _over_runs(_extra(frame, claim, key), claim, keys, how)
 
+    if claim.compute == "ratio" and "bound" in claim.params:
+        if claim.params["bound_value"] is None:
+            raise _Unsupported(
+                f"no bound {claim.params['bound']!r} declared: measure it (the device's datasheet, or fio at the "
+                f"bare device) and write it under [bounds] in claims.toml"
+            )
+        return side("of", reduce) / float(claim.params["bound_value"])
     if claim.compute == "ratio":
         return side("of", reduce) / side("to", reduce)
     if claim.compute == "percent_change":
@@ -769,7 +795,11 @@ def computed_as(claim: Claim) -> str:
         "bounded": f"each row's {metric} against its most: the largest run total of IOPS "
         f"({_rows_named(p.get('iops_from', {}))}; every member together) / CPU%",
     }.get(claim.compute)
-    if claim.compute == "ratio":
+    if claim.compute == "ratio" and "bound" in p:
+        value = p.get("bound_value")
+        declared = f"{value:,g}" if value is not None else "not declared"
+        how = f"{of}{metric} of {_rows_named(p.get('of', {}))} / the declared bound {p['bound']} ({declared})"
+    elif claim.compute == "ratio":
         how = f"{of}{metric} of {_rows_named(p.get('of', {}))} / that of {_rows_named(p.get('to', {}))}"
     elif claim.compute == "percent_change":
         how = f"change in {of}{metric} from {_rows_named(p.get('from', {}))} to {_rows_named(p.get('to', {}))}"

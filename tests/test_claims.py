@@ -196,6 +196,9 @@ expect = { about = 5.6 }
         (("expect = { about = 5.6 }", 'expect = { about = 5.6, tolerance = "roughly" }'), "tolerance 'roughly'"),
         (("expect = { about = 5.6 }", "expect = { approx = 5.6 }"), "unknown expect key(s) approx"),
         (('compute = "max_over_min"', 'compute = "ratio"'), "needs of = {"),
+        (("about = 0.1", 'about = 0.1\n[bounds]\ndevice_iops = "lots"'), "[bounds] names positive numbers"),
+        (("about = 0.1", "about = 0.1\n[bounds]\ndevice_iops = -5"), "[bounds] names positive numbers"),
+        (("expect = {", 'to = "device_iops"\nexpect = {'), 'to = "<bound>" divides a ratio'),
     ],
 )
 def test_bad_claims_say_what_is_wrong(tmp_path: Path, verdicts: dict, change: tuple[str, str], message: str) -> None:

@@ -11,10 +11,11 @@ import sys
 import tarfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from benchlib.bundle import write_bundle
-from benchlib.claims import UNSUPPORTED, load_claims, verify
+from benchlib.claims import UNSUPPORTED, claims_frame, load_claims, verify
 from benchlib.ingest import ingest_study
 from benchlib.new import KINDS, NewStudyError, write_study
 from benchlib.runner import PlanError, load_plan, run_plan
@@ -66,10 +67,33 @@ def test_each_kind_is_a_study_that_runs_level_by_level_and_verifies(kind: str, f
     assert ingest_study(folder, tmp_path / "processed").ok
     claims, tolerances = load_claims(folder)
     verdicts = verify(load_study_tables(tmp_path / "processed" / kind), claims, tolerances)
+    if kind == "virtual-to-native":  # the device's bound is the author's to declare; until then, unsupported
+        verdicts = _against_the_declared_bound(folder, tmp_path, verdicts)
     assert verdicts and all(v.verdict != UNSUPPORTED for v in verdicts), [(v.claim.id, v.recomputed) for v in verdicts]
     assert all(v.runs_per_configuration == 2 for v in verdicts if v.runs)
     if kind == "multipath":  # a peer's rebuild from the bundle gives the same verdicts
         _a_peer_rebuilds_the_same_verdicts(folder, tmp_path, verdicts)
+
+
+def _against_the_declared_bound(folder: Path, tmp_path: Path, verdicts: list) -> list:
+    """Claim 2 of virtual-to-native divides the native runs' IOPS by the device's bound from [bounds]."""
+    (undeclared,) = [v for v in verdicts if v.claim.id == "2"]
+    assert undeclared.verdict == UNSUPPORTED and "[bounds]" in undeclared.recomputed
+    path = folder / "claims.toml"
+    path.write_text(path.read_text().replace("# device_iops = 450000", "device_iops = 450000"))
+    claims, tolerances = load_claims(folder)
+    tables = load_study_tables(tmp_path / "processed" / "virtual-to-native")
+    verdicts = verify(tables, claims, tolerances)
+    (declared,) = [v for v in verdicts if v.claim.id == "2"]
+    assert "the declared bound device_iops (450,000)" in declared.computed
+    rows = claims_frame(tables).filter(
+        (pl.col("platform") == "native") & (pl.col("block_size") == "4k") & ~pl.col("is_aggregate")
+    )
+    native = rows.group_by("run_id").agg(pl.col("iops").sum())
+    assert native.height == 2  # two runs, each all its members together; their median over the bound
+    shown = float(declared.recomputed.removesuffix("x"))
+    assert shown == pytest.approx(native["iops"].median() / 450000, rel=5e-3), declared.recomputed
+    return verdicts
 
 
 def _a_peer_rebuilds_the_same_verdicts(folder: Path, tmp_path: Path, verdicts: list) -> None:
