@@ -232,8 +232,7 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
         isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in bounds.values()
     ):
         raise ClaimError(
-            f"{path}: [bounds] names positive numbers in the metric's units (device_iops = 450000); "
-            f"got {bounds!r}"
+            f"{path}: [bounds] names positive numbers in the metric's units (device_iops = 450000); got {bounds!r}"
         )
     claims = [_claim(path, i, e, bounds) for i, e in enumerate(data.get("claims", []))]
     ids = [c.id for c in claims]
