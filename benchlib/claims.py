@@ -504,6 +504,10 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
     figure of one configuration (a value, Jain's index, largest over smallest) is refused.
     """
     members = _member_runs(frame, claim, keys)
+    if how in ("jain", "max_over_min"):  # a figure between members: a run of one has none (as on the pages)
+        members = members.filter(pl.len().over(["run_unit", *keys]) > 1)
+        if members.is_empty():
+            raise _Unsupported("one member in every run selected: fairness compares two or more at once")
     runs = members.group_by(["run_unit", *keys], maintain_order=True).agg(
         pl.col(claim.metric).map_batches(lambda v: pl.Series([_reduced(v, how)]), returns_scalar=True)
     )
@@ -692,8 +696,12 @@ def _configuration(frame: pl.DataFrame, claim: Claim, factors: tuple[str, ...]) 
     Runs that agree on all of them are repetitions of one configuration (``over`` is kept apart: a
     figure along it is taken per level).
     """
-    wanted = [*factors, *claim.by, *_JOB]
-    return tuple(dict.fromkeys(c for c in wanted if c in frame.columns and c != "vm"))
+    return configuration_columns(frame, (*factors, *claim.by))
+
+
+def configuration_columns(frame: pl.DataFrame, factors: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the columns of ``frame`` whose values make a configuration: ``factors`` and the job's parameters."""
+    return tuple(dict.fromkeys(c for c in [*factors, *_JOB] if c in frame.columns and c != "vm"))
 
 
 def _runs_read(

@@ -436,3 +436,22 @@ def test_members_given_a_run_each_are_read_as_one_run() -> None:
     lsi = {"controller": "LSI"}
     assert verify_claim(rows, _loopback_claim("sum", lsi), {}, ("controller",)).recomputed == "1,500 IOPS"
     assert verify_claim(rows, _loopback_claim("max_over_min", lsi), {}, ("controller",)).recomputed == "5.00x"
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "page_metric", "fair"),
+    [
+        ("pvscsi-vs-lsi", "iops", None, 7),  # the sweeps' per-VM tables; the others are one row per configuration
+        ("pvscsi-vs-lsi", "bandwidth_mib_s", "bandwidth_bytes_per_s", 4),  # the sequential per-VM tables
+        ("loopback-fio", "iops", None, 29),
+        ("fio-sample", "iops", None, 0),
+    ],
+)
+def test_every_configuration_claims_what_its_pages_show(name: str, metric: str, page_metric: str, fair: int) -> None:
+    """The bundled studies and fio's own sample outputs: one run per configuration or three, one member or
+    four, published tables or measured runs; each configuration's total and fairness, as verify and as the
+    pages compute them. (A study the tests record is checked in test_new.)"""
+    from benchlib.store import open_study
+    from tests.claims_pages import assert_claims_agree_with_pages
+
+    assert assert_claims_agree_with_pages(open_study(name), metric, page_metric) == fair

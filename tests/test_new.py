@@ -21,7 +21,8 @@ from benchlib.new import KINDS, NewStudyError, write_study
 from benchlib.runner import PlanError, load_plan, run_plan
 from benchlib.runner.describe import design_advice
 from benchlib.runner.plan import chosen_levels
-from benchlib.store import load_study_tables
+from benchlib.store import load_study_tables, open_study
+from tests.claims_pages import assert_claims_agree_with_pages
 from tests.fio_helpers import fio_server
 
 pytestmark = pytest.mark.fio
@@ -71,7 +72,9 @@ def test_each_kind_is_a_study_that_runs_level_by_level_and_verifies(kind: str, f
         verdicts = _against_the_declared_bound(folder, tmp_path, verdicts)
     assert verdicts and all(v.verdict != UNSUPPORTED for v in verdicts), [(v.claim.id, v.recomputed) for v in verdicts]
     assert all(v.runs_per_configuration == 2 for v in verdicts if v.runs)
-    if kind == "multipath":  # a peer's rebuild from the bundle gives the same verdicts
+    if kind == "multipath":  # every configuration's claims are its pages' figures; a peer's rebuild agrees
+        judged = assert_claims_agree_with_pages(open_study(folder, tmp_path / "processed"), "iops")
+        assert judged == cells  # two servers in every run: each configuration has a fairness figure
         _a_peer_rebuilds_the_same_verdicts(folder, tmp_path, verdicts)
 
 
