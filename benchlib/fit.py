@@ -59,6 +59,8 @@ class Shape:
     mix_sweep: dict | None
     #: the sweeps whose points no factor of every run spans (a published table's depths): cells would pool them
     unspanned: tuple[dict, ...] = ()
+    #: a factor whose levels each ran the depth sweep, with those levels (None: it ran under one setting)
+    depth_compared: tuple[str, list[str]] | None = None
 
 
 def _opened(study: str | ProcessedStudy) -> ProcessedStudy:
@@ -104,6 +106,7 @@ def shape(study: str | ProcessedStudy) -> Shape:
             for varies, sweep in sweeps_by.items()
             if sweep and not _spanned(rows, sweep, varies, [f for f in factors if f in varied and f not in partial])
         ),
+        depth_compared=_sweep_compared(rows, factors, sweeps_by["iodepth"], "iodepth"),
     )
 
 
@@ -139,16 +142,12 @@ def _sweep_of(rows: pl.DataFrame, factors: dict[str, list[str]], varies: str) ->
     factor whose levels are the sweep's points (``queue_depth`` for ``iodepth``) is the sweep's own.
     None where no runs sweep ``varies``.
     """
-    held = [f"{c}_job" if f"{c}_job" in rows.columns else c for c in (*_JOB, "ioengine") if c != varies]
-    held = [c for c in dict.fromkeys(held) if c in rows.columns]
     if varies not in rows.columns:
         return None
     for factor, levels in factors.items():
         for level in levels:
             some = rows.filter(pl.col(factor) == level)
-            if some[varies].drop_nulls().n_unique() < SWEEP_POINTS or any(
-                some[c].drop_nulls().n_unique() > 1 for c in held
-            ):
+            if not _sweeps(some, varies):
                 continue
             selection = {factor: level}
             for other, others in factors.items():
@@ -159,6 +158,36 @@ def _sweep_of(rows: pl.DataFrame, factors: dict[str, list[str]], varies: str) ->
                 some = some.filter(pl.col(other) == selection[other])
             if some[varies].drop_nulls().n_unique() >= SWEEP_POINTS:
                 return selection
+    return None
+
+
+def _sweeps(rows: pl.DataFrame, varies: str) -> bool:
+    """Whether ``rows`` hold job parameter ``varies`` at :data:`SWEEP_POINTS` values or more, the rest still."""
+    held = [f"{c}_job" if f"{c}_job" in rows.columns else c for c in (*_JOB, "ioengine") if c != varies]
+    held = [c for c in dict.fromkeys(held) if c in rows.columns]
+    return rows[varies].drop_nulls().n_unique() >= SWEEP_POINTS and all(
+        rows[c].drop_nulls().n_unique() <= 1 for c in held
+    )
+
+
+def _sweep_compared(
+    rows: pl.DataFrame, factors: dict[str, list[str]], sweep: dict | None, varies: str
+) -> tuple[str, list[str]] | None:
+    """Return a factor two or more of whose levels each ran the sweep (the rest of its selection the same).
+
+    The factors of the sweep's selection first (a setting held at its first level to keep one sweep), then
+    the others, in study order; a factor whose levels are the sweep's points is not one. None where no
+    factor's levels each swept: the sweep ran under one setting.
+    """
+    if not sweep or varies not in rows.columns:
+        return None
+    for factor in dict.fromkeys([*sweep, *factors]):
+        rest = rows.filter(pl.all_horizontal([pl.col(f) == lvl for f, lvl in sweep.items() if f != factor] or [True]))
+        if factor not in rest.columns or _follows(rest, factor, varies):
+            continue
+        levels = [lvl for lvl in factors.get(factor, []) if _sweeps(rest.filter(pl.col(factor) == lvl), varies)]
+        if len(levels) >= 2:
+            return factor, levels
     return None
 
 
@@ -304,9 +333,17 @@ def _without_sweeps(found: Shape) -> dict:
 
 
 def sweeps(
-    study: str | ProcessedStudy, *, depth_profile: dict | str | None = None, mix_profile: dict | str | None = None
+    study: str | ProcessedStudy,
+    *,
+    depth_profile: dict | str | None = None,
+    mix_profile: dict | str | None = None,
+    depth_by: str | None = None,
 ) -> dict:
-    """Fit the sweeps page: the runs of a queue-depth sweep and of a write-share sweep (either may be absent)."""
+    """Fit the sweeps page: the runs of a queue-depth sweep and of a write-share sweep (either may be absent).
+
+    ``depth_by``: a factor each of whose levels ran the depth sweep (the controllers, each swept), found when
+    the depth sweep is found; ``""`` where it ran under one setting. ``depth_levels``: those levels.
+    """
     found = shape(study)
     depth = _given(depth_profile, found.depth_sweep)
     mix = _given(mix_profile, found.mix_sweep)
@@ -315,7 +352,16 @@ def sweeps(
             f"no runs sweep the queue depth or the write share ({SWEEP_POINTS} or more points with the rest of "
             "the job held still)"
         )
-    return {"depth_profile": depth, "mix_profile": mix}
+    compared = found.depth_compared if depth_profile is None and depth_by is None else None
+    if depth_by and isinstance(depth, dict):  # given: every level of it that ran the sweep
+        opened = _opened(study)
+        from benchlib.views import _study_rows
+
+        compared = _sweep_compared(
+            _study_rows(opened, None), {depth_by: found.factors.get(depth_by, [])}, depth, "iodepth"
+        )
+    by, levels = compared or ("", [])
+    return {"depth_profile": depth, "mix_profile": mix, "depth_by": by, "depth_levels": levels}
 
 
 def fairness(

@@ -662,6 +662,19 @@ def sweep(study: StudyRef, profile: dict | str, *, member: str | None = None, de
     return table
 
 
+def sweeps_compared(study: StudyRef, selection: dict, factor: str, levels: list[str]) -> pl.DataFrame:
+    """Return :func:`sweep`'s run totals for each of ``factor``'s ``levels``, the rest of ``selection`` the same.
+
+    One sweep per level, each exactly as :func:`sweep` reads one (``factor`` a column first): the sweeps a
+    setting changes, side by side. Empty where ``levels`` is.
+    """
+    parts = [
+        sweep(study, {**selection, factor: level}).select(pl.lit(str(level)).alias(factor), pl.all())
+        for level in levels
+    ]
+    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+
+
 def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
     """Say that members' knees one depth apart are a hint at this n (:func:`sweep` per member), "" where they agree.
 

@@ -640,6 +640,70 @@ def test_a_study_nobody_tuned_for_builds_every_page_its_data_support_from_its_na
     assert "factor = 'engine'" in said or 'factor = "engine"' in said  # the fitted parameters, visible
 
 
+TWO_SWEEPS_PLAN = """
+[study]
+name = "two-sweeps"
+[run]
+runtime_s = 1
+repetitions = 1
+seed = 4
+output = "raw/two-sweeps"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "16MiB"
+[options]
+direct = 0
+rw = "randread"
+bs = "4k"
+[matrix.engine]
+option = "ioengine"
+levels = ["psync", "libaio"]
+[[profiles]]
+name = "depth"
+options = {{ numjobs = 1 }}
+sweep = {{ factor = "queue_depth", option = "iodepth", levels = [1, 4, 16] }}
+"""
+
+
+@pytest.mark.fio
+def test_a_sweep_run_under_each_level_of_a_setting_is_drawn_for_each(fio_binary: str, tmp_path: Path) -> None:
+    """The depth sweep ran under both engines: the sweeps page draws both engines' run totals and says each
+    one's shape, from the study's name alone; its other sections say which engine they read."""
+    from benchlib import fit
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import load_plan, run_plan
+    from benchlib.store import open_study
+
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(TWO_SWEEPS_PLAN.format(targets=tmp_path / "targets"))
+    assert run_plan(load_plan(plan_path)).done == 6
+    env = {**os.environ, "BENCHLIB_DATA": str(tmp_path)}
+    assert ingest_study(tmp_path / "raw" / "two-sweeps", tmp_path / "processed").ok
+    page = fit.sweeps(open_study(tmp_path / "raw" / "two-sweeps", tmp_path / "processed"))
+    assert page["depth_by"] == "engine" and page["depth_levels"] == ["psync", "libaio"]
+    out = tmp_path / "sweeps.ipynb"
+    subprocess.run(
+        [sys.executable, "-m", "papermill", "--log-level", "ERROR", str(PROJECT_ROOT / "notebooks" / "sweeps.ipynb")]
+        + [str(out), "-p", "study", "two-sweeps"],
+        env=env,
+        check=True,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        timeout=300,
+    )
+    outputs = [o.get("data", {}) for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", [])]
+    text = "".join("".join(o.get("text/markdown", "")) for o in outputs)
+    assert "**Run totals by I/O engine** (the sweep ran under each): **psync** " in text.replace(
+        "engine**", "I/O engine**"
+    )
+    assert "**libaio** " in text and "The sections below are at" in text
+    assert "Runs read: " in text and "psync, libaio" in text
+    chart = next(o[kind] for o in outputs for kind in o if kind.startswith("application/vnd.vegalite"))
+    assert chart["title"]["text"].startswith("Run totals by")  # the page's first chart: both engines' sweeps
+    spec = json.dumps(chart)
+    assert '"engine": "psync"' in spec and '"engine": "libaio"' in spec
+
+
 @pytest.mark.parametrize("which", ["report", "loopback_report", "written_report", "doubtful_report", "untuned_report"])
 def test_every_page_of_the_report_in_chromium(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Each page offline: nothing wider than the window (tables scroll inside their box), every figure drawn,
