@@ -81,10 +81,15 @@ def _joined(columns: list[str]) -> pl.Expr:
 
 
 def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.ValueChannelMixin:
-    """One colour per level of ``series`` (in sorted order), or the first colour of the palette."""
+    """One colour per level of ``series`` (in a reader's order: ``host 2`` before ``host 10``), or the first colour.
+
+    Every level is in the legend, in columns past :data:`MANY_MEMBERS` (Vega-Lite drops entries past 30).
+    """
     if not series:
         return alt.value(PALETTE[0])
-    return alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list()))
+    levels = natural_sort(data.select(pl.col(series).unique().drop_nulls()), series)[series].to_list()
+    legend = alt.Legend(symbolLimit=0, columns=math.ceil(len(levels) / MANY_MEMBERS)) if len(levels) > 30 else None
+    return alt.Color(f"{series}:N", title=words(series), sort=levels, legend=legend)
 
 
 def _chart(frame: pl.DataFrame) -> alt.Chart:
@@ -574,32 +579,70 @@ def exceedance_curve(
         .select(*keys, "latency_ms", "slower_pct")
         .sort([*keys, "latency_ms"])
     )
-    color = _series_color(data, series)
+    cut = "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
+    if series and data[series].n_unique() > len(PALETTE):  # more lines than colours: grey, two tails named
+        return _many_exceedances(data, series, title, cut)
+    x, y, tooltip = _exceedance_encoding(data, keys)
     chart = (
         _chart(data)
         .mark_line(interpolate="step-after")
-        .encode(
-            x=alt.X(
-                "latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)", axis=_decades(data["latency_ms"])
-            ),
-            y=alt.Y(
-                "slower_pct:Q",
-                scale=alt.Scale(type="log"),
-                title="I/Os slower than that (%)",
-                axis=_decades(data["slower_pct"]),
-            ),
-            color=color,
-            tooltip=[
-                *(f"{k}:N" for k in keys),
-                alt.Tooltip("latency_ms:Q", format=".4f"),
-                alt.Tooltip("slower_pct:Q", format=".4f"),
-            ],
-        )
+        .encode(x=x, y=y, color=_series_color(data, series), tooltip=tooltip)
     )
     # the curves stop where fewer than 10 I/Os lie beyond (their last steps would be single I/Os): say so,
     # so that a maximum the page quotes is not looked for on the chart
-    cut = "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
     return chart.properties(title=alt.TitleParams(title, subtitle=[cut]))
+
+
+def _exceedance_encoding(data: pl.DataFrame, keys: list[str]) -> tuple[alt.X, alt.Y, list]:
+    """Return the log-log axes of an exceedance curve (latency, share slower) and its tooltip."""
+    x = alt.X("latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)", axis=_decades(data["latency_ms"]))
+    y = alt.Y(
+        "slower_pct:Q",
+        scale=alt.Scale(type="log"),
+        title="I/Os slower than that (%)",
+        axis=_decades(data["slower_pct"]),
+    )
+    tooltip = [
+        *(f"{k}:N" for k in keys),
+        alt.Tooltip("latency_ms:Q", format=".4f"),
+        alt.Tooltip("slower_pct:Q", format=".4f"),
+    ]
+    return x, y, tooltip
+
+
+def _many_exceedances(data: pl.DataFrame, series: str, title: str, cut: str) -> alt.TopLevelMixin:
+    """Every member's curve in grey, the slowest and the fastest at 1% (their p99) drawn in colour and named.
+
+    More members than colours: a colour per member would repeat, and a legend of them all says nothing.
+    """
+    p99 = (
+        data.filter(pl.col("slower_pct") <= 1)
+        .group_by(series)
+        .agg(pl.col("latency_ms").min().alias("p99"))
+        .sort("p99", series)
+    )
+    named = {}
+    if p99.height >= 2:
+        named = {p99[series][-1]: "slowest at 1%", p99[series][0]: "fastest at 1%"}
+    marked = data.filter(pl.col(series).is_in(list(named))).with_columns(
+        (pl.col(series).replace_strict(named, default="") + ": " + pl.col(series).cast(pl.String)).alias("_named")
+    )
+    x, y, tooltip = _exceedance_encoding(data, [series])
+    every = (
+        _chart(data)
+        .mark_line(interpolate="step-after", color="#b8b8b8", strokeWidth=0.8, opacity=0.6)
+        .encode(x=x, y=y, detail=f"{series}:N", tooltip=tooltip)
+    )
+    layers = [every]
+    if marked.height:
+        order = sorted(set(marked["_named"].to_list()), key=lambda n: not n.startswith("slowest"))
+        layers.append(
+            _chart(marked)
+            .mark_line(interpolate="step-after", strokeWidth=2)
+            .encode(x=x, y=y, color=alt.Color("_named:N", title=None, sort=order), tooltip=tooltip)
+        )
+    members = f"{data[series].n_unique()} {inline(series)}s in grey; the slowest and fastest at 1% in colour"
+    return alt.layer(*layers).properties(title=alt.TitleParams(title, subtitle=[members, cut]))
 
 
 @_in_words

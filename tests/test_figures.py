@@ -522,3 +522,29 @@ def test_sixty_four_members_get_a_readable_row_each_in_the_order_a_reader_counts
     assert natural_sort(frame, "vm")["vm"].to_list() == hosts
     few = figures.per_vm_bars(frame.head(4), value="iops").to_dict()
     assert few["layer"][0]["encoding"]["x"]["field"] == "vm"  # four members keep their standing bars
+
+
+def test_an_exceedance_of_more_members_than_colours_names_the_two_tails_and_greys_the_rest() -> None:
+    """64 hosts: a colour each would repeat, and a legend of 64 says nothing; every curve is drawn in grey
+    and the slowest and fastest at 1% in colour, named. Fewer: a colour each, in a reader's order."""
+    hosts = [f"127.0.0.{i}" for i in range(2, 66)]
+    latencies = [0.1, 0.5, 1.0, 5.0]
+    curve = pl.DataFrame(
+        {
+            "vm": [h for h in hosts for _ in latencies],
+            "latency_ms": [lat * (1 + i / 100) for i, _ in enumerate(hosts) for lat in latencies],
+            "slower": [s for _ in hosts for s in (0.5, 0.05, 0.005, 0.0005)],
+        }
+    )
+    spec = figures.exceedance_curve(curve, series="vm").to_dict()
+    grey, named = spec["layer"]
+    assert grey["mark"]["color"] == "#b8b8b8" and "color" not in grey["encoding"]
+    assert sorted({row["_named"] for row in named["data"]["values"]}) == [
+        "fastest at 1%: 127.0.0.2",
+        "slowest at 1%: 127.0.0.65",
+    ]
+    assert spec["title"]["subtitle"][0].startswith("64 ")
+    few = figures.exceedance_curve(
+        curve.filter(pl.col("vm").is_in(["127.0.0.10", "127.0.0.9", "127.0.0.2"])), series="vm"
+    )
+    assert few.to_dict()["encoding"]["color"]["sort"] == ["127.0.0.2", "127.0.0.9", "127.0.0.10"]  # not text order
