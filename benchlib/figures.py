@@ -88,8 +88,10 @@ def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.Val
     if not series:
         return alt.value(PALETTE[0])
     levels = natural_sort(data.select(pl.col(series).unique().drop_nulls()), series)[series].to_list()
-    legend = alt.Legend(symbolLimit=0, columns=math.ceil(len(levels) / MANY_MEMBERS)) if len(levels) > 30 else None
-    return alt.Color(f"{series}:N", title=words(series), sort=levels, legend=legend)
+    if len(levels) > 30:
+        legend = alt.Legend(symbolLimit=0, columns=math.ceil(len(levels) / MANY_MEMBERS))
+        return alt.Color(f"{series}:N", title=words(series), sort=levels, legend=legend)
+    return alt.Color(f"{series}:N", title=words(series), sort=levels)
 
 
 def _chart(frame: pl.DataFrame) -> alt.Chart:
@@ -249,7 +251,7 @@ def iodepth_sweep(
                     "note": shape.note,
                 }
             )
-    color = alt.Color(f"{series}:N", title=words(series)) if series else alt.value(PALETTE[0])
+    color = _series_color(data, series)
     # ticks at the sweep's own depths: on a log axis from 16 to 128 Vega chose 20, 30, 40 ...
     ticks = sorted(set(data[depth].drop_nulls().to_list()))
     x = alt.X(f"{depth}:Q", scale=alt.Scale(type="log", base=2), title=words(depth), axis=alt.Axis(values=ticks))
@@ -316,7 +318,7 @@ def rwmix_curve(
         .encode(
             x=alt.X(f"{write_pct}:Q", title="writes (%)", scale=alt.Scale(domain=[0, 100])),
             y=alt.Y(f"{iops}:Q", title="IOPS"),
-            color=alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list())),
+            color=_series_color(data, series),
         )
     )
     return chart.properties(title=title)
@@ -384,7 +386,7 @@ def time_series(
         .encode(
             x=alt.X("time_s:Q", title="time (s)"),
             y=alt.Y(f"{value}:Q", title=words(value)),
-            color=alt.Color(f"{series}:N", title=words(series), sort=sorted(data[series].unique().to_list())),
+            color=_series_color(data, series),
         )
     )
     layers: list[alt.Chart] = []
