@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -49,6 +50,7 @@ def test_committed_notebooks_show_their_charts_in_jupyterlab(tmp_path: Path) -> 
             "--ServerApp.token=",
             "--ServerApp.password=",
             f"--ServerApp.root_dir={tmp_path}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",  # no tab restored from another session
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -84,11 +86,27 @@ def test_committed_notebooks_show_their_charts_in_jupyterlab(tmp_path: Path) -> 
             expected = _figures(tmp_path / name)
             assert expected and drawn == expected, f"{name}: {drawn} of {expected} charts drawn"
             assert "&lt;figure:" not in dom, f"{name}: JupyterLab showed the text placeholder"
+            tabs = re.findall(r'<li[^>]*title="Name: ([^\n"]+)[^>]*class="lm-TabBar-tab([^"]*)"', dom)
+            opened = [classes for tab, classes in tabs if tab == name]
+            assert opened and not any("jp-mod-dirty" in c for c in opened), f"{name} was modified on open"
     finally:
         lab.terminate()
         lab.wait(timeout=30)
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", PORT)) != 0  # the server is gone
+
+
+def test_every_notebook_names_the_kernel_jupyterlab_starts() -> None:
+    """A kernelspec JupyterLab would rewrite on open ("Python 3" for the installed "Python 3 (ipykernel)")
+    marks the notebook modified the moment it is opened: every notebook names the installed kernel as it does."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    installed = KernelSpecManager().get_kernel_spec("python3")
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        spec = json.loads(notebook.read_text())["metadata"]["kernelspec"]
+        assert spec == {"display_name": installed.display_name, "language": installed.language, "name": "python3"}, (
+            notebook.name
+        )
 
 
 def test_an_author_works_on_a_copy_in_work_never_on_the_canonical_notebooks(tmp_path: Path) -> None:
