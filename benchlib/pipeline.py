@@ -545,7 +545,20 @@ def build_report(
 
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")
-    write_html(pipeline, folder, executions, missing, declared, front=front, unplanned=unplanned, left_out=left_out)
+    from benchlib.results import configuration_results
+
+    results = configuration_results(study, list(fit.shape(study).varied))  # every configuration, as the post
+    write_html(
+        pipeline,
+        folder,
+        executions,
+        missing,
+        declared,
+        front=front,
+        unplanned=unplanned,
+        left_out=left_out,
+        results=results,
+    )
     return ReportResult(folder, executions, missing, left_out)
 
 

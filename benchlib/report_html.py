@@ -14,8 +14,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 from benchlib.caveats import without_one_run
-from benchlib.tables import inline, levels_words, runs_read
+from benchlib.tables import MISSING, inline, levels_words, number, runs_read, show
 
 if TYPE_CHECKING:
     from benchlib.pipeline import Execution, Pipeline
@@ -271,6 +273,7 @@ def write_html(
     front: dict[str, str] | None = None,
     unplanned: int | None = None,
     left_out: list[tuple[str, str]] | None = None,
+    results: pl.DataFrame | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -278,7 +281,8 @@ def write_html(
     without data (their levels), of the whole matrix of ``declared`` combinations; ``front``: the
     index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`); ``unplanned``: how
     many combinations the plan ``benchlib run`` recorded never listed (None: no record); ``left_out``:
-    the summary pages the study's data cannot support, each with why (one line each). Every string
+    the summary pages the study's data cannot support, each with why (one line each); ``results``: one row
+    per configuration (:func:`benchlib.results.configuration_results`), shown first. Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -313,6 +317,7 @@ def write_html(
         f"{html.escape(' × '.join(map(inline, pipeline.axes)))}.</p>"
     ]
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
+    parts.append(_results(results, folder))  # what was measured, before how it may be read
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
     if front.get("doubt"):  # runs that cannot have measured the storage, before anything is concluded from them
@@ -336,6 +341,52 @@ def write_html(
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
+
+
+#: the results table's columns in words (the factors are said as the study says them)
+RESULT_LABELS = {
+    "runs": "Runs",
+    "iops": "IOPS",
+    "bandwidth_mib_s": "MiB/s",
+    "lat_mean_ms": "Mean latency (ms)",
+    "p99_ms": "p99 latency (ms)",
+    "cpu_pct": "CPU (% of one CPU)",
+    "iops_max_over_min": "IOPS, largest run / smallest",
+    "iodepth": "iodepth",
+    "rwmixread_pct": "Reads (%)",
+    "numjobs": "Jobs",
+    "block_size_bytes": "Block size (bytes)",
+    "phase": "Phase",
+}
+
+
+def _results(results: pl.DataFrame | None, folder: Path) -> str:
+    """Return the index's results table, and write it beside the pages as ``results.csv`` and ``results.md``.
+
+    The CSV holds the figures as computed (full precision, the study's level names); the page and the
+    Markdown file show them to 3 significant digits, levels in the study's words.
+    """
+    if results is None or results.is_empty() or "runs" not in results.columns:
+        return ""
+    results.write_csv(folder / "results.csv")
+    shown = results.with_columns(  # a job's parameter as it was set: 50, not 50.0
+        pl.col(c).cast(pl.Int64)
+        for c in ("rwmixread_pct", "iodepth", "numjobs")
+        if c in results.columns and results[c].dtype.is_float() and (results[c].drop_nulls() % 1 == 0).all()
+    )
+    if "iops_max_over_min" in shown.columns:  # one run has no spread: said so, not a blank
+        said = pl.col("iops_max_over_min").map_elements(lambda v: f"{number(v)}x", return_dtype=pl.String)
+        spread = pl.when(pl.col("runs") < 2).then(pl.lit("one run")).otherwise(said)
+        shown = shown.with_columns(spread.alias("iops_max_over_min"))
+    table = show(shown, labels=RESULT_LABELS, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
+    (folder / "results.md").write_text(table.markdown(), encoding="utf-8")
+    p99 = " p99: of all the run's I/Os together, from its latency histogram." if "p99_ms" in results.columns else ""
+    return (
+        "<h2>Results</h2><p>One row per configuration: each run's total over its members (rates add, latencies "
+        f"weighted by I/Os), the median over the configuration's runs.{p99} {MISSING}: the data hold no such "
+        "figure. Download: <a href='results.csv'>results.csv</a> (full precision), "
+        "<a href='results.md'>results.md</a>.</p>" + table._repr_html_()
+    )
 
 
 def _source(source: str) -> str:

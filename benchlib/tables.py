@@ -209,6 +209,15 @@ class Shown:
         body = [line(self.header), line(["-" * w for w in widths]), *(line(r) for r in self.rows)]
         return "\n".join(([self.caption] if self.caption else []) + body)
 
+    def markdown(self) -> str:
+        """Return the table as a Markdown pipe table (a ``|`` in a cell escaped), numbers aligned right."""
+
+        def line(cells: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        rule = ["---:" if right else "---" for right in self.numeric]
+        return "\n".join([line(self.header), "|" + "|".join(rule) + "|", *(line(r) for r in self.rows)]) + "\n"
+
     def _repr_html_(self) -> str:
         def cell(tag: str, text: str, right: bool) -> str:
             return f'<{tag} class="{"num" if right else "txt"}">{html.escape(text)}</{tag}>'

@@ -1,0 +1,147 @@
+"""The results table: one row per configuration with the figures a post's table has.
+
+Findings only (numbers and counts, never sentences): the report's index lays the table out in words
+and writes it as ``results.csv`` and ``results.md`` beside the pages (:mod:`benchlib.report_html`).
+
+Every figure is read as the pages read runs: each run's total over its members (rates add,
+latencies are I/O-weighted, :func:`benchlib.views.run_totals`), then the median over the
+configuration's runs. A figure the data do not hold is null (no column of zeros); a column no
+configuration has is left out.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: the table's figures, in the order a post lays them out
+FIGURES = ("iops", "bandwidth_mib_s", "lat_mean_ms", "p99_ms", "cpu_pct", "iops_max_over_min")
+_MIB = 1024 * 1024
+
+
+def configuration_results(study: object, by: list[str], only: dict | None = None) -> pl.DataFrame:
+    """Return one row per configuration of ``by``: its runs and the median run's figures.
+
+    Columns: ``by``, ``runs``, ``iops``, ``bandwidth_mib_s``, ``lat_mean_ms`` (the run's I/O-weighted mean
+    latency), ``p99_ms`` (the 99th percentile of all the run's I/Os, pooled from its latency histogram as
+    fio pools them; null where fewer than 1,000 I/Os were recorded), ``cpu_pct`` (usr + sys of every job of
+    the run, percent of one CPU) and ``iops_max_over_min`` (the largest run's IOPS over the smallest's: null
+    for one run). A study whose runs ran in phases (fio's ``stonewall``) has a row per phase.
+    """
+    from benchlib.views import _study_rows, run_totals
+
+    rows = _study_rows(study, only)
+    factors = [f for f in by if f in rows.columns]
+    by = factors + _varying_job(rows, factors)
+    frames = {
+        value: run_totals(study, value, by, only)
+        for value in ("iops", "bandwidth_bytes_per_s", "lat_mean_ns")
+        if value in rows.columns
+    }
+    if not frames:
+        return pl.DataFrame()
+    keys = ["run_unit", "phase", *by]
+    runs = pl.concat([f.select(keys) for f in frames.values()]).unique()
+    for value, frame in frames.items():
+        runs = runs.join(frame.select(*keys, value), on=keys, how="left", nulls_equal=True)
+    runs = runs.with_columns(
+        *(
+            [(pl.col("bandwidth_bytes_per_s") / _MIB).alias("bandwidth_mib_s")]
+            if "bandwidth_bytes_per_s" in runs
+            else []
+        ),
+        *([(pl.col("lat_mean_ns") / 1e6).alias("lat_mean_ms")] if "lat_mean_ns" in runs else []),
+    )
+    phases = runs["phase"].n_unique() > 1
+    group = [*by, *(["phase"] if phases else [])]
+    figures = [c for c in ("iops", "bandwidth_mib_s", "lat_mean_ms") if c in runs.columns]
+    table = runs.group_by(group or pl.lit(0), maintain_order=True).agg(
+        pl.col("run_unit").n_unique().alias("runs"),
+        *[pl.col(c).median() for c in figures],
+        *(
+            [
+                pl.when(pl.col("iops").drop_nulls().len() > 1)
+                .then(pl.col("iops").max() / pl.col("iops").min())
+                .alias("iops_max_over_min")
+            ]
+            if "iops" in runs.columns
+            else []
+        ),
+    )
+    if not group:
+        table = table.drop("literal")
+    if by == factors:  # histograms and CPU are kept per run; a sweep's points apart only by its job: not here
+        table = _with(table, _tails(study, by, only), group)
+        if not phases:
+            table = _with(table, _cpu(rows, by), group)
+    table = table.with_columns(
+        pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
+        for c in FIGURES
+        if c in table.columns and table.schema[c].is_float()
+    )
+    present = [c for c in FIGURES if c in table.columns and table[c].drop_nulls().len() > 0]
+    table = table.select(*group, "runs", *present)
+    return table.sort([_order(study, table, c) for c in group]) if group else table
+
+
+def _order(study: object, table: pl.DataFrame, column: str) -> pl.Expr:
+    """Return ``column``'s rows in the study's declared level order, else as a reader counts (2 before 10)."""
+    from benchlib.tables import natural_rank
+    from benchlib.views import _open
+
+    declared = [str(level) for level in _open(study).study.factors.get(column, [])]
+    if declared:
+        return pl.col(column).cast(pl.String).replace_strict(declared, range(len(declared)), default=len(declared))
+    return natural_rank(table, column)
+
+
+#: job parameters that make runs of one set of factor levels different configurations (a sweep's points)
+_JOB = ("iodepth", "numjobs", "rwmixread_pct", "block_size_bytes", "rw")
+
+
+def _varying_job(rows: pl.DataFrame, by: list[str]) -> list[str]:
+    """Return the job parameters that vary within a configuration of ``by`` (a published sweep's depths)."""
+    grouped = rows.group_by(by) if by else rows.group_by(pl.lit(0))
+    return [
+        c
+        for c in _JOB
+        if c in rows.columns and c not in by and (grouped.agg(pl.col(c).drop_nulls().n_unique())[c] > 1).any()
+    ]
+
+
+def _with(table: pl.DataFrame, extra: pl.DataFrame, group: list[str]) -> pl.DataFrame:
+    """Join a figure per configuration (``extra``) onto ``table``, where it has one."""
+    if extra.is_empty():
+        return table
+    on = [c for c in group if c in extra.columns]
+    if not on:
+        return table.with_columns(extra.drop(group, strict=False).row(0, named=True)) if extra.height == 1 else table
+    return table.join(extra, on=on, how="left", nulls_equal=True)
+
+
+def _tails(study: object, by: list[str], only: dict | None) -> pl.DataFrame:
+    """Return each configuration's median over runs of the run's p99 (all its I/Os pooled)."""
+    from benchlib.views import tail_latency
+
+    tails = tail_latency(study, by=by, only=only)
+    if tails.is_empty() or "p99_ms" not in tails.columns:
+        return pl.DataFrame()
+    return tails.group_by(by or pl.lit(0)).agg(pl.col("p99_ms").median()).drop("literal", strict=False)
+
+
+def _cpu(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return each configuration's median over runs of the CPU every job of the run used (percent of one CPU)."""
+    from benchlib.schema import run_unit_expr
+    from benchlib.stats.efficiency import run_efficiency
+
+    if "usr_cpu_pct" not in rows.columns or rows["usr_cpu_pct"].drop_nulls().is_empty():
+        return pl.DataFrame()
+    counted = run_efficiency(rows, member="vm", by=by).filter(pl.col("reason").is_null())
+    if counted.is_empty():
+        return pl.DataFrame()
+    units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
+    per_run = counted.join(units, on="run_id").group_by("run_unit", *by).agg(pl.col("cpu_used_pct").sum())
+    return (
+        per_run.group_by(by or pl.lit(0))
+        .agg(pl.col("cpu_used_pct").median().alias("cpu_pct"))
+        .drop("literal", strict=False)
+    )

@@ -1,0 +1,78 @@
+"""The results table: one row per configuration, each figure the median over the configuration's runs of
+what the pages compute per run; on the index first, and beside it as CSV and Markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import polars as pl
+import pytest
+
+from benchlib import views
+from benchlib.fit import shape
+from benchlib.results import configuration_results
+from benchlib.store import open_study
+
+
+def _row(table: pl.DataFrame, **levels: str) -> dict:
+    (row,) = table.filter(*(pl.col(k) == v for k, v in levels.items())).to_dicts()
+    return row
+
+
+def test_each_configuration_is_the_median_of_its_runs_as_the_pages_read_them() -> None:
+    opened = open_study("loopback-fio")
+    factors = list(shape(opened).varied)
+    table = configuration_results(opened, factors)
+    assert table.height == 29 and set(table["runs"]) == {3}  # every configuration, three runs each
+    cell = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
+    only = {k: [v] for k, v in cell.items()}
+    row = _row(table, **cell)
+    runs = views.run_totals(opened, "iops", factors, only=only)["iops"]
+    assert row["iops"] == pytest.approx(runs.median()) and row["iops_max_over_min"] == pytest.approx(
+        runs.max() / runs.min()
+    )
+    latency = views.run_totals(opened, "lat_mean_ns", factors, only=only)["lat_mean_ns"]
+    assert row["lat_mean_ms"] == pytest.approx(latency.median() / 1e6)
+    tails = views.tail_latency(opened, by=factors, only=only)
+    assert row["p99_ms"] == pytest.approx(tails["p99_ms"].median())  # each run's I/Os pooled, then the median
+    assert 0 < row["cpu_pct"] < 100 * 4 * 2  # every job of four hosts: at most two CPUs' worth each on 2 cores
+    assert table["iodepth" if "iodepth" in table.columns else "queue_depth"].len() == 29
+    assert not table.select(pl.selectors.float().is_nan().any()).row(0).__contains__(True)
+
+
+def test_a_published_study_keeps_its_sweeps_points_apart_and_has_no_figure_it_did_not_publish() -> None:
+    opened = open_study("pvscsi-vs-lsi")
+    table = configuration_results(opened, list(shape(opened).varied))
+    sweep = table.filter(pl.col("test") == "iodepth_sweep")
+    assert sweep["iodepth"].to_list() == ["16", "32", "64", "128"] and set(sweep["runs"]) == {1}  # not 4 runs
+    assert _row(table, test="seqread", controller="LSI", sioc="off")["bandwidth_mib_s"] == pytest.approx(2282)
+    assert _row(table, test="seqread", controller="LSI", sioc="off")["iops"] is None  # the table gave MiB/s only
+    assert not {"p99_ms", "cpu_pct", "iops_max_over_min"} & set(table.columns)  # no histograms; one run each
+
+
+def test_the_index_shows_the_table_first_and_links_its_downloads(tmp_path) -> None:
+    from benchlib.report_html import _results
+
+    opened = open_study("fio-sample")
+    table = configuration_results(opened, list(shape(opened).varied))
+    section = _results(table, tmp_path)
+    assert "href='results.csv'" in section and "href='results.md'" in section
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "results.csv").read_text())))
+    # fio's own samples: a 4k random read and a 4k 70/30 mix are two configurations of one block size
+    assert sorted((r["block_size"], r["rw"]) for r in rows) == [
+        ("4k", "randread"),
+        ("4k", "randrw"),
+        ("64k", "randread"),
+    ]
+    assert [float(r["iops"]) for r in rows] == pytest.approx(table["iops"].to_list())
+    markdown = (tmp_path / "results.md").read_text().splitlines()
+    assert markdown[0].startswith("| Block size | ") and "| Runs | IOPS |" in markdown[0]
+    assert (
+        markdown[1].startswith("|---|---:|---|---:|---:|")
+        and len(markdown) == 2 + 3
+        and "nan" not in section.lower()
+        and "inf" not in section.lower()
+    )
+    one = _results(table.with_columns(pl.lit(1, dtype=pl.UInt32).alias("runs")), tmp_path)
+    assert "one run" in one  # one run has no spread, said so
