@@ -302,15 +302,23 @@ def code_digest(package: Path = _PACKAGE) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint(notebook: Path, parameters: dict, processed: Path) -> str:
+#: files of a study folder that pages read beside its data: a change to one re-executes the pages
+STUDY_FILES = ("claims.toml", "study.toml", "README.md")
+
+
+def _fingerprint(notebook: Path, parameters: dict, study: ProcessedStudy) -> str:
     """Return what an execution depends on, as one digest.
 
-    Return what an execution depends on: its notebook, parameters, the study's processed data, benchlib's code
+    The notebook, its parameters, the processed data (its manifest), the study's own files the pages read
+    besides the data (:data:`STUDY_FILES`: the claims, the study's words, its README), benchlib's code
     and the dependencies' versions (:func:`code_digest`).
     """
     digest = hashlib.sha256(notebook.read_bytes())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
-    digest.update((processed / "manifest.json").read_bytes())
+    digest.update((study.processed / "manifest.json").read_bytes())
+    for name in STUDY_FILES:
+        path = study.study.folder / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"absent") + b"\0")
     digest.update(code_digest().encode())
     return digest.hexdigest()
 
@@ -436,11 +444,11 @@ class WarmKernels:
             self._stop(manager)
 
 
-def _execute(execution: Execution, processed: Path, kernels: WarmKernels | None = None) -> Execution:
+def _execute(execution: Execution, study: ProcessedStudy, kernels: WarmKernels | None = None) -> Execution:
     out = execution.output_dir
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / ".fingerprint"
-    fingerprint = _fingerprint(execution.notebook, execution.parameters, processed)
+    fingerprint = _fingerprint(execution.notebook, execution.parameters, study)
     target = out / execution.notebook.name
     if stamp.exists() and stamp.read_text() == fingerprint and target.exists():
         execution.skipped = True
@@ -528,7 +536,7 @@ def build_report(
     kernels = WarmKernels()
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for execution in pool.map(lambda e: _execute(e, study.processed, kernels), executions):
+            for execution in pool.map(lambda e: _execute(e, study, kernels), executions):
                 finished += 1
                 if progress:
                     progress(finished, len(executions), execution.slug)

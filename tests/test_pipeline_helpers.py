@@ -3,6 +3,8 @@ CPU efficiency, per-host series and the disk-statistics view of where latency wa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -301,3 +303,26 @@ def test_pages_fit_themselves_to_each_bundled_study() -> None:
         fit.fitted("sweeps", "fio-sample", {})
     given = fit.fitted("comparison", "loopback-fio", {"factor": "ioengine", "baseline": "psync"})
     assert given["factor"] == "ioengine" and given["baseline"] == "psync"  # what a pipeline gives stands
+
+
+def test_a_changed_claims_file_or_study_words_re_execute_the_pages(tmp_path: Path) -> None:
+    """The claims page reads claims.toml, every page study.toml's words: a change to either is a new page,
+    though the data did not change (the claims page once stayed UNSUPPORTED after a bound was declared)."""
+    import shutil
+
+    from benchlib.ingest import ingest_study
+    from benchlib.pipeline import _fingerprint
+    from benchlib.store import open_study
+
+    folder = tmp_path / "raw" / "fio-sample"
+    shutil.copytree(PROJECT_ROOT / "data" / "raw" / "fio-sample", folder)
+    assert ingest_study(folder, tmp_path / "processed").ok
+    study = open_study(folder, tmp_path / "processed")
+    notebook = PROJECT_ROOT / "notebooks" / "claims.ipynb"
+    before = _fingerprint(notebook, {"study": "fio-sample"}, study)
+    assert _fingerprint(notebook, {"study": "fio-sample"}, study) == before  # nothing changed: skipped
+    (folder / "claims.toml").write_text("[bounds]\ndevice_iops = 450000\n")
+    declared = _fingerprint(notebook, {"study": "fio-sample"}, study)
+    assert declared != before
+    (folder / "study.toml").write_text((folder / "study.toml").read_text() + "\n# a comment\n")
+    assert _fingerprint(notebook, {"study": "fio-sample"}, study) != declared
