@@ -70,6 +70,7 @@ numeric label of a published table (``iops_per_cpu_pct_reported``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,7 @@ def _claim(path: Path, index: int, entry: dict, bounds: dict[str, float] | None 
             raise ClaimError(f'{where} (claim {entry["id"]}): to = "<bound>" divides a ratio; use to = {{ ... }}')
         params["bound"] = params.pop("to")
         params["bound_value"] = (bounds or {}).get(params["bound"])
+        params["bounds_declared"] = sorted(bounds or {})
     return Claim(
         id=str(entry["id"]),
         section=str(entry.get("section", "")),
@@ -228,12 +230,14 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
     data = read_toml(path, ClaimError)
     tolerances = {str(k): float(v) for k, v in data.get("tolerances", {}).items()}
     bounds = data.get("bounds", {})
-    if not isinstance(bounds, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in bounds.values()
-    ):
-        raise ClaimError(
-            f"{path}: [bounds] names positive numbers in the metric's units (device_iops = 450000); got {bounds!r}"
-        )
+    if not isinstance(bounds, dict):
+        raise ClaimError(f"{path}: [bounds] is a table of names and numbers (device_iops = 450000)")
+    for name, value in bounds.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+            raise ClaimError(
+                f"{path}: [bounds] {name} = {value!r}: give a positive number in the metric's units "
+                "(device_iops = 450000)"
+            )
     claims = [_claim(path, i, e, bounds) for i, e in enumerate(data.get("claims", []))]
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
@@ -356,9 +360,11 @@ def _two_selections(frame: pl.DataFrame, claim: Claim, keys: tuple = ()) -> floa
 
     if claim.compute == "ratio" and "bound" in claim.params:
         if claim.params["bound_value"] is None:
+            declared = claim.params.get("bounds_declared") or []
+            others = f" ([bounds] declares {', '.join(declared)}: a typo?)" if declared else ""
             raise _Unsupported(
-                f"no bound {claim.params['bound']!r} declared: measure it (the device's datasheet, or fio at the "
-                f"bare device) and write it under [bounds] in claims.toml"
+                f"no bound {claim.params['bound']!r} declared{others}: measure it (the device's datasheet, or fio "
+                f"at the bare device) and write it under [bounds] in claims.toml"
             )
         return side("of", reduce) / float(claim.params["bound_value"])
     if claim.compute == "ratio":

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from benchlib import views
 from benchlib.bundle import BundleError, write_bundle
 from benchlib.claims import ClaimError, load_claims, verify
 from benchlib.cli import main
@@ -196,8 +197,10 @@ expect = { about = 5.6 }
         (("expect = { about = 5.6 }", 'expect = { about = 5.6, tolerance = "roughly" }'), "tolerance 'roughly'"),
         (("expect = { about = 5.6 }", "expect = { approx = 5.6 }"), "unknown expect key(s) approx"),
         (('compute = "max_over_min"', 'compute = "ratio"'), "needs of = {"),
-        (("about = 0.1", 'about = 0.1\n[bounds]\ndevice_iops = "lots"'), "[bounds] names positive numbers"),
-        (("about = 0.1", "about = 0.1\n[bounds]\ndevice_iops = -5"), "[bounds] names positive numbers"),
+        (("about = 0.1", 'about = 0.1\n[bounds]\ndevice_iops = "lots"'), "device_iops = 'lots': give a positive"),
+        (("about = 0.1", "about = 0.1\n[bounds]\ndevice_iops = -5"), "[bounds] device_iops = -5: give a positive"),
+        (("about = 0.1", "about = 0.1\n[bounds]\ndevice_iops = inf"), "[bounds] device_iops = inf: give a positive"),
+        (("about = 0.1", "about = 0.1\n[bounds]\ndevice_iops = true"), "device_iops = True: give a positive"),
         (("expect = {", 'to = "device_iops"\nexpect = {'), 'to = "<bound>" divides a ratio'),
     ],
 )
@@ -455,3 +458,28 @@ def test_every_configuration_claims_what_its_pages_show(name: str, metric: str, 
     from tests.claims_pages import assert_claims_agree_with_pages
 
     assert assert_claims_agree_with_pages(open_study(name), metric, page_metric) == fair
+
+
+def test_a_ratio_to_a_declared_bound_and_a_bound_misnamed(tmp_path: Path) -> None:
+    """A ratio to a bound divides the runs' median total by it; a bound the claim names but [bounds] does not
+    declare leaves the claim unsupported, naming what is declared (a typo shows)."""
+    from benchlib.store import open_study
+
+    (tmp_path / "claims.toml").write_text(
+        "[bounds]\ndevice_iosp = 450000\ndevice_mib_s = 2000\n"
+        + "".join(
+            f'[[claims]]\nid = "{i}"\nsays = "x"\nmetric = "{metric}"\ncompute = "ratio"\nto = "{bound}"\n'
+            'where = { profile = "randread", block_size = "4k", rate_cap = "off" }\n'
+            'of = { ioengine = "libaio" }\nexpect = { above = 0 }\n'
+            for i, (metric, bound) in enumerate([("iops", "device_iops"), ("bandwidth_mib_s", "device_mib_s")])
+        )
+    )
+    claims, tolerances = load_claims(tmp_path)
+    opened = open_study("loopback-fio")
+    misnamed, declared = verify(load_study_tables(opened.processed), claims, tolerances)
+    assert misnamed.verdict == "UNSUPPORTED" and "[bounds] declares device_iosp, device_mib_s: a typo?" in (
+        misnamed.recomputed
+    )
+    cell = {"profile": ["randread"], "block_size": ["4k"], "rate_cap": ["off"], "ioengine": ["libaio"]}
+    runs = views.run_totals(opened, "bandwidth_bytes_per_s", ["ioengine"], only=cell)["bandwidth_bytes_per_s"]
+    assert _figure(declared) == pytest.approx(runs.median() / 1024**2 / 2000, rel=5e-3)
