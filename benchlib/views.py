@@ -1451,24 +1451,28 @@ def run_seconds(
             pl.col("metric") == metric,
             ~pl.col("is_warmup").fill_null(False),
         )
-        .select("run_id", "time_ns", "value")
+        .select("run_id", pl.col("job_index").fill_null(0), "time_ns", "value")
         .collect()
+        # a mixed job logs a read and a write row at each stamp: one rate of the job, its directions added
+        .group_by("run_id", "job_index", "time_ns")
+        .agg(pl.col("value").sum())
         .join(runs, on="run_id")
-        .sort("run_id", "time_ns")
+        .sort("run_id", "job_index", "time_ns")
+    )
+    log = ["run_id", "job_index"]
+    series = series.with_columns(
         # fio stamps an interval at its end (ms since the start, a few ms late): (0 s, 1 s] is second 1, as are
         # 250, 500, 750 and 1,000 ms of a --log_avg_msec=250 log, and 1,005 ms of a 1 s one
-        .with_columns(
-            ((pl.col("time_ns") - 50_000_000 + 999_999_999) // 1_000_000_000).alias("second"),
-            pl.coalesce(pl.col("time_ns").diff().over("run_id").median().over("run_id"), pl.col("time_ns").min())
-            .over("run_id")
-            .alias("interval_ns"),
-        )
+        ((pl.col("time_ns") - 50_000_000 + 999_999_999) // 1_000_000_000).alias("second"),
+        pl.coalesce(pl.col("time_ns").diff().over(log).median().over(log), pl.col("time_ns").min().over(log)).alias(
+            "interval_ns"
+        ),
     )
     keys = [*factors, "run", "second"]
     # each log's rate over the second is the mean of its intervals in it (a log every 250 ms gives four rates of
     # the same second, not four seconds); a second its intervals do not cover (the run's last, cut short) is no
     # whole second
-    per_log = series.group_by(*keys, "run_id").agg(pl.col("value").mean(), pl.len(), pl.col("interval_ns").first())
+    per_log = series.group_by(*keys, *log).agg(pl.col("value").mean(), pl.len(), pl.col("interval_ns").first())
     per_log = per_log.filter(pl.col("len") * pl.col("interval_ns") >= 950_000_000)
     totals = per_log.group_by(keys).agg(pl.col("value").sum().alias(metric), pl.col("run_id").n_unique().alias("hosts"))
     # a second only some hosts logged (one host's last interval) is not the run's total: leave it out

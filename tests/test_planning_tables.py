@@ -81,6 +81,19 @@ def test_run_seconds_keeps_only_seconds_every_host_logged() -> None:
     assert seconds["iops"].min() > 1900 and seconds["iops"].max() < 2100
 
 
+def test_a_mixed_jobs_seconds_add_its_reads_and_writes() -> None:
+    """A read/write mix logs a read and a write row at each stamp: each second is the job's rate, both
+    directions added (they once made the interval look like 0 ms, and no second was kept)."""
+    from benchlib.views import run_totals
+
+    factors = ["profile", "write_pct"]
+    only = {"profile": ["rwmix-sweep"], "write_pct": ["50"]}
+    seconds = run_seconds("loopback-fio", factors, only=only)
+    assert seconds["run"].n_unique() == 3  # every run has its seconds
+    totals = run_totals("loopback-fio", "iops", factors, only=only)["iops"]
+    assert 0.7 < seconds["iops"].median() / totals.median() < 1.3  # reads and writes, not their mean
+
+
 def test_show_prints_every_row_and_character_and_says_unknown() -> None:
     long = "x" * 300
     frame = pl.DataFrame(
