@@ -370,19 +370,29 @@ def _readme(kind: str, spec: Kind, plan: Path, repetitions: int, families: dict[
     each = f"    benchlib run plan.toml {together}"
     if len(spec.by_hand) > 1:
         each += f"   # once per combination of {' and '.join(spec.by_hand)}: set them all first"
+    from benchlib.stats.design import runs_to_test
+
     settings = (
-        f"The factors {', '.join(f'`{f}`' for f in spec.by_hand)} are vSphere settings"
+        f"The factors {', '.join(f'`{f}`' for f in spec.by_hand)} are set by hand:"
         if len(spec.by_hand) > 1
-        else f"The factor `{spec.by_hand[0]}` is a vSphere setting"
+        else f"The factor `{spec.by_hand[0]}` is set by hand:"
     )
     largest = max(families.items(), key=lambda kv: kv[1]) if families else None
-    tested = (
-        f"{repetitions} runs per configuration: each of {largest[0]}'s {largest[1]} comparisons against its first "
-        "level can reach a verdict at alpha 0.05 with Holm's correction (fewer runs, and the comparison page "
-        "can only describe)"
-        if largest
-        else f"{repetitions} runs per configuration"
-    )
+    needed = runs_to_test(largest[1]) if largest else 0
+    if largest and repetitions >= needed:
+        tested = (
+            f"{repetitions} runs per configuration: each of {largest[0]}'s {largest[1]} comparisons against its "
+            "first level can reach a verdict at alpha 0.05 with Holm's correction (fewer runs, and the comparison "
+            "page can only describe)"
+        )
+    elif largest:
+        tested = (
+            f"{repetitions} runs per configuration: too few for any of {largest[0]}'s {largest[1]} comparisons "
+            f"against its first level to reach a verdict at alpha 0.05 with Holm's correction ({needed} runs each "
+            "are needed): the comparison page can only describe"
+        )
+    else:
+        tested = f"{repetitions} runs per configuration"
     return f"""# {spec.title}
 
 {spec.question}
@@ -392,7 +402,7 @@ Written by `benchlib new {kind}`. Edit `plan.toml` first: the fio servers (one p
 
 ## Running it
 
-{settings} benchlib does not change yet: set the level on every VM, host or datastore,
+{settings} benchlib does not change it yet. Set the level on every VM, host or datastore,
 check it, then run the cells of that level, every factor set by hand named (no cell runs under a
 setting other than its own):
 

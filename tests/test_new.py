@@ -128,6 +128,11 @@ def test_repetitions_are_sized_for_a_verdict_and_new_never_overwrites(tmp_path: 
     assert plan.repetitions == 6
     advice = " ".join(design_advice(plan))
     assert "a verdict at alpha 0.05 is possible" in advice
+    assert "can reach a verdict at alpha 0.05" in (folder / "README.md").read_text()
+    fewer = tmp_path / "fewer"
+    write_study("controller", fewer, repetitions=2)  # the author's choice stands, and its README says what it costs
+    said = (fewer / "README.md").read_text()
+    assert "too few for any of controller's" in said and "(6 runs each are needed)" in said
     with pytest.raises(NewStudyError, match="holds files already"):
         write_study("fairness", folder)
     with pytest.raises(NewStudyError, match="no study kind 'nope'; the kinds: controller, fairness"):
