@@ -69,10 +69,10 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     )
     if not group:
         table = table.drop("literal")
-    if by == factors:  # histograms and CPU are kept per run; a sweep's points apart only by its job: not here
-        table = _with(table, _tails(study, by, only), group)
-        if not phases:
-            table = _with(table, _cpu(rows, by), group)
+    if not phases:  # a run's histogram and CPU are the whole run's, not a phase's
+        units = runs.select("run_unit", *by).unique("run_unit")
+        table = _with(table, _per_run(_tails(study, rows, factors, only), units, group, "p99_ms"), group)
+        table = _with(table, _per_run(_cpu(rows, factors), units, group, "cpu_pct"), group)
     table = table.with_columns(
         pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
         for c in FIGURES
@@ -114,34 +114,48 @@ def _with(table: pl.DataFrame, extra: pl.DataFrame, group: list[str]) -> pl.Data
         return table
     on = [c for c in group if c in extra.columns]
     if not on:
-        return table.with_columns(extra.drop(group, strict=False).row(0, named=True)) if extra.height == 1 else table
+        if extra.height != 1:
+            return table
+        return table.with_columns(pl.lit(v).alias(k) for k, v in extra.row(0, named=True).items())
     return table.join(extra, on=on, how="left", nulls_equal=True)
 
 
-def _tails(study: object, by: list[str], only: dict | None) -> pl.DataFrame:
-    """Return each configuration's median over runs of the run's p99 (all its I/Os pooled)."""
-    from benchlib.views import tail_latency
-
-    tails = tail_latency(study, by=by, only=only)
-    if tails.is_empty() or "p99_ms" not in tails.columns:
+def _per_run(figures: pl.DataFrame, units: pl.DataFrame, group: list[str], name: str) -> pl.DataFrame:
+    """Return each configuration's median over its runs of a figure per run (``run_unit``, ``name``)."""
+    if figures.is_empty():
         return pl.DataFrame()
-    return tails.group_by(by or pl.lit(0)).agg(pl.col("p99_ms").median()).drop("literal", strict=False)
+    joined = figures.join(units, on="run_unit")
+    return joined.group_by(group or pl.lit(0)).agg(pl.col(name).median()).drop("literal", strict=False)
 
 
-def _cpu(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Return each configuration's median over runs of the CPU every job of the run used (percent of one CPU)."""
+def _tails(study: object, rows: pl.DataFrame, factors: list[str], only: dict | None) -> pl.DataFrame:
+    """Return each run's p99 of all its I/Os, pooled from its json+ latency bins as fio pools them.
+
+    Null where fewer than :data:`benchlib.views.TAIL_BEYOND` I/Os lie beyond it (p99 of fewer than 1,000).
+    """
+    from benchlib.schema import run_unit_expr
+    from benchlib.stats.aggregate import pooled_percentiles
+    from benchlib.views import BIN_ORIGINS, TAIL_BEYOND, _run_bins
+
+    bins = _run_bins(study, factors, only, "clat", None)
+    bins = bins.filter(pl.col("origin") == BIN_ORIGINS[0]) if not bins.is_empty() else bins
+    if bins.is_empty():
+        return pl.DataFrame()
+    units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
+    p99 = pooled_percentiles(bins.join(units, on="run_id"), [99.0], by=["run_unit"])
+    known = pl.col("count") * 0.01 >= TAIL_BEYOND
+    return p99.select("run_unit", pl.when(known).then(pl.col("value_ns") / 1e6).alias("p99_ms"))
+
+
+def _cpu(rows: pl.DataFrame, factors: list[str]) -> pl.DataFrame:
+    """Return each run's CPU: every job of every member, usr + sys, percent of one CPU."""
     from benchlib.schema import run_unit_expr
     from benchlib.stats.efficiency import run_efficiency
 
     if "usr_cpu_pct" not in rows.columns or rows["usr_cpu_pct"].drop_nulls().is_empty():
         return pl.DataFrame()
-    counted = run_efficiency(rows, member="vm", by=by).filter(pl.col("reason").is_null())
+    counted = run_efficiency(rows, member="vm", by=factors).filter(pl.col("reason").is_null())
     if counted.is_empty():
         return pl.DataFrame()
     units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
-    per_run = counted.join(units, on="run_id").group_by("run_unit", *by).agg(pl.col("cpu_used_pct").sum())
-    return (
-        per_run.group_by(by or pl.lit(0))
-        .agg(pl.col("cpu_used_pct").median().alias("cpu_pct"))
-        .drop("literal", strict=False)
-    )
+    return counted.join(units, on="run_id").group_by("run_unit").agg(pl.col("cpu_used_pct").sum().alias("cpu_pct"))

@@ -76,3 +76,13 @@ def test_the_index_shows_the_table_first_and_links_its_downloads(tmp_path) -> No
     )
     one = _results(table.with_columns(pl.lit(1, dtype=pl.UInt32).alias("runs")), tmp_path)
     assert "one run" in one  # one run has no spread, said so
+
+
+def test_configurations_without_a_factor_are_told_apart_by_their_jobs() -> None:
+    """No factor named: fio's sample outputs are still three configurations (two block sizes, a mix), by their
+    jobs; one set of runs of one job is one row with every run in it."""
+    opened = open_study("fio-sample")
+    by_job = configuration_results(opened, [])
+    assert sorted(by_job["iops"]) == pytest.approx(sorted(configuration_results(opened, ["block_size"])["iops"]))
+    (row,) = by_job.filter(pl.col("rw") == "randrw").to_dicts()
+    assert row["runs"] == 1 and row["iops"] > 0 and row["p99_ms"] > 0 and row["cpu_pct"] > 0
