@@ -204,8 +204,13 @@ def _spanned(rows: pl.DataFrame, sweep: dict, varies: str, whole: list[str]) -> 
 
 
 def axes(study: str | ProcessedStudy) -> list[str]:
-    """Return the factors a report's cell pages span by default: every varied one (a page per configuration)."""
-    return list(shape(study).varied)
+    """Return the factors a report's cell pages span by default: every varied one (a page per configuration).
+
+    A study whose factors each hold one level has one configuration: its declared factors with a level span
+    it (one page), so that it has its page too.
+    """
+    found = shape(study)
+    return list(found.varied) or [f for f, levels in found.factors.items() if levels]
 
 
 def cell_only(study: str | ProcessedStudy) -> dict:

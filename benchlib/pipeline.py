@@ -545,7 +545,7 @@ def build_report(
     from benchlib.views import use_study_words
 
     use_study_words(study)  # the index says levels as the pages do
-    interaction = any(nb.stem == "interaction" for nb in pipeline.summary_notebooks)
+    interaction = any(e.notebook.stem == "interaction" for e in executions)  # drawn, not only listed
     front = front_matter(study, interaction_page=interaction)
     value = pipeline.parameters.get("value")
     if isinstance(value, str):  # the runs to doubt, by the value the pages show

@@ -311,10 +311,14 @@ def write_html(
     gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
     axes = " × ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
+    spanned = (
+        f"a page for each combination of {html.escape(' × '.join(map(inline, pipeline.axes)))}"
+        if pipeline.axes
+        else "a page for its one configuration"
+    )
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>From the study <code>{html.escape(pipeline.study)}</code>: a "
-        f"summary page for each analysis, and a page for each combination of "
-        f"{html.escape(' × '.join(map(inline, pipeline.axes)))}.</p>"
+        f"summary page for each analysis, and {spanned}.</p>"
     ]
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
     parts.append(_results(results, folder))  # what was measured, before how it may be read
@@ -409,6 +413,8 @@ def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None)
             f"{missing} of the {meant} combinations of {axes} that the recorded plan (benchlib-plan.json) "
             "lists have no runs"
             if missing
+            else f"The one combination of {axes} that the recorded plan (benchlib-plan.json) lists has runs"
+            if meant == 1
             else f"Every one of the {meant} combinations of {axes} that the recorded plan (benchlib-plan.json) lists "
             "has runs"
         ) + (
@@ -423,6 +429,8 @@ def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None)
             "factor's levels, not which combinations were planned, run or published: these may never have been "
             f"meant to run. {sweeps}"
         )
+    elif declared == 1:
+        scope = f"The one combination of {axes or 'the study'} has runs"
     else:
         scope = f"Every one of the {declared} combinations of {axes} has runs"
     return scope

@@ -458,7 +458,7 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
     host_text = (
         f"{members} per run: none named"
         if hosts.is_empty()
-        else f"{int(hosts.min())} {members} per run"
+        else f"{_count(int(hosts.min()), one)} per run"
         if hosts.min() == hosts.max()
         # the data may list fewer members of a run than ran (a published table of one VM of five)
         else f"{int(hosts.min())} to {int(hosts.max())} {members} in the data of a run"
