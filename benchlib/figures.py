@@ -235,11 +235,13 @@ def iodepth_sweep(
     ``frame`` has one row per depth (and series): :func:`benchlib.views.sweep` gives the medians over runs.
     """
     keys = [series] if series else []
-    data = frame.select(*keys, depth, iops, latency_ns).sort([*keys, depth])
-    data = data.with_columns((pl.col(latency_ns) / 1e6).alias("latency_ms"))
+    # a series whose configured concurrency never changed (a synchronous engine) has no knee to mark
+    held = pl.col("configured").drop_nulls().n_unique() == 1 if "configured" in frame.columns else pl.lit(False)
+    data = frame.select(*keys, depth, iops, latency_ns, held.over(keys or pl.lit(0)).alias("_held"))
+    data = data.sort([*keys, depth]).with_columns((pl.col(latency_ns) / 1e6).alias("latency_ms"))
     knees = []
     for part in data.partition_by(keys, maintain_order=True) if keys else [data]:
-        if part.height < MIN_SWEEP_POINTS:
+        if part.height < MIN_SWEEP_POINTS or part["_held"][0]:
             continue
         shape = sweep_shape(part[depth].cast(pl.Float64).to_list(), part[iops].to_list(), part[latency_ns].to_list())
         if shape.knee_depth is not None:
@@ -251,6 +253,7 @@ def iodepth_sweep(
                     "note": shape.note,
                 }
             )
+    data = data.drop("_held")
     color = _series_color(data, series)
     # ticks at the sweep's own depths: on a log axis from 16 to 128 Vega chose 20, 30, 40 ...
     ticks = sorted(set(data[depth].drop_nulls().to_list()))

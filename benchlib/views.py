@@ -705,6 +705,7 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     table whose columns say the rest); a sweep of fewer than 3 depths says so in both.
     """
     from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
+    from benchlib.tables import number
 
     rows = []
     for part in table.partition_by(member, maintain_order=True) if member else [table]:
@@ -712,6 +713,15 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
         part = part.drop_nulls(["iops", "lat_mean_ns"]).sort(depth)
         if part.height < MIN_SWEEP_POINTS:
             why = f"{part.height} depths: a shape needs {MIN_SWEEP_POINTS} or more"
+            rows.append({**head, "note": why, "shape": why})
+            continue
+        held = part["configured"].drop_nulls().unique() if "configured" in part.columns else pl.Series([])
+        if held.len() == 1:  # a synchronous engine: the depth set did not change what was in flight
+            why = (
+                f"not a sweep of concurrency: {number(held[0])} I/O{'' if held[0] == 1 else 's'} in flight at every "
+                "depth set (a synchronous "
+                "engine ignores iodepth), so no knee"
+            )
             rows.append({**head, "note": why, "shape": why})
             continue
         shape = sweep_shape(

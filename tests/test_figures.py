@@ -549,3 +549,32 @@ def test_an_exceedance_of_more_members_than_colours_names_the_two_tails_and_grey
     )
     color = few.to_dict()["encoding"]["color"]
     assert color["sort"] == ["127.0.0.2", "127.0.0.9", "127.0.0.10"] and "legend" not in color  # not text order
+
+
+def test_a_synchronous_engine_swept_over_iodepth_has_no_knee() -> None:
+    """psync ignores iodepth: its 'sweep' kept one I/O in flight, so no knee is said or drawn, while the
+    asynchronous engine beside it keeps its own."""
+    from benchlib.views import sweep_shapes
+
+    depths = [1, 4, 16]
+    frame = pl.DataFrame(
+        {
+            "engine": ["psync"] * 3 + ["libaio"] * 3,
+            "iodepth": depths * 2,
+            "iops": [5000.0, 2900, 1400, 8000, 30000, 31000],
+            "lat_mean_ns": [2e5, 3e5, 7e5, 1.2e5, 1.3e5, 5e5],
+            "configured": [1, 1, 1, 1, 4, 16],
+        }
+    )
+    said = dict(sweep_shapes(frame, member="engine").select("engine", "note").iter_rows())
+    assert said["psync"].startswith("not a sweep of concurrency: 1 I/O in flight at every depth set")
+    assert not said["libaio"].startswith("not a sweep")
+    spec = figures.iodepth_sweep(frame, series="engine").to_dict()
+
+    def rows(node: object) -> list[dict]:
+        if isinstance(node, dict):
+            return [node] if "note" in node and "engine" in node else [r for v in node.values() for r in rows(v)]
+        return [r for v in node for r in rows(v)] if isinstance(node, list) else []
+
+    assert {knee["engine"] for knee in rows(spec)} == {"libaio"}  # only the engine that swept has a knee
+    assert "_held" not in json.dumps(spec)
