@@ -242,6 +242,17 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if levels:
         console.print(_levels_line(plan, levels), highlight=False, markup=False, soft_wrap=True)
+    unset = [f.name for f in plan.factors if not f.options and len(f.levels) > 1 and f.name not in levels]
+    if unset:  # levels no fio option sets: a setting changed by hand, one level at a time
+        named = ", ".join(unset)
+        said = (
+            f"{args.plan}: {named} {'has' if len(unset) == 1 else 'have'} no fio option, so benchlib does not set "
+            f"{'its levels' if len(unset) == 1 else 'their levels'}: run the cells of one level at a time, after "
+            f"setting it: benchlib run {args.plan} " + " ".join(f"--levels {f}=<level>" for f in unset)
+        )
+        if not args.dry_run:
+            raise PlanError(said + " (every level shuffled together would label runs with settings nobody set)")
+        console.print(f"note: {said}", highlight=False, markup=False, soft_wrap=True)
     if (problem := vcenter_problem(plan, args.vcenter, args.vcenter_insecure)) is not None:
         if args.dry_run:
             console.print(f"vCenter: {problem}", highlight=False, markup=False, soft_wrap=True)

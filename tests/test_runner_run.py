@@ -730,3 +730,23 @@ def test_steady_preconditioning_on_servers_is_recorded_per_server(
         steady = manifest["target_state"][host]["steady"]
         assert isinstance(steady, dict) and steady["criterion"] == "iops:50%", steady
         assert 1.5 <= steady["seconds"] <= 6 + 1
+
+
+def test_a_factor_no_fio_option_sets_runs_one_level_at_a_time(fio_binary: str, tmp_path: Path) -> None:
+    """A controller benchlib does not set: running both levels shuffled would label runs with a setting
+    nobody made, so the run is refused until --levels names the one set; the dry run says so and goes on."""
+    plan_path = _local_plan(tmp_path, repetitions=1)
+    plan_path.write_text(plan_path.read_text().replace('levels = ["pvscsi"]', 'levels = ["lsi", "pvscsi"]'))
+    refused = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(plan_path)], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 2 and "controller has no fio option" in refused.stderr
+    assert f"benchlib run {plan_path} --levels controller=<level>" in refused.stderr.replace("\n", " ")
+    assert not (tmp_path / "study").exists() or not list((tmp_path / "study").rglob(RUN_MANIFEST))
+    dry = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(plan_path), "--dry-run"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert dry.returncode == 0 and "note: " in dry.stdout and "controller has no fio option" in dry.stdout
