@@ -671,7 +671,8 @@ def _tolerance_text(claim: Claim, tolerances: dict[str, float]) -> str:
         return f"{word}: ±{tolerances[word] * 100:g}%"
     if claim.compute == "monotonic":
         step = _step(claim, tolerances)
-        return f"equals {claim.expect.get('equals', '')} (a step under {step * 100:g}% counts as flat)"
+        flat = f"a step under {step * 100:g}% counts as flat" if step else "any rise or fall counts"
+        return f"equals {claim.expect.get('equals', '')} ({flat})"
     unit = _unit(claim)
     parts = []
     for key, value in claim.expect.items():
@@ -774,6 +775,9 @@ def computed_as(claim: Claim) -> str:
     metric = _METRIC_WORDS.get(claim.metric, claim.metric.replace("_", " "))
     p = claim.params
 
+    def said(word: str) -> str:  # "mean latency (ms)" is not said "mean mean latency (ms)"
+        return metric if not word or metric.startswith(f"{word} ") else f"{word} {metric}"
+
     def single(member: Any) -> bool:
         return isinstance(member, str) or (isinstance(member, list) and len(member) == 1)
 
@@ -789,14 +793,13 @@ def computed_as(claim: Claim) -> str:
         "max": "highest",
         "value": "",
     }.get(str(p.get("reduce", "sum")), str(p.get("reduce")))
-    of = reduce + " " if reduce else ""
     how = {
         "value": f"{metric} of the one row",
         "sum": f"total {metric}" if rate else f"sum of {metric}",
-        "mean": f"mean {metric}",
-        "median": f"median {metric}",
-        "min": f"lowest {metric}",
-        "max": f"highest {metric}",
+        "mean": said("mean"),
+        "median": said("median"),
+        "min": said("lowest"),
+        "max": said("highest"),
         "max_over_min": f"highest {metric} / lowest",
         "jain": f"Jain's index of {metric}",
         "range": f"lowest and highest {metric}",
@@ -811,11 +814,11 @@ def computed_as(claim: Claim) -> str:
     if claim.compute == "ratio" and "bound" in p:
         value = p.get("bound_value")
         declared = f"{value:,g}" if value is not None else "not declared"
-        how = f"{of}{metric} of {_rows_named(p.get('of', {}))} / the declared bound {p['bound']} ({declared})"
+        how = f"{said(reduce)} of {_rows_named(p.get('of', {}))} / the declared bound {p['bound']} ({declared})"
     elif claim.compute == "ratio":
-        how = f"{of}{metric} of {_rows_named(p.get('of', {}))} / that of {_rows_named(p.get('to', {}))}"
+        how = f"{said(reduce)} of {_rows_named(p.get('of', {}))} / that of {_rows_named(p.get('to', {}))}"
     elif claim.compute == "percent_change":
-        how = f"change in {of}{metric} from {_rows_named(p.get('from', {}))} to {_rows_named(p.get('to', {}))}"
+        how = f"change in {said(reduce)} from {_rows_named(p.get('from', {}))} to {_rows_named(p.get('to', {}))}"
     elif claim.compute == "trails":
         how = (
             f"highest {metric} of {_rows_named(p.get('lower', {}))} / lowest of {_rows_named(p.get('higher', {}))} "

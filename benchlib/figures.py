@@ -812,9 +812,8 @@ def _unfair_line(start: float, values: pl.Series) -> str:
     """Say where the 0.9 line is: drawn, dashed, or below an axis zoomed to the data (:func:`_jain_axis_start`)."""
     if start < UNFAIR_BELOW:
         return f"dashed line: {UNFAIR_BELOW} (below it, unfair)"
-    return (
-        f"every value {min(values.drop_nulls().to_list()):.4f} or more: the 0.9 line (below it, unfair) is off the axis"
-    )
+    lowest = math.floor(min(values.drop_nulls().to_list()) * 10_000) / 10_000  # 0.99996 is "0.9999", never "1.0000"
+    return f"every value at least {lowest:.4f}: the 0.9 line (below it, unfair) is off the axis"
 
 
 @_in_words
