@@ -61,6 +61,8 @@ class Shape:
     unspanned: tuple[dict, ...] = ()
     #: a factor whose levels each ran the depth sweep, with those levels (None: it ran under one setting)
     depth_compared: tuple[str, list[str]] | None = None
+    #: varied factors whose levels are a job parameter's values (queue depth for iodepth): a sweep's points
+    points: tuple[str, ...] = ()
 
 
 def _opened(study: str | ProcessedStudy) -> ProcessedStudy:
@@ -107,6 +109,9 @@ def shape(study: str | ProcessedStudy) -> Shape:
             if sweep and not _spanned(rows, sweep, varies, [f for f in factors if f in varied and f not in partial])
         ),
         depth_compared=_sweep_compared(rows, factors, sweeps_by["iodepth"], "iodepth"),
+        points=tuple(
+            f for f in varied if any(v in rows.columns and _follows(rows, f, v) for v in ("iodepth", "rwmixread_pct"))
+        ),
     )
 
 
@@ -228,9 +233,13 @@ def _given(value: object, default: object) -> object:
 
 
 def _settings(found: Shape) -> list[str]:
-    """Return the varied factors to compare, in study order: settings first, then workloads; never a sweep's own."""
+    """Return the varied factors to compare, in study order: settings, then workloads, then a sweep's points.
+
+    A depth factor every run has is last: comparing depths is the sweeps page's. Never a sweep's own.
+    """
     whole = [f for f in found.varied if f not in found.swept]
-    return [f for f in whole if f not in found.workloads] + [f for f in whole if f in found.workloads]
+    settings = [f for f in whole if f not in found.workloads and f not in found.points]
+    return settings + [f for f in whole if f in found.workloads] + [f for f in whole if f in found.points]
 
 
 def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str | None = None) -> dict:

@@ -685,7 +685,10 @@ def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
 
     if per_member.is_empty():
         return ""
-    knees = sorted(sweep_shapes(per_member, member=member)["knee"].drop_nulls().unique().to_list())
+    shapes = sweep_shapes(per_member, member=member)
+    if "knee" not in shapes.columns:  # no member's sweep has a shape (too few depths, or one concurrency)
+        return ""
+    knees = sorted(shapes["knee"].drop_nulls().unique().to_list())
     if len(knees) < 2 or per_member["runs"].max() < 2:
         return ""
     return (

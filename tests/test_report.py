@@ -682,8 +682,10 @@ def test_a_sweep_run_under_each_level_of_a_setting_is_drawn_for_each(fio_binary:
     assert run_plan(load_plan(plan_path)).done == 6
     env = {**os.environ, "BENCHLIB_DATA": str(tmp_path)}
     assert ingest_study(tmp_path / "raw" / "two-sweeps", tmp_path / "processed").ok
-    page = fit.sweeps(open_study(tmp_path / "raw" / "two-sweeps", tmp_path / "processed"))
+    opened = open_study(tmp_path / "raw" / "two-sweeps", tmp_path / "processed")
+    page = fit.sweeps(opened)
     assert page["depth_by"] == "engine" and page["depth_levels"] == ["psync", "libaio"]
+    assert fit.fitted("comparison", opened, {})["factor"] == "engine"  # not queue depth: the sweep's points
     out = tmp_path / "sweeps.ipynb"
     subprocess.run(
         [sys.executable, "-m", "papermill", "--log-level", "ERROR", str(PROJECT_ROOT / "notebooks" / "sweeps.ipynb")]
