@@ -221,6 +221,8 @@ def _levels_line(plan: Plan, levels: dict[str, list[str]]) -> str:
 
     chosen = [step for step in pending(plan) if at_levels(step[2], levels)]
     said = "; ".join(f"{f} {', '.join(v)}" for f, v in levels.items())
+    if not chosen:
+        return f"--levels: every cell at {said} is done already; nothing to run"
     return (
         f"--levels: only the {len(chosen)} cells still to do at {said}; the others wait for their own run "
         "(levels run one after another, not shuffled together: drift between them can pass for their effect)"
@@ -587,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="papermill over a pipeline's matrix -> reports/<pipeline>/ (HTML, figures)"
     )
     report.add_argument("pipelines", nargs="*", help="pipeline files (default: every pipelines/*.toml)")
-    report.add_argument("--reports", default=str(REPORTS), help="output root (default: reports)")
+    report.add_argument("--reports", default=str(REPORTS), help="output root (default: reports/, or $BENCHLIB_REPORTS)")
     report.add_argument("--workers", type=int, default=2, help="notebooks executed at once (default 2)")
     report.add_argument(
         "--explain", metavar="NOTEBOOK", help="print a notebook's parameters (cell, comparison, ...) and exit"
