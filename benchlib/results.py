@@ -27,7 +27,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     the run, percent of one CPU) and ``iops_max_over_min`` (the largest run's IOPS over the smallest's: null
     for one run). A study whose runs ran in phases (fio's ``stonewall``) has a row per phase.
     """
-    from benchlib.views import _study_rows, run_totals
+    from benchlib.views import _study_rows, level_rank, run_totals
 
     rows = _study_rows(study, only)
     factors = [f for f in by if f in rows.columns]
@@ -80,18 +80,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     )
     present = [c for c in FIGURES if c in table.columns and table[c].drop_nulls().len() > 0]
     table = table.select(*group, "runs", *present)
-    return table.sort([_order(study, table, c) for c in group]) if group else table
-
-
-def _order(study: object, table: pl.DataFrame, column: str) -> pl.Expr:
-    """Return ``column``'s rows in the study's declared level order, else as a reader counts (2 before 10)."""
-    from benchlib.tables import natural_rank
-    from benchlib.views import _open
-
-    declared = [str(level) for level in _open(study).study.factors.get(column, [])]
-    if declared:
-        return pl.col(column).cast(pl.String).replace_strict(declared, range(len(declared)), default=len(declared))
-    return natural_rank(table, column)
+    return table.sort([level_rank(study, table, c) for c in group]) if group else table
 
 
 #: job parameters that make runs of one set of factor levels different configurations (a sweep's points)

@@ -64,6 +64,16 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
     return frame
 
 
+def level_rank(study: StudyRef, frame: pl.DataFrame, column: str) -> pl.Expr:
+    """Return ``column``'s rows ranked in the study's declared level order, else as a reader counts (2 before 10)."""
+    from benchlib.tables import natural_rank
+
+    declared = [str(level) for level in _open(study).study.factors.get(column, [])]
+    if declared:
+        return pl.col(column).cast(pl.String).replace_strict(declared, range(len(declared)), default=len(declared))
+    return natural_rank(frame, column)
+
+
 def cell_frame(study: StudyRef, levels: dict) -> pl.DataFrame:
     """Per-host result rows (no tool aggregates, no logs) of one matrix cell, with labels and derived metrics."""
     return _study_rows(study, {factor: [level] for factor, level in levels.items()})
@@ -1201,7 +1211,8 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
             pl.len().alias("host_vms"),
         )
     )
-    table = table.join(host, on=by, how="left").sort(by)
+    table = table.join(host, on=by, how="left")
+    table = table.sort([level_rank(study, table, c) for c in by])  # queue depth 1, 4, 16: not as text
     from benchlib.tables import level_expr
 
     # the test's levels in the study's words (random read 4k), as every other page says them
