@@ -29,6 +29,7 @@ _STYLE = (
     "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
     ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}"
     ".benchlib-table{overflow-x:auto;margin:0.8em 0}th{background:#f3f3f3}"
+    ".figure-files{font-size:12px;color:#555;margin:0 0 1em}"
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}"
     "td.txt{text-align:left;max-width:36em}caption{text-align:left;font-weight:bold;padding:4px 0}"
     ".crumb{color:#555;font-size:14px}.terms dt{font-weight:bold;margin-top:4px}.terms dd{margin-left:1.5em}"
@@ -206,11 +207,12 @@ def _without_title(source: str, title: str) -> str:
     return rest if heading and heading[1].strip().lower() == title.lower() else source
 
 
-def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
+def _outputs_html(notebook: Path, out: Path, title: str = "", files: str = "") -> str:
     """Return a page's body from an executed notebook: its Markdown, tables and figures, in order.
 
     A Markdown heading that only repeats the page's title (a summary notebook's ``# Fairness`` on
-    the page "Fairness") is left out.
+    the page "Fairness") is left out. ``files``: the figures' folder relative to the page; each figure is
+    followed by links to its SVG, PNG and Vega-Lite files there (for a post, or to redraw it).
     """
     parts, figure = [], 0
     for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
@@ -224,12 +226,7 @@ def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
             data = output.get("data", {})
             if any(m in data for m in VEGALITE):
                 figure += 1
-                svg = (out / f"figure-{figure}.svg").read_text()
-                spec = next(data[m] for m in VEGALITE if m in data)
-                # one accessible name, the chart's title and findings, for the drawing a screen reader cannot read
-                said = html.escape(str(spec.get("description", "")) if isinstance(spec, dict) else "", quote=True)
-                named = f" role='img' aria-label='{said}'" if said else ""
-                parts.append(f"<div class='figure' id='figure-{figure}'{named}>{svg}</div>")
+                parts.append(_figure(next(data[m] for m in VEGALITE if m in data), out, figure, files))
             elif "text/markdown" in data:
                 parts.append(_markdown("".join(data["text/markdown"])))
             elif "text/html" in data:
@@ -239,6 +236,22 @@ def _outputs_html(notebook: Path, out: Path, title: str = "") -> str:
             elif output.get("output_type") == "stream":
                 parts.append(f"<pre>{html.escape(''.join(output.get('text', '')))}</pre>")
     return "\n".join(parts)
+
+
+def _figure(spec: object, out: Path, figure: int, files: str) -> str:
+    """Return figure ``figure`` of a page: its SVG, named for a screen reader, and links to its files."""
+    svg = (out / f"figure-{figure}.svg").read_text()
+    # one accessible name, the chart's title and findings, for the drawing a screen reader cannot read
+    said = html.escape(str(spec.get("description", "")) if isinstance(spec, dict) else "", quote=True)
+    named = f" role='img' aria-label='{said}'" if said else ""
+    drawn = f"<div class='figure' id='figure-{figure}'{named}>{svg}</div>"
+    if not files:
+        return drawn
+    stem = html.escape(f"{files}/figure-{figure}", quote=True)
+    return drawn + (
+        f"<p class='figure-files'>This figure as <a href='{stem}.svg'>SVG</a>, <a href='{stem}.png'>PNG</a>, "
+        f"<a href='{stem}.json'>Vega-Lite</a></p>"
+    )
 
 
 def _headline(execution: Execution) -> str:
@@ -294,7 +307,10 @@ def write_html(
         title = _title(execution)
         report = html.escape(pipeline.title)  # which report a page is of, when it is opened or printed alone
         body = f"<p class='crumb'><a href='index.html'>index</a> · {report}</p><h1>{html.escape(title)}</h1>"
-        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title)
+        files = (
+            execution.output_dir.relative_to(folder).as_posix() if execution.output_dir.is_relative_to(folder) else ""
+        )
+        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title, files)
         body += _terms(body)
         (folder / page).write_text(_page(f"{title} · {pipeline.title}", body), encoding="utf-8")
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"

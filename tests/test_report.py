@@ -259,6 +259,13 @@ def test_html_report_renders_offline_in_chromium(report) -> None:
     assert all('role="img" aria-label="' in named for named, _ in figures)
     assert "Jain's index" in figures[0][0] and "value_label" not in dom
     assert "gus_fio_2" in dom
+    # every link of every page reaches a file of the report: each figure's SVG, PNG and Vega-Lite, the downloads
+    for html_page in result.folder.glob("*.html"):
+        targets = re.findall(r"href='([^'#]+)'", html_page.read_text())
+        assert all((result.folder / html.unescape(t)).is_file() for t in targets), html_page.name
+    cell_page = page.read_text()
+    assert cell_page.count("This figure as <a href=") == len(figures)
+    assert "href='results.csv'" in (result.folder / "index.html").read_text()
 
 
 def test_only_a_change_to_the_reports_own_study_re_executes(tmp_path: Path) -> None:
