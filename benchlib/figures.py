@@ -132,7 +132,9 @@ def per_vm_bars(
         (jain, spread), basis = stats.row(0), ""
     ratio = f"{spread:.2f}x" if spread is not None else "unknown (one got nothing)"
     subtitle = f"{basis}Jain's index {jain:.4f}; highest / lowest {ratio} ({data.height} {inline(member)}s)"
-    if within is not None and within.get("runs_judged") == 2 and within.get("max_min_best") is not None:
+    if data.height < 2:  # one member shares with nobody: no index, not a perfect one
+        subtitle = f"one {inline(member)}: how evenly members shared needs two or more"
+    elif within is not None and within.get("runs_judged") == 2 and within.get("max_min_best") is not None:
         # the median of two is their mean, a figure neither run had: both runs' figures
         jains = span(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}", same=" in both runs")
         ratios = span(f"{within['max_min_best']:.2f}x", f"{within['max_min_worst']:.2f}x", same=" in both runs")
