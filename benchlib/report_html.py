@@ -388,7 +388,13 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     """
     if results is None or results.is_empty() or "runs" not in results.columns:
         return ""
-    results.write_csv(folder / "results.csv")
+    # a text cell a spreadsheet would read as a formula (=, +, @, a dash before a letter) starts with ' instead
+    formula = r"^([=+@\t\r]|-[^0-9.])"
+    results.with_columns(
+        pl.when(pl.col(c).str.contains(formula)).then("'" + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in results.columns
+        if results.schema[c] == pl.String
+    ).write_csv(folder / "results.csv")
     shown = results.with_columns(  # a job's parameter as it was set: 50, not 50.0
         pl.col(c).cast(pl.Int64)
         for c in ("rwmixread_pct", "iodepth", "numjobs")

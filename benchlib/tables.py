@@ -210,10 +210,15 @@ class Shown:
         return "\n".join(([self.caption] if self.caption else []) + body)
 
     def markdown(self) -> str:
-        """Return the table as a Markdown pipe table (a ``|`` in a cell escaped), numbers aligned right."""
+        """Return the table as a Markdown pipe table, numbers aligned right.
+
+        A cell stays text in any renderer: ``|`` escaped, ``<``, ``>`` and ``&`` as entities (no markup from
+        data), a line break a space.
+        """
 
         def line(cells: list[str]) -> str:
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            said = (html.escape(c, quote=False).replace("|", "\\|").replace("\n", " ") for c in cells)
+            return "| " + " | ".join(said) + " |"
 
         rule = ["---:" if right else "---" for right in self.numeric]
         return "\n".join([line(self.header), "|" + "|".join(rule) + "|", *(line(r) for r in self.rows)]) + "\n"

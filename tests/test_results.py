@@ -86,3 +86,23 @@ def test_configurations_without_a_factor_are_told_apart_by_their_jobs() -> None:
     assert sorted(by_job["iops"]) == pytest.approx(sorted(configuration_results(opened, ["block_size"])["iops"]))
     (row,) = by_job.filter(pl.col("rw") == "randrw").to_dicts()
     assert row["runs"] == 1 and row["iops"] > 0 and row["p99_ms"] > 0 and row["cpu_pct"] > 0
+
+
+def test_level_names_from_data_stay_text_in_the_downloads(tmp_path) -> None:
+    """A level named like a formula or like markup: the CSV does not hand a spreadsheet a formula, the
+    Markdown does not hand a renderer a tag, the page escapes it; numbers and dashes before digits stay."""
+    from benchlib.report_html import _results
+
+    table = pl.DataFrame(
+        {
+            "controller": ['=HYPERLINK("http://x","y")', "<img src=x onerror=alert(1)>|", "-5", "@SUM(A1)"],
+            "runs": pl.Series([1, 1, 1, 1], dtype=pl.UInt32),
+            "iops": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    section = _results(table, tmp_path)
+    levels = [r["controller"] for r in csv.DictReader(io.StringIO((tmp_path / "results.csv").read_text()))]
+    assert levels == ['\'=HYPERLINK("http://x","y")', "<img src=x onerror=alert(1)>|", "-5", "'@SUM(A1)"]
+    markdown = (tmp_path / "results.md").read_text()
+    assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;\\|" in markdown
+    assert "<img" not in section and "&lt;img" in section
