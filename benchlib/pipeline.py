@@ -553,7 +553,7 @@ def build_report(
 
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")
-    from benchlib.results import configuration_results
+    from benchlib.results import configuration_results, factor_answers
 
     results = configuration_results(study, list(fit.shape(study).varied))  # every configuration, as the post
     write_html(
@@ -566,6 +566,7 @@ def build_report(
         unplanned=unplanned,
         left_out=left_out,
         results=results,
+        answers=factor_answers(study),
     )
     return ReportResult(folder, executions, missing, left_out)
 

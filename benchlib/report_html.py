@@ -287,6 +287,7 @@ def write_html(
     unplanned: int | None = None,
     left_out: list[tuple[str, str]] | None = None,
     results: pl.DataFrame | None = None,
+    answers: list[dict] | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -337,6 +338,7 @@ def write_html(
         f"summary page for each analysis, and {spanned}.</p>"
     ]
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
+    parts.append(_answers(answers))  # does each setting matter: the question a post asks, answered first
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
@@ -378,6 +380,51 @@ RESULT_LABELS = {
     "block_size_bytes": "Block size (bytes)",
     "phase": "Phase",
 }
+
+
+def _answers(answers: list[dict] | None) -> str:
+    """Return the index's first section: per setting, what changing it did and what the design can call it.
+
+    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it.
+    """
+    if not answers:
+        return ""
+    from benchlib.tables import label, level
+
+    items = []
+    for a in answers:
+        factor, capped = a["factor"], a["verdicts"].get("rate-capped", 0)
+        others = ", ".join(level(factor, lv) for lv in a["levels"])
+        within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
+        n = a["comparisons"] - capped
+        value = f"{inline(a['value'])} per run"
+        if a["low"] is None:
+            change = "no comparison outside a rate cap"
+        elif n == 1 or number(a["low"]) == number(a["high"]):
+            change = f"{value} changed by {a['low']:+.3g}%{within}"
+        else:
+            change = f"{value} changed by {a['low']:+.3g}% to {a['high']:+.3g}% over {n} comparisons{within}"
+        tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
+        if set(tested) == {"descriptive only"}:
+            can = f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
+        elif set(tested) == {"not testable at this n"}:
+            can = f"{_runs(a['runs'])} a side: too few for a test to call any of it an effect"
+        else:
+            can = "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
+        left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
+        items.append(
+            f"<li><strong>{html.escape(label(factor))}</strong>, {html.escape(others)} against "
+            f"{html.escape(level(factor, a['baseline']))}: {html.escape(f'{change}; {can}{left}')}.</li>"
+        )
+    return (
+        "<h2>What each setting did</h2><p>The median run of each side; every comparison is on "
+        "<a href='comparison.html'>the comparison page</a> where the report has one for it.</p>"
+        f"<ul>{''.join(items)}</ul>"
+    )
+
+
+def _runs(n: int) -> str:
+    return "one run" if n == 1 else f"{n} runs"
 
 
 def _results(results: pl.DataFrame | None, folder: Path) -> str:

@@ -148,3 +148,51 @@ def _cpu(rows: pl.DataFrame, factors: list[str]) -> pl.DataFrame:
         return pl.DataFrame()
     units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
     return counted.join(units, on="run_id").group_by("run_unit").agg(pl.col("cpu_used_pct").sum().alias("cpu_pct"))
+
+
+def factor_answers(study: object) -> list[dict]:
+    """Return, per setting the study varies, what changing it did: the comparison page's table, summarised.
+
+    One dict per factor the comparison page would compare (settings first; a sweep's points never):
+    ``factor``, ``baseline``, ``levels`` (the others), ``value``, ``by`` (held within each comparison),
+    ``comparisons``, ``runs`` (the fewest of either side of any comparison), ``low`` and ``high`` (the
+    smallest and largest change of the medians, in percent, rate-capped comparisons left out) and
+    ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them. A
+    factor no comparison can be made of is left out.
+    """
+    from benchlib import fit
+    from benchlib.stats.compare import comparison_table
+    from benchlib.views import run_totals
+
+    found = fit.shape(study)
+    wanted = [f for f in fit._settings(found) if f not in found.workloads] or fit._settings(found)
+    answers = []
+    for factor in wanted:
+        try:
+            page = fit.fitted("comparison", study, {"factor": factor})
+        except fit.PageLeftOut:
+            continue
+        units = run_totals(study, page["value"], [factor, *page["by"]], only=page["only"])
+        by = [*page["by"], "phase"] if units["phase"].n_unique() > 1 else page["by"]
+        if units[factor].drop_nulls().n_unique() < 2:
+            continue
+        table = comparison_table(units, page["value"], factor=factor, baseline=page["baseline"], by=by)
+        if table.is_empty():
+            continue
+        tested = table.filter(~pl.col("rate_capped"))
+        changes = tested["median_change_pct"].drop_nulls()
+        answers.append(
+            {
+                "factor": factor,
+                "baseline": page["baseline"],
+                "levels": [lv for lv in found.factors[factor] if lv != page["baseline"] and lv in set(table[factor])],
+                "value": page["value"],
+                "by": [b for b in by if b != "phase"],
+                "comparisons": table.height,
+                "runs": int(min(table["runs_baseline"].min(), table["runs"].min())),
+                "low": float(changes.min()) if changes.len() else None,
+                "high": float(changes.max()) if changes.len() else None,
+                "verdicts": dict(table["verdict"].value_counts().iter_rows()),
+            }
+        )
+    return answers

@@ -106,3 +106,23 @@ def test_level_names_from_data_stay_text_in_the_downloads(tmp_path) -> None:
     markdown = (tmp_path / "results.md").read_text()
     assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;\\|" in markdown
     assert "<img" not in section and "&lt;img" in section
+
+
+def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
+    """The index's first section: per setting, the range of change of the median runs and what the design can
+    call it; the published study's controller is the post's question (-68% on 64K writes to +33%)."""
+    from benchlib.report_html import _answers
+    from benchlib.results import factor_answers
+
+    published = {a["factor"]: a for a in factor_answers("pvscsi-vs-lsi")}
+    controller = published["controller"]
+    assert (controller["baseline"], controller["levels"], controller["value"]) == ("LSI", ["PVSCSI"], "bandwidth_mib_s")
+    assert controller["comparisons"] == 6 and controller["runs"] == 1
+    assert controller["low"] == pytest.approx(-67.88, abs=0.01) and controller["high"] == pytest.approx(32.50, abs=0.01)
+    assert controller["verdicts"] == {"descriptive only": 6} and set(published) == {"controller", "sioc"}
+    said = _answers(list(published.values()))
+    assert "one run a side: descriptive only, the design cannot call any of it an effect" in said
+    measured = {a["factor"]: a for a in factor_answers("loopback-fio")}
+    assert measured["rate_cap"]["runs"] == 3 and "rate-capped" in measured["ioengine"]["verdicts"]
+    assert "3 runs a side: too few for a test" in _answers(list(measured.values()))
+    assert factor_answers("fio-sample")[0]["factor"] == "block_size"  # a workload, where the study has no setting
