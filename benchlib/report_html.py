@@ -413,7 +413,8 @@ def _answers(answers: list[dict] | None) -> str:
             can = "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
         left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
         items.append(
-            f"<li><strong>{html.escape(label(factor))}</strong>, {html.escape(others)} against "
+            f"<li><strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
+            f"{html.escape(others)} against "
             f"{html.escape(level(factor, a['baseline']))}: {html.escape(f'{change}; {can}{left}')}.</li>"
         )
     return (

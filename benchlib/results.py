@@ -165,7 +165,8 @@ def factor_answers(study: object) -> list[dict]:
     from benchlib.views import run_totals
 
     found = fit.shape(study)
-    wanted = [f for f in fit._settings(found) if f not in found.workloads] or fit._settings(found)
+    compared = [f for f in fit._settings(found) if f not in found.points]  # a sweep's points: the sweeps page's
+    wanted = [f for f in compared if f not in found.workloads] or compared
     answers = []
     for factor in wanted:
         try:

@@ -693,6 +693,9 @@ def test_a_sweep_run_under_each_level_of_a_setting_is_drawn_for_each(fio_binary:
     page = fit.sweeps(opened)
     assert page["depth_by"] == "engine" and page["depth_levels"] == ["psync", "libaio"]
     assert fit.fitted("comparison", opened, {})["factor"] == "engine"  # not queue depth: the sweep's points
+    from benchlib.results import factor_answers
+
+    assert [a["factor"] for a in factor_answers(opened)] == ["engine"]  # the index answers for the setting
     out = tmp_path / "sweeps.ipynb"
     subprocess.run(
         [sys.executable, "-m", "papermill", "--log-level", "ERROR", str(PROJECT_ROOT / "notebooks" / "sweeps.ipynb")]
