@@ -403,7 +403,8 @@ def _answers(answers: list[dict] | None) -> str:
         elif n == 1 or number(a["low"]) == number(a["high"]):
             change = f"{value} changed by {a['low']:+.3g}%{within}"
         else:
-            change = f"{value} changed by {a['low']:+.3g}% to {a['high']:+.3g}% over {n} comparisons{within}"
+            low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
+            change = f"{value} changed by {a['low']:+.3g}%{low} to {a['high']:+.3g}%{high} over {n} comparisons"
         tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
         if set(tested) == {"descriptive only"}:
             can = f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
@@ -452,12 +453,16 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
         said = pl.col("iops_max_over_min").map_elements(lambda v: f"{number(v)}x", return_dtype=pl.String)
         spread = pl.when(pl.col("runs") < 2).then(pl.lit("one run")).otherwise(said)
         shown = shown.with_columns(spread.alias("iops_max_over_min"))
-    table = show(shown, labels=RESULT_LABELS, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
+    from benchlib.tables import label
+
+    labels = {**RESULT_LABELS, "members": f"{label('vm')}s in the data of a run"}
+    table = show(shown, labels=labels, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
     (folder / "results.md").write_text(table.markdown(), encoding="utf-8")
     p99 = " p99: of all the run's I/Os together, from its latency histogram." if "p99_ms" in results.columns else ""
     return (
-        "<h2>Results</h2><p>One row per configuration: each run's total over its members (rates add, latencies "
-        f"weighted by I/Os), the median over the configuration's runs.{p99} {MISSING}: the data hold no such "
+        "<h2>Results</h2><p>One row per configuration: each run's total over the members the data hold of it "
+        "(rates add, latencies weighted by I/Os; a published table may list fewer than ran: the members column "
+        f"says how many), the median over the configuration's runs.{p99} {MISSING}: the data hold no such "
         "figure. Download: <a href='results.csv'>results.csv</a> (full precision), "
         "<a href='results.md'>results.md</a>.</p>" + table._repr_html_()
     )

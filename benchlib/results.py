@@ -21,7 +21,8 @@ _MIB = 1024 * 1024
 def configuration_results(study: object, by: list[str], only: dict | None = None) -> pl.DataFrame:
     """Return one row per configuration of ``by``: its runs and the median run's figures.
 
-    Columns: ``by``, ``runs``, ``iops``, ``bandwidth_mib_s``, ``lat_mean_ms`` (the run's I/O-weighted mean
+    Columns: ``by``, ``runs``, ``members`` (the most members the data hold of one of its runs: a published
+    table may list one VM of five that ran), ``iops``, ``bandwidth_mib_s``, ``lat_mean_ms`` (the run's I/O-weighted mean
     latency), ``p99_ms`` (the 99th percentile of all the run's I/Os, pooled from its latency histogram as
     fio pools them; null where fewer than 1,000 I/Os were recorded), ``cpu_pct`` (usr + sys of every job of
     the run, percent of one CPU) and ``iops_max_over_min`` (the largest run's IOPS over the smallest's: null
@@ -41,6 +42,14 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
         return pl.DataFrame()
     keys = ["run_unit", "phase", *by]
     runs = pl.concat([f.select(keys) for f in frames.values()]).unique()
+    from benchlib.schema import run_unit_expr
+
+    members = (
+        rows.with_columns(run_unit_expr(rows.columns))
+        .group_by("run_unit")
+        .agg(pl.col("vm").n_unique().alias("members"))
+    )
+    runs = runs.join(members, on="run_unit", how="left")
     for value, frame in frames.items():
         runs = runs.join(frame.select(*keys, value), on=keys, how="left", nulls_equal=True)
     runs = runs.with_columns(
@@ -56,6 +65,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     figures = [c for c in ("iops", "bandwidth_mib_s", "lat_mean_ms") if c in runs.columns]
     table = runs.group_by(group or pl.lit(0), maintain_order=True).agg(
         pl.col("run_unit").n_unique().alias("runs"),
+        pl.col("members").max(),
         *[pl.col(c).median() for c in figures],
         *(
             [
@@ -79,7 +89,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
         if c in table.columns and table.schema[c].is_float()
     )
     present = [c for c in FIGURES if c in table.columns and table[c].drop_nulls().len() > 0]
-    table = table.select(*group, "runs", *present)
+    table = table.select(*group, "runs", "members", *present)
     return table.sort([level_rank(study, table, c) for c in group]) if group else table
 
 
@@ -156,7 +166,8 @@ def factor_answers(study: object) -> list[dict]:
     One dict per factor the comparison page would compare (settings first; a sweep's points never):
     ``factor``, ``baseline``, ``levels`` (the others), ``value``, ``by`` (held within each comparison),
     ``comparisons``, ``runs`` (the fewest of either side of any comparison), ``low`` and ``high`` (the
-    smallest and largest change of the medians, in percent, rate-capped comparisons left out) and
+    smallest and largest change of the medians, in percent, rate-capped comparisons left out), ``low_at`` and
+    ``high_at`` (the other factors' levels of those two comparisons) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them. A
     factor no comparison can be made of is left out.
     """
@@ -180,8 +191,12 @@ def factor_answers(study: object) -> list[dict]:
         table = comparison_table(units, page["value"], factor=factor, baseline=page["baseline"], by=by)
         if table.is_empty():
             continue
-        tested = table.filter(~pl.col("rate_capped"))
-        changes = tested["median_change_pct"].drop_nulls()
+        tested = table.filter(~pl.col("rate_capped")).drop_nulls("median_change_pct").sort("median_change_pct")
+        changes = tested["median_change_pct"]
+        held = [b for b in by if b != "phase"]
+        # the comparisons' other factors where the change was smallest and largest
+        low_at, high_at = ({b: tested[b][i] for b in held} if tested.height else {} for i in (0, -1))
+
         answers.append(
             {
                 "factor": factor,
@@ -193,6 +208,8 @@ def factor_answers(study: object) -> list[dict]:
                 "runs": int(min(table["runs_baseline"].min(), table["runs"].min())),
                 "low": float(changes.min()) if changes.len() else None,
                 "high": float(changes.max()) if changes.len() else None,
+                "low_at": low_at,
+                "high_at": high_at,
                 "verdicts": dict(table["verdict"].value_counts().iter_rows()),
             }
         )

@@ -25,6 +25,7 @@ def test_each_configuration_is_the_median_of_its_runs_as_the_pages_read_them() -
     factors = list(shape(opened).varied)
     table = configuration_results(opened, factors)
     assert table.height == 29 and set(table["runs"]) == {3}  # every configuration, three runs each
+    assert set(table["members"]) == {4}  # four fio servers in every run
     cell = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
     only = {k: [v] for k, v in cell.items()}
     row = _row(table, **cell)
@@ -48,6 +49,8 @@ def test_a_published_study_keeps_its_sweeps_points_apart_and_has_no_figure_it_di
     assert sweep["iodepth"].to_list() == ["16", "32", "64", "128"] and set(sweep["runs"]) == {1}  # not 4 runs
     assert _row(table, test="seqread", controller="LSI", sioc="off")["bandwidth_mib_s"] == pytest.approx(2282)
     assert _row(table, test="seqread", controller="LSI", sioc="off")["iops"] is None  # the table gave MiB/s only
+    assert _row(table, test="seqread", controller="LSI", sioc="off")["members"] == 5  # the per-VM table: all five
+    assert _row(table, test="randread", controller="LSI", sioc="off")["members"] == 1  # one VM of the five
     assert not {"p99_ms", "cpu_pct", "iops_max_over_min"} & set(table.columns)  # no histograms; one run each
 
 
@@ -67,9 +70,9 @@ def test_the_index_shows_the_table_first_and_links_its_downloads(tmp_path) -> No
     ]
     assert [float(r["iops"]) for r in rows] == pytest.approx(table["iops"].to_list())
     markdown = (tmp_path / "results.md").read_text().splitlines()
-    assert markdown[0].startswith("| Block size | ") and "| Runs | IOPS |" in markdown[0]
+    assert markdown[0].startswith("| Block size | ") and "| Runs | VMs in the data of a run | IOPS |" in markdown[0]
     assert (
-        markdown[1].startswith("|---|---:|---|---:|---:|")
+        markdown[1].startswith("|---|---:|---|---:|---:|---:|")
         and len(markdown) == 2 + 3
         and "nan" not in section.lower()
         and "inf" not in section.lower()
@@ -120,6 +123,8 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert controller["comparisons"] == 6 and controller["runs"] == 1
     assert controller["low"] == pytest.approx(-67.88, abs=0.01) and controller["high"] == pytest.approx(32.50, abs=0.01)
     assert controller["verdicts"] == {"descriptive only": 6} and set(published) == {"controller", "sioc"}
+    assert controller["low_at"] == {"sioc": "off", "test": "randwrite_64k_8jobs"}  # where each end of it was
+    assert controller["high_at"] == {"sioc": "on", "test": "seqread"}
     said = _answers(list(published.values()))
     assert "one run a side: descriptive only, the design cannot call any of it an effect" in said
     measured = {a["factor"]: a for a in factor_answers("loopback-fio")}
