@@ -416,7 +416,9 @@ def _answers(answers: list[dict] | None) -> str:
         items.append(
             f"<li><strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
             f"{html.escape(others)} against "
-            f"{html.escape(level(factor, a['baseline']))}: {html.escape(f'{change}; {can}{left}')}.</li>"
+            f"{html.escape(level(factor, a['baseline']))}: {html.escape(f'{change}; {can}{left}')}."
+            + (f" {_inline(a['caveat'])}" if a.get("caveat") else "")
+            + "</li>"
         )
     return (
         "<h2>What each setting did</h2><p>The median run of each side; every comparison is on "

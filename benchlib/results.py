@@ -167,13 +167,14 @@ def factor_answers(study: object) -> list[dict]:
     ``factor``, ``baseline``, ``levels`` (the others), ``value``, ``by`` (held within each comparison),
     ``comparisons``, ``runs`` (the fewest of either side of any comparison), ``low`` and ``high`` (the
     smallest and largest change of the medians, in percent, rate-capped comparisons left out), ``low_at`` and
-    ``high_at`` (the other factors' levels of those two comparisons) and
+    ``high_at`` (the other factors' levels of those two comparisons), ``caveat`` (what else changed with
+    the factor, or unlike work across it: the comparison page's words, "" where none) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them. A
     factor no comparison can be made of is left out.
     """
     from benchlib import fit
     from benchlib.stats.compare import comparison_table
-    from benchlib.views import run_totals
+    from benchlib.views import confounded, run_totals, unlike_work
 
     found = fit.shape(study)
     compared = [f for f in fit._settings(found) if f not in found.points]  # a sweep's points: the sweeps page's
@@ -211,6 +212,12 @@ def factor_answers(study: object) -> list[dict]:
                 "low_at": low_at,
                 "high_at": high_at,
                 "verdicts": dict(table["verdict"].value_counts().iter_rows()),
+                # what else changed with the factor (iodepth with the engine), or work unlike across it (IOPS of
+                # 4k against 64k): the caveat that matters most, as the comparison page says it
+                "caveat": confounded(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"])
+                or unlike_work(
+                    study, factor=factor, baseline=page["baseline"], value=page["value"], by=held, only=page["only"]
+                ),
             }
         )
     return answers

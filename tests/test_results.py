@@ -129,5 +129,7 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert "one run a side: descriptive only, the design cannot call any of it an effect" in said
     measured = {a["factor"]: a for a in factor_answers("loopback-fio")}
     assert measured["rate_cap"]["runs"] == 3 and "rate-capped" in measured["ioengine"]["verdicts"]
+    assert "I/Os in flight per host (libaio: 32, psync: 1" in measured["ioengine"]["caveat"]  # what came with it
+    assert measured["block_size"]["caveat"].startswith("**Not the same work.**") and not controller["caveat"]
     assert "3 runs a side: too few for a test" in _answers(list(measured.values()))
     assert factor_answers("fio-sample")[0]["factor"] == "block_size"  # a workload, where the study has no setting
