@@ -235,7 +235,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
     from benchlib.runner import RunInterrupted, describe_plan, load_plan, read_plan, run_plan
     from benchlib.runner.execute import fio_binary
-    from benchlib.runner.plan import PlanError, chosen_levels, vcenter_problem
+    from benchlib.runner.plan import PlanError, chosen_levels, unset_by_hand, vcenter_problem
 
     plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
     levels = chosen_levels(plan, args.levels)
@@ -244,7 +244,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if levels:
         console.print(_levels_line(plan, levels), highlight=False, markup=False, soft_wrap=True)
-    unset = [f.name for f in plan.factors if not f.options and len(f.levels) > 1 and f.name not in levels]
+    unset = unset_by_hand(plan, levels)
     if unset:  # levels no fio option sets: a setting changed by hand, one level at a time
         named = ", ".join(unset)
         said = (

@@ -132,7 +132,6 @@ def _tails(study: object, rows: pl.DataFrame, factors: list[str], only: dict | N
 
     Null where fewer than :data:`benchlib.views.TAIL_BEYOND` I/Os lie beyond it (p99 of fewer than 1,000).
     """
-    from benchlib.schema import run_unit_expr
     from benchlib.stats.aggregate import pooled_percentiles
     from benchlib.views import BIN_ORIGINS, TAIL_BEYOND, _run_bins
 
@@ -140,15 +139,13 @@ def _tails(study: object, rows: pl.DataFrame, factors: list[str], only: dict | N
     bins = bins.filter(pl.col("origin") == BIN_ORIGINS[0]) if not bins.is_empty() else bins
     if bins.is_empty():
         return pl.DataFrame()
-    units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
-    p99 = pooled_percentiles(bins.join(units, on="run_id"), [99.0], by=["run_unit"])
+    p99 = pooled_percentiles(bins.join(_run_units(rows), on="run_id"), [99.0], by=["run_unit"])
     known = pl.col("count") * 0.01 >= TAIL_BEYOND
     return p99.select("run_unit", pl.when(known).then(pl.col("value_ns") / 1e6).alias("p99_ms"))
 
 
 def _cpu(rows: pl.DataFrame, factors: list[str]) -> pl.DataFrame:
     """Return each run's CPU: every job of every member, usr + sys, percent of one CPU."""
-    from benchlib.schema import run_unit_expr
     from benchlib.stats.efficiency import run_efficiency
 
     if "usr_cpu_pct" not in rows.columns or rows["usr_cpu_pct"].drop_nulls().is_empty():
@@ -156,8 +153,11 @@ def _cpu(rows: pl.DataFrame, factors: list[str]) -> pl.DataFrame:
     counted = run_efficiency(rows, member="vm", by=factors).filter(pl.col("reason").is_null())
     if counted.is_empty():
         return pl.DataFrame()
-    units = rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")
-    return counted.join(units, on="run_id").group_by("run_unit").agg(pl.col("cpu_used_pct").sum().alias("cpu_pct"))
+    return (
+        counted.join(_run_units(rows), on="run_id")
+        .group_by("run_unit")
+        .agg(pl.col("cpu_used_pct").sum().alias("cpu_pct"))
+    )
 
 
 def factor_answers(study: object) -> list[dict]:
@@ -221,3 +221,10 @@ def factor_answers(study: object) -> list[dict]:
             }
         )
     return answers
+
+
+def _run_units(rows: pl.DataFrame) -> pl.DataFrame:
+    """Return each result row's run (``run_id``) with the run it is part of (``run_unit``: all its members)."""
+    from benchlib.schema import run_unit_expr
+
+    return rows.select("run_id", run_unit_expr(rows.columns)).unique("run_id")

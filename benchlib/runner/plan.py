@@ -963,3 +963,8 @@ def _check_cells(path: Path, cells: list[Cell]) -> None:
             f"{path}: two cells would share the folder {twice[0]!r} (levels that differ only in "
             "characters a folder name cannot hold, or a name used twice); rename a level or profile"
         )
+
+
+def unset_by_hand(plan: Plan, levels: dict[str, list[str]]) -> list[str]:
+    """Return the factors no fio option sets (a setting changed by hand) whose levels ``levels`` leaves open."""
+    return [f.name for f in plan.factors if not f.options and len(f.levels) > 1 and f.name not in levels]
