@@ -2313,19 +2313,43 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
         _label_or_null(io, TARGET_STEADY).alias("target_steady"),
         _label_or_null(io, TARGET_STEADY_S).cast(pl.Float64, strict=False).alias("steady_s"),
     ).unique()
+    named = run_names(rows.unique("run_id"), config).join(
+        rows.select("run_id", "run_unit", *config).unique("run_id"), on="run_id"
+    )
+    named = named.group_by("run_unit").agg(pl.col("run").first(), *[pl.col(b).first() for b in config])
     found = rules.implausible_runs(
         rules.apart_from_siblings(totals, value, config),
         rules.not_steady(steady),
         rules.too_fast(members),
         rules.idle_device(counted),
-        rules.apart_in_time(spans),
+        rules.apart_in_time(pl.concat([spans, _log_spans(opened, named, config, only)])),
         rules.unwritten_target(written.unique()),
     )
-    named = run_names(rows.unique("run_id"), config).join(
-        rows.select("run_id", "run_unit", *config).unique("run_id"), on="run_id"
-    )
-    named = named.group_by("run_unit").agg(pl.col("run").first(), *[pl.col(b).first() for b in config])
     return found.join(named, on="run_unit", how="left").sort([*config, "run", "rule", "member"], nulls_last=True)
+
+
+def _log_spans(opened: ProcessedStudy, named: pl.DataFrame, config: list[str], only: dict | None) -> pl.DataFrame:
+    """Return each member's span from its logs (``run_unit``, ``member``, ``start_ns``, ``end_ns``).
+
+    Logs stamped in Unix time (``benchlib run`` asks fio for them) give each member's start and end by its
+    own clock, which a client/server run's JSON does not; other logs carry their run's span. ``named``:
+    the runs (``run_unit``, ``run`` and ``config``) the logs are matched to by name and levels.
+    """
+    logs = _log_runs(opened, config, only)
+    spans = (
+        opened.scan("runs")
+        .filter(pl.col("run_id").is_in(logs["run_id"].implode()))
+        .select("run_id", "host", "start_time", "duration_ns")
+        .collect()
+        .join(logs, on="run_id")
+        .join(named, on=["run", *config])
+    )
+    return spans.select(
+        "run_unit",
+        pl.col("host").alias("member"),
+        pl.col("start_time").dt.epoch("ns").alias("start_ns"),
+        (pl.col("start_time").dt.epoch("ns") + pl.col("duration_ns")).alias("end_ns"),
+    ).unique()
 
 
 #: the run label ``benchlib run``'s manifest gives every run: when its target's region was written, or "never"

@@ -64,8 +64,11 @@ def run_job_file(fio: str, folder: Path, name: str, job: str) -> Path:
 
 
 @contextlib.contextmanager
-def fio_server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[None]:
-    """Run ``fio --server`` on ``address:port`` (behind ``wrapper``, e.g. a namespace tool) until the block ends."""
+def fio_server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[subprocess.Popen]:
+    """Run ``fio --server`` on ``address:port`` (behind ``wrapper``, e.g. a namespace tool) until the block ends.
+
+    Gives the server's process (a test that pauses it signals its process group).
+    """
     server = subprocess.Popen(
         [*wrapper, fio, f"--server={address},{port}"],
         stdout=subprocess.DEVNULL,
@@ -82,7 +85,7 @@ def fio_server(fio: str, address: str, port: int, *wrapper: str) -> Iterator[Non
                 if time.monotonic() > deadline:
                     pytest.fail(f"no fio server came up on {address}:{port}")
                 time.sleep(0.1)
-        yield
+        yield server
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()

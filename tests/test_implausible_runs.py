@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import polars as pl
@@ -96,6 +99,63 @@ def test_a_run_that_read_space_never_written_is_named_with_its_figures(fio_binar
     assert "run 1 of Profile randread-4k (its device idle, faster than a device, its total far" in summary
 
 
+LATE_PLAN = """
+[study]
+name = "late"
+[run]
+runtime_s = 3
+ramp_time_s = 0
+repetitions = {repetitions}
+seed = 3
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "16MiB"
+[hosts]
+servers = ["127.0.0.12", "127.0.0.13"]
+port = 8872
+[options]
+ioengine = "psync"
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+def test_a_fio_server_that_started_after_the_other_had_ended_is_named(fio_binary: str, tmp_path: Path) -> None:
+    """Two fio servers, one client: the second run's second server is paused (SIGSTOP) until the first has
+    done its 3 s, so it takes its job late. fio's client JSON has one time for the run; each server's logs,
+    stamped in Unix time by its own clock (``log_unix_epoch``, which ``benchlib run`` sets), show the two
+    never ran at once. The first run, both servers together, is not named."""
+    plan = tmp_path / "plan.toml"
+    with fio_server(fio_binary, "127.0.0.12", 8872), fio_server(fio_binary, "127.0.0.13", 8872) as late:
+        plan.write_text(LATE_PLAN.format(repetitions=1, targets=tmp_path / "targets"), encoding="utf-8")
+        assert run_plan(load_plan(plan)).done == 2  # targets written, run 1 together
+        plan.write_text(LATE_PLAN.format(repetitions=2, targets=tmp_path / "targets"), encoding="utf-8")
+        os.killpg(late.pid, signal.SIGSTOP)  # it accepts no client until it is let go
+
+        def let_go() -> None:  # once run 2's cell has begun, after the first server's 3 s and some
+            deadline = time.monotonic() + 60
+            while not list((tmp_path / "study").rglob(".partial-attempt-*")) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(4.5)
+            os.killpg(late.pid, signal.SIGCONT)
+
+        waking = threading.Thread(target=let_go)
+        waking.start()
+        try:
+            assert run_plan(load_plan(plan)).done == 2
+        finally:
+            waking.join()
+            os.killpg(late.pid, signal.SIGCONT)
+    ingest_study(tmp_path / "study", tmp_path / "processed")
+    opened = open_study(tmp_path / "study", tmp_path / "processed")
+    found = views.implausible(opened, "iops", by=["profile"])
+    assert found.select("run", "rule").rows() == [("run 2", "apart in time")], found
+    assert found["figure"][0] > 0.5  # seconds between the first server's end and the second's start
+    words = views.implausible_words(found, "iops")
+    assert "did not run at once: the last began" in words, words
+
+
 def test_a_device_benchlib_may_not_write_carries_never_written_on_every_run(fio_binary: str, tmp_path: Path) -> None:
     """A read-only plan on a device not named for destruction: benchlib writes nothing, and every run of it
     says the target was never written by benchlib, which the pages name."""
@@ -151,3 +211,31 @@ def test_the_rules_on_figures_a_reader_can_check() -> None:
     # 200 members each on a disk of its own: each device saw its member's I/O, so none is idle
     many = pl.DataFrame({"run_unit": ["t"] * 200, "member": [f"m{i}" for i in range(200)], "fio_ios": [1000] * 200})
     assert rules.idle_device(many.with_columns(pl.lit(1000.0).alias("device_ios"))).is_empty()
+
+
+def test_a_log_stamped_in_unix_time_reads_as_times_since_its_start(fio_binary: str, tmp_path: Path) -> None:
+    """fio's log_unix_epoch log of a real run: its rows are times since the member began (the first at one
+    interval), its run starts when the member did by this machine's clock; a log of one stamp shows no
+    interval, so it claims no start of its own."""
+    from datetime import UTC, datetime
+
+    from benchlib.sources.fio_log import read_fio_log
+
+    before = datetime.now(UTC)
+    subprocess.run(
+        [fio_binary, "--name=epoch", f"--filename={tmp_path / 't.dat'}", "--size=4MiB", "--rw=read", "--bs=4k",
+         "--time_based=1", "--runtime=2", "--rate_iops=200", "--log_avg_msec=500", "--log_unix_epoch=1",
+         f"--write_iops_log={tmp_path / 'e'}", "--output-format=json", f"--output={tmp_path / 'o.json'}"],
+        check=True,
+    )  # fmt: skip
+    after = datetime.now(UTC)
+    log = next(tmp_path.glob("e_iops*.log"))
+    tables = read_fio_log(log)
+    times = tables.intervals["time_ns"].to_list()
+    assert times[0] == 500_000_000 and times[-1] <= 2_100_000_000, times
+    start = tables.runs["start_time"][0]
+    assert before.replace(microsecond=0) <= start <= after, (before, start, after)
+    one = tmp_path / "one_iops.1.log"
+    one.write_text(log.read_text().splitlines()[0] + "\n")
+    single = read_fio_log(one)
+    assert single.runs["start_time"][0] is None and single.intervals["time_ns"].to_list() == [1_000_000_000]

@@ -73,13 +73,15 @@ def write_part(
     ``bins``: latency_bins already in their stored form (else from ``tables``).
     """
     runs = tables.runs.drop("source", "repetition").join(study_frame(study, members), on="sha256", how="left")
+    # a log stamped in Unix time says when its member ran by the member's own clock: that span is kept
+    own = pl.col("format").is_in(["fio-log", "fio-hist-log"]) & pl.col("start_time").is_not_null()
     runs = runs.with_columns(
         pl.lit(study.name).alias("study"),
         pl.coalesce("host", "run_host").alias("host"),
         # a run that benchlib run recorded lasted from its start to its end by benchlib's clock (the
         # whole invocation, ramp and start included; client/server output states no span of its own)
-        pl.coalesce("run_span_ns", "duration_ns").alias("duration_ns"),
-        pl.coalesce("run_start", "start_time").alias("start_time"),
+        pl.when(own).then("duration_ns").otherwise(pl.coalesce("run_span_ns", "duration_ns")).alias("duration_ns"),
+        pl.when(own).then("start_time").otherwise(pl.coalesce("run_start", "start_time")).alias("start_time"),
         pl.coalesce("path_run_group", "run_group").alias("run_group"),
     )
     extra = [

@@ -150,6 +150,8 @@ BASE_OPTIONS: dict[str, str | int] = {
     "group_reporting": 1,
     "randrepeat": 0,
     "log_avg_msec": 1000,
+    # each server stamps its logs with its own clock's time: members that did not run at once show
+    "log_unix_epoch": 1,
     "write_bw_log": "cell",
     "write_iops_log": "cell",
     "write_lat_log": "cell",

@@ -14,6 +14,11 @@ it writes (``<prefix>_bw.1.log``, ``_iops``, ``_lat``, ``_clat``, ``_slat``,
 latency unit is not in the file either: nanoseconds since fio 3.0,
 microseconds before; pass ``latency_unit="us"`` for fio 2.x logs.
 
+With ``log_unix_epoch=1`` (``benchlib run`` sets it) the stamps are Unix times in ms, so each
+member's logs say when it ran by its own clock: :func:`epoch_base` finds such a log's zero (one
+interval before its first stamp), its rows are read as times since then, and its ``runs`` row
+carries that zero as ``start_time``.
+
 Large logs are scanned lazily (:func:`scan_fio_log`) so ingest can stream
 them to Parquet without loading them whole.
 """
@@ -21,6 +26,7 @@ them to Parquet without loading them whole.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -42,6 +48,39 @@ def looks_like_fio_log(head: str) -> bool:
     """Whether the first lines of a file are fio log rows (``1000, 2345, 0, 4096``)."""
     lines = [line for line in head.splitlines()[:5] if line.strip()]
     return bool(lines) and all(_ROW.match(line) for line in lines[:-1] or lines)
+
+
+#: a first stamp this large (ms) is a Unix time, 2001-09-09 or later: no run logs for 31 years
+EPOCH_MS_FROM = 10**12
+
+
+#: the interval a log of one Unix stamp is taken to have logged (``benchlib run``'s ``log_avg_msec``)
+ONE_STAMP_MS = 1000
+
+
+def epoch_base(stamps: list[int]) -> tuple[int, bool] | None:
+    """Return the Unix time (ms) a ``log_unix_epoch`` log counts from, None for a log of times since its start.
+
+    ``stamps``: the log's first time stamps, in order. fio stamps an averaged log at the end of each
+    interval, so the zero is one interval (the first step between two stamps) before the first stamp.
+    The second item says whether the log showed its interval: a log of one stamp does not, and is taken to
+    have logged one second (:data:`ONE_STAMP_MS`); its start is then not the member's own.
+    """
+    if not stamps or stamps[0] < EPOCH_MS_FROM:
+        return None
+    step = next((b - a for a, b in zip(stamps, stamps[1:], strict=False) if b > a), None)
+    return (stamps[0] - step, True) if step is not None else (stamps[0] - ONE_STAMP_MS, False)
+
+
+def first_stamps(lines: list[str]) -> list[int]:
+    """Return the time stamps of a log's first lines (:func:`_sniff`'s)."""
+    return [int(float(line.split(",", 1)[0])) for line in lines if line.strip()]
+
+
+def log_epoch_base(path: Path) -> int | None:
+    """Return when a log's member started (Unix ms) by its own clock, where its stamps show it (:func:`epoch_base`)."""
+    found = epoch_base(first_stamps(_sniff(path)))
+    return found[0] if found and found[1] else None
 
 
 def _sniff(path: Path) -> list[str]:
@@ -138,6 +177,9 @@ def scan_fio_log(
     offset = pl.col("c5") if width >= 6 else pl.lit(None, pl.Int64)
     priority = pl.col("c6") if width >= 6 else (pl.col("c5") if width == 5 else pl.lit(None, pl.Int64))
     run = run or run_id(sha256 or sha256_of(path), 0, None)
+    found = epoch_base(first_stamps(lines))
+    if found is not None:
+        frame = frame.with_columns(pl.col("time_ms") - found[0])
     return frame.select(
         pl.lit(run).alias("run_id"),
         pl.lit(None, pl.String).alias("client"),
@@ -185,6 +227,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
     _check_counts(path, wide, bins)
+    base = (epoch_base(first_stamps(lines)) or (0, True))[0]
     values = pl.DataFrame(
         {"bin_index": range(bins), "bin_value_ns": [plat_idx_to_val(i) * factor for i in range(bins)]}
     )
@@ -202,7 +245,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
             pl.lit(job, pl.Int32).alias("job_index"),
             _direction(pl.col("ddir")).alias("direction"),
             pl.lit(metric.removesuffix("_hist")).alias("latency_kind"),
-            (pl.col("time_ms") * 1_000_000).alias("time_ns"),
+            ((pl.col("time_ms") - base) * 1_000_000).alias("time_ns"),
             "bin_index",
             "bin_value_ns",
             "count",
@@ -230,11 +273,15 @@ def _check_counts(path: Path, wide: pl.DataFrame, bins: int) -> None:
         )
 
 
-def log_run(path: Path, sha: str, fmt: str, duration_ns: int | None) -> pl.DataFrame:
-    """Return the ``runs`` row of one fio log (``fmt``: ``fio-log`` or ``fio-hist-log``)."""
+def log_run(path: Path, sha: str, fmt: str, duration_ns: int | None, base: int | None) -> pl.DataFrame:
+    """Return the ``runs`` row of one fio log (``fmt``: ``fio-log`` or ``fio-hist-log``).
+
+    ``base``: the log's zero where its stamps are Unix times (:func:`epoch_base`), its ``start_time``.
+    """
     return pl.DataFrame(
         [
             {
+                "start_time": datetime.fromtimestamp(base / 1000, UTC) if base is not None else None,
                 "run_id": run_id(sha, 0, None),
                 "tool": "fio",
                 "format": fmt,
@@ -279,9 +326,11 @@ def read_fio_log(path: str | Path, *, metric: str | None = None, latency_unit: s
     is_hist = (name_metric or "").endswith("_hist") or lines[0].count(",") + 1 > 16
     if is_hist:
         bins = read_fio_hist_log(path, run=run_id(sha, 0, None))
-        return Tables.build(runs=log_run(path, sha, "fio-hist-log", bins["time_ns"].max()), latency_bins=bins)
+        base = log_epoch_base(path)
+        return Tables.build(runs=log_run(path, sha, "fio-hist-log", bins["time_ns"].max(), base), latency_bins=bins)
     try:
         intervals = scan_fio_log(path, metric=metric, latency_unit=latency_unit, sha256=sha).collect()
     except pl.exceptions.PolarsError as exc:
         raise FormatError(path, "rows", f"numeric fio log rows ({str(exc).splitlines()[0]})") from None
-    return Tables.build(runs=log_run(path, sha, "fio-log", intervals["time_ns"].max()), intervals=intervals)
+    run = log_run(path, sha, "fio-log", intervals["time_ns"].max(), log_epoch_base(path))
+    return Tables.build(runs=run, intervals=intervals)

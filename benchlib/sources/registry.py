@@ -28,7 +28,7 @@ from benchlib.sources.esxtop import esxtop_run, looks_like_esxtop, read_esxtop, 
 from benchlib.sources.fio_common import fio_error_lines
 from benchlib.sources.fio_json import frames_of, read_fio_json
 from benchlib.sources.fio_json_rows import looks_like_fio_json, looks_like_fio_json_bytes
-from benchlib.sources.fio_log import log_run, looks_like_fio_log, read_fio_log, scan_fio_log
+from benchlib.sources.fio_log import log_epoch_base, log_run, looks_like_fio_log, read_fio_log, scan_fio_log
 from benchlib.sources.fio_normal import looks_like_fio_normal, read_fio_normal
 from benchlib.sources.fio_terse import looks_like_fio_terse, read_fio_terse
 from benchlib.sources.hcibench import looks_like_hcibench_summary, read_hcibench_summary
@@ -171,7 +171,9 @@ def _stream_fio_log(path: Path, sha256: str, latency_unit: str, _objects: tuple[
     return Streamed(
         "intervals",
         scan_fio_log(path, latency_unit=latency_unit, sha256=sha256),
-        lambda written: log_run(path, sha256, "fio-log", written.select(pl.col("time_ns").max()).collect().item()),
+        lambda written: log_run(
+            path, sha256, "fio-log", written.select(pl.col("time_ns").max()).collect().item(), log_epoch_base(path)
+        ),
     )
 
 

@@ -11,9 +11,10 @@ A run (one repetition of one configuration, every member at once) is implausible
 * **idle device**: the device under a member doing direct I/O counted under :data:`IDLE_SHARE` of the I/Os
   fio completed (fio's own disk statistics, all the device's I/O: so an idle device is certain);
 * **apart in time**: its members' runs did not overlap at all (the members were to run at once). This needs
-  each member's own start: files written per VM (HCIBench, a fio run per VM) carry one; a fio client/server
-  run does not (its JSON gives the client's one time, and fio started every server together), so there the
-  rule cannot fire;
+  each member's own start and end: files written per VM (HCIBench, a fio run per VM) carry them; a fio
+  client/server run's JSON gives one time for the run, but its logs stamped in Unix time by each server's
+  clock (``log_unix_epoch``, which ``benchlib run`` sets) carry each member's span, where a log has two
+  stamps or more (one stamp does not show its interval);
 * **not steady**: the plan asked for each run's workload to be brought to steady state first
   (``precondition = "steady"``) and fio's criterion did not hold within the longest the plan allowed;
 * **unwritten target**: ``benchlib run`` recorded that it did not write the target's region (a device it
