@@ -137,3 +137,24 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert measured["block_size"]["caveat"].startswith("**Not the same work.**") and not controller["caveat"]
     assert "3 runs a side: too few for a test" in _answers(list(measured.values()))
     assert factor_answers("fio-sample")[0]["factor"] == "block_size"  # a workload, where the study has no setting
+
+
+def test_tails_of_many_members_are_the_median_member_and_the_worst_by_p99() -> None:
+    """Past 16 members the cell page gives a run's tail as one row: the median member's percentiles (a member
+    whose percentile is unknown left out of that median) and the member with the worst p99, with its p99.9."""
+    tails = pl.DataFrame(
+        {
+            "cfg": ["x"] * 4,
+            "run": ["run 1"] * 4,
+            "vm": ["vm-2", "vm-10", "vm-3", "vm-4"],
+            "origin": ["fio json+"] * 4,
+            "ios": [100_000, 100_000, 100_000, 5_000],
+            "p50_ms": [1.0, 2.0, 3.0, 4.0],
+            "p99_ms": [5.0, 9.0, 6.0, 7.0],
+            "p99.9_ms": [8.0, 12.0, 10.0, None],
+        }
+    )
+    row = views.tails_across_members(tails, ["cfg"], "vm").row(0, named=True)
+    assert row["members"] == 4 and row["ios"] == 305_000
+    assert row["p50_ms"] == 2.5 and row["p99_ms"] == 6.5 and row["p99.9_ms"] == 10.0
+    assert (row["worst"], row["worst_p99_ms"], row["worst_p99.9_ms"]) == ("vm-10", 9.0, 12.0)

@@ -750,3 +750,22 @@ def test_a_factor_no_fio_option_sets_runs_one_level_at_a_time(fio_binary: str, t
         check=False,
     )
     assert dry.returncode == 0 and "note: " in dry.stdout and "controller has no fio option" in dry.stdout
+
+
+def test_a_token_cut_short_by_truncation_is_not_held(fio_binary: str, tmp_path: Path, servers: dict) -> None:
+    """fio ends a read at the end of a file without an error, and verifies what it read: a target truncated to
+    the first 100 bytes of its token passed the check through fio. The bytes read are counted too."""
+    from benchlib.runner.safety import new_claim
+    from benchlib.runner.targets import _all_hold, _holds
+
+    size = 1 << 20
+    claim = new_claim(size)
+    target = tmp_path / "cut.dat"
+    target.write_bytes(os.urandom(size) + claim.tail())
+    host = SERVERS[0]
+    assert _holds(fio_binary, host, PORT, str(target), claim, size, tmp_path)
+    assert _all_hold(fio_binary, PORT, {host: (str(target), claim, size)}, tmp_path)
+    with open(target, "r+b") as handle:
+        handle.truncate(size + 100)
+    assert not _holds(fio_binary, host, PORT, str(target), claim, size, tmp_path)
+    assert not _all_hold(fio_binary, PORT, {host: (str(target), claim, size)}, tmp_path)

@@ -225,8 +225,27 @@ def _exists_remotely(fio: str, host: str, port: int, path: str, workdir: Path) -
 
 def _holds(fio: str, host: str, port: int, path: str, claim: FileClaim, offset: int, workdir: Path) -> bool:
     """Whether the remote file holds the claim's token at ``offset`` (4 KiB), read back by fio in read-only mode."""
-    code, _ = on_server(fio, host, port, workdir, _check_job(path, claim, offset), *_PROBE_OPTIONS)
-    return code == 0
+    code, said = on_server(fio, host, port, workdir, _check_job(path, claim, offset), *_PROBE_OPTIONS)
+    return code == 0 and _read_whole_tokens(said, {host})
+
+
+def _read_whole_tokens(said: str, hosts: set[str]) -> bool:
+    """Whether fio's JSON (``said``, its output) shows every host of ``hosts`` read its whole 4 KiB token.
+
+    fio ends a read at the end of the file without an error: a file cut short inside the token (its
+    first 100 bytes left) passes ``verify`` on what was read, so the bytes read are counted too.
+    """
+    start = said.find("{")
+    try:
+        output, _ = json.JSONDecoder().raw_decode(said[start:]) if start >= 0 else ({}, 0)
+    except ValueError:
+        return False
+    read = {
+        str(stats.get("hostname")): (stats.get("read") or {}).get("io_bytes", 0)
+        for stats in output.get("client_stats", [])
+        if stats.get("jobname") != "All clients"
+    }
+    return all(read.get(host, 0) >= TAIL_BYTES for host in hosts)
 
 
 def _check_job(path: str, claim: FileClaim, offset: int) -> str:
@@ -251,7 +270,7 @@ def _all_hold(fio: str, port: int, checks: dict[str, tuple[str, FileClaim, int]]
         # an option stands between them (:func:`benchlib.runner.execute.fio_command`)
         command += [f"--client={host},{port}", str(job.resolve()), "--readonly", "--clocksource=clock_gettime"]
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=120, check=False)
-    return done.returncode == 0
+    return done.returncode == 0 and _read_whole_tokens(done.stdout, set(checks))
 
 
 def _safe_name(host: str) -> str:
