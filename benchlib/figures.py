@@ -26,8 +26,9 @@ import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
 from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
-from benchlib.tables import LEVEL_WORDS, inline, level_expr, natural_sort, number, span
+from benchlib.tables import LEVEL_WORDS, inline, level, level_expr, natural_sort, number, span
 from benchlib.tables import label as words
+from benchlib.words.sweeps import shape_note
 
 WIDTH, HEIGHT = 420, 260
 #: a cell's bars under this share of the report's shared axis are drawn again on their own axis beside it
@@ -252,7 +253,7 @@ def iodepth_sweep(
                     **({series: part[series][0]} if series else {}),
                     depth: shape.knee_depth,
                     iops: shape.knee_iops,
-                    "note": shape.note,
+                    "note": shape_note(shape),
                 }
             )
     data = data.drop("_held")
@@ -554,6 +555,76 @@ def heatmap(
     facet = alt.Facet("group:N", title=" / ".join(words(b) for b in by), sort=sorted(data["group"].unique().to_list()))
     # one colour scale for every panel: a panel of its own would stretch 1,999 against 2,000 to full contrast
     return chart.facet(facet=facet, columns=2).resolve_scale(color="shared").properties(title=name)
+
+
+@_in_words
+def member_changes(
+    members: pl.DataFrame, fair: pl.DataFrame, *, factor: str, baseline: str, by: list[str], title: str = ""
+) -> alt.TopLevelMixin:
+    """Draw what changing ``factor`` did to each member: a square per member and configuration, its change in it.
+
+    From :func:`benchlib.results.member_changes`: rows are the members (in a reader's order), columns the
+    configurations of ``by`` (and the level, where there are several besides ``baseline``), each square the
+    member's change in percent, red for less and blue for more. The row above gives how evenly the members
+    shared (Jain's index within each run, the median run's) at ``baseline`` and at the level, so a setting that
+    moved members apart shows as a falling index over squares of both colours.
+    """
+    columns = [*by, factor] if members[factor].n_unique() > 1 or not by else by
+    capped = pl.when(pl.col("capped")).then(pl.lit(" (capped)")).otherwise(pl.lit(""))
+    data = members.with_columns(pl.concat_str(_joined(columns), capped).alias("column")).with_columns(
+        pl.col("change_pct").map_elements(lambda v: f"{v:+.0f}%", return_dtype=pl.String).fill_null("—").alias("said")
+    )
+    order = natural_sort(data.select(pl.col("vm").unique()), "vm")["vm"].to_list()
+    column_order = data.select("column").unique(maintain_order=True)["column"].to_list()
+    x = alt.X("column:N", sort=column_order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220))
+    cells = (
+        alt.Chart(alt.Data(values=data.to_dicts()))
+        .encode(x=x, y=alt.Y("vm:N", sort=order, title=words("vm")))
+        .properties(width=max(120, 64 * len(column_order)), height=ROW_STEP * len(order) + 8)
+    )
+    squares = cells.mark_rect().encode(
+        color=alt.Color(
+            "change_pct:Q",
+            title="change (%)",
+            scale=alt.Scale(scheme="redblue", domainMid=0),
+            legend=alt.Legend(orient="bottom"),
+        ),
+        tooltip=["column:N", "vm:N", alt.Tooltip("baseline_value:Q", format=",.1f"),
+                 alt.Tooltip("value:Q", format=",.1f"), alt.Tooltip("change_pct:Q", format="+.1f")],
+    )  # fmt: skip
+    strong = max(abs(data["change_pct"].min() or 0), abs(data["change_pct"].max() or 0)) * 0.6
+    text = cells.mark_text(fontSize=10).encode(
+        text="said:N",  # white on the darkest squares, black elsewhere: a condition, not a second colour scale
+        color=alt.condition(f"abs(datum.change_pct) > {strong}", alt.value("white"), alt.value("black")),
+    )
+    fair = fair.with_columns(level_expr(c) for c in fair.columns if c in LEVEL_WORDS)  # as ``members`` are worded
+    rank = {name: i for i, name in enumerate(column_order)}  # the squares' order: the same figure from the same data
+    jain = fair.join(data.select(*columns, "column").unique(), on=columns)
+    jain = jain.sort(pl.col("column").replace_strict(rank, return_dtype=pl.Int64)).select(
+        "column",
+        pl.when(pl.col("jain_baseline").is_not_null() & pl.col("jain").is_not_null())
+        .then(pl.format("{} → {}", pl.col("jain_baseline").round(2), pl.col("jain").round(2)))
+        .otherwise(pl.lit("—"))
+        .alias("said"),
+        pl.lit("Jain's index").alias("row"),
+    )
+    strip = (
+        alt.Chart(alt.Data(values=jain.to_dicts()))
+        .mark_text(fontSize=10)
+        .encode(x=alt.X("column:N", sort=column_order, axis=None), y=alt.Y("row:N", title=None), text="said:N")
+        .properties(width=max(120, 64 * len(column_order)), height=18)
+    )
+    baseline = level(factor, baseline)
+    others = ", ".join(members[factor].unique(maintain_order=True).to_list())
+    lead = f"{words(factor)} {others} against {baseline}: each {inline('vm')}'s change"
+    subtitle = [
+        f"each square: the {inline('vm')}'s median run against its median run at {baseline}",
+        f"top row: Jain's index within each run (the median run's), {baseline} → {others}; — where a run had one "
+        f"{inline('vm')}",
+    ]
+    return alt.vconcat(strip, alt.layer(squares, text), spacing=2).properties(
+        title=alt.TitleParams(title or lead, subtitle=subtitle)
+    )
 
 
 def _run_total_words(grid: pl.DataFrame) -> str:

@@ -466,6 +466,28 @@ def claims(study: str | ProcessedStudy) -> dict:
     return {}
 
 
+def settings_per_member(study: str | ProcessedStudy, *, factor: str | None = None) -> dict:
+    """Fit the settings-per-member page: what each setting did to each member, where a run has two or more.
+
+    ``factor``: one setting; None: every setting the index answers (:func:`benchlib.results.compared_settings`).
+    """
+    from benchlib.results import compared_settings, member_changes
+
+    settings = [(f, p) for f, p in compared_settings(study) if factor in (None, f)]
+    if not settings:
+        raise PageLeftOut(
+            f"{factor!r} is not a setting the runs compare" if factor else "no setting has two levels in the runs"
+        )
+
+    def most_members(factor: str, page: dict) -> int:  # the most members compared in one configuration
+        changed, _ = member_changes(study, factor, page)
+        return int(changed.group_by([*page["by"], factor]).len()["len"].max() or 0) if changed.height else 0
+
+    if not any(most_members(f, p) > 1 for f, p in settings):
+        raise PageLeftOut("each compared run has one member: the comparison page gives its change")
+    return {"factor": factor}
+
+
 #: the notebook each function fits, by the notebook's name
 PAGES = {
     "cell": cell,
@@ -476,6 +498,7 @@ PAGES = {
     "efficiency": efficiency,
     "interaction": interaction,
     "claims": claims,
+    "settings-per-member": settings_per_member,
 }
 
 

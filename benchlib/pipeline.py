@@ -68,6 +68,7 @@ DEFAULT_SUMMARIES = tuple(
         "study-overview",
         "claims",
         "comparison",
+        "settings-per-member",
         "sweeps",
         "fairness",
         "interaction",
@@ -554,6 +555,7 @@ def build_report(
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")
     from benchlib.results import configuration_results, factor_answers
+    from benchlib.views import claim_table
 
     results = configuration_results(study, list(fit.shape(study).varied))  # every configuration, as the post
     write_html(
@@ -567,6 +569,7 @@ def build_report(
         left_out=left_out,
         results=results,
         answers=factor_answers(study),
+        claims=claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None,
     )
     return ReportResult(folder, executions, missing, left_out)
 

@@ -288,6 +288,7 @@ def write_html(
     left_out: list[tuple[str, str]] | None = None,
     results: pl.DataFrame | None = None,
     answers: list[dict] | None = None,
+    claims: pl.DataFrame | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -296,7 +297,9 @@ def write_html(
     index's design, caveats and provenance (:func:`benchlib.pipeline.front_matter`); ``unplanned``: how
     many combinations the plan ``benchlib run`` recorded never listed (None: no record); ``left_out``:
     the summary pages the study's data cannot support, each with why (one line each); ``results``: one row
-    per configuration (:func:`benchlib.results.configuration_results`), shown first. Every string
+    per configuration (:func:`benchlib.results.configuration_results`), shown first; ``answers``: what each
+    setting did (:func:`benchlib.results.factor_answers`); ``claims``: the write-up's claims recomputed
+    (:func:`benchlib.views.claim_table`), their verdicts said with the answers. Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -317,7 +320,8 @@ def write_html(
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
         (cells if execution.levels else links).append(link)
-        if not execution.levels:
+        # the claims are said with the answers, first (:func:`_claims_answer`), not again among the findings
+        if not execution.levels and not (execution.notebook.stem == "claims" and claims is not None):
             headline = _finding(_headline(execution), front.get("design", ""))
             # a paragraph an earlier page's finding already gave (the same caveat on three pages) is said once
             fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
@@ -338,7 +342,9 @@ def write_html(
         f"summary page for each analysis, and {spanned}.</p>"
     ]
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
-    parts.append(_answers(answers))  # does each setting matter: the question a post asks, answered first
+    claims_page = next((f"{e.slug}.html" for e in executions if e.notebook.stem == "claims"), None)
+    # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
+    parts.append(_answers(answers, claims, claims_page))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if front.get("design"):
         parts.append("<h2>The design</h2>" + _markdown(front["design"]))
@@ -382,17 +388,19 @@ RESULT_LABELS = {
 }
 
 
-def _answers(answers: list[dict] | None) -> str:
+def _answers(answers: list[dict] | None, claims: pl.DataFrame | None = None, claims_page: str | None = None) -> str:
     """Return the index's first section: per setting, what changing it did and what the design can call it.
 
-    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it.
+    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. Then the
+    write-up's claims: how many hold, and each that fails in the write-up's own words.
     """
-    if not answers:
+    told = _claims_answer(claims, claims_page)
+    if not answers and not told:
         return ""
     from benchlib.tables import label, level
 
-    items = []
-    for a in answers:
+    said = []  # per setting: its name and levels, what changed, what the design can call it, what was left out
+    for a in answers or []:
         factor, capped = a["factor"], a["verdicts"].get("rate-capped", 0)
         others = ", ".join(level(factor, lv) for lv in a["levels"])
         within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
@@ -406,25 +414,60 @@ def _answers(answers: list[dict] | None) -> str:
             low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
             change = f"{value} changed by {a['low']:+.3g}%{low} to {a['high']:+.3g}%{high} over {n} comparisons"
         tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
-        if set(tested) == {"descriptive only"}:
+        if not tested:  # every comparison under a rate cap: nothing for the design to call
+            can = ""
+        elif a.get("one_side_capped", 0) == sum(tested.values()):  # the cap set one side: no test can add to it
+            can = (
+                "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
+            )
+        elif set(tested) == {"descriptive only"}:
             can = f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
         elif set(tested) == {"not testable at this n"}:
             can = f"{_runs(a['runs'])} a side: too few for a test to call any of it an effect"
         else:
             can = "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
         left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
-        items.append(
-            f"<li><strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
-            f"{html.escape(others)} against "
-            f"{html.escape(level(factor, a['baseline']))}: {html.escape(f'{change}; {can}{left}')}."
-            + (f" {_inline(a['caveat'])}" if a.get("caveat") else "")
-            + "</li>"
-        )
-    return (
-        "<h2>What each setting did</h2><p>The median run of each side; every comparison is on "
+        name = f"<strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
+        name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
+        said.append((name, change, can, left, a.get("caveat") or ""))
+    # what the design can call the changes, said once where it is the same for every setting
+    shared = said[0][2] if len(said) > 1 and len({s[2] for s in said}) == 1 else ""
+    items = [
+        f"<li>{name}: {html.escape(change + (f'; {can}' if can and not shared else '') + left)}."
+        + (f" {_inline(caveat)}" if caveat else "")
+        + "</li>"
+        for name, change, can, left, caveat in said
+    ]
+    settings = (
+        "<p>The median run of each side; every comparison is on "
         "<a href='comparison.html'>the comparison page</a> where the report has one for it.</p>"
-        f"<ul>{''.join(items)}</ul>"
+        f"<ul>{''.join(items)}</ul>" + (f"<p>For every setting above, {html.escape(shared)}.</p>" if shared else "")
+        if items
+        else ""
     )
+    return f"<h2>What each setting did</h2>{settings}{told}" if items else f"<h2>The write-up's claims</h2>{told}"
+
+
+def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
+    """Say the write-up's claims as the data judge them: how many hold, and each that fails, in its own words."""
+    if claims is None or claims.is_empty() or page is None:
+        return ""
+    counts = dict(claims["verdict"].value_counts().iter_rows())
+    held, failed = counts.get("PASS", 0), claims.filter(pl.col("verdict") == "FAIL")
+    open_ = claims.height - held - failed.height
+    said = f"{held} of the write-up's {claims.height} claims hold"
+    said += "" if not open_ else f", the data cannot decide {open_}"
+    said += f"; these {failed.height} fail" if failed.height > 1 else "; this one fails" if failed.height else ""
+    link = f"<a href='{html.escape(page)}'>the claims page</a>"
+    fails = "".join(
+        f"<li>{html.escape(row['says'])} (claim {html.escape(row['claim'])}, {html.escape(row['section'])}"
+        + ("; as the claims file reads these words" if row.get("reading") else "")
+        + ")</li>"
+        for row in failed.iter_rows(named=True)
+    )
+    if not fails:
+        return f"<p><strong>Claims</strong>: {html.escape(said)}; each is recomputed on {link}.</p>"
+    return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>"
 
 
 def _runs(n: int) -> str:

@@ -169,22 +169,17 @@ def factor_answers(study: object) -> list[dict]:
     smallest and largest change of the medians, in percent, rate-capped comparisons left out), ``low_at`` and
     ``high_at`` (the other factors' levels of those two comparisons), ``caveat`` (what else changed with
     the factor, or unlike work across it: the comparison page's words, "" where none) and
-    ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them. A
-    factor no comparison can be made of is left out.
+    ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
+    ``one_side_capped``: how many comparisons set a rate-capped side against an uncapped one (the cap
+    set one side's totals). A factor no comparison can be made of is left out.
     """
     from benchlib import fit
     from benchlib.stats.compare import comparison_table
     from benchlib.views import confounded, run_totals, unlike_work
 
-    found = fit.shape(study)
-    compared = [f for f in fit._settings(found) if f not in found.points]  # a sweep's points: the sweeps page's
-    wanted = [f for f in compared if f not in found.workloads] or compared
+    levels = fit.shape(study).factors
     answers = []
-    for factor in wanted:
-        try:
-            page = fit.fitted("comparison", study, {"factor": factor})
-        except fit.PageLeftOut:
-            continue
+    for factor, page in compared_settings(study):
         units = run_totals(study, page["value"], [factor, *page["by"]], only=page["only"])
         by = [*page["by"], "phase"] if units["phase"].n_unique() > 1 else page["by"]
         if units[factor].drop_nulls().n_unique() < 2:
@@ -197,12 +192,18 @@ def factor_answers(study: object) -> list[dict]:
         held = [b for b in by if b != "phase"]
         # the comparisons' other factors where the change was smallest and largest
         low_at, high_at = ({b: tested[b][i] for b in held} if tested.height else {} for i in (0, -1))
+        # comparisons of a capped side against an uncapped one: the cap set one side's totals
+        sides = units.group_by(*by, factor).agg(pl.col("rate_capped").fill_null(False).all().alias("capped"))
+        base = sides.filter(pl.col(factor) == page["baseline"]).drop(factor).rename({"capped": "capped_baseline"})
+        sides = sides.filter(pl.col(factor) != page["baseline"])
+        sides = sides.join(base, on=by) if by else sides.join(base, how="cross")
+        one_capped = sides.filter(pl.col("capped") != pl.col("capped_baseline")).height
 
         answers.append(
             {
                 "factor": factor,
                 "baseline": page["baseline"],
-                "levels": [lv for lv in found.factors[factor] if lv != page["baseline"] and lv in set(table[factor])],
+                "levels": [lv for lv in levels[factor] if lv != page["baseline"] and lv in set(table[factor])],
                 "value": page["value"],
                 "by": [b for b in by if b != "phase"],
                 "comparisons": table.height,
@@ -212,6 +213,7 @@ def factor_answers(study: object) -> list[dict]:
                 "low_at": low_at,
                 "high_at": high_at,
                 "verdicts": dict(table["verdict"].value_counts().iter_rows()),
+                "one_side_capped": one_capped,
                 # what else changed with the factor (iodepth with the engine), or work unlike across it (IOPS of
                 # 4k against 64k): the caveat that matters most, as the comparison page says it
                 "caveat": confounded(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"])
@@ -221,6 +223,153 @@ def factor_answers(study: object) -> list[dict]:
             }
         )
     return answers
+
+
+def compared_settings(study: object) -> list[tuple[str, dict]]:
+    """Return the factors the index answers for, each with its comparison page's parameters.
+
+    The settings the runs vary (a sweep's points are the sweeps page's), or, where the study varies no
+    setting, its workloads; a factor no comparison page can be made of is left out. A per-I/O figure (IOPS)
+    across block sizes compares unlike work: such a factor is compared in MiB/s, the bytes moved, where
+    the runs have it.
+    """
+    from benchlib import fit
+    from benchlib.views import run_totals, unlike_work
+
+    found = fit.shape(study)
+    compared = [f for f in fit._settings(found) if f not in found.points]
+    wanted = [f for f in compared if f not in found.workloads] or compared
+    pages = []
+    for factor in wanted:
+        try:
+            page = fit.fitted("comparison", study, {"factor": factor})
+        except fit.PageLeftOut:
+            continue
+        unlike = unlike_work(study, factor=factor, **{k: page[k] for k in ("baseline", "value", "by", "only")})
+        if (
+            unlike
+            and run_totals(study, "bandwidth_mib_s", [factor], page["only"])["bandwidth_mib_s"].is_not_null().any()
+        ):
+            page = {**page, "value": "bandwidth_mib_s"}
+        pages.append((factor, page))
+    return pages
+
+
+def member_changes(study: object, factor: str, page: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return what changing ``factor`` did to each member, and to how evenly the members shared.
+
+    ``page``: the comparison page's parameters (``value``, ``baseline``, ``by``, ``only``:
+    :func:`compared_settings`). Within each configuration of ``by``, each member's run totals at the
+    baseline and at each other level, the median over their runs:
+
+    * members: ``by``, ``factor`` (the other level), ``vm``, ``baseline_value``, ``value``, ``change_pct``
+      (null where the baseline is 0), ``runs_baseline``, ``runs``, ``capped`` (a rate cap on either side:
+      the cap set those totals). A member on one side only is left out (nothing to hold it against).
+    * fairness: ``by``, ``factor``, ``members`` (most in one run), ``jain_baseline`` and ``jain`` (Jain's
+      index within each run, the median run's: :func:`benchlib.views.fairness`), ``runs_baseline``,
+      ``runs``; null where a side's runs have one member (one member shares with nobody).
+    """
+    from benchlib.views import fairness, member_run_totals
+
+    value, baseline, by, only = page["value"], page["baseline"], list(page["by"]), page["only"]
+    keys = [*by, "vm"]
+    totals = member_run_totals(study, value, by=[factor, *by], only=only)
+    per = totals.group_by([*keys, factor]).agg(
+        pl.col(value).median(), pl.len().alias("runs"), pl.col("rate_limited").fill_null(False).any().alias("capped")
+    )
+    base = per.filter(pl.col(factor) == baseline).drop(factor)
+    base = base.rename({value: "baseline_value", "runs": "runs_baseline", "capped": "capped_baseline"})
+    members = per.filter(pl.col(factor) != baseline).join(base, on=keys, how="inner")
+    members = members.select(
+        *by,
+        factor,
+        "vm",
+        "baseline_value",
+        pl.col(value).alias("value"),
+        pl.when(pl.col("baseline_value") > 0)
+        .then((pl.col(value) / pl.col("baseline_value") - 1) * 100)
+        .alias("change_pct"),
+        "runs_baseline",
+        "runs",
+        (pl.col("capped") | pl.col("capped_baseline")).alias("capped"),
+    )
+    shared = fairness(study, value, by=[factor, *by], only=only).select(
+        *by, factor, "members", pl.col("jain_median").alias("jain"), pl.col("runs_judged").alias("runs")
+    )
+    before = shared.filter(pl.col(factor) == baseline).drop(factor, "members")
+    before = before.rename({"jain": "jain_baseline", "runs": "runs_baseline"})
+    shared = (
+        shared.filter(pl.col(factor) != baseline).join(before, on=by, how="inner")
+        if by
+        else (shared.filter(pl.col(factor) != baseline).join(before, how="cross"))
+    )
+    shared = shared.select(*by, factor, "members", "jain_baseline", "jain", "runs_baseline", "runs")
+    order = [*by, factor]
+    return members.sort([*order, "vm"]), shared.sort(order)
+
+
+#: a change in Jain's index smaller than this is no change in how evenly members shared (0.9999 against 0.9995)
+JAIN_MOVED = 0.01
+
+
+def member_change_summary(members: pl.DataFrame, fair: pl.DataFrame, factor: str, by: list[str]) -> dict:
+    """Summarise :func:`member_changes`: the members' extremes, how often they moved together, fairness.
+
+    ``low`` and ``high``: the smallest and largest member change (``change_pct``, ``vm`` and ``at``, the
+    levels of ``by`` and ``factor`` it was in), None without any; ``several``: the configurations where two or
+    more members are compared, ``together`` those where every member moved the same way (all up or all
+    down); ``judged``: the configurations with Jain's index on both sides, ``fell`` those where it fell by
+    :data:`JAIN_MOVED` or more,
+    ``largest_fall``: the one where it fell most (``jain_baseline``, ``jain``, ``at``), None where none fell;
+    ``rose`` and ``largest_rise`` likewise;
+    ``runs``: the fewest runs of any side; ``capped``: configurations with a rate cap on either side, left
+    out of everything above where there are others (the cap set their totals); ``all_capped``: none is left.
+    """
+    keys = [*by, factor]
+    changed = members.drop_nulls("change_pct").sort("change_pct")
+    if not changed["capped"].all():  # a cap set one side's totals: the extremes are of the uncapped
+        changed = changed.filter(~pl.col("capped"))
+
+    def extreme(i: int) -> dict | None:
+        if changed.is_empty():
+            return None
+        row = changed.row(i, named=True)
+        return {"change_pct": row["change_pct"], "vm": row["vm"], "at": {k: row[k] for k in keys}}
+
+    groups = changed.group_by(keys).agg(
+        pl.len().alias("n"), ((pl.col("change_pct") > 0).all() | (pl.col("change_pct") < 0).all()).alias("same")
+    )
+    several = groups.filter(pl.col("n") > 1)
+    judged = fair.drop_nulls(["jain_baseline", "jain"]).with_columns(
+        (pl.col("jain") - pl.col("jain_baseline")).alias("d")
+    )
+    if members.height and not members["capped"].all():  # as the changes: a capped configuration's are the cap's
+        uncapped = members.group_by(keys).agg(pl.col("capped").any()).filter(~pl.col("capped")).drop("capped")
+        judged = judged.join(uncapped, on=keys)
+    fell = judged.filter(pl.col("d") <= -JAIN_MOVED).sort("d")
+    rose = judged.filter(pl.col("d") >= JAIN_MOVED).sort("d", descending=True)
+
+    def largest(moved: pl.DataFrame) -> dict | None:
+        if moved.is_empty():
+            return None
+        row = moved.row(0, named=True)
+        return {"jain_baseline": row["jain_baseline"], "jain": row["jain"], "at": {k: row[k] for k in keys}}
+
+    runs = members.select(pl.min_horizontal(pl.col("runs").min(), pl.col("runs_baseline").min())).item()
+    return {
+        "low": extreme(0),
+        "high": extreme(-1),
+        "several": several.height,
+        "together": several.filter(pl.col("same")).height,
+        "judged": judged.height,
+        "fell": fell.height,
+        "largest_fall": largest(fell),
+        "rose": rose.height,
+        "largest_rise": largest(rose),
+        "runs": runs,
+        "capped": members.filter(pl.col("capped")).select(keys).unique().height,
+        "all_capped": bool(members.height) and bool(members["capped"].all()),
+    }
 
 
 def _run_units(rows: pl.DataFrame) -> pl.DataFrame:

@@ -371,7 +371,10 @@ def settle_section(
     comparisons are left out (more runs would measure the cap again), said once; a table whose every
     row has no plan for one and the same reason becomes that reason, said once.
     """
+    from benchlib.words.compare import with_settle_why
+
     said = []
+    settle = with_settle_why(settle)
     capped = table.filter(pl.col("verdict") == "rate-capped").select(*by, factor)
     if capped.height:
         settle = settle.join(capped, on=[*by, factor], how="anti")
@@ -434,12 +437,13 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
     are not said again.
     """
     from benchlib.stats.compare import summarised_verdicts
+    from benchlib.words.compare import verdict_note
 
     said = summarised_verdicts(table)
     groups: dict[tuple[str, str], list[str]] = {}
     for row in table.iter_rows(named=True):
         if row["verdict"] not in said:
-            names = groups.setdefault((row["verdict"], row["note"]), [])
+            names = groups.setdefault((row["verdict"], verdict_note(row)), [])
             names.append(levels_words({k: row[k] for k in [*by, factor]}))
     lines = []
     for (verdict, note), names in groups.items():

@@ -22,6 +22,8 @@ from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import configured_depth_expr, device_latency_split
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import ProcessedStudy, open_study
+from benchlib.words.hostside import latency_split_notes
+from benchlib.words.steady import steadiness_note
 
 #: Formats whose files are not runs: a per-second log belongs to the run of its json output, an esxtop
 #: capture is the host's view beside the runs.
@@ -719,6 +721,7 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     """
     from benchlib.stats.queueing import MIN_SWEEP_POINTS, sweep_shape
     from benchlib.tables import number
+    from benchlib.words.sweeps import shape_note, shape_verdict
 
     rows = []
     for part in table.partition_by(member, maintain_order=True) if member else [table]:
@@ -753,8 +756,8 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
                 "peak": as_depth(shape.peak_depth),
                 "saturated": shape.saturated,
                 "drops_after_peak": shape.drops_after_peak,
-                "note": shape.note,
-                "shape": shape.verdict,
+                "note": shape_note(shape),
+                "shape": shape_verdict(shape),
             }
         )
     return pl.DataFrame(rows)
@@ -1438,12 +1441,12 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
         .sort("host", "time_ns")
     )
     totals = run_seconds(study, list(levels), metric=metric, only=only).filter(pl.col("run") == run).sort("second")
-    judged = run_steadiness(totals[metric].to_list(), unit="whole second")
+    judged = run_steadiness(totals[metric].to_list())
     window = None
     if judged.steady_from is not None:
         seconds = totals["second"].to_list()
         window = (float(seconds[judged.steady_from - PTS_ROUNDS + 1] - 1), float(seconds[judged.steady_from]))
-    return RunSeries(run, series, window, f"{judged.state}: {judged.note}", metric)
+    return RunSeries(run, series, window, f"{judged.state}: {steadiness_note(judged, 'whole second')}", metric)
 
 
 #: The run totals :func:`run_seconds` can give per second, and the fio log metric behind each (rates add across hosts).
@@ -1895,13 +1898,13 @@ def run_steadiness_table(
     seconds = run_seconds(opened, factors, metric=metric, only=only, logs=logs)
     rows = []
     for key, group in seconds.sort("second").group_by([*factors, "run"], maintain_order=True):
-        judged = run_steadiness(group[metric].to_list(), unit="whole second")
+        judged = run_steadiness(group[metric].to_list())
         rows.append(
             {
                 **dict(zip([*factors, "run"], key, strict=True)),
                 "intervals": judged.rounds,
                 "state": judged.state,
-                "note": judged.note,
+                "note": steadiness_note(judged, "whole second"),
             }
         )
     judged_runs = {tuple(row[c] for c in [*factors, "run"]) for row in rows}
@@ -1978,7 +1981,7 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         numeric = [c for c, t in joined.schema.items() if t.is_numeric()]
         joined = joined.group_by("run_unit", "instance", *by).agg(pl.col(numeric).median())
         figures = "one per run; its hosts share one disk"
-    split = device_latency_split(joined, by, figures=figures)
+    split = latency_split_notes(device_latency_split(joined, by), figures=figures)
     # fio's util of one run can be far from another's: the kept runs' range beside the median, as text
     # a range of one figure (the others left out) or of equal ones says nothing the median does not
     kept = pl.col("util_pct").is_not_null() & (pl.col("util_low").round(1) != pl.col("util_high").round(1))

@@ -3,6 +3,7 @@ CPU efficiency, per-host series and the disk-statistics view of where latency wa
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -121,6 +122,7 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
     were the write-back's; 'above the block layer' is unknown, not 0, and the chart leaves the bar out."""
     from benchlib import figures
     from benchlib.stats.queueing import device_latency_split
+    from benchlib.words.hostside import latency_split_notes
 
     runs = pl.DataFrame(
         {
@@ -138,7 +140,7 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
             "run_iops": [500_000.0, 1000.0],
         }
     )
-    split = {r["cell"]: r for r in device_latency_split(runs, ["cell"]).iter_rows(named=True)}
+    split = {r["cell"]: r for r in latency_split_notes(device_latency_split(runs, ["cell"])).iter_rows(named=True)}
     assert split["buffered"]["above_device_ms"] is None and "page cache" in split["buffered"]["note"]
     # 11 requests queued on average while fio's one job held one I/O: the queue was the kernel's write-back
     assert split["buffered"]["note"].endswith(
@@ -146,7 +148,7 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
         "of the cached writes"
     )
     assert split["direct"]["above_device_ms"] == pytest.approx(0.3) and split["direct"]["note"] is None
-    spec = figures.latency_split(device_latency_split(runs, ["cell"]), where=["cell"]).to_dict()
+    spec = figures.latency_split(latency_split_notes(device_latency_split(runs, ["cell"])), where=["cell"]).to_dict()
     assert {v["configuration"] for v in spec["layer"][0]["data"]["values"]} == {"direct"}
     assert "buffered" in spec["title"]["subtitle"][-1]
 
@@ -168,14 +170,15 @@ def test_the_page_says_where_latency_went_at_the_deepest_and_shallowest_queue() 
 def test_a_device_cannot_be_busier_than_its_queue() -> None:
     """60% busy with 0.3 requests in the queue on average: a device busy x of the time holds x or more."""
     from benchlib.stats.queueing import device_latency_split
+    from benchlib.words.hostside import latency_split_notes
 
     sparse = {"cell": "capped", "app_latency_ms": 0.5, "runtime_ns": 10**9, "read_ios": 1000, "write_ios": 0}
     sparse |= {"read_ticks_ms": 300, "write_ticks_ms": 0, "in_queue_ms": 300, "instance": "vda"}
     sparse |= {"configured_depth": 1.0, "run_iops": 1000.0}
     rows = pl.DataFrame([sparse | {"util_pct": 60.0}, sparse | {"util_pct": 25.0}])
-    both = device_latency_split(rows, ["cell"]).row(0, named=True)
+    both = latency_split_notes(device_latency_split(rows, ["cell"])).row(0, named=True)
     assert both["util_pct"] == 25.0 and both["note"].endswith("left out: 1 busier than its queue allows")
-    alone = device_latency_split(rows.head(1), ["cell"]).row(0, named=True)
+    alone = latency_split_notes(device_latency_split(rows.head(1), ["cell"])).row(0, named=True)
     assert alone["util_pct"] is None and alone["note"] == (
         "device busy unknown: fio's util says 60.0% (the median of 1 figure, one per host and run), but a device "
         "queue of 0.3 I/Os on average (aqu-sz) keeps it busy at most 30.0% of the time (the kernel counts sparse "
@@ -212,7 +215,7 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
 def test_the_index_leaves_out_exactly_the_one_run_caveats_the_pages_print() -> None:
     """The pages print the one-run sentences of benchlib.caveats; the index drops those and nothing else."""
     from benchlib.caveats import CLAIMS_ONCE, COMPARISON_ONCE, SWEEP_ONCE, without_one_run
-    from benchlib.stats.compare import design_summary
+    from benchlib.words.compare import design_summary
 
     one_run = pl.DataFrame({"family": [2, 2], "verdict": ["descriptive only", "descriptive only"]})
     assert design_summary(one_run) == f"Verdicts: 2 descriptive only. {COMPARISON_ONCE}"
@@ -252,8 +255,9 @@ def test_a_member_table_of_several_runs_says_its_rows_are_medians_column_by_colu
     two = pl.DataFrame(
         {"vm": ["vm-a", "vm-b"], "iops": [130_441.0, 73_471.0], "latency_ms": [0.01, 0.0249], "runs": [2, 2]}
     )
-    assert member_caption(two).startswith(
-        "Each figure is the median over the VM's runs (of 2 runs, their mean), column"
+    # the member word is the last opened study's (VM, or host for fio servers on one machine)
+    assert re.match(
+        r"Each figure is the median over the (VM|host)'s runs \(of 2 runs, their mean\), column", member_caption(two)
     )
     assert "(of 2 runs" not in member_caption(two.with_columns(runs=pl.lit(3)))
     assert member_caption(two.with_columns(runs=pl.lit(1))) == ""

@@ -9,9 +9,10 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from benchlib.stats.compare import SETTLE_MOST, comparison_table, design_summary, runs_to_settle, two_level_table
+from benchlib.stats.compare import SETTLE_MOST, comparison_table, runs_to_settle, two_level_table
 from benchlib.tables import MISSING, comparison_rows, label, number, show, verdict_lines
 from benchlib.views import run_seconds
+from benchlib.words.compare import design_summary, settle_why, two_level_notes, with_notes
 
 
 def _sides(base: list[float], new: list[float]) -> pl.DataFrame:
@@ -35,7 +36,8 @@ def test_runs_to_settle_is_the_first_n_whose_interval_clears_the_band() -> None:
     def width(k: int) -> float:
         return stats.t.ppf(0.975, 2 * k - 2) * s * math.sqrt(2 / k)
 
-    assert row["spread_pct"] == pytest.approx(100 * s) and "outside" in row["why"]
+    assert row["spread_pct"] == pytest.approx(100 * s) and row["reason"] == "outside"
+    assert settle_why(row) == "to show the change outside the ±2% band"
     assert width(n) <= margin and (n == 4 or width(n - 1) > margin)  # 4: the exact test's floor
     # and with that many runs the comparison does read improved (seeded: one draw, checked)
     assert (
@@ -46,13 +48,13 @@ def test_runs_to_settle_is_the_first_n_whose_interval_clears_the_band() -> None:
 
 def test_runs_to_settle_says_when_it_cannot() -> None:
     one = runs_to_settle(_sides([1000.0], [1100.0]), "iops", factor="controller", baseline="LSI")
-    assert one["runs"][0] is None and "no spread" in one["why"][0]
+    assert one["runs"][0] is None and "no spread" in settle_why(one.row(0, named=True))
     base = [1000.0, 1010, 990, 1005]
     edge = _sides(base, [1.02 * v for v in base])  # exactly +2%: on the ±2% band's edge
     row = runs_to_settle(edge, "iops", factor="controller", baseline="LSI", band=0.02).row(0, named=True)
-    assert row["runs"] is None and f"{SETTLE_MOST:,}" in row["why"]
+    assert row["runs"] is None and f"{SETTLE_MOST:,}" in settle_why(row)
     same = runs_to_settle(_lognormal(0.0, 30, 0.02, seed=2), "iops", factor="controller", baseline="LSI")
-    assert "inside" in same["why"][0] and same["runs"][0] <= 30
+    assert same["reason"][0] == "inside" and same["runs"][0] <= 30
 
 
 def test_two_level_table_recovers_the_variances_of_a_known_hierarchy() -> None:
@@ -63,13 +65,15 @@ def test_two_level_table_recovers_the_variances_of_a_known_hierarchy() -> None:
         for r, shift in enumerate(rng.normal(0, 20, 80))
         for noise in rng.normal(0, 30, 20)
     ]
-    table = two_level_table(pl.DataFrame(rows), "iops", by=["config"], cost_of_run=100)
+    table = two_level_notes(two_level_table(pl.DataFrame(rows), "iops", by=["config"], cost_of_run=100))
     for row in table.iter_rows(named=True):
         assert row["within_variance"] == pytest.approx(900, rel=0.15)
         assert row["between_variance"] == pytest.approx(400, rel=0.4)
         assert 10 <= row["iterations_per_run"] <= 25 and row["runs"] >= 5  # sqrt(100 x 900 / 400) = 15
         assert abs(row["lag1"]) < 0.2 and "too few" not in row["note"]
     short = two_level_table(pl.DataFrame(rows).filter(pl.col("iops") > 0).head(6), "iops", by=["config"], cost_of_run=1)
+    assert short["check"][0] == "too few runs"
+    short = two_level_notes(short)
     assert short["runs"][0] is None and "at least 2 runs" in short["note"][0]
 
 
@@ -172,7 +176,7 @@ def test_identical_verdicts_are_said_once() -> None:
     assert len(lines) == 2 and untestable[0].startswith("- **2 comparisons**: not testable at this n. 3 vs 3 runs")
     ten = comparison_table(_block_sizes(10), "iops", factor="controller", baseline="LSI", by=["bs"])
     said = verdict_lines(ten, by=["bs"], factor="controller")
-    assert len(said) == len({*zip(ten["verdict"], ten["note"], strict=True)}) > 1 and all(
+    assert len(said) == len({*zip(ten["verdict"], with_notes(ten)["note"], strict=True)}) > 1 and all(
         s.count("**") == 2 for s in said
     )
 

@@ -11,6 +11,7 @@ import pytest
 
 from benchlib.stats.steady import effective_sample_size, pts_window, run_steadiness
 from benchlib.views import TAIL_BEYOND, _study_rows, latency_exceedance, run_steadiness_table, tail_latency
+from benchlib.words.steady import steadiness_note
 
 BY = ["profile", "block_size", "ioengine", "rate_cap"]
 CELL = {"profile": ["randread"], "block_size": ["4k"], "ioengine": ["libaio"], "rate_cap": ["off"]}
@@ -57,7 +58,8 @@ def test_steady_state_says_too_short_steady_or_not() -> None:
     flat = run_steadiness(list(1000 + rng.normal(0, 20, 30)))
     assert flat.state == "steady" and flat.steady_from == 4
     rising = run_steadiness(list(np.linspace(100, 1500, 10)))  # +156 per round: never a flat window
-    assert rising.state == "not steady" and "excursion" in rising.note
+    assert rising.state == "not steady" and rising.last_excursion > 0.1
+    assert "excursion" in steadiness_note(rising) and steadiness_note(flat) == "steady from round 1 to 5 of 30"
     with pytest.raises(ValueError, match="5 rounds"):
         pts_window([1000.0, 1010.0])
 
@@ -298,9 +300,10 @@ def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> N
 
 def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     """Rate-capped rows get their own verdict, no p, no effect, and leave the family (the others' Holm)."""
-    from benchlib.stats.compare import comparison_table, design_summary, geomean_row, holm, runs_to_settle
+    from benchlib.stats.compare import comparison_table, geomean_row, holm, runs_to_settle
     from benchlib.tables import verdict_lines
     from benchlib.views import run_totals
+    from benchlib.words.compare import design_summary, with_settle_why
 
     by = ["profile", "block_size", "rate_cap"]
     units = run_totals("loopback-fio", "iops", ["ioengine", *by], only={"profile": ["randread", "randwrite"]})
@@ -325,7 +328,8 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     assert lines[0].startswith("- **2 comparisons**: not testable at this n. 3 vs 3 runs")
     settle = runs_to_settle(units, "iops", factor="ioengine", baseline="psync", by=by)
     assert settle.filter(pl.col("rate_cap") == "on")["runs"].is_null().all()
-    assert settle.filter(pl.col("rate_cap") == "on")["why"].str.starts_with("rate-capped").all()
+    assert set(settle.filter(pl.col("rate_cap") == "on")["reason"]) == {"rate-capped"}
+    assert with_settle_why(settle).filter(pl.col("rate_cap") == "on")["why"].str.starts_with("rate-capped").all()
     assert geomean_row(free)["change_pct"] is not None
     # benchstat's bottom row (the medians' geometric means), said to be that, beside the changes' range
     from benchlib.tables import geomean_line
@@ -652,8 +656,8 @@ def test_a_cell_of_two_runs_gives_both_runs_fairness_not_their_mean() -> None:
 
     # the fairness page: the headline, the table and the chart give both runs too
     from benchlib import figures
-    from benchlib.stats.fairness import fairness_headline
     from benchlib.tables import fairness_rows
+    from benchlib.words.fairness import fairness_headline
 
     table = fairness_over_runs(frame.with_columns(rw=pl.lit("randwrite")), "iops", member="vm", run="run", by=["rw"])
     assert fairness_headline(table, ["rw"]).startswith(

@@ -19,7 +19,6 @@ from benchlib.stats.compare import (
     cliffs_delta,
     cliffs_delta_interval,
     comparison_table,
-    design_summary,
     distinct_resamples,
     geomean_row,
     hodges_lehmann,
@@ -42,6 +41,7 @@ from benchlib.stats.steady import (
     pts_window,
     steady_windows,
 )
+from benchlib.words.compare import design_summary, verdict_note, with_notes
 
 
 @pytest.mark.parametrize(("n", "j", "k", "level"), [(10, 2, 9, 0.9785), (6, 1, 6, 0.969), (20, 6, 15, 0.959)])
@@ -137,7 +137,7 @@ def test_identical_distributions_and_thirty_runs_per_side_read_equivalent() -> N
         _study({"4k": 0.0}, 30, seed=2, cv=0.02), "iops", factor="controller", baseline="LSI", by=["bs"]
     )
     row = table.row(0, named=True)
-    assert row["verdict"] == "equivalent", row["note"]
+    assert row["verdict"] == "equivalent", verdict_note(row)
     assert 0.98 <= row["ratio_low"] and row["ratio_high"] <= 1.02 and row["effect"] == "negligible"
 
 
@@ -147,11 +147,11 @@ def test_a_change_the_design_could_not_detect_is_not_called_no_change() -> None:
     table = comparison_table(_study(effects, 3, seed=3), "iops", factor="controller", baseline="LSI", by=["bs"])
     assert set(table["verdict"]) == {"not testable at this n"}
     assert (table["p_min"] == 0.1).all() and table["delta"].to_list() == ["~"] * 8
-    note = table.filter(pl.col("bs") == "bs0")["note"][0]
+    note = verdict_note(table.filter(pl.col("bs") == "bs0").row(0, named=True))
     assert "0.1 (0.8 after Holm over 8 comparisons)" in note and "6 runs per side" in note
     summary = design_summary(table)
     assert "8 comparisons" in summary and "cannot test" in summary and "6 runs per configuration" in summary
-    assert "no significant change" not in " ".join(table["note"]) + summary
+    assert "no significant change" not in " ".join(with_notes(table)["note"]) + summary
 
 
 def test_unequal_groups_are_judged_by_their_own_smallest_p() -> None:

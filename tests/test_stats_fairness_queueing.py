@@ -17,6 +17,7 @@ from benchlib.stats import (
     reconcile,
 )
 from benchlib.stats.queueing import sweep_shape, where_ios_wait
+from benchlib.words.sweeps import shape_note
 from tests.conftest import ROOT
 
 PUBLISHED = ROOT.parent / "shared" / "domain" / "published"
@@ -126,7 +127,7 @@ def test_fairness_properties(values: list[float], random: object) -> None:
 
 def test_one_member_alone_is_not_judged() -> None:
     """A run with one VM shares nothing: no Jain's index (it would print a perfect 1.000), and the headline says so."""
-    from benchlib.stats.fairness import fairness_headline
+    from benchlib.words.fairness import fairness_headline
 
     alone = _fair([1234.0])
     assert alone["jain"] is None and alone["max_min_ratio"] is None and alone["cv"] is None
@@ -236,7 +237,11 @@ def test_sweep_shape_on_a_saturating_sweep() -> None:
     # from 16 no doubling adds 10% (38,000 -> 40,000 is +5%), and 38,000 is 93% of the peak
     assert shape.knee_depth == 16 and shape.saturated and not shape.drops_after_peak
     assert shape.knee_latency_ns == pytest.approx(shape.knee_depth / shape.knee_iops * 1e9)
-    assert shape.knee_outstanding == pytest.approx(16) and shape.note.startswith("saturated at 16")
+    assert (
+        shape.knee_outstanding == pytest.approx(16)
+        and shape.kind == "saturated"
+        and shape_note(shape).startswith("saturated at 16")
+    )
     assert shape.latency_knee_depth == 16  # from 16, latency grows about as fast as depth
     assert sweep_shape(depths, iops, latency, method="kneedle").knee_depth in (8, 16)  # Kneedle, kept as an option
 
@@ -256,7 +261,8 @@ def test_a_sweep_still_rising_has_no_plateau_and_says_so() -> None:
     shape = sweep_shape(depths, iops)
     assert (
         shape.knee_depth is None
-        and shape.note == "no plateau: IOPS still rose 50% per doubling at the largest depth, 16"
+        and shape.kind == "no plateau"
+        and shape_note(shape) == "no plateau: IOPS still rose 50% per doubling at the largest depth, 16"
     )
     longer = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     # +11% from 64 to 128, +6% and +3% after: the knee is 128 (92% of the peak at 512)
@@ -276,7 +282,12 @@ def test_a_dip_at_one_depth_does_not_move_the_knee() -> None:
     latency = [d / i * 1e9 for d, i in zip(depths, iops, strict=True)]
     shape = sweep_shape(depths, iops, latency)
     assert iops[6] / iops[5] - 1 > 0.10  # the step that misled
-    assert shape.knee_depth == 16 and shape.saturated and shape.note.startswith("saturated at 16")
+    assert (
+        shape.knee_depth == 16
+        and shape.saturated
+        and shape.kind == "saturated"
+        and shape_note(shape).startswith("saturated at 16")
+    )
     # a real second rise still counts: 40% more at 128 than at 16 leaves no knee below 128
     assert sweep_shape(depths, [*iops[:7], 36000.0], latency).knee_depth is None
 
@@ -289,9 +300,14 @@ def test_published_iodepth_sweep_peak_then_drop_and_saturation() -> None:
         for (vm,), g in sweep.group_by("vm")
     }
     two, four = shapes["gus_fio_2"], shapes["gus_fio_4"]
-    assert two.peak_depth == 32 and two.drops_after_peak and two.note.startswith("peak at 32, then drop")
+    assert (
+        two.peak_depth == 32
+        and two.drops_after_peak
+        and two.kind == "peak then drop"
+        and shape_note(two).startswith("peak at 32, then drop")
+    )
     assert two.drop_fraction == pytest.approx(1 - 19274 / 30885)  # the largest drop after the peak, at 128
-    assert four.knee_depth == 32 and four.saturated and four.note.startswith("saturated at 32")
+    assert four.knee_depth == 32 and four.saturated and shape_note(four).startswith("saturated at 32")
     assert not four.drops_after_peak and four.peak_depth == 128
     assert four.knee_outstanding == pytest.approx(40120 * 0.80e-3)  # 32.1 I/Os outstanding at depth 32
 
@@ -299,7 +315,7 @@ def test_published_iodepth_sweep_peak_then_drop_and_saturation() -> None:
 def test_where_ios_wait_study_3() -> None:
     """BRIEF study 3: guest 1.4 ms vs GAVG 0.93 ms, KAVG > 0 and QUED ~30 -> guest and kernel queues."""
     assert where_ios_wait(1.4, 0.93, 0.3, 30, 0.63) == ["guest", "kernel"]
-    assert where_ios_wait(0.7, 0.69, 0.0, 0, 0.69) == ["nowhere: latency is the device's own"]
+    assert where_ios_wait(0.7, 0.69, 0.0, 0, 0.69) == ["nowhere"]  # the latency is the device's own
 
 
 def test_virtual_to_native_and_bounds() -> None:
@@ -380,8 +396,9 @@ def test_a_rotating_winner_is_said_only_where_the_shares_differed() -> None:
     64k libaio had different hosts on top, but in 2 of its 3 runs the two highest were within 2% (2,385.6
     against 2,382.1): a tie, not a lead. Only runs with a clear leader count, so no rotation is said; two runs
     that each lead by half are one."""
-    from benchlib.stats.fairness import UNEVEN_FROM, fairness_headline, fairness_over_runs
+    from benchlib.stats.fairness import UNEVEN_FROM, fairness_over_runs
     from benchlib.views import fairness
+    from benchlib.words.fairness import fairness_headline
 
     by = ["profile", "block_size", "ioengine", "rate_cap"]
     table = fairness("loopback-fio", "iops", by=by, only={"profile": ["randread", "randwrite"]})

@@ -31,7 +31,6 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from benchlib.caveats import COMPARISON_ONCE
 from benchlib.stats.design import LAG_FROM, min_p, runs_to_test
 
 #: Below this many runs no 95% order-statistic interval for the median exists.
@@ -401,7 +400,10 @@ class TwoLevelPlan:
     #: T1² (variance among iterations within a run) and T2² (what runs add beyond it), in the value's unit squared
     within_variance: float
     between_variance: float
-    note: str
+    #: whether runs add variance beyond their iterations (T2² > 0); where not, iterations are kept as they are
+    runs_add_variance: bool
+    #: what one run costs, in iterations (``cost_of_run / cost_of_iteration``)
+    cost_ratio: float
 
 
 def plan_two_levels(
@@ -435,16 +437,12 @@ def plan_two_levels(
     iterations = float(per_run["n"].mean())
     between = float(per_run["mean"].var(ddof=1)) - within / iterations
     mean = float(per_run["mean"].mean())
-    if between <= 0:
+    adds = between > 0
+    if not adds:  # more iterations per run buy precision as well as more runs: they are kept as they are
         r1 = int(per_run["n"].max())
-        note = (
-            "runs add no variance beyond their iterations (T2² ≤ 0): more iterations per run buy precision as "
-            "well as more runs, so they are kept as they are"
-        )
         between = 0.0
     else:
         r1 = max(1, math.ceil(math.sqrt(cost_of_run / cost_of_iteration * within / between)))
-        note = f"a run costs {cost_of_run / cost_of_iteration:g} iterations"  # T1² and T2² are columns of their own
     variance = between + within / r1
     runs = max(min_runs, 2)
     for _ in range(1000):
@@ -452,7 +450,7 @@ def plan_two_levels(
         if t * math.sqrt(variance / runs) <= relative_error * abs(mean):
             break
         runs += 1
-    return TwoLevelPlan(r1, runs, within, between, note)
+    return TwoLevelPlan(r1, runs, within, between, adds, cost_of_run / cost_of_iteration)
 
 
 def two_level_table(
@@ -474,7 +472,10 @@ def two_level_table(
     per-second samples seldom are (positive ``lag1`` makes the plan ask for too few runs).
 
     Columns: ``by``, ``runs_now``, ``iterations_now`` (mean per run), ``within_variance``,
-    ``between_variance``, ``iterations_per_run``, ``runs``, ``lag1``, ``note``.
+    ``between_variance``, ``iterations_per_run``, ``runs``, ``lag1``, ``cost_ratio``, ``runs_add_variance``
+    and ``check``: ``"too few runs"`` (no plan), ``"too few iterations"`` (under :data:`LAG_FROM` a run: their
+    independence cannot be checked, a first plan), ``"autocorrelated"`` (lag-1 r over 0.2: the runs are a
+    lower bound) or null (:func:`benchlib.words.compare.two_level_notes` says them).
     """
     rows = []
     for key, group in frame.sort([*by, run]).group_by(by, maintain_order=True):
@@ -501,7 +502,7 @@ def two_level_table(
                 relative_error=relative_error,
                 confidence=confidence,
             )
-        except ValueError as exc:
+        except ValueError:  # fewer than 2 runs of 2 iterations
             rows.append(
                 out
                 | {
@@ -509,18 +510,17 @@ def two_level_table(
                     "between_variance": None,
                     "iterations_per_run": None,
                     "runs": None,
-                    "note": str(exc),
+                    "cost_ratio": None,
+                    "runs_add_variance": None,
+                    "check": "too few runs",
                 }
             )
             continue
-        note = plan.note
+        check = None
         if out["iterations_now"] < LAG_FROM:
-            note += (
-                f"; fewer than {LAG_FROM} iterations per run are too few to check that they are independent: "
-                "a first plan, to be redone from longer runs"
-            )
+            check = "too few iterations"
         elif out["lag1"] is not None and out["lag1"] > 0.2:
-            note += f"; iterations are autocorrelated (lag-1 r = {out['lag1']:.2f}): take the runs as a lower bound"
+            check = "autocorrelated"
         rows.append(
             out
             | {
@@ -528,7 +528,9 @@ def two_level_table(
                 "between_variance": plan.between_variance,
                 "iterations_per_run": plan.iterations_per_run,
                 "runs": plan.runs,
-                "note": note,
+                "cost_ratio": plan.cost_ratio,
+                "runs_add_variance": plan.runs_add_variance,
+                "check": check,
             }
         )
     return pl.DataFrame(rows)
@@ -599,7 +601,8 @@ def comparison_table(
         and the ``family`` size; Cliff's δ with ``cliffs_low``/``cliffs_high``
         and its ``effect`` word (``negligible`` within the band; none where no test was made);
         ``hodges_lehmann`` (the shift in the value's unit); ``verdict`` (see the
-        module documentation) and ``note`` (what the design can say, in words).
+        module documentation); ``alpha`` and ``band`` as given (:func:`benchlib.words.compare.verdict_note`
+        says what the design can say of each row).
 
     Raises
     ------
@@ -679,20 +682,10 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
     if (~capped).any():
         p_holm[~capped] = holm(table["p"].to_numpy()[~capped])
     table = table.with_columns(pl.Series("p_holm", p_holm).fill_nan(None), pl.lit(family).alias("family"))
-    verdicts, notes, effects, deltas = [], [], [], []
+    verdicts, effects, deltas = [], [], []
     for row in table.iter_rows(named=True):
-        if row["rate_capped"]:
-            verdict, note = (
-                "rate-capped",
-                (
-                    f"{row['runs_baseline']} vs {row['runs']} runs, every one under a rate cap: the totals are what "
-                    "the cap allowed, so this row measures the cap, not the setting; it is left out of the family"
-                ),
-            )
-        else:
-            verdict, note = _verdict(row, alpha=alpha, band=band, better=better, family=family)
+        verdict = "rate-capped" if row["rate_capped"] else _verdict(row, alpha=alpha, band=band, better=better)
         verdicts.append(verdict)
-        notes.append(note)
         inside = abs(row["ratio"] - 1) < band
         effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
         significant = verdict not in UNTESTED and row["p_holm"] <= alpha
@@ -702,7 +695,8 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
         pl.Series("delta", deltas),
         pl.Series("verdict", verdicts),
         pl.Series("effect", effects),
-        pl.Series("note", notes),
+        pl.lit(alpha).alias("alpha"),
+        pl.lit(band).alias("band"),
     )
     # one run each, or the cap's numbers: a p or an effect size would say nothing
     alone = pl.col("verdict").is_in(["descriptive only", "rate-capped"])
@@ -713,34 +707,21 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
     return table.with_columns(pl.when(~pl.col("verdict").is_in(UNTESTED)).then(pl.col("effect")).alias("effect"))
 
 
-def _verdict(row: dict, *, alpha: float, band: float, better: bool, family: int) -> tuple[str, str]:
-    """Return a comparison's verdict and what its design can say, in words (METHODS.md G3b)."""
-    n1, n2 = row["runs_baseline"], row["runs"]
-    if n1 == 1 and n2 == 1:
-        return "descriptive only", (
-            "One run per configuration: these numbers describe two runs; no test or interval is possible"
-        )
-    attainable = min(1.0, family * row["p_min"])
-    corrected = f" ({attainable:.3g} after Holm over {family} comparisons)" if family > 1 else ""
-    if attainable > alpha:
-        need = runs_to_test(family, alpha)
-        return "not testable at this n", (
-            f"{n1} vs {n2} runs: the smallest p these runs allow is {row['p_min']:.3g}{corrected}, above "
-            f"α = {alpha}; {need} runs per side would make the test possible"
-        )
+def _verdict(row: dict, *, alpha: float, band: float, better: bool) -> str:
+    """Return a comparison's verdict (METHODS.md G3b); :func:`benchlib.words.compare.verdict_note` says why."""
+    if row["runs_baseline"] == 1 and row["runs"] == 1:
+        return "descriptive only"
+    if min(1.0, row["family"] * row["p_min"]) > alpha:
+        return "not testable at this n"
     low, high = row["ratio_low"], row["ratio_high"]
     if low is None or high is None:
-        return "inconclusive", f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
+        return "inconclusive"
     low, high = low - 1, high - 1
-    where = f"the change's interval is {100 * low:+.2f}% to {100 * high:+.2f}%, the practical band ±{100 * band:g}%"
     if row["p_holm"] <= alpha and (low > band or high < -band):
-        up = low > band
-        return (
-            "improved" if up == better else "regressed"
-        ), f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
+        return "improved" if (low > band) == better else "regressed"
     if -band <= low and high <= band:
-        return "equivalent", f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
-    return "inconclusive", f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
+        return "equivalent"
+    return "inconclusive"
 
 
 def summarised_verdicts(table: pl.DataFrame) -> set[str]:
@@ -754,43 +735,6 @@ def summarised_verdicts(table: pl.DataFrame) -> set[str]:
         if len(tested) and (tested == verdict).all():
             said.add(verdict)
     return said
-
-
-def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
-    """Return, in words, the family a comparison table corrects over and what its design can test."""
-    if table.is_empty():
-        return "No comparison: no group has runs of both the baseline and another level."
-    family = int(table["family"][0])
-    counts = table["verdict"].value_counts().sort("verdict")
-    tally = "; ".join(f"{n} {v}" for v, n in counts.iter_rows())
-    capped = table.filter(pl.col("verdict") == "rate-capped").height
-    if capped == table.height:
-        return (
-            f"Every comparison ({capped}) ran under a rate cap on both sides: the totals are what the cap allowed, "
-            "so this table measures the cap and tests nothing about the setting."
-        )
-    outside = (
-        f" (the {capped} rate-capped rows are left out: their totals are what the cap allowed, not what the "
-        "setting did)"
-        if capped
-        else ""
-    )
-    tested = table.filter(pl.col("verdict") != "rate-capped")
-    if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
-        return f"Verdicts: {tally}. {COMPARISON_ONCE}"
-    text = (
-        f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
-        f"at α = {alpha}. Verdicts: {tally}."
-    )
-    untestable = tested.filter(pl.col("verdict") == "not testable at this n")
-    if untestable.height == tested.height:
-        need = runs_to_test(family, alpha)
-        text += (
-            f" No comparison can reach α with these runs (the smallest p any of them allows is "
-            f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
-            f"the comparison describes, it cannot test; {need} runs per configuration would make every row testable."
-        )
-    return text
 
 
 #: The most runs per side :func:`runs_to_settle` searches; beyond it the change sits on the band's edge.
@@ -820,7 +764,10 @@ def runs_to_settle(
     spread, or more than :data:`SETTLE_MOST` runs would be needed.
 
     Columns: ``by``, ``factor``, ``runs_baseline``, ``runs_now``, ``spread_pct`` (``s`` as a
-    percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` (per side) and ``why``.
+    percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` (per side), ``reason`` (``"rate-capped"``,
+    ``"one run a side"``, ``"on the band's edge"``, or the verdict sought: ``"outside"`` or ``"inside"`` the
+    band), ``floor`` (the runs that make the test possible) and ``band``
+    (:func:`benchlib.words.compare.settle_why` says them).
     """
     by = by or []
     table = comparison_table(frame, value, factor=factor, baseline=baseline, by=by, alpha=alpha, band=band)
@@ -842,20 +789,12 @@ def runs_to_settle(
         )
         sides = [x for x in (base, new) if len(x) >= 2]
         out = {**where, factor: row[factor], "runs_baseline": len(base), "runs_now": len(new)}
-        if row["verdict"] == "rate-capped":
-            why = "rate-capped: more runs would measure the cap again; run it uncapped to test the setting"
-            rows.append(out | {"spread_pct": None, "change_pct": None, "runs": None, "why": why})
+        unknown = {"spread_pct": None, "change_pct": None, "runs": None, "floor": floor, "band": band}
+        if row["verdict"] == "rate-capped":  # more runs would measure the cap again
+            rows.append(out | unknown | {"reason": "rate-capped"})
             continue
-        if not sides:
-            rows.append(
-                out
-                | {
-                    "spread_pct": None,
-                    "change_pct": None,
-                    "runs": None,
-                    "why": f"one run per side has no spread to plan from: run each {floor} times, then ask again",
-                }
-            )
+        if not sides:  # no spread to plan from
+            rows.append(out | unknown | {"reason": "one run a side"})
             continue
         s = math.sqrt(sum((len(x) - 1) * x.var(ddof=1) for x in sides) / sum(len(x) - 1 for x in sides))
         d = math.log(row["ratio"])  # the table's own estimate (Hodges-Lehmann), so both tables show one change
@@ -864,12 +803,19 @@ def runs_to_settle(
         enough = factor_t * s <= margin
         found = int(n[np.argmax(enough)]) if enough.any() else None
         change = 100 * math.expm1(d)
-        if found is None:
-            why = f"the change sits on the band's edge: more than {SETTLE_MOST:,} runs per side"
-        else:
-            found = max(found, floor)
-            why = f"to show the change {goal} the ±{100 * band:g}% band"
-        rows.append(out | {"spread_pct": 100 * s, "change_pct": change, "runs": found, "why": why})
+        reason = "on the band's edge" if found is None else goal
+        found = None if found is None else max(found, floor)
+        rows.append(
+            out
+            | {
+                "spread_pct": 100 * s,
+                "change_pct": change,
+                "runs": found,
+                "reason": reason,
+                "floor": floor,
+                "band": band,
+            }
+        )
     return pl.DataFrame(rows)
 
 

@@ -102,7 +102,7 @@ def art_anova(frame: pl.DataFrame, value: str, a: str, b: str) -> pl.DataFrame:
     codes_a = frame[a].cast(pl.String).to_numpy()
     codes_b = frame[b].cast(pl.String).to_numpy()
     rows = []
-    for effect, name in (("A", a), ("B", b), ("A:B", f"{a}:{b}")):
+    for effect, name in (("A", a), ("B", b), ("A:B", ":".join((a, b)))):
         aligned = align(y, codes_a, codes_b, effect)
         ranks = stats.rankdata(np.round(aligned, ALIGN_DIGITS))
         f, df, df_res, p = anova_two_way(ranks, codes_a, codes_b)[effect]

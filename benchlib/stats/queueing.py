@@ -130,7 +130,9 @@ class SweepShape:
     peak_iops: float
     drops_after_peak: bool
     drop_fraction: float
-    note: str
+    #: what the sweep shows, as a code: "peak then drop", "saturated", "knee", or why there is no knee:
+    #: "no plateau", "too few for Kneedle", "no knee (Kneedle)" (:mod:`benchlib.words.sweeps` says it)
+    kind: str
     #: past the knee IOPS stay within 10% of the knee's while latency keeps rising
     saturated: bool = False
     #: the first depth after which latency grows about as fast as depth (None when it never does)
@@ -138,8 +140,12 @@ class SweepShape:
     #: Little's-law outstanding I/Os at the knee (IOPS × latency), beside the configured depth
     knee_outstanding: float | None = None
     method: str = "plateau"
-    #: the note's first clause, for a table whose other columns say the rest ("saturated at 16")
-    verdict: str = ""
+    #: the depth of the lowest point after the peak, where the sweep drops after it
+    drop_depth: float | None = None
+    #: the points the sweep had, and (no plateau) the IOPS gained per doubling at its largest depth, that depth
+    points: int = 0
+    gain_per_doubling: float | None = None
+    largest_depth: float | None = None
 
 
 def sweep_shape(
@@ -170,7 +176,8 @@ def sweep_shape(
     SweepShape
         ``drops_after_peak`` when any depth after the peak is more than 10% below it
         (``drop_fraction`` is the largest such drop); ``saturated`` when there are depths past the
-        knee (all within 10% of its IOPS, by its definition), no drop, and latency rises; ``note`` says it in words.
+        knee (all within 10% of its IOPS, by its definition), no drop, and latency rises; ``kind`` names the
+        shape as a code (:func:`benchlib.words.sweeps.shape_note` says it in words).
 
     """
     if method not in ("plateau", "kneedle"):
@@ -189,18 +196,7 @@ def sweep_shape(
     at = x.index(knee) if knee is not None else None
     latency_knee = _latency_knee(x, lat) if lat is not None else None
     saturated = at is not None and lat is not None and at < len(x) - 1 and not drops and lat[-1] > lat[at]
-    if drops:
-        worst = peak + 1 + after.index(min(after))
-        verdict = note = f"peak at {x[peak]:g}, then drop: {100 * drop:.0f}% lower at {x[worst]:g}"
-    elif saturated:
-        verdict = f"saturated at {knee:g}"
-        note = f"{verdict}: beyond it more depth adds latency, not IOPS"
-    elif knee is not None:
-        verdict = note = f"knee at {knee:g}"
-    else:
-        verdict = note = why
-    if latency_knee is not None:
-        note += f"; latency grows with depth from {latency_knee:g}"
+    kind = "peak then drop" if drops else "saturated" if saturated else "knee" if knee is not None else why
     return SweepShape(
         knee_depth=knee,
         knee_iops=None if at is None else y[at],
@@ -209,20 +205,23 @@ def sweep_shape(
         peak_iops=y[peak],
         drops_after_peak=drops,
         drop_fraction=drop,
-        note=note,
-        verdict=verdict,
+        kind=kind,
         saturated=saturated,
         latency_knee_depth=latency_knee,
         knee_outstanding=None if at is None or lat is None else y[at] * lat[at] / 1e9,
         method=method,
+        drop_depth=x[peak + 1 + after.index(min(after))] if drops else None,
+        points=len(x),
+        gain_per_doubling=_gain_per_doubling(x, y, len(x) - 2) if kind == "no plateau" else None,
+        largest_depth=x[-1],
     )
 
 
 def _knee(x: list[float], y: list[float], method: str) -> tuple[float | None, str]:
-    """Return the knee depth, or None and why there is none."""
+    """Return the knee depth, or None and why there is none (a :attr:`SweepShape.kind` code)."""
     if method == "kneedle":
         if len(x) < MIN_KNEEDLE_POINTS:
-            return None, f"{len(x)} points: Kneedle needs at least {MIN_KNEEDLE_POINTS}"
+            return None, "too few for Kneedle"
         from kneed import KneeLocator  # imported here: it loads scipy.signal (a second per notebook kernel)
 
         located = KneeLocator([math.log2(v) for v in x], y, S=1.0, curve="concave", direction="increasing")
@@ -232,8 +231,7 @@ def _knee(x: list[float], y: list[float], method: str) -> tuple[float | None, st
     for i in range(len(x) - 1):
         if max(y[i + 1 :]) < (1 + FLAT_GAIN) * y[i]:
             return x[i], ""
-    gain = _gain_per_doubling(x, y, len(x) - 2)
-    return None, f"no plateau: IOPS still rose {100 * gain:.0f}% per doubling at the largest depth, {x[-1]:g}"
+    return None, "no plateau"
 
 
 def _gain_per_doubling(x: list[float], y: list[float], i: int) -> float:
@@ -259,7 +257,7 @@ def where_ios_wait(
     Guest latency above GAVG means queuing in the guest (its per-disk or adapter
     queue); KAVG > 0 or QUED > 0 means queuing in the ESXi kernel (device queue
     full); a high DAVG means the fabric or the array. Returns every place that
-    applies, or ``["nowhere: latency is the device's own"]``.
+    applies (codes), or ``["nowhere"]``: the latency is the device's own.
     """
     places = []
     if guest_latency_ms > gavg_ms * 1.1:
@@ -268,7 +266,7 @@ def where_ios_wait(
         places.append("kernel")
     if davg_ms > davg_high_ms:
         places.append("device")
-    return places or ["nowhere: latency is the device's own"]
+    return places or ["nowhere"]
 
 
 def device_latency_means(queue: pl.DataFrame, by: Collection[str] = ()) -> pl.DataFrame:
@@ -359,7 +357,7 @@ UNDERCOUNT_BELOW = 0.5
 OVERCOUNT_ABOVE = 1.1
 
 
-def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "one per host and run") -> pl.DataFrame:
+def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Return where latency was spent per group of ``by``, from the kernel's disk statistics (fio's ``disk_util``).
 
     ``runs`` has one row per run and host: ``app_latency_ms`` (what the application
@@ -428,96 +426,20 @@ def device_latency_split(runs: pl.DataFrame, by: list[str], *, figures: str = "o
     return (
         medians.with_columns(
             pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
-            pl.when(cached).then(_cached_note()).otherwise(_joined(_near_note(), _util_note(figures))).alias("note"),
+            cached.alias("cached"),
+            # fio saw less than the await without the page cache: measurement noise, nothing spent above it
+            pl.when(~cached)
+            .then(100 * (1 - pl.col("app_latency_ms") / pl.col("device_await_ms")))
+            .alias("fio_below_await_pct"),
         )
-        .drop("_busy_at_least", "_in_flight", "_util_all", "_low", "_high")
+        .rename(
+            {
+                "_busy_at_least": "busy_at_least_pct",
+                "_in_flight": "in_flight",
+                "_util_all": "util_all_pct",
+                "_low": "util_low_runs",
+                "_high": "util_high_runs",
+            }
+        )
         .sort(by)
-    )
-
-
-def _cached_note() -> pl.Expr:
-    """Say that the page cache answered; and where the device queue held more than fio's jobs could, whose it was."""
-    said = "fio's latency is below the await: the page cache answered (buffered I/O)"
-    more = pl.col("device_queue") > 1.5 * pl.col("_in_flight")
-    return (
-        pl.when(more)
-        .then(
-            pl.format(
-                said + "; the device queue of {} is more than the {} fio's jobs held at once: it is the "
-                "kernel's write-back of the cached writes",
-                pl.col("device_queue").round(1),
-                _count(pl.col("_in_flight").round(0).cast(pl.Int64), "I/O"),
-            )
-        )
-        .otherwise(pl.lit(said))
-    )
-
-
-def _near_note() -> pl.Expr:
-    """Say why "above the block layer" is 0 where fio saw a little less than the await (not the page cache)."""
-    short = 100 * (1 - pl.col("app_latency_ms") / pl.col("device_await_ms"))
-    return pl.when(short > 0).then(
-        pl.format(
-            "fio saw {}% less than the await (measurement noise): nothing measurable was spent above the block layer",
-            short.round(1),
-        )
-    )
-
-
-def _joined(*notes: pl.Expr) -> pl.Expr:
-    """Join the notes that apply with "; " (null when none does)."""
-    said = pl.concat_str(list(notes), separator="; ", ignore_nulls=True)
-    return pl.when(said != "").then(said)
-
-
-def _count(n: pl.Expr, noun: str) -> pl.Expr:
-    """``1 figure``, ``3 figures``."""
-    return pl.format("{} {}", n, pl.when(n == 1).then(pl.lit(noun)).otherwise(pl.lit(f"{noun}s")))
-
-
-def _util_note(figures: str) -> pl.Expr:
-    """Say why a group's device busy is unknown, or how many of its figures left the median (else null)."""
-    low, high, queue = pl.col("_low"), pl.col("_high"), pl.col("device_queue").round(2)
-    unknown = pl.col("util_pct").is_null()
-    why = pl.concat_str(
-        pl.when(high > 0).then(pl.format("{} busier than its queue allows", high)),
-        pl.when(low > 0).then(pl.format("{} less busy than its queue needs", low)),
-        separator=", ",
-        ignore_nulls=True,
-    )
-    return (
-        pl.when(unknown & (low > 0) & (high == 0))
-        .then(
-            pl.format(
-                "device busy unknown: fio's util says {}% (the median of {}, {}), but a device queue of {} "
-                "I/Os on average (aqu-sz), with at most {} in flight, keeps it busy at least {}% of the time",
-                pl.col("_util_all").round(2),
-                _count(low, "figure"),
-                pl.lit(figures),
-                queue,
-                pl.col("_in_flight").round(0).cast(pl.Int64),
-                pl.col("_busy_at_least").round(1),
-            )
-        )
-        .when(unknown & (high > 0) & (low == 0))
-        .then(
-            pl.format(
-                "device busy unknown: fio's util says {}% (the median of {}, {}), but a device queue of {} "
-                "I/Os on average (aqu-sz) keeps it busy at most {}% of the time (the kernel counts sparse I/O in "
-                "whole clock ticks)",
-                pl.col("_util_all").round(1),
-                _count(high, "figure"),
-                pl.lit(figures),
-                queue,
-                (100 * pl.col("device_queue")).round(1),
-            )
-        )
-        .when(unknown & (low + high > 0))
-        .then(pl.format("device busy unknown: every figure ({}) contradicts its own queue: {}", pl.lit(figures), why))
-        .when(low + high > 0)
-        .then(
-            pl.format(
-                "device busy: {} of {} figures ({}) left out: {}", low + high, pl.col("host_runs"), pl.lit(figures), why
-            )
-        )
     )

@@ -98,38 +98,27 @@ class RunSteadiness:
     state: str  # "steady", "not steady" or "too short to assess"
     rounds: int
     steady_from: int | None  # the round that ends the first steady window
-    note: str
+    window: int = PTS_ROUNDS
+    #: the last window's range and excursion, as fractions of its mean, where no window was steady
+    last_range: float | None = None
+    last_excursion: float | None = None
 
 
-def run_steadiness(
-    values: np.ndarray | list[float], *, window: int = PTS_ROUNDS, unit: str = "interval"
-) -> RunSteadiness:
+def run_steadiness(values: np.ndarray | list[float], *, window: int = PTS_ROUNDS) -> RunSteadiness:
     """Judge one run's series (per-interval IOPS or bandwidth, in time order) with the PTS window.
 
-    Each interval is a round; ``unit`` says what one is in the note (``"whole second"``). Fewer than
-    ``window`` rounds: "too short to assess" (never "steady").
+    Each interval is a round. Fewer than ``window`` rounds: "too short to assess" (never "steady").
+    :func:`benchlib.words.steady.steadiness_note` says the finding.
     """
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
     if len(y) < window:
-        return RunSteadiness(
-            "too short to assess",
-            len(y),
-            None,
-            f"{len(y)} {unit}{'' if len(y) == 1 else 's'}; the PTS window needs {window}",
-        )
+        return RunSteadiness("too short to assess", len(y), None, window)
     end = steady_windows(y, window)
     if end is None:
         last = pts_window(y[-window:])
-        return RunSteadiness(
-            "not steady",
-            len(y),
-            None,
-            f"no {window}-round window within 20% range and 10% excursion (last: range "
-            f"{100 * last.range_fraction:.0f}%, excursion {100 * last.excursion_fraction:.0f}%)",
-        )
-    said = "round" if unit == "interval" else unit.split()[-1]  # "second 4 to 8 of 10"
-    return RunSteadiness("steady", len(y), end, f"steady from {said} {end - window + 2} to {end + 1} of {len(y)}")
+        return RunSteadiness("not steady", len(y), None, window, last.range_fraction, last.excursion_fraction)
+    return RunSteadiness("steady", len(y), end, window)
 
 
 def batch_means_ci(

@@ -1,0 +1,137 @@
+"""Comparisons in words: what :mod:`benchlib.stats.compare` found, said for the comparison page.
+
+The statistics return verdict codes and the numbers behind them; the reasons, the design summary, the
+runs-to-settle reasons and the two-level plan's remarks are said here.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from benchlib.caveats import COMPARISON_ONCE
+from benchlib.stats.compare import SETTLE_MOST
+from benchlib.stats.design import LAG_FROM, runs_to_test
+
+
+def verdict_note(row: dict) -> str:
+    """Say what the design of one :func:`~benchlib.stats.compare.comparison_table` row can say, and why its verdict."""
+    n1, n2, verdict, alpha = row["runs_baseline"], row["runs"], row["verdict"], row["alpha"]
+    if verdict == "rate-capped":
+        return (
+            f"{n1} vs {n2} runs, every one under a rate cap: the totals are what the cap allowed, so this row "
+            "measures the cap, not the setting; it is left out of the family"
+        )
+    if verdict == "descriptive only":
+        return "One run per configuration: these numbers describe two runs; no test or interval is possible"
+    family = row["family"]
+    if verdict == "not testable at this n":
+        attainable = min(1.0, family * row["p_min"])
+        corrected = f" ({attainable:.3g} after Holm over {family} comparisons)" if family > 1 else ""
+        return (
+            f"{n1} vs {n2} runs: the smallest p these runs allow is {row['p_min']:.3g}{corrected}, above "
+            f"α = {alpha}; {runs_to_test(family, alpha)} runs per side would make the test possible"
+        )
+    low, high = row["ratio_low"], row["ratio_high"]
+    if low is None or high is None:
+        return f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
+    where = (
+        f"the change's interval is {100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%, the practical band "
+        f"±{100 * row['band']:g}%"
+    )
+    if verdict in ("improved", "regressed"):
+        return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
+    if verdict == "equivalent":
+        return f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
+    return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
+
+
+def with_notes(table: pl.DataFrame) -> pl.DataFrame:
+    """Return a comparison table with each row's :func:`verdict_note` as ``note``."""
+    notes = [verdict_note(row) for row in table.iter_rows(named=True)]
+    return table.with_columns(pl.Series("note", notes, dtype=pl.String))
+
+
+def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
+    """Return, in words, the family a comparison table corrects over and what its design can test."""
+    if table.is_empty():
+        return "No comparison: no group has runs of both the baseline and another level."
+    family = int(table["family"][0])
+    counts = table["verdict"].value_counts().sort("verdict")
+    tally = "; ".join(f"{n} {v}" for v, n in counts.iter_rows())
+    capped = table.filter(pl.col("verdict") == "rate-capped").height
+    if capped == table.height:
+        return (
+            f"Every comparison ({capped}) ran under a rate cap on both sides: the totals are what the cap allowed, "
+            "so this table measures the cap and tests nothing about the setting."
+        )
+    outside = (
+        f" (the {capped} rate-capped rows are left out: their totals are what the cap allowed, not what the "
+        "setting did)"
+        if capped
+        else ""
+    )
+    tested = table.filter(pl.col("verdict") != "rate-capped")
+    if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
+        return f"Verdicts: {tally}. {COMPARISON_ONCE}"
+    text = (
+        f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
+        f"at α = {alpha}. Verdicts: {tally}."
+    )
+    untestable = tested.filter(pl.col("verdict") == "not testable at this n")
+    if untestable.height == tested.height:
+        need = runs_to_test(family, alpha)
+        text += (
+            f" No comparison can reach α with these runs (the smallest p any of them allows is "
+            f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
+            f"the comparison describes, it cannot test; {need} runs per configuration would make every row testable."
+        )
+    return text
+
+
+def settle_why(row: dict) -> str:
+    """Say why a :func:`~benchlib.stats.compare.runs_to_settle` row asks for its runs, or cannot say how many."""
+    reason = row["reason"]
+    if reason == "rate-capped":
+        return "rate-capped: more runs would measure the cap again; run it uncapped to test the setting"
+    if reason == "one run a side":
+        return f"one run per side has no spread to plan from: run each {row['floor']} times, then ask again"
+    if reason == "on the band's edge":
+        return f"the change sits on the band's edge: more than {SETTLE_MOST:,} runs per side"
+    return f"to show the change {reason} the ±{100 * row['band']:g}% band"
+
+
+def with_settle_why(settle: pl.DataFrame) -> pl.DataFrame:
+    """Return :func:`~benchlib.stats.compare.runs_to_settle`'s rows with ``why`` in words for its codes."""
+    if settle.is_empty() or "reason" not in settle.columns:  # empty, or said already
+        return settle
+    whys = [settle_why(row) for row in settle.iter_rows(named=True)]
+    return settle.with_columns(pl.Series("why", whys, dtype=pl.String)).drop("reason", "floor", "band")
+
+
+def two_level_note(row: dict) -> str:
+    """Say a :func:`~benchlib.stats.compare.two_level_table` row's plan: what a run costs, what limits the plan."""
+    if row["check"] == "too few runs":
+        return "a dimensioning study needs at least 2 runs of at least 2 iterations each"
+    if row["runs_add_variance"]:
+        note = f"a run costs {row['cost_ratio']:g} iterations"  # T1² and T2² are columns of their own
+    else:
+        note = (
+            "runs add no variance beyond their iterations (T2² ≤ 0): more iterations per run buy precision as "
+            "well as more runs, so they are kept as they are"
+        )
+    if row["check"] == "too few iterations":
+        note += (
+            f"; fewer than {LAG_FROM} iterations per run are too few to check that they are independent: "
+            "a first plan, to be redone from longer runs"
+        )
+    elif row["check"] == "autocorrelated":
+        note += f"; iterations are autocorrelated (lag-1 r = {row['lag1']:.2f}): take the runs as a lower bound"
+    return note
+
+
+def two_level_notes(plan: pl.DataFrame) -> pl.DataFrame:
+    """Return :func:`~benchlib.stats.compare.two_level_table`'s rows with ``note`` for its codes."""
+    if plan.is_empty():
+        return plan
+    notes = [two_level_note(row) for row in plan.iter_rows(named=True)]
+    return plan.with_columns(pl.Series("note", notes, dtype=pl.String)).drop("cost_ratio", "runs_add_variance", "check")
