@@ -572,7 +572,10 @@ def member_changes(
     columns = [*by, factor] if members[factor].n_unique() > 1 or not by else by
     capped = pl.when(pl.col("capped")).then(pl.lit(" (capped)")).otherwise(pl.lit(""))
     data = members.with_columns(pl.concat_str(_joined(columns), capped).alias("column")).with_columns(
-        pl.col("change_pct").map_elements(lambda v: f"{v:+.0f}%", return_dtype=pl.String).fill_null("—").alias("said")
+        pl.col("change_pct")
+        .map_elements(lambda v: f"{v:+.0f}%" if round(v) else "0%", return_dtype=pl.String)  # never "-0%"
+        .fill_null("—")
+        .alias("said")
     )
     order = natural_sort(data.select(pl.col("vm").unique()), "vm")["vm"].to_list()
     column_order = data.select("column").unique(maintain_order=True)["column"].to_list()
@@ -580,19 +583,20 @@ def member_changes(
     cells = (
         alt.Chart(alt.Data(values=data.to_dicts()))
         .encode(x=x, y=alt.Y("vm:N", sort=order, title=words("vm")))
-        .properties(width=max(120, 64 * len(column_order)), height=ROW_STEP * len(order) + 8)
+        .properties(width=max(120, 72 * len(column_order)), height=ROW_STEP * len(order) + 8)
     )
+    strong = max(abs(data["change_pct"].min() or 0), abs(data["change_pct"].max() or 0), 1.0) * 0.6
     squares = cells.mark_rect().encode(
         color=alt.Color(
             "change_pct:Q",
             title="change (%)",
-            scale=alt.Scale(scheme="redblue", domainMid=0),
+            # symmetric about 0: -8% beside +194% is a pale red, not the darkest one
+            scale=alt.Scale(scheme="redblue", domain=[-strong / 0.6, strong / 0.6]),
             legend=alt.Legend(orient="bottom"),
         ),
         tooltip=["column:N", "vm:N", alt.Tooltip("baseline_value:Q", format=",.1f"),
                  alt.Tooltip("value:Q", format=",.1f"), alt.Tooltip("change_pct:Q", format="+.1f")],
     )  # fmt: skip
-    strong = max(abs(data["change_pct"].min() or 0), abs(data["change_pct"].max() or 0)) * 0.6
     text = cells.mark_text(fontSize=10).encode(
         text="said:N",  # white on the darkest squares, black elsewhere: a condition, not a second colour scale
         color=alt.condition(f"abs(datum.change_pct) > {strong}", alt.value("white"), alt.value("black")),
@@ -603,7 +607,13 @@ def member_changes(
     jain = jain.sort(pl.col("column").replace_strict(rank, return_dtype=pl.Int64)).select(
         "column",
         pl.when(pl.col("jain_baseline").is_not_null() & pl.col("jain").is_not_null())
-        .then(pl.format("{} → {}", pl.col("jain_baseline").round(2), pl.col("jain").round(2)))
+        .then(
+            pl.concat_str(
+                pl.col("jain_baseline").map_elements(lambda v: f"{v:.2f}", return_dtype=pl.String),
+                pl.lit(" → "),
+                pl.col("jain").map_elements(lambda v: f"{v:.2f}", return_dtype=pl.String),
+            )
+        )
         .otherwise(pl.lit("—"))
         .alias("said"),
         pl.lit("Jain's index").alias("row"),
@@ -612,7 +622,7 @@ def member_changes(
         alt.Chart(alt.Data(values=jain.to_dicts()))
         .mark_text(fontSize=10)
         .encode(x=alt.X("column:N", sort=column_order, axis=None), y=alt.Y("row:N", title=None), text="said:N")
-        .properties(width=max(120, 64 * len(column_order)), height=18)
+        .properties(width=max(120, 72 * len(column_order)), height=18)
     )
     baseline = level(factor, baseline)
     others = ", ".join(members[factor].unique(maintain_order=True).to_list())
@@ -1079,3 +1089,6 @@ def use_in_notebooks() -> None:
     """
     alt.renderers.register("benchlib", _render)
     alt.renderers.enable("benchlib")
+
+
+# a figure builder changed (test_report)

@@ -488,6 +488,14 @@ def settings_per_member(study: str | ProcessedStudy, *, factor: str | None = Non
     return {"factor": factor}
 
 
+def published_tables(study: str | ProcessedStudy) -> dict:
+    """Fit the published-tables page: only where the study's data are a write-up's tables entered by hand."""
+    opened = _opened(study)
+    if opened.scan("runs").filter(pl.col("format") == "published-table").select(pl.len()).collect().item() == 0:
+        raise PageLeftOut("the data hold no published table (a write-up's tables entered as CSV)")
+    return {}
+
+
 #: the notebook each function fits, by the notebook's name
 PAGES = {
     "cell": cell,
@@ -499,6 +507,7 @@ PAGES = {
     "interaction": interaction,
     "claims": claims,
     "settings-per-member": settings_per_member,
+    "published-tables": published_tables,
 }
 
 

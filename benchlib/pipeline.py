@@ -66,6 +66,7 @@ DEFAULT_SUMMARIES = tuple(
     f"notebooks/{name}.ipynb"
     for name in (
         "study-overview",
+        "published-tables",
         "claims",
         "comparison",
         "settings-per-member",

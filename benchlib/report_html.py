@@ -343,11 +343,15 @@ def write_html(
     ]
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
     claims_page = next((f"{e.slug}.html" for e in executions if e.notebook.stem == "claims"), None)
+    # what the design can call a change is said once, with the answers it qualifies, not again under the design
+    design = [p for p in front.get("design", "").split("\n\n") if p.strip()]
+    support = next((p for p in design if p.startswith("**What it can support.**")), "") if answers else ""
+    design = [p for p in design if p != support]
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
-    parts.append(_answers(answers, claims, claims_page))
+    parts.append(_answers(answers, claims, claims_page, support))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
-    if front.get("design"):
-        parts.append("<h2>The design</h2>" + _markdown(front["design"]))
+    if design:
+        parts.append("<h2>The design</h2>" + _markdown("\n\n".join(design)))
     if front.get("doubt"):  # runs that cannot have measured the storage, before anything is concluded from them
         parts.append("<h2>Runs to doubt</h2>" + _markdown(front["doubt"]))
     if findings:
@@ -388,11 +392,14 @@ RESULT_LABELS = {
 }
 
 
-def _answers(answers: list[dict] | None, claims: pl.DataFrame | None = None, claims_page: str | None = None) -> str:
+def _answers(
+    answers: list[dict] | None, claims: pl.DataFrame | None = None, claims_page: str | None = None, support: str = ""
+) -> str:
     """Return the index's first section: per setting, what changing it did and what the design can call it.
 
-    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. Then the
-    write-up's claims: how many hold, and each that fails in the write-up's own words.
+    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. ``support``: the
+    design's statement of what it can support (Markdown), said after the settings instead of a verdict every
+    setting shares. Then the write-up's claims: how many hold, and each that fails in the write-up's own words.
     """
     told = _claims_answer(claims, claims_page)
     if not answers and not told:
@@ -431,7 +438,7 @@ def _answers(answers: list[dict] | None, claims: pl.DataFrame | None = None, cla
         name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
         said.append((name, change, can, left, a.get("caveat") or ""))
     # what the design can call the changes, said once where it is the same for every setting
-    shared = said[0][2] if len(said) > 1 and len({s[2] for s in said}) == 1 else ""
+    shared = said[0][2] if (len(said) > 1 or support) and len({s[2] for s in said}) == 1 else ""
     items = [
         f"<li>{name}: {html.escape(change + (f'; {can}' if can and not shared else '') + left)}."
         + (f" {_inline(caveat)}" if caveat else "")
@@ -441,7 +448,14 @@ def _answers(answers: list[dict] | None, claims: pl.DataFrame | None = None, cla
     settings = (
         "<p>The median run of each side; every comparison is on "
         "<a href='comparison.html'>the comparison page</a> where the report has one for it.</p>"
-        f"<ul>{''.join(items)}</ul>" + (f"<p>For every setting above, {html.escape(shared)}.</p>" if shared else "")
+        f"<ul>{''.join(items)}</ul>"
+        + (
+            _markdown(support)
+            if support
+            else f"<p>For every setting above, {html.escape(shared)}.</p>"
+            if shared
+            else ""
+        )
         if items
         else ""
     )

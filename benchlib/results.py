@@ -372,6 +372,35 @@ def member_change_summary(members: pl.DataFrame, fair: pl.DataFrame, factor: str
     }
 
 
+def published_tables(study: object) -> list[dict]:
+    """Return the write-up's own tables, as they were entered: each published-table file, every cell as written.
+
+    One dict per file of the study in benchlib's published-table format: ``file`` (its path in the study),
+    ``table`` (its ``table`` column's one value, else the file's name), ``about`` (its ``# citation:`` line)
+    and ``rows``: every cell a string as the file has it (19.63 stays 19.63; the pages compute from the
+    numbers), the bookkeeping columns (``table``, ``source``) and columns with no value left out.
+    """
+    import io
+
+    from benchlib.views import _open
+
+    opened = _open(study)
+    sources = opened.scan("runs").filter(pl.col("format") == "published-table").select("source").unique().collect()
+    found = []
+    for source in sorted(sources["source"].to_list()):
+        path = opened.study.folder / source.split("/", 1)[1]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        about = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("# citation:")), "")
+        rows = pl.read_csv(
+            io.StringIO("\n".join(line for line in lines if not line.startswith("#"))), infer_schema=False
+        )
+        name = rows["table"][0] if "table" in rows.columns and rows["table"].n_unique() == 1 else path.stem
+        rows = rows.drop([c for c in ("table", "source") if c in rows.columns])
+        rows = rows.select(c for c in rows.columns if rows[c].fill_null("").str.strip_chars().ne("").any())
+        found.append({"file": source.split("/", 1)[1], "table": name, "about": about, "rows": rows})
+    return found
+
+
 def _run_units(rows: pl.DataFrame) -> pl.DataFrame:
     """Return each result row's run (``run_id``) with the run it is part of (``run_unit``: all its members)."""
     from benchlib.schema import run_unit_expr

@@ -214,3 +214,20 @@ def test_each_member_under_each_setting_is_its_median_run_against_the_baseline()
     engine = member_change_summary(*member_changes("loopback-fio", "ioengine", measured["ioengine"]), "ioengine",
                                    measured["ioengine"]["by"])  # fmt: skip
     assert capped["all_capped"] and not engine["all_capped"] and engine["capped"] == 4 and engine["several"] == 4
+
+
+def test_the_write_ups_tables_keep_their_own_digits() -> None:
+    """The published study's tables as entered: 19.63 ms stays 19.63 (the pages' three digits say 19.6), the
+    bookkeeping column left out, each file's citation line kept; a study of measured runs has no such page."""
+    from benchlib import fit
+    from benchlib.results import published_tables
+
+    tables = {t["table"]: t for t in published_tables("pvscsi-vs-lsi")}
+    assert set(tables) == {"controllers", "cpu", "iodepth_sweep", "rwmix_sweep", "seqread_per_vm"}
+    per_vm = tables["seqread_per_vm"]
+    assert per_vm["file"] == "seqread-128k-per-vm.csv" and "table" not in per_vm["rows"].columns
+    assert "19.63" in per_vm["rows"]["lat_avg_ms"].to_list() and per_vm["rows"]["lat_avg_ms"].dtype == pl.String
+    assert per_vm["about"].endswith("per-VM bandwidth and mean latency")
+    assert "cpu_usr_pct" in tables["cpu"]["rows"].columns  # the CPU table the pages had not shown
+    with pytest.raises(fit.PageLeftOut, match="no published table"):
+        fit.fitted("published-tables", "loopback-fio", {})

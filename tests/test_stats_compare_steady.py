@@ -449,3 +449,44 @@ def test_mixed_bootstrap_t_is_criterions_test() -> None:
     assert mixed_bootstrap_t(base, slower, rng=np.random.default_rng(1), n_resamples=20_000) == (t, p)  # seeded
     change, low, high = relative_change_ci(base, slower, rng=np.random.default_rng(2), n_resamples=20_000)
     assert low < change < high and low > 0.03 and high < 0.07
+
+
+def test_the_better_direction_of_efficiency_and_cost() -> None:
+    """I/Os per CPU percent are better higher; CPU cycles per I/O lower (both were read backwards)."""
+    from benchlib.stats.compare import _higher_is_better
+
+    assert _higher_is_better("iops_per_cpu_pct") and _higher_is_better("iops")
+    assert not _higher_is_better("cycles_per_io") and not _higher_is_better("lat_mean_ns")
+    assert not _higher_is_better("cpu_pct")
+
+
+def test_an_inconclusive_interval_outside_the_band_is_not_said_to_straddle_it() -> None:
+    row = {
+        "verdict": "inconclusive",
+        "runs_baseline": 5,
+        "runs": 5,
+        "alpha": 0.05,
+        "band": 0.02,
+        "family": 8,
+        "p_holm": 0.09,
+        "ratio_low": 1.03,
+        "ratio_high": 1.20,
+    }
+    said = verdict_note(row)
+    assert "outside the band" in said and "straddles" not in said and "above α = 0.05" in said
+    assert "straddles the band" in verdict_note(row | {"ratio_low": 0.99})
+
+
+def test_a_run_given_as_several_rows_is_refused() -> None:
+    """Four VMs of one run are not four runs: given with their run key, the comparison refuses them."""
+    per_vm = pl.DataFrame(
+        {
+            "run_unit": ["r1"] * 4 + ["r2"] * 4,
+            "controller": ["LSI"] * 4 + ["PVSCSI"] * 4,
+            "iops": [100.0, 110, 90, 105, 120, 130, 125, 118],
+        }
+    )
+    with pytest.raises(ValueError, match="'r1' has 4 rows in one comparison group: a comparison takes one value"):
+        comparison_table(per_vm, "iops", factor="controller", baseline="LSI")
+    totals = per_vm.group_by("run_unit", "controller").agg(pl.col("iops").sum())
+    assert comparison_table(totals, "iops", factor="controller", baseline="LSI")["verdict"][0] == "descriptive only"

@@ -545,7 +545,11 @@ def _describe(values: np.ndarray) -> tuple[float, float | None]:
 
 
 def _higher_is_better(value: str) -> bool:
-    """Throughput is better higher; latency, time and CPU lower."""
+    """Throughput is better higher; latency, time and CPU lower; work per CPU higher, CPU cycles per I/O lower."""
+    if "_per_cpu" in value:  # iops_per_cpu_pct: I/Os for each percent of a CPU, an efficiency
+        return True
+    if "cycles" in value:  # cycles_per_io: CPU spent on each I/O
+        return False
     return not any(part in value for part in ("lat", "_ns", "_ms", "_us", "cpu", "time"))
 
 
@@ -560,6 +564,7 @@ def comparison_table(
     band: float = 0.02,
     higher_is_better: bool | None = None,
     confidence: float = 0.95,
+    run: str = "run_unit",
 ) -> pl.DataFrame:
     """Return a benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
 
@@ -588,6 +593,10 @@ def comparison_table(
         latency, time and CPU are better lower).
     confidence
         Of the intervals (the change's, Cliff's δ's, the medians').
+    run
+        The column naming each row's run, where the frame has it (:func:`benchlib.views.run_totals` gives
+        ``run_unit``): a run with several rows in one group (its VMs, or its phases pooled) is refused,
+        since a run's members are not replicates and would make p too small.
 
     Returns
     -------
@@ -608,13 +617,21 @@ def comparison_table(
     ------
     ValueError
         When the baseline is not a level of the factor (the message names the
-        levels), a column is missing, or a value is NaN or infinite.
+        levels), a column is missing, a value is NaN or infinite, or a run has several rows in one group.
 
     """
     by = by or []
     missing = [c for c in (value, factor, *by) if c not in frame.columns]
     if missing:
         raise ValueError(f"no column {', '.join(map(repr, missing))}; the frame has {', '.join(frame.columns)}")
+    if run in frame.columns:
+        repeated = frame.group_by(run, factor, *by).len().filter(pl.col("len") > 1)
+        if repeated.height:
+            raise ValueError(
+                f"{run} {repeated[run][0]!r} has {repeated['len'][0]} rows in one comparison group: a comparison "
+                "takes one value per run (its VMs are not replicates; stonewalled phases go in by as 'phase'); "
+                "add each run's rows up first (benchlib.views.run_totals)"
+            )
     levels = frame[factor].drop_nulls().unique().sort().to_list()
     if baseline not in levels:
         raise ValueError(f"baseline {baseline!r} is not a level of {factor}; its levels: {', '.join(map(str, levels))}")

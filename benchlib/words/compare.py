@@ -42,6 +42,9 @@ def verdict_note(row: dict) -> str:
         return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
     if verdict == "equivalent":
         return f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
+    band = row["band"]
+    if low - 1 > band or high - 1 < -band:  # outside the band, but the test did not reach alpha after Holm
+        return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm, above α = {alpha}; {where}: outside the band"
     return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
 
 
