@@ -585,21 +585,30 @@ def member_changes(
         .encode(x=x, y=alt.Y("vm:N", sort=order, title=words("vm")))
         .properties(width=max(120, 72 * len(column_order)), height=ROW_STEP * len(order) + 8)
     )
-    strong = max(abs(data["change_pct"].min() or 0), abs(data["change_pct"].max() or 0), 1.0) * 0.6
+    # the colours span the changes a setting made; a cap's (+1500% where it set one side) are grey, not the scale
+    free = data.filter(~pl.col("capped")) if not data["capped"].all() else data
+    strong = max(abs(free["change_pct"].min() or 0), abs(free["change_pct"].max() or 0), 1.0) * 0.6
+    capped_grey = "datum.capped && " + ("false" if data["capped"].all() else "true")
     squares = cells.mark_rect().encode(
-        color=alt.Color(
-            "change_pct:Q",
-            title="change (%)",
-            # symmetric about 0: -8% beside +194% is a pale red, not the darkest one
-            scale=alt.Scale(scheme="redblue", domain=[-strong / 0.6, strong / 0.6]),
-            legend=alt.Legend(orient="bottom"),
+        color=alt.condition(
+            capped_grey,
+            alt.value("#e4e4e4"),
+            alt.Color(
+                "change_pct:Q",
+                title="change (%)",
+                # symmetric about 0: -8% beside +194% is a pale red, not the darkest one
+                scale=alt.Scale(scheme="redblue", domain=[-strong / 0.6, strong / 0.6], clamp=True),
+                legend=alt.Legend(orient="bottom"),
+            ),
         ),
         tooltip=["column:N", "vm:N", alt.Tooltip("baseline_value:Q", format=",.1f"),
                  alt.Tooltip("value:Q", format=",.1f"), alt.Tooltip("change_pct:Q", format="+.1f")],
     )  # fmt: skip
     text = cells.mark_text(fontSize=10).encode(
         text="said:N",  # white on the darkest squares, black elsewhere: a condition, not a second colour scale
-        color=alt.condition(f"abs(datum.change_pct) > {strong}", alt.value("white"), alt.value("black")),
+        color=alt.condition(
+            f"!({capped_grey}) && abs(datum.change_pct) > {strong}", alt.value("white"), alt.value("black")
+        ),
     )
     fair = fair.with_columns(level_expr(c) for c in fair.columns if c in LEVEL_WORDS)  # as ``members`` are worded
     rank = {name: i for i, name in enumerate(column_order)}  # the squares' order: the same figure from the same data

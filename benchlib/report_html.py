@@ -33,11 +33,12 @@ _STYLE = (
     "td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}"
     "td.txt{text-align:left;max-width:36em}caption{text-align:left;font-weight:bold;padding:4px 0}"
     ".crumb{color:#555;font-size:14px}.terms dt{font-weight:bold;margin-top:4px}.terms dd{margin-left:1.5em}"
+    "p.terms{color:#555;font-size:14px}"
 )
 
 
 #: Terms the pages use that a storage engineer may not know, each with the pattern that finds it in a page's
-#: text and one sentence; a page lists those it uses (:func:`_terms`).
+#: text and one sentence; a page links those it uses (:func:`_terms`) to the report's glossary, which says each once.
 TERMS = (
     (
         "Jain's index",
@@ -152,14 +153,38 @@ TERMS = (
 )
 
 
-def _terms(body: str) -> str:
-    """Return the "Terms on this page" list for a page's HTML: each of :data:`TERMS` its text uses, or ""."""
+def used_terms(body: str) -> list[str]:
+    """Return the terms of :data:`TERMS` a page's HTML uses (its text, charts' text too), in the glossary's order."""
     text = html.unescape(re.sub(r"<[^>]+>", " ", body))
-    used = [(term, meaning) for term, pattern, meaning in TERMS if re.search(pattern, text)]
+    return [term for term, pattern, _ in TERMS if re.search(pattern, text)]
+
+
+def _term_id(term: str) -> str:
+    """Return a term's anchor in the glossary page: ``jain-s-index``."""
+    return re.sub(r"[^a-z0-9]+", "-", term.lower()).strip("-")
+
+
+def _terms(body: str) -> str:
+    """Return a page's line of the terms it uses, each linked to its one sentence in the glossary, or ""."""
+    used = used_terms(body)
     if not used:
         return ""
-    items = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(meaning)}</dd>" for term, meaning in used)
-    return f"<h2>Terms on this page</h2><dl class='terms'>{items}</dl>"
+    links = ", ".join(f"<a href='{GLOSSARY}#{_term_id(t)}'>{html.escape(t)}</a>" for t in used)
+    return f"<p class='terms'>Terms on this page, each said once in <a href='{GLOSSARY}'>the glossary</a>: {links}.</p>"
+
+
+#: the report's one page of terms: each term a page uses, its sentence, said once for the whole report
+GLOSSARY = "glossary.html"
+
+
+def _glossary(used: set[str]) -> str:
+    """Return the glossary page's body: every term the report's pages use, with its sentence."""
+    items = "".join(
+        f"<dt id='{_term_id(term)}'>{html.escape(term)}</dt><dd>{html.escape(meaning)}</dd>"
+        for term, _, meaning in TERMS
+        if term in used
+    )
+    return f"<h1>Glossary</h1><p>The terms this report's pages use.</p><dl class='terms'>{items}</dl>"
 
 
 def _page(title: str, body: str) -> str:
@@ -304,6 +329,7 @@ def write_html(
     """
     front = front or {}
     links, cells, findings = [], [], []
+    used: set[str] = set()  # the terms any page uses: the glossary's
     # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
     said = {p.strip() for p in front.get("design", "").split("\n\n") if p.strip()}
     for execution in executions:
@@ -315,6 +341,7 @@ def write_html(
             execution.output_dir.relative_to(folder).as_posix() if execution.output_dir.is_relative_to(folder) else ""
         )
         body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title, files)
+        used.update(used_terms(body))
         body += _terms(body)
         (folder / page).write_text(_page(f"{title} · {pipeline.title}", body), encoding="utf-8")
         count = f"{execution.figures} figure{'' if execution.figures == 1 else 's'}"
@@ -329,7 +356,7 @@ def write_html(
             headline = "\n\n".join(fresh)
             if headline:
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
-    gaps = "".join(f"<li>{html.escape(levels_words(m))}</li>" for m in missing)
+    gaps = _gaps_table(missing)
     axes = " × ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
     spanned = (
@@ -361,18 +388,22 @@ def write_html(
     absent = "".join(
         f"<li>{html.escape(_page_title(name))}: not drawn, {html.escape(why)}</li>" for name, why in left_out or []
     )
-    parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}{absent}</ul>")
+    glossary = f"<li><a href='{GLOSSARY}'>Glossary</a>: the terms the pages use, each in one sentence</li>"
+    parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}{glossary}{absent}</ul>")
     drawn = ""
     if pipeline.only:  # the study's design above counts every configuration; say which this report draws
         kept = runs_read(pipeline.only)
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
-    listed = f"<ul>{gaps}</ul>" if gaps else ""
+    listed = gaps
     parts.append(f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{listed}")
+    used.update(used_terms("".join(parts)))
     parts.append(_terms("".join(parts)))
     if front.get("provenance"):
         parts.append("<h2>Provenance</h2>" + _markdown(front["provenance"]))
     (folder / "index.html").write_text(_page(pipeline.title, "".join(parts)), encoding="utf-8")
+    crumb = f"<p class='crumb'><a href='index.html'>index</a> · {html.escape(pipeline.title)}</p>"
+    (folder / GLOSSARY).write_text(_page(f"Glossary · {pipeline.title}", crumb + _glossary(used)), encoding="utf-8")
 
 
 #: the results table's columns in words (the factors are said as the study says them)
@@ -390,6 +421,21 @@ RESULT_LABELS = {
     "block_size_bytes": "Block size (bytes)",
     "phase": "Phase",
 }
+
+
+def _gaps_table(missing: list[dict]) -> str:
+    """Return the declared combinations without runs as a table, a column per factor ("" where none)."""
+    if not missing:
+        return ""
+    from benchlib.tables import label, level
+
+    factors = list(dict.fromkeys(k for m in missing for k in m))
+    head = "".join(f"<th class='txt'>{html.escape(label(f)[:1].upper() + label(f)[1:])}</th>" for f in factors)
+    rows = "".join(
+        "<tr>" + "".join(f"<td class='txt'>{html.escape(level(f, m.get(f, '')))}</td>" for f in factors) + "</tr>"
+        for m in missing
+    )
+    return f"<table><tr>{head}</tr>{rows}</table>"
 
 
 def _answers(
@@ -427,6 +473,8 @@ def _answers(
             can = (
                 "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
             )
+        elif support and set(tested) <= {"descriptive only", "not testable at this n"}:
+            can = ""  # what the design can support, said once after the settings, says why no test was made
         elif set(tested) == {"descriptive only"}:
             can = f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
         elif set(tested) == {"not testable at this n"}:

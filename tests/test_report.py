@@ -105,15 +105,18 @@ def test_report_runs_every_cell_and_summary(report) -> None:
     # the gaps are of the whole declared matrix, not of the 4 configurations drawn: SIOC on was published
     # for the sequential read only
     assert "14 of the 28 combinations of test × controller × SIOC have no runs" in index
-    assert "<li>Test random read 4k, controller LSI, SIOC on</li>" in index
+    assert "<tr><td class='txt'>random read 4k</td><td class='txt'>LSI</td><td class='txt'>on</td></tr>" in index
     # claims 15-18's tests, compared: PVSCSI against LSI in gus_fio_1's table (one run each: descriptive)
     per_test = (result.folder / "controllers-per-test.html").read_text()
     assert "+4.96%" in per_test and "-67.88%" in per_test and "descriptive only" in per_test
     assert "with no run total" in per_test and "each run's total" not in per_test  # one VM of the five
     assert "the figure of gus_fio_1, the only VM the table lists" in per_test  # named, not "the members"
     assert "not replicates" in index  # the study README's caveats
-    # the terms a page uses are listed on it, each in a sentence
-    assert "<h2>Terms on this page</h2>" in index and "<dt>Jain&#x27;s index</dt>" in index
+    # the terms a page uses are linked from it to the report's glossary, which says each once
+    assert "<a href='glossary.html#jain-s-index'>Jain&#x27;s index</a>" in index and "<dt" not in index
+    glossary = (result.folder / "glossary.html").read_text()
+    assert "<dt id='jain-s-index'>Jain&#x27;s index</dt>" in glossary and glossary.count("<dt") >= 3
+    assert all("<dt" not in p.read_text() for p in result.folder.glob("*.html") if p.name != "glossary.html")
     assert re.search(r"benchlib \d+\.\d+\.\d+, commit ", index) and "raw data: digest " in index
 
     again = build_report(PIPELINE, reports=reports)  # nothing changed: nothing re-executed
@@ -852,16 +855,16 @@ def test_combinations_a_recorded_plan_never_listed_are_not_missing(tmp_path: Pat
 
 def test_a_page_lists_the_terms_it_uses_and_only_those() -> None:
     """A term of statistics or of iostat and esxtop gets one sentence on the page that uses it, charts' text too."""
-    from benchlib.report_html import _terms
+    from benchlib.report_html import _terms, used_terms
 
     said = _terms("<p>Cliff&#x27;s δ +0.33; Holm over 2 tests; aqu-sz 1.2</p><svg><text>KAVG</text></svg>")
-    terms = re.findall(r"<dt>(.*?)</dt>", said)
-    assert said.startswith("<h2>Terms on this page</h2>")
+    terms = re.findall(r"<a href='glossary.html#[a-z0-9-]+'>(.*?)</a>", said)
+    assert said.startswith("<p class='terms'>Terms on this page, each said once in <a href='glossary.html'>")
     assert terms == ["Cliff&#x27;s δ", "Holm", "aqu-sz", "KAVG, DAVG, GAVG"]
     assert _terms("<p>IOPS and MiB/s only, a little more</p>") == ""  # no term, no list; "little" is no law
-    tail = re.findall(r"<dt>(.*?)</dt>", _terms("<th>p99.9 (ms)</th><p>fio's json+ histograms; a 10% excursion</p>"))
+    tail = used_terms("<th>p99.9 (ms)</th><p>fio's json+ histograms; a 10% excursion</p>")
     assert tail == ["p50, p99, p99.9", "json+", "Excursion"]
-    assert _terms("<p>p (Holm) 0.667; fio-3.33</p>").count("<dt>") == 1  # a p-value is no percentile
+    assert len(used_terms("<p>p (Holm) 0.667; fio-3.33</p>")) == 1  # a p-value is no percentile
 
 
 def test_one_pipeline_that_cannot_build_costs_its_report_not_the_others(
