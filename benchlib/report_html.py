@@ -566,6 +566,13 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     table = show(shown, labels=labels, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
     (folder / "results.md").write_text(table.markdown(), encoding="utf-8")
     p99 = " p99: of all the run's I/Os together, from its latency histogram." if "p99_ms" in results.columns else ""
+    if {"p99_ms", "lat_mean_ms"} <= set(results.columns):  # a mean above the p99: a few I/Os took very long
+        above = results.filter(pl.col("lat_mean_ms") > pl.col("p99_ms")).height
+        if above:
+            p99 += (
+                f" In {above} row{'s' if above > 1 else ''} the mean latency is above the p99: fewer than 1% of the "
+                "I/Os took long enough to pull the mean past 99% of them (a stall); the p99 is the typical slow I/O."
+            )
     return (
         "<h2>Results</h2><p>One row per configuration: each run's total over the members the data hold of it "
         "(rates add, latencies weighted by I/Os; a published table may list fewer than ran: the members column "

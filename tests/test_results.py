@@ -231,3 +231,20 @@ def test_the_write_ups_tables_keep_their_own_digits() -> None:
     assert "cpu_usr_pct" in tables["cpu"]["rows"].columns  # the CPU table the pages had not shown
     with pytest.raises(fit.PageLeftOut, match="no published table"):
         fit.fitted("published-tables", "loopback-fio", {})
+
+
+def test_a_mean_above_its_p99_is_said(tmp_path) -> None:
+    """The mean past the p99 means under 1% of the I/Os were slow enough to outweigh the rest: the index says so."""
+    from benchlib.report_html import _results
+
+    table = pl.DataFrame(
+        {
+            "engine": ["a", "b"],
+            "runs": pl.Series([3, 3], dtype=pl.UInt32),
+            "lat_mean_ms": [4.0, 1.0],
+            "p99_ms": [2.0, 3.0],
+        }
+    )
+    said = _results(table, tmp_path)
+    assert "In 1 row the mean latency is above the p99" in said
+    assert "above the p99" not in _results(table.tail(1), tmp_path)
