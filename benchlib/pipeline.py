@@ -308,21 +308,47 @@ def code_digest(package: Path = _PACKAGE) -> str:
 STUDY_FILES = ("claims.toml", "study.toml", "README.md")
 
 
-def _fingerprint(notebook: Path, parameters: dict, study: ProcessedStudy) -> str:
+def _fingerprint(notebook: Path, parameters: dict, study: ProcessedStudy, levels: dict | None = None) -> str:
     """Return what an execution depends on, as one digest.
 
-    The notebook, its parameters, the processed data (its manifest), the study's own files the pages read
-    besides the data (:data:`STUDY_FILES`: the claims, the study's words, its README), benchlib's code
-    and the dependencies' versions (:func:`code_digest`).
+    The notebook, its parameters, the processed data it reads (:func:`_data_read`: a cell page's ``levels``
+    only), the study's own files the pages read besides the data (:data:`STUDY_FILES`: the claims, the
+    study's words, its README), benchlib's code and the dependencies' versions (:func:`code_digest`).
     """
     digest = hashlib.sha256(notebook.read_bytes())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
-    digest.update((study.processed / "manifest.json").read_bytes())
+    digest.update(_data_read(study, levels or {}))
     for name in STUDY_FILES:
         path = study.study.folder / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"absent") + b"\0")
     digest.update(code_digest().encode())
     return digest.hexdigest()
+
+
+def _data_read(study: ProcessedStudy, levels: dict) -> bytes:
+    """Return the part of the processed study's manifest an execution at ``levels`` reads, as bytes.
+
+    A summary page (no levels) reads the whole study. A cell page reads the runs at its levels, and
+    every file without a level of them (a capture of the hosts, a table of other figures, a file no run
+    came from): changing one cell's raw file re-executes that cell's page and the summaries, not the other
+    cells. The manifest's study key and schema are always in it.
+    """
+    manifest = json.loads((study.processed / "manifest.json").read_bytes())
+    if not levels:
+        return json.dumps(manifest, sort_keys=True).encode()
+    columns = study.scan("runs").collect_schema().names()
+    levels = {f: v for f, v in levels.items() if f in columns}
+    if not levels:
+        return json.dumps(manifest, sort_keys=True).encode()
+    runs = study.scan("runs").select("source", *levels).collect()
+    prefix = f"{study.study.name}/"
+    sources = {s.removeprefix(prefix) for s in runs["source"].drop_nulls()}
+    # a file is read where any of its runs is at the levels, or has no level of a factor (conservatively)
+    at = pl.all_horizontal(pl.col(f).is_null() | (pl.col(f).cast(pl.String) == str(v)) for f, v in levels.items())
+    read = {s.removeprefix(prefix) for s in runs.filter(at)["source"].drop_nulls()}
+    files = {rel: entry for rel, entry in manifest.get("files", {}).items() if rel in read or rel not in sources}
+    kept = {k: v for k, v in manifest.items() if k != "files"} | {"files": files}
+    return json.dumps(kept, sort_keys=True).encode()
 
 
 #: How the papermill log says that a kernel did not start (a busy machine, a port taken meanwhile).
@@ -450,7 +476,7 @@ def _execute(execution: Execution, study: ProcessedStudy, kernels: WarmKernels |
     out = execution.output_dir
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / ".fingerprint"
-    fingerprint = _fingerprint(execution.notebook, execution.parameters, study)
+    fingerprint = _fingerprint(execution.notebook, execution.parameters, study, execution.levels)
     target = out / execution.notebook.name
     if stamp.exists() and stamp.read_text() == fingerprint and target.exists():
         execution.skipped = True
