@@ -570,9 +570,24 @@ def build_report(
                     progress(finished, len(executions), execution.slug)
     finally:
         kernels.close()
-    from benchlib.views import use_study_words
+    from benchlib.views import study_words
 
-    use_study_words(study)  # the index says levels as the pages do
+    with study_words(study):  # the index says levels as the pages do; the words end with it
+        _write_index(pipeline, folder, executions, missing, declared, study, unplanned, left_out)
+    return ReportResult(folder, executions, missing, left_out)
+
+
+def _write_index(
+    pipeline: Pipeline,
+    folder: Path,
+    executions: list[Execution],
+    missing: list[dict],
+    declared: int,
+    study: ProcessedStudy,
+    unplanned: int | None,
+    left_out: list[tuple[str, str]],
+) -> None:
+    """Write the report's pages and index (:func:`benchlib.report_html.write_html`) with what the index says first."""
     interaction = any(e.notebook.stem == "interaction" for e in executions)  # drawn, not only listed
     front = front_matter(study, interaction_page=interaction)
     value = pipeline.parameters.get("value")
@@ -581,6 +596,7 @@ def build_report(
 
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")
+    from benchlib import fit
     from benchlib.results import configuration_results, factor_answers
     from benchlib.views import claim_table
 
@@ -598,7 +614,6 @@ def build_report(
         answers=factor_answers(study),
         claims=claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None,
     )
-    return ReportResult(folder, executions, missing, left_out)
 
 
 def _shared_scale(pipeline: Pipeline, study: ProcessedStudy) -> dict:

@@ -9,7 +9,8 @@ live in :mod:`benchlib.stats`, once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import contextlib
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -1311,6 +1312,28 @@ def use_study_words(study: StudyRef) -> None:
 
     name_members(member_word(study))
     name_levels(_open(study).study.level_words)
+
+
+@contextlib.contextmanager
+def study_words(study: StudyRef) -> Iterator[None]:
+    """Say a study's members and levels its way (:func:`use_study_words`) inside the block, and put back after.
+
+    For code that words one study among others in one process (a report's index): the words it sets end
+    with the block, so what a later study's pages or tables say is their own, whatever ran before.
+    """
+    from benchlib.tables import LABELS, LEVEL_WORDS
+
+    member, levels = LABELS.get("vm"), {factor: dict(words) for factor, words in LEVEL_WORDS.items()}
+    use_study_words(study)
+    try:
+        yield
+    finally:
+        if member is None:
+            LABELS.pop("vm", None)
+        else:
+            LABELS["vm"] = member
+        LEVEL_WORDS.clear()
+        LEVEL_WORDS.update(levels)
 
 
 def equal_shares_note(study: StudyRef) -> str:

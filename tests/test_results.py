@@ -248,3 +248,17 @@ def test_a_mean_above_its_p99_is_said(tmp_path) -> None:
     said = _results(table, tmp_path)
     assert "In 1 row the mean latency is above the p99" in said
     assert "above the p99" not in _results(table.tail(1), tmp_path)
+
+
+def test_a_studys_words_end_with_the_block_that_set_them() -> None:
+    """A report's index words its study its way and puts back what was there: the next study's tables say
+    their own members and levels whatever was built before them in the process."""
+    from benchlib.tables import label, level
+
+    before, said = label("vm"), level("test", "seqread")
+    with views.study_words("loopback-fio"):
+        assert label("vm") == "Host"
+    assert (label("vm"), level("test", "seqread")) == (before, said)
+    with views.study_words("pvscsi-vs-lsi"):
+        assert label("vm") == "VM" and level("test", "seqread") == "sequential read 128k"
+    assert (label("vm"), level("test", "seqread")) == (before, said)
