@@ -184,7 +184,10 @@ def _glossary(used: set[str]) -> str:
         for term, _, meaning in TERMS
         if term in used
     )
-    return f"<h1>Glossary</h1><p>The terms this report's pages use.</p><dl class='terms'>{items}</dl>"
+    if not items:
+        return "<h1>Glossary</h1><p>No page of this report uses a term that needs saying.</p>"
+    said = "<p>The terms this report's pages use, each in one sentence.</p>"
+    return f"<h1>Glossary</h1>{said}<dl class='terms'>{items}</dl>"
 
 
 def _page(title: str, body: str) -> str:
@@ -332,6 +335,8 @@ def write_html(
     used: set[str] = set()  # the terms any page uses: the glossary's
     # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
     said = {p.strip() for p in front.get("design", "").split("\n\n") if p.strip()}
+    # a caveat the answers give (what else changed with a setting) is not said again among the findings
+    said |= {p.strip() for a in answers or [] for p in (a.get("caveat") or "").split("\n\n") if p.strip()}
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)

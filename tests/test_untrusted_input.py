@@ -83,7 +83,7 @@ def test_markup_from_data_is_escaped_in_every_page(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     pages = sorted((tmp_path / "out" / "evil").glob("*.html"))
-    assert len(pages) == 4  # index, two cells, the overview
+    assert len(pages) == 5  # index, glossary, two cells, the overview
     assert all(re.fullmatch(r"[A-Za-z0-9._=-]+\.html", p.name) for p in pages)  # file names carry no markup
     offline = [
         *OFFLINE,
