@@ -124,6 +124,9 @@ class Study:
     #: ``members``: what the study's members are, one word ("VM": VMs on vSphere; "host", "job" ...);
     #: "" when not said (benchlib tells from the data, :func:`benchlib.views.on_vsphere`)
     members: str = ""
+    #: ``fastest_direct_us``: the quickest median completion (µs) the study's storage gives with direct I/O,
+    #: where it is memory-fast (persistent memory, a RAM disk, null_blk); None: a disk or SSD's (5 µs)
+    fastest_direct_us: float | None = None
 
     def levels_for(self, relative_path: str) -> dict[str, str | None]:
         """Factor levels of a raw file (later mappings override earlier ones); unmapped factors are None."""
@@ -155,7 +158,7 @@ class Study:
 #: the keys study.toml may hold, per table ("" is the top level)
 KNOWN_KEYS = {
     "": {"study", "factors", "files", "fio", "esxtop", "vsphere", "shares", "levels"},
-    "study": {"name", "title", "citation", "runtime_s", "members"},
+    "study": {"name", "title", "citation", "runtime_s", "members", "fastest_direct_us"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
     "vsphere": {"controller", "sioc", "path_policy", "rr_iops", "disk", "device"},
@@ -268,7 +271,20 @@ def load_study(folder: str | Path) -> Study:
         level_words=check_level_words(path, data.get("levels", {}), factors),
         stated_runtime_s=_check_runtime(path, meta.get("runtime_s")),
         members=_check_members(path, meta.get("members")),
+        fastest_direct_us=_check_fastest(path, meta.get("fastest_direct_us")),
     )
+
+
+def _check_fastest(path: Path, found: object) -> float | None:
+    """Return ``[study] fastest_direct_us``: a positive number of microseconds, or None where not said."""
+    if found is None:
+        return None
+    if isinstance(found, bool) or not isinstance(found, int | float) or not 0 < found < 1e6:
+        raise StudyError(
+            f"{path}: [study] fastest_direct_us = {found!r}; it is the quickest median completion in µs the "
+            "study's storage gives with direct I/O (e.g. fastest_direct_us = 1 for persistent memory)"
+        )
+    return float(found)
 
 
 def _check_members(path: Path, found: object) -> str:

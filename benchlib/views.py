@@ -2346,7 +2346,7 @@ def implausible(study: StudyRef, value: str, *, by: list[str], only: dict | None
     found = rules.implausible_runs(
         rules.apart_from_siblings(totals, value, config),
         rules.not_steady(steady),
-        rules.too_fast(members),
+        rules.too_fast(members, 1e3 * (opened.study.fastest_direct_us or rules.FASTEST_DIRECT_NS / 1e3)),
         rules.idle_device(counted),
         rules.apart_in_time(pl.concat([spans, _log_spans(opened, named, config, only)])),
         rules.unwritten_target(written.unique()),
@@ -2403,7 +2403,14 @@ def _finding_words(row: dict, value: str) -> str:
         how = f"{number(times, 2)} times" if times >= 1 else f"1/{number(1 / times, 2)} of"
         return f"its total {inline(value)}, {number(figure)}, is {how} {against}, {number(reference)}"
     if rule in ("too fast", "too fast, several"):
-        quicker = f"quicker than a disk or SSD answers through the kernel (under {reference / 1e3:g} µs)"
+        from benchlib.stats.plausibility import FASTEST_DIRECT_NS
+
+        under = f"under {reference / 1e3:g} µs"
+        quicker = (
+            f"quicker than a disk or SSD answers through the kernel ({under})"
+            if reference == FASTEST_DIRECT_NS
+            else f"quicker than the study says its storage answers ({under}, its fastest_direct_us)"
+        )
         if rule == "too fast":
             return f"{member}'s median completion latency was {number(figure / 1e3)} µs with direct I/O, {quicker}"
         return f"the median completion latency of {row['member']} was {figure} µs with direct I/O, {quicker}"

@@ -388,6 +388,19 @@ def test_a_stated_runtime_that_is_no_length_is_refused(tmp_path: Path, value: st
     assert load_study(tmp_path).stated_runtime_s == 300.0
 
 
+@pytest.mark.parametrize("value", ['"1 us"', "-1", "0", "true", "inf", "nan", "[1]"])
+def test_a_fastest_direct_latency_that_is_no_time_is_refused(tmp_path: Path, value: str):
+    """[study] fastest_direct_us (memory-fast storage's quickest answer) is a positive number of µs."""
+    from benchlib.errors import StudyError
+    from benchlib.study import load_study
+
+    (tmp_path / "study.toml").write_text(f"[study]\nfastest_direct_us = {value}\n")
+    with pytest.raises(StudyError, match=r"\[study\] fastest_direct_us = .*quickest median completion in µs"):
+        load_study(tmp_path)
+    (tmp_path / "study.toml").write_text("[study]\nfastest_direct_us = 0.8\n")
+    assert load_study(tmp_path).fastest_direct_us == 0.8
+
+
 @pytest.mark.parametrize("value", ['"two VMs"', '"VM<b>"', '""', "3", '["VM"]', '"jobs_1"'])
 def test_members_that_are_not_one_word_are_refused(tmp_path: Path, value: str):
     """[study] members is one word of letters, said on every page ("VMs", "jobs"): markup, digits or a phrase

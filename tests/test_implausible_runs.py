@@ -211,6 +211,12 @@ def test_the_rules_on_figures_a_reader_can_check() -> None:
     # 200 members each on a disk of its own: each device saw its member's I/O, so none is idle
     many = pl.DataFrame({"run_unit": ["t"] * 200, "member": [f"m{i}" for i in range(200)], "fio_ios": [1000] * 200})
     assert rules.idle_device(many.with_columns(pl.lit(1000.0).alias("device_ios"))).is_empty()
+    # a 2 µs median with direct I/O: no disk answers that fast; persistent memory declared at 1 µs does
+    fast = pl.DataFrame(
+        {"run_unit": ["p"], "member": ["m"], "direct": [True], "ioengine": ["libaio"], "clat_p50_ns": [2_000.0]}
+    )
+    assert rules.too_fast(fast)["reference"].to_list() == [rules.FASTEST_DIRECT_NS]
+    assert rules.too_fast(fast, fastest_ns=1_000.0).is_empty()
 
 
 def test_a_log_stamped_in_unix_time_reads_as_times_since_its_start(fio_binary: str, tmp_path: Path) -> None:
