@@ -470,7 +470,7 @@ def _member_runs(frame: pl.DataFrame, claim: Claim, keys: tuple) -> pl.DataFrame
     metric = claim.metric
     numbers = frame.with_columns(_metric(frame, claim).alias(metric), run_unit_expr(frame.columns))
     group = list(dict.fromkeys(["run_unit", *keys, "vm"]))
-    members = numbers.group_by(group, maintain_order=True).agg(total_expr(metric)).drop_nulls(metric)
+    members = numbers.group_by(group, maintain_order=True).agg(total_expr(metric, numbers.columns)).drop_nulls(metric)
     if members.is_empty():
         raise _Unsupported(f"no {metric} in the selected rows")
     # repetitions repeat their members; "runs" of one configuration that share no member are one run's

@@ -626,7 +626,7 @@ def profile_totals(study: StudyRef, profile: dict | str, member: str = "vm") -> 
     """
     frame = _sweep_rows(study, profile).with_columns(pl.col("rwmixread_pct").fill_null(100.0))
     keys = ["run_id", member, "iodepth", "rwmixread_pct"]
-    totals = frame.group_by(keys).agg(total_expr("iops"), total_expr("lat_mean_ns"))
+    totals = frame.group_by(keys).agg(total_expr("iops"), total_expr("lat_mean_ns", frame.columns))
     return totals.with_columns((100 - pl.col("rwmixread_pct")).alias("write_pct")).sort(keys)
 
 
@@ -649,7 +649,7 @@ def sweep(study: StudyRef, profile: dict | str, *, member: str | None = None, de
     per_run = (
         frame.with_columns(run)
         .group_by([*keys, "run_unit", depth])
-        .agg(total_expr("iops"), total_expr("lat_mean_ns"))
+        .agg(total_expr("iops"), total_expr("lat_mean_ns", frame.columns))
         .join(
             jobs.group_by(["run_id", *([member] if member else [])]).agg(
                 pl.col("outstanding_ios").sum(), pl.col("configured_depth").sum().alias("configured")
@@ -1013,7 +1013,12 @@ def totals_of_runs(rows: pl.DataFrame, value: str, factors: Collection[str] = ()
     keys = ["run_unit", "phase", *factors]
     rows = rows.with_columns(run_unit_expr(rows.columns), pl.col("group_id").fill_null(0).alias("phase"))
     capped = pl.col("rate_limited").fill_null(False).all() if "rate_limited" in rows.columns else pl.lit(False)
-    return rows.group_by(keys).agg(total_expr(value), capped.alias("rate_capped")).drop_nulls(value).sort(keys)
+    return (
+        rows.group_by(keys)
+        .agg(total_expr(value, rows.columns), capped.alias("rate_capped"))
+        .drop_nulls(value)
+        .sort(keys)
+    )
 
 
 def capped_groups(units: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -1378,7 +1383,8 @@ def member_run_totals(
     run = pl.when(phase.n_unique().over("run_unit") > 1).then(pl.format("{} phase {}", run, phase)).otherwise(run)
     frame = frame.with_columns(run_unit_expr(frame.columns))
     totals = frame.with_columns(run.alias("run")).group_by(["run_unit", "run", *by, member])
-    totals = totals.agg(total_expr(value), pl.col("rate_limited").any()).filter(pl.col(member).is_not_null())
+    totals = totals.agg(total_expr(value, frame.columns), pl.col("rate_limited").any())
+    totals = totals.filter(pl.col(member).is_not_null())
     # a run (a table) that has no value of this kind at all is not about it; one missing a member's value is an error
     totals = totals.filter(pl.col(value).is_not_null().any().over("run_unit"))
     shares = _open(study).study.shares
@@ -1987,7 +1993,7 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     guest = (
         rows.group_by("run_id", "run_unit", *by)
         .agg(
-            total_expr("lat_mean_ms").alias("app_latency_ms"),
+            total_expr("lat_mean_ms", rows.columns).alias("app_latency_ms"),
             total_expr("iops"),
             pl.col("runtime_ns").max(),
             # the disk's counters run through the ramp too: their rates are over ramp and runtime

@@ -7,6 +7,8 @@ tool summed itself (``is_aggregate``) are never added to the rows they sum.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import polars as pl
 
 from benchlib.schema import run_unit_expr
@@ -28,17 +30,24 @@ def _sum_or_null(column: str) -> pl.Expr:
 ADDITIVE = ("iops", "iops_or_derived", "bandwidth_mib_s", "bandwidth_bytes_per_s", "io_count", "io_bytes")
 
 
-def total_expr(value: str) -> pl.Expr:
+def total_expr(value: str, columns: Collection[str] = ()) -> pl.Expr:
     """Return the total of ``value`` over a group of rows (a run's jobs, directions and hosts).
 
     Rates and counts (:data:`ADDITIVE`) add, and are null when no row has one (a
     sum of nothing is not zero); anything else (a latency) is the mean weighted
     by each row's I/O count, else by its IOPS (a published table's VMs ran for the
-    same time), else equally; null, never NaN, when no row has a value or the weights add to nothing.
+    same time), else by its I/Os per second from bandwidth over block size where the rows' ``columns``
+    have both (a published table of MiB/s per VM), else equally; null, never NaN, when no row has a value
+    or the weights add to nothing.
     """
     if value in ADDITIVE:
         return _sum_or_null(value)
-    weight = pl.coalesce(pl.col("io_count"), pl.col("iops"), pl.lit(1))
+    rate = (
+        [pl.col("bandwidth_bytes_per_s") / pl.col("block_size_bytes")]
+        if {"bandwidth_bytes_per_s", "block_size_bytes"} <= set(columns)
+        else []
+    )
+    weight = pl.coalesce(pl.col("io_count"), pl.col("iops"), *rate, pl.lit(1))
     valid = pl.col(value).is_not_null() & ~pl.col(value).is_nan()
     weights = weight.filter(valid).sum()
     return pl.when(weights > 0).then((pl.col(value) * weight).filter(valid).sum() / weights).alias(value)
@@ -57,7 +66,7 @@ def median_of_run_totals(frame: pl.DataFrame, value: str, by: list[str], run: st
 
     Columns: ``by``, ``value`` and ``runs`` (how many runs the median is over), sorted by the groups.
     """
-    per_run = frame.group_by(run, *by).agg(total_expr(value))
+    per_run = frame.group_by(run, *by).agg(total_expr(value, frame.columns))
     return per_run.group_by(*by).agg(pl.col(value).median(), pl.len().alias("runs")).sort(*by)
 
 
