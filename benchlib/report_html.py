@@ -461,35 +461,10 @@ def _answers(
     for a in answers or []:
         factor, capped = a["factor"], a["verdicts"].get("rate-capped", 0)
         others = ", ".join(level(factor, lv) for lv in a["levels"])
-        within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
-        n = a["comparisons"] - capped
-        value = f"{inline(a['value'])} per run"
-        if a["low"] is None:
-            change = "no comparison outside a rate cap"
-        elif n == 1 or number(a["low"]) == number(a["high"]):
-            change = f"{value} changed by {a['low']:+.3g}%{within}"
-        else:
-            low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
-            change = f"{value} changed by {a['low']:+.3g}%{low} to {a['high']:+.3g}%{high} over {n} comparisons"
-        tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
-        if not tested:  # every comparison under a rate cap: nothing for the design to call
-            can = ""
-        elif a.get("one_side_capped", 0) == sum(tested.values()):  # the cap set one side: no test can add to it
-            can = (
-                "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
-            )
-        elif support and set(tested) <= {"descriptive only", "not testable at this n"}:
-            can = ""  # what the design can support, said once after the settings, says why no test was made
-        elif set(tested) == {"descriptive only"}:
-            can = f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
-        elif set(tested) == {"not testable at this n"}:
-            can = f"{_runs(a['runs'])} a side: too few for a test to call any of it an effect"
-        else:
-            can = "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
         left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
         name = f"<strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
         name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
-        said.append((name, change, can, left, a.get("caveat") or ""))
+        said.append((name, _setting_change(a, others), _design_can(a, support), left, a.get("caveat") or ""))
     # what the design can call the changes, said once where it is the same for every setting
     shared = said[0][2] if (len(said) > 1 or support) and len({s[2] for s in said}) == 1 else ""
     items = [
@@ -499,8 +474,7 @@ def _answers(
         for name, change, can, left, caveat in said
     ]
     settings = (
-        "<p>The median run of each side; every comparison is on "
-        "<a href='comparison.html'>the comparison page</a> where the report has one for it.</p>"
+        "<p>The median run of each side against the other; the comparison pages give each comparison.</p>"
         f"<ul>{''.join(items)}</ul>"
         + (
             _markdown(support)
@@ -528,13 +502,53 @@ def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
     link = f"<a href='{html.escape(page)}'>the claims page</a>"
     fails = "".join(
         f"<li>{html.escape(row['says'])} (claim {html.escape(row['claim'])}, {html.escape(row['section'])}"
-        + ("; as the claims file reads these words" if row.get("reading") else "")
+        + ("; the claims page says how benchlib reads these words" if row.get("reading") else "")
         + ")</li>"
         for row in failed.iter_rows(named=True)
     )
     if not fails:
         return f"<p><strong>Claims</strong>: {html.escape(said)}; each is recomputed on {link}.</p>"
     return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>"
+
+
+def _setting_change(a: dict, others: str) -> str:
+    """Say what changing one setting did (:func:`benchlib.results.factor_answers`' row): its range, which way."""
+    n = a["comparisons"] - a["verdicts"].get("rate-capped", 0)
+    value = f"{inline(a['value'])} per run"
+    if a["low"] is None:
+        change = "no comparison outside a rate cap"
+    elif n == 1 or number(a["low"]) == number(a["high"]):
+        within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
+        change = f"{value} changed by {a['low']:+.3g}%{within}"
+    else:
+        low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
+        change = f"{value} changed by {a['low']:+.3g}%{low} to {a['high']:+.3g}%{high} over {n} comparisons"
+        if a.get("higher") and a.get("lower"):  # both ways: say how often each, plainly
+            change += f": {others} higher in {a['higher']}, lower in {a['lower']}"
+        elif n in (a.get("higher"), a.get("lower")):
+            change += f": {others} {'higher' if a.get('higher') == n else 'lower'} in every one"
+    if a.get("one_member"):  # a published table that lists one VM of a run: its figure, not the run's total
+        change += (
+            f" ({a['one_member']} of them compare the one {inline('vm')} the data list of runs that had more: "
+            "its figure, not the run's total)"
+        )
+    return change
+
+
+def _design_can(a: dict, support: str) -> str:
+    """Say what the design can call one setting's changes ("" where ``support``, said once, says it)."""
+    tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
+    if not tested:  # every comparison under a rate cap: nothing for the design to call
+        return ""
+    if a.get("one_side_capped", 0) == sum(tested.values()):  # the cap set one side: no test can add to it
+        return "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
+    if support and set(tested) <= {"descriptive only", "not testable at this n"}:
+        return ""  # what the design can support, said once after the settings, says why no test was made
+    if set(tested) == {"descriptive only"}:
+        return f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
+    if set(tested) == {"not testable at this n"}:
+        return f"{_runs(a['runs'])} a side: too few for a test to call any of it an effect"
+    return "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
 
 
 def _runs(n: int) -> str:

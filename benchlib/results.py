@@ -171,11 +171,15 @@ def factor_answers(study: object) -> list[dict]:
     the factor, or unlike work across it: the comparison page's words, "" where none) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
     ``one_side_capped``: how many comparisons set a rate-capped side against an uncapped one (the cap
-    set one side's totals). A factor no comparison can be made of is left out.
+    set one side's totals); ``one_member``: how many compare runs the data hold one member of, where other
+    runs hold several (one VM's figure, not a run total); ``higher`` and ``lower``: in how many comparisons
+    the other level's median was above, and below, the baseline's. A factor no comparison can be made of is
+    left out.
     """
     from benchlib import fit
+    from benchlib.schema import run_unit_expr
     from benchlib.stats.compare import comparison_table
-    from benchlib.views import confounded, run_totals, unlike_work
+    from benchlib.views import _open, _study_rows, confounded, run_totals, unlike_work
 
     levels = fit.shape(study).factors
     answers = []
@@ -198,6 +202,16 @@ def factor_answers(study: object) -> list[dict]:
         sides = sides.filter(pl.col(factor) != page["baseline"])
         sides = sides.join(base, on=by) if by else sides.join(base, how="cross")
         one_capped = sides.filter(pl.col("capped") != pl.col("capped_baseline")).height
+        # comparisons whose runs the data hold one member of, where other runs hold several (a published table
+        # listing one VM of the five that ran): one member's figure, not a run total
+        rows = _study_rows(_open(study), page["only"]).with_columns(run_unit_expr())
+        held_members = rows.group_by("run_unit", *[c for c in (factor, *held) if c in rows.columns]).agg(
+            pl.col("vm").n_unique().alias("members")
+        )
+        alone = held_members.group_by([c for c in held if c in held_members.columns] or pl.lit(0)).agg(
+            pl.col("members").max()
+        )
+        one_member = int((alone["members"] == 1).sum()) if (held_members["members"].max() or 0) > 1 else 0
 
         answers.append(
             {
@@ -214,6 +228,10 @@ def factor_answers(study: object) -> list[dict]:
                 "high_at": high_at,
                 "verdicts": dict(table["verdict"].value_counts().iter_rows()),
                 "one_side_capped": one_capped,
+                "one_member": one_member,
+                # how many comparisons (outside a rate cap) the other levels were higher, and lower, in
+                "higher": int((changes > 0).sum()),
+                "lower": int((changes < 0).sum()),
                 # what else changed with the factor (iodepth with the engine), or work unlike across it (IOPS of
                 # 4k against 64k): the caveat that matters most, as the comparison page says it
                 "caveat": confounded(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"])

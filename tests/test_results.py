@@ -141,6 +141,11 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert measured["ioengine"]["value"] == "iops" and not controller["caveat"]
     said = _answers(list(measured.values()))
     assert "3 runs a side: too few for a test" in said
+    # which way, plainly; and the comparisons of the one VM a published table lists, said to be its figure
+    assert (controller["higher"], controller["lower"], controller["one_member"]) == (2, 4, 4)
+    published_said = _answers(list(published.values()))
+    assert "PVSCSI higher in 2, lower in 4 (4 of them compare the one" in published_said
+    assert "64k higher in every one" in said
     # the rate cap against none: the cap set one side, so no number of runs tests it
     assert measured["rate_cap"]["one_side_capped"] == 8 and "the change is the cap&#x27;s" in said
     assert factor_answers("fio-sample")[0]["factor"] == "block_size"  # a workload, where the study has no setting
@@ -174,7 +179,7 @@ def test_the_claims_are_answered_with_each_failure_in_the_write_ups_words() -> N
     said = _claims_answer(table, "claims.html")
     assert "25 of the write-up&#x27;s 33 claims hold; these 8 fail (<a href='claims.html'>" in said
     assert said.count("<li>") == 8 and "(claim 25, Takeaways)" in said
-    assert "(claim 22, CPU cost; as the claims file reads these words)" in said  # claim 22 has a reading
+    assert "(claim 22, CPU cost; the claims page says how benchlib reads these words)" in said  # it has a reading
     hostile = table.head(1).with_columns(pl.lit("FAIL").alias("verdict"), pl.lit("<script>x</script>").alias("says"))
     assert "<script>" not in _claims_answer(hostile, "claims.html")
     passed = table.filter(pl.col("verdict") == "PASS").head(3)
