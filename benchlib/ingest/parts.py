@@ -22,6 +22,7 @@ from benchlib.ingest.provenance import check_levels, study_frame, target_labels,
 from benchlib.ingest.provenance import digest as provenance_digest
 from benchlib.ingest.state import IngestState
 from benchlib.schema import SCHEMA_VERSION, TABLES, Tables, label_expr, nest_bins, validate_stored_bins
+from benchlib.sources.registry import own_span_formats
 from benchlib.store import MANIFEST, QUARANTINE, RAW_STATE
 from benchlib.study import Study
 
@@ -74,7 +75,7 @@ def write_part(
     """
     runs = tables.runs.drop("source", "repetition").join(study_frame(study, members), on="sha256", how="left")
     # a log stamped in Unix time says when its member ran by the member's own clock: that span is kept
-    own = pl.col("format").is_in(["fio-log", "fio-hist-log"]) & pl.col("start_time").is_not_null()
+    own = pl.col("format").is_in(list(own_span_formats())) & pl.col("start_time").is_not_null()
     runs = runs.with_columns(
         pl.lit(study.name).alias("study"),
         pl.coalesce("host", "run_host").alias("host"),

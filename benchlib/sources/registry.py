@@ -124,6 +124,9 @@ class Format:
     notes: Callable[[Path], list[str]] | None = None
     #: whether a file's values depend on the latency unit (a latency log; not a bandwidth or IOPS log)
     holds_latency: Callable[[Path], bool] | None = None
+    #: the run formats of its files whose ``start_time`` is their member's own, by its clock (a log stamped
+    #: in Unix time): ingest keeps it over the run's recorded start
+    own_span: tuple[str, ...] = ()
 
 
 #: Format name -> record, in order of preference.
@@ -208,6 +211,7 @@ for _record in (
         empty_name=re.compile(r"_(bw|iops|lat|clat|slat|clat_hist|lat_hist)(\.\d+)?\.log$"),
         empty_reason="empty fio log (nothing logged: slat with a synchronous engine, "
         "or a run shorter than log_avg_msec)",
+        own_span=("fio-log", "fio-hist-log"),
     ),
     Format(
         "esxtop", looks_like_esxtop, read_esxtop, objects_from_study=True, stream=_stream_esxtop, notes=_esxtop_notes
@@ -336,6 +340,11 @@ def read(path: str | Path, format: str | None = None) -> Tables:
     return FORMATS[name].read(path)
 
 
+def own_span_formats() -> set[str]:
+    """Return the run formats whose ``start_time`` is their member's own (:attr:`Format.own_span`)."""
+    return {name for record in FORMATS.values() for name in record.own_span}
+
+
 __all__ = [
     "FORMATS",
     "Format",
@@ -346,6 +355,7 @@ __all__ = [
     "detect_all",
     "detect_head",
     "detect_text",
+    "own_span_formats",
     "read",
     "register",
     "unregister",
