@@ -61,8 +61,8 @@ TERMS = (
     (
         "benchstat",
         r"benchstat",
-        "Go's benchmark comparison tool, whose table this page follows: a row per comparison with each side's "
-        "median, the change and its p; where the rows can be summed up, a bottom row of their geometric mean.",
+        "Go's benchmark comparison tool, whose table the comparison pages follow: a row per comparison with each "
+        "side's median, the change and its p; where the rows can be summed up, a bottom row of their geometric mean.",
     ),
     (
         "Mann-Whitney",
@@ -84,7 +84,8 @@ TERMS = (
     (
         "Interaction",
         r"\binteraction\b",
-        "an interaction of two factors: the effect of one depends on the level of the other.",
+        "two factors interact when the effect of one depends on the level of the other (block size helping more "
+        "under one engine than the other).",
     ),
     (
         "SNIA PTS window",
