@@ -564,6 +564,10 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     """
     if results is None or results.is_empty() or "runs" not in results.columns:
         return ""
+    if "rwmixread_pct" in results.columns and "write_pct" not in results.columns:  # as the sweeps say a mix
+        results = results.select(
+            (100 - pl.col(c)).alias("write_pct") if c == "rwmixread_pct" else pl.col(c) for c in results.columns
+        )
     # a text cell a spreadsheet would read as a formula (=, +, @, a dash before a letter) starts with ' instead
     formula = r"^([=+@\t\r]|-[^0-9.])"
     results.with_columns(
@@ -573,7 +577,7 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     ).write_csv(folder / "results.csv")
     shown = results.with_columns(  # a job's parameter as it was set: 50, not 50.0
         pl.col(c).cast(pl.Int64)
-        for c in ("rwmixread_pct", "iodepth", "numjobs")
+        for c in ("write_pct", "rwmixread_pct", "iodepth", "numjobs")
         if c in results.columns and results[c].dtype.is_float() and (results[c].drop_nulls() % 1 == 0).all()
     )
     if "iops_max_over_min" in shown.columns:  # one run has no spread: said so, not a blank

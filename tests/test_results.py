@@ -277,3 +277,14 @@ def test_a_published_tables_latency_is_weighted_by_each_vms_ios() -> None:
     bw, lat = [401, 1148, 203, 326, 204], [9.95, 3.47, 19.63, 12.22, 19.60]
     row = _row(table, controller="LSI", sioc="off", test="seqread")
     assert row["lat_mean_ms"] == pytest.approx(sum(b * t for b, t in zip(bw, lat, strict=True)) / sum(bw))
+
+
+def test_a_read_write_mix_is_said_as_its_write_share_as_the_sweeps_say_it(tmp_path) -> None:
+    """The post's mix sweep is by write share: the results table says it so (write 100%: 29,838 + 14,888 IOPS)."""
+    from benchlib.report_html import _results
+
+    opened = open_study("pvscsi-vs-lsi")
+    _results(configuration_results(opened, list(shape(opened).varied)), tmp_path)
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "results.csv").read_text())))
+    mix = {r["write_pct"]: float(r["iops"]) for r in rows if r["test"] == "rwmix_sweep"}
+    assert mix["100.0"] == 29_838 + 14_888 and mix["0.0"] == 40_585 + 19_189
