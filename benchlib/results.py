@@ -166,7 +166,8 @@ def factor_answers(study: object) -> list[dict]:
     One dict per factor the comparison page would compare (settings first; a sweep's points never):
     ``factor``, ``baseline``, ``levels`` (the others), ``value``, ``by`` (held within each comparison),
     ``comparisons``, ``runs`` (the fewest of either side of any comparison), ``low`` and ``high`` (the
-    smallest and largest change of the medians, in percent, rate-capped comparisons left out), ``low_at`` and
+    smallest and largest change, the median run-to-run ratio as the comparison pages give it, in percent,
+    rate-capped comparisons left out), ``low_at`` and
     ``high_at`` (the other factors' levels of those two comparisons), ``caveat`` (what else changed with
     the factor, or unlike work across it: the comparison page's words, "" where none) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
@@ -191,8 +192,9 @@ def factor_answers(study: object) -> list[dict]:
         table = comparison_table(units, page["value"], factor=factor, baseline=page["baseline"], by=by)
         if table.is_empty():
             continue
-        tested = table.filter(~pl.col("rate_capped")).drop_nulls("median_change_pct").sort("median_change_pct")
-        changes = tested["median_change_pct"]
+        # the change as the comparison pages give it (the median run-to-run ratio), so both say one number
+        tested = table.filter(~pl.col("rate_capped")).drop_nulls("change_pct").sort("change_pct")
+        changes = tested["change_pct"]
         held = [b for b in by if b != "phase"]
         # the comparisons' other factors where the change was smallest and largest
         low_at, high_at = ({b: tested[b][i] for b in held} if tested.height else {} for i in (0, -1))
