@@ -179,7 +179,8 @@ def test_missing_cells_are_reported_not_errors(tmp_path: Path) -> None:
     )
     result = build_report(pipeline, reports=tmp_path / "reports")
     assert {"test": "seqwrite", "controller": "LSI", "sioc": "on"} in result.missing_cells
-    assert "Test sequential write, controller LSI, SIOC on" in (result.folder / "index.html").read_text()
+    row = "<tr><td class='txt'>sequential write</td><td class='txt'>LSI</td><td class='txt'>on</td></tr>"
+    assert row in (result.folder / "index.html").read_text()
 
 
 def test_bad_pipeline(tmp_path: Path) -> None:
