@@ -625,7 +625,7 @@ def comparison_table(
     if missing:
         raise ValueError(f"no column {', '.join(map(repr, missing))}; the frame has {', '.join(frame.columns)}")
     if run in frame.columns:
-        repeated = frame.group_by(run, factor, *by).len().filter(pl.col("len") > 1)
+        repeated = frame.group_by(run, factor, *by).len().filter(pl.col("len") > 1).sort(run)  # the first named
         if repeated.height:
             raise ValueError(
                 f"{run} {repeated[run][0]!r} has {repeated['len'][0]} rows in one comparison group: a comparison "
