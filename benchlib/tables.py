@@ -281,6 +281,24 @@ def show(
     return Shown([label(c, labels) for c in frame.columns], rows, numeric, caption)
 
 
+def show_as_written(frame: pl.DataFrame, *, labels: Mapping[str, str] | None = None, caption: str = "") -> Shown:
+    """Return a frame of cells as a file wrote them (strings) as :func:`show` does, every digit kept.
+
+    A column whose every cell reads as a number is set to the right, as figures are.
+    """
+
+    def number_like(cell: str) -> bool:
+        try:
+            float(cell)
+        except ValueError:
+            return False
+        return True
+
+    shown = show(frame, labels=labels, caption=caption)
+    shown.numeric = [all(number_like(v) for v in frame[c].drop_nulls()) for c in frame.columns]
+    return shown
+
+
 def span(low: str, high: str, *, same: str = "") -> str:
     """Say two formatted figures as a range: ``0.9846 to 0.9953``; one figure (and ``same``) where they read alike."""
     return f"{low}{same}" if low == high else f"{low} to {high}"
