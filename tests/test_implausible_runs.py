@@ -238,7 +238,7 @@ def test_a_log_stamped_in_unix_time_reads_as_times_since_its_start(fio_binary: s
     log = next(tmp_path.glob("e_iops*.log"))
     tables = read_fio_log(log)
     times = tables.intervals["time_ns"].to_list()
-    assert times[0] == 500_000_000 and times[-1] <= 2_100_000_000, times
+    assert abs(times[0] - 500_000_000) <= 2_000_000 and times[-1] <= 2_100_000_000, times  # fio's stamps drift a ms
     start = tables.runs["start_time"][0]
     assert before.replace(microsecond=0) <= start <= after, (before, start, after)
     one = tmp_path / "one_iops.1.log"

@@ -62,14 +62,17 @@ def epoch_base(stamps: list[int]) -> tuple[int, bool] | None:
     """Return the Unix time (ms) a ``log_unix_epoch`` log counts from, None for a log of times since its start.
 
     ``stamps``: the log's first time stamps, in order. fio stamps an averaged log at the end of each
-    interval, so the zero is one interval (the first step between two stamps) before the first stamp.
+    interval, so the zero is one interval before the first stamp; the interval is the median step between
+    stamps, as fio's stamps drift by a millisecond or so from the nominal interval.
     The second item says whether the log showed its interval: a log of one stamp does not, and is taken to
     have logged one second (:data:`ONE_STAMP_MS`); its start is then not the member's own.
     """
     if not stamps or stamps[0] < EPOCH_MS_FROM:
         return None
-    step = next((b - a for a, b in zip(stamps, stamps[1:], strict=False) if b > a), None)
-    return (stamps[0] - step, True) if step is not None else (stamps[0] - ONE_STAMP_MS, False)
+    steps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False) if b > a)
+    if not steps:
+        return stamps[0] - ONE_STAMP_MS, False
+    return stamps[0] - steps[len(steps) // 2], True
 
 
 def first_stamps(lines: list[str]) -> list[int]:
