@@ -559,7 +559,7 @@ def _runs(n: int) -> str:
 def _results(results: pl.DataFrame | None, folder: Path) -> str:
     """Return the index's results table, and write it beside the pages as ``results.csv`` and ``results.md``.
 
-    The CSV holds the figures as computed (full precision, the study's level names); the page and the
+    The CSV holds the figures as computed (to 9 significant digits, the study's level names); the page and the
     Markdown file show them to 3 significant digits, levels in the study's words.
     """
     if results is None or results.is_empty() or "runs" not in results.columns:
@@ -568,18 +568,22 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
         results = results.select(
             (100 - pl.col(c)).alias("write_pct") if c == "rwmixread_pct" else pl.col(c) for c in results.columns
         )
-    # a text cell a spreadsheet would read as a formula (=, +, @, a dash before a letter) starts with ' instead
+    results = results.with_columns(  # a job's parameter as it was set: 50, not 50.0
+        pl.col(c).cast(pl.Int64)
+        for c in ("write_pct", "rwmixread_pct", "iodepth", "numjobs")
+        if c in results.columns and results[c].dtype.is_float() and (results[c].drop_nulls() % 1 == 0).all()
+    )
+    # a text cell a spreadsheet would read as a formula (=, +, @, a dash before a letter) starts with ' instead;
+    # a figure to 9 significant digits, finer than any of them was measured, without binary float noise
     formula = r"^([=+@\t\r]|-[^0-9.])"
     results.with_columns(
         pl.when(pl.col(c).str.contains(formula)).then("'" + pl.col(c)).otherwise(pl.col(c)).alias(c)
         for c in results.columns
         if results.schema[c] == pl.String
+    ).with_columns(
+        pl.col(c).round_sig_figs(9) for c in results.columns if results.schema[c].is_float()
     ).write_csv(folder / "results.csv")
-    shown = results.with_columns(  # a job's parameter as it was set: 50, not 50.0
-        pl.col(c).cast(pl.Int64)
-        for c in ("write_pct", "rwmixread_pct", "iodepth", "numjobs")
-        if c in results.columns and results[c].dtype.is_float() and (results[c].drop_nulls() % 1 == 0).all()
-    )
+    shown = results
     if "iops_max_over_min" in shown.columns:  # one run has no spread: said so, not a blank
         said = pl.col("iops_max_over_min").map_elements(lambda v: f"{number(v)}x", return_dtype=pl.String)
         spread = pl.when(pl.col("runs") < 2).then(pl.lit("one run")).otherwise(said)
@@ -607,7 +611,7 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
         "<h2>Results</h2><p>One row per configuration: each run's total over the members the data hold of it "
         f"(rates add, latencies weighted by I/Os{fewer}), the median over the configuration's runs.{p99} "
         f"{MISSING}: the data hold no such "
-        "figure. Download: <a href='results.csv'>results.csv</a> (full precision), "
+        "figure. Download: <a href='results.csv'>results.csv</a> (9 significant digits), "
         "<a href='results.md'>results.md</a>.</p>" + table._repr_html_()
     )
 
