@@ -366,6 +366,7 @@ def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProces
         "-k",
         "python3",
         "--no-progress-bar",
+        "--no-request-save-on-cell-execute",
         "--start-timeout",
         "120",
         "-y",
@@ -431,6 +432,7 @@ class WarmKernels:
                 kernel_name="python3",
                 progress_bar=False,
                 start_timeout=120,
+                request_save_on_cell_execute=False,  # saved once at the end (and on an error), not twice a cell
             )
         except Exception as exc:  # a cell's error, a dead kernel, a timeout: say which notebook, drop the kernel
             self._drop()
