@@ -605,6 +605,14 @@ def _write_index(
     from benchlib.views import claim_table
 
     results = configuration_results(study, list(fit.shape(study).varied))  # every configuration, as the post
+    together = None  # the interaction page's tests, for the answers: two settings whose effects depend on each other
+    page = next((e for e in executions if e.notebook.stem == "interaction"), None)
+    if page is not None:
+        from benchlib.views import interaction
+
+        p = page.parameters
+        _, tests = interaction(study, p["value"], x=p["x"], trace=p["trace"], by=p["by"], only=p["only"])
+        together = {"tests": tests, "x": p["x"], "trace": p["trace"], "by": p["by"] or [], "page": f"{page.slug}.html"}
     write_html(
         pipeline,
         folder,
@@ -616,6 +624,7 @@ def _write_index(
         left_out=left_out,
         results=results,
         answers=factor_answers(study),
+        together=together,
         claims=claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None,
     )
 

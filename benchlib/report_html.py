@@ -318,6 +318,7 @@ def write_html(
     results: pl.DataFrame | None = None,
     answers: list[dict] | None = None,
     claims: pl.DataFrame | None = None,
+    together: dict | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -328,7 +329,9 @@ def write_html(
     the summary pages the study's data cannot support, each with why (one line each); ``results``: one row
     per configuration (:func:`benchlib.results.configuration_results`), shown first; ``answers``: what each
     setting did (:func:`benchlib.results.factor_answers`); ``claims``: the write-up's claims recomputed
-    (:func:`benchlib.views.claim_table`), their verdicts said with the answers. Every string
+    (:func:`benchlib.views.claim_table`), their verdicts said with the answers; ``together``: the interaction
+    page's tests (:func:`benchlib.views.interaction`: ``tests``, ``x``, ``trace``, ``by``, its ``page``),
+    said with the answers where any was made. Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -381,7 +384,7 @@ def write_html(
     support = next((p for p in design if p.startswith("**What it can support.**")), "") if answers else ""
     design = [p for p in design if p != support]
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
-    parts.append(_answers(answers, claims, claims_page, support))
+    parts.append(_answers(answers, claims, claims_page, support, _together(together)))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if design:
         parts.append("<h2>The design</h2>" + _markdown("\n\n".join(design)))
@@ -445,11 +448,16 @@ def _gaps_table(missing: list[dict]) -> str:
 
 
 def _answers(
-    answers: list[dict] | None, claims: pl.DataFrame | None = None, claims_page: str | None = None, support: str = ""
+    answers: list[dict] | None,
+    claims: pl.DataFrame | None = None,
+    claims_page: str | None = None,
+    support: str = "",
+    together: str = "",
 ) -> str:
     """Return the index's first section: per setting, what changing it did and what the design can call it.
 
-    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. ``support``: the
+    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. ``together``: what
+    the interaction page's tests found (:func:`_together`), said after the settings. ``support``: the
     design's statement of what it can support (Markdown), said after the settings instead of a verdict every
     setting shares. Then the write-up's claims: how many hold, and each that fails in the write-up's own words.
     """
@@ -477,6 +485,7 @@ def _answers(
     settings = (
         "<p>The median run of each side against the other; the comparison pages give each comparison.</p>"
         f"<ul>{''.join(items)}</ul>"
+        + together
         + (
             _markdown(support)
             if support
@@ -488,6 +497,47 @@ def _answers(
         else ""
     )
     return f"<h2>What each setting did</h2>{settings}{told}" if items else f"<h2>The write-up's claims</h2>{told}"
+
+
+def _together(together: dict | None) -> str:
+    """Say what the interaction page's tests found (:func:`benchlib.views.interaction`), "" where none was made.
+
+    Where any group's test finds that one setting's effect depends on the other's level, those groups and
+    their Holm-adjusted p; else how many found no evidence and how many could not tell at their n.
+    """
+    tests = together["tests"] if together else None
+    if tests is None or tests.is_empty() or tests["p"].is_null().all():
+        return ""
+    from benchlib.tables import label, levels_words
+
+    x, trace, by = together["x"], together["trace"], together["by"]
+    name = f"<strong>{html.escape(label(x)[:1].upper() + label(x)[1:])} with {html.escape(inline(trace))}</strong>"
+    link = f"<a href='{html.escape(together['page'])}'>the interaction page</a>"
+    found = tests.filter(pl.col("verdict") == "interacts")
+    if found.height:
+        where = "; ".join(
+            (f"{_lowered(levels_words({b: row[b] for b in by}))}: " if by else "") + f"p = {row['p_holm']:.4f}"
+            for row in found.iter_rows(named=True)
+        )
+        tested = found["family"][0]
+        of = f" in {found.height} of the {tested} groups tested" if found.height < tested else ""
+        of = f" in each of the {tested} groups tested" if found.height == tested > 1 else of
+        said = f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)}{of} ({where}" + (
+            f", Holm-adjusted over {tested} tests)" if tested > 1 else ")"
+        )
+    else:
+        counts = dict(tests["verdict"].value_counts().iter_rows())
+        parts = [f"no evidence in {counts['no evidence']}" if counts.get("no evidence") else ""]
+        parts.append(f"too few runs to tell in {counts['cannot tell']}" if counts.get("cannot tell") else "")
+        said = f"no test finds that the effect of {inline(x)} depends on {inline(trace)} ("
+        tested = tests["family"][0]
+        said += ", ".join(filter(None, parts)) + f" of {tested} {'group' if tested == 1 else 'groups'} tested)"
+    return f"<p>{name}: {html.escape(said)}; {link} tests each group.</p>"
+
+
+def _lowered(said: str) -> str:
+    """Begin a phrase said mid-sentence in lower case ("Profile random read" -> "profile random read"; "SIOC" kept)."""
+    return said[:1].lower() + said[1:] if said[1:2].islower() else said
 
 
 def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
@@ -576,13 +626,13 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     # a text cell a spreadsheet would read as a formula (=, +, @, a dash before a letter) starts with ' instead;
     # a figure to 9 significant digits, finer than any of them was measured, without binary float noise
     formula = r"^([=+@\t\r]|-[^0-9.])"
-    results.with_columns(
+    written = results.with_columns(
         pl.when(pl.col(c).str.contains(formula)).then("'" + pl.col(c)).otherwise(pl.col(c)).alias(c)
         for c in results.columns
         if results.schema[c] == pl.String
-    ).with_columns(
-        pl.col(c).round_sig_figs(9) for c in results.columns if results.schema[c].is_float()
-    ).write_csv(folder / "results.csv")
+    )
+    written = written.with_columns(pl.col(c).round_sig_figs(9) for c in results.columns if results.schema[c].is_float())
+    written.write_csv(folder / "results.csv")
     shown = results
     if "iops_max_over_min" in shown.columns:  # one run has no spread: said so, not a blank
         said = pl.col("iops_max_over_min").map_elements(lambda v: f"{number(v)}x", return_dtype=pl.String)

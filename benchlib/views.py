@@ -1044,15 +1044,16 @@ def interaction(
     (effects as ratios, METHODS G3: a tenfold IOPS gap between block sizes is no interaction by itself)
     (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
     seed): ``F``, ``p``, ``floor`` (the p it gives an interaction without run-to-run noise:
-    :func:`benchlib.stats.factorial.interaction_floor`) and ``note``, or only a ``note`` saying why it
-    cannot be tested (one run per combination, a combination without runs, a factor with one level,
-    every run rate-capped: the cap, not the settings, set the totals). A test whose floor, Holm-adjusted,
-    is above alpha is said to be unable to tell, never "no evidence".
+    :func:`benchlib.stats.factorial.interaction_floor`), ``p_holm`` over the ``family`` of tests made, and
+    ``verdict``: what the test calls them (:func:`benchlib.stats.factorial.interaction_call`: interacts,
+    cannot tell, no evidence), or why no test was made (rate-capped: the cap, not the settings, set the
+    totals; one level; combinations without runs, ``missing`` of them; one run per combination; a zero
+    total, which has no ratio). :func:`benchlib.words.interaction.test_note` says each.
     """
     import numpy as np
 
     from benchlib.stats.compare import holm
-    from benchlib.stats.factorial import interaction_floor, interaction_permutation_test
+    from benchlib.stats.factorial import interaction_call, interaction_floor, interaction_permutation_test
 
     by = by or []
     totals = run_totals(study, value, [*by, x, trace], only)
@@ -1060,77 +1061,43 @@ def interaction(
     capped = set(capped_groups(totals, by).rows()) if by else {()} if totals["rate_capped"].all() else set()
     tests = []
     for key, part in totals.group_by(by, maintain_order=True) if by else [((), totals)]:
-        head = dict(zip(by, key, strict=True))
         combos = part.group_by(x, trace).len()
         levels = part[x].n_unique() * part[trace].n_unique()
-        floor = None
+        row = dict(zip(by, key, strict=True)) | {"runs": part.height, "per_combination": combos["len"].min()}
+        row |= {"F": None, "p": None, "floor": None, "missing": levels - combos.height}
         if tuple(key) in capped:
-            note, f, p = (
-                "every run was rate-capped: the cap set the totals, so no interaction can show here",
-                None,
-                None,
-            )
+            row["verdict"] = "rate-capped"
         elif part[x].n_unique() < 2 or part[trace].n_unique() < 2:
-            note, f, p = f"{x} or {trace} has one level here: nothing to interact", None, None
+            row["verdict"] = "one level"
         elif combos.height < levels:
-            note, f, p = f"{levels - combos.height} combinations of {x} and {trace} have no runs", None, None
+            row["verdict"] = "combinations without runs"
         elif combos["len"].min() < 2:
-            note = "one run per combination: the interaction cannot be told from run-to-run noise"
-            f, p = None, None
+            row["verdict"] = "one run per combination"
         elif (part[value] <= 0).any():
-            note = "a run total of 0: the test compares changes as ratios (on the log scale), which 0 has none of"
-            f, p = None, None
+            row["verdict"] = "a zero total"
         else:
             # on the log scale: effects are ratios, so 4k against 64k differing tenfold is no interaction by itself
             ordered = part.sort(x, trace).with_columns(pl.col(value).log().alias(value))
-            f, p = interaction_permutation_test(ordered, value, x, trace, rng=np.random.default_rng(SEED))
-            floor = interaction_floor(ordered, value, x, trace, rng=np.random.default_rng(SEED))
-            note = None  # said below, once the family's correction is known
-        tests.append(
-            {**head, "runs": part.height, "per_combination": combos["len"].min(), "F": f, "p": p, "floor": floor}
-            | {"note": note}
-        )
-    table = pl.DataFrame(tests)
-    tested = table.filter(pl.col("p").is_not_null()) if "p" in table.columns else table.head(0)
-    adjusted = dict(
-        zip(tested.select(by).rows() if by else [()] * tested.height, holm(tested["p"].to_numpy()), strict=True)
+            row["F"], row["p"] = interaction_permutation_test(ordered, value, x, trace, rng=np.random.default_rng(SEED))
+            row["floor"] = interaction_floor(ordered, value, x, trace, rng=np.random.default_rng(SEED))
+            row["verdict"] = None  # called below, once the family's correction is known
+        tests.append(row)
+    schema = {"F": pl.Float64, "p": pl.Float64, "floor": pl.Float64, "verdict": pl.String}
+    table = pl.DataFrame(tests, schema_overrides=schema)
+    made = table["p"].is_not_null().to_list()
+    adjusted = iter(holm(table.filter(pl.col("p").is_not_null())["p"].to_numpy()))
+    family = sum(made)
+    p_holm = [float(next(adjusted)) if m else None for m in made]
+    verdicts = [
+        interaction_call(ph, row["floor"], family) if ph is not None else row["verdict"]
+        for ph, row in zip(p_holm, table.iter_rows(named=True), strict=True)
+    ]
+    table = table.with_columns(
+        pl.Series("p_holm", p_holm, dtype=pl.Float64),
+        pl.lit(family).alias("family"),
+        pl.Series("verdict", verdicts, dtype=pl.String),
     )
-
-    notes = []
-    for row in table.iter_rows(named=True):
-        key = tuple(row[b] for b in by)
-        if row["note"] is None:
-            row["note"] = interaction_verdict(row, float(adjusted[key]), tested.height, x=x, trace=trace)
-        notes.append(row["note"])
-    table = table.with_columns(pl.Series("note", notes, dtype=pl.String))
     return grid, table.sort(by) if by else table
-
-
-def interaction_verdict(test: dict, p_holm: float, family: int, *, x: str, trace: str) -> str:
-    """Say what one interaction test found, at the n it had.
-
-    ``test``: a row of :func:`interaction`'s tests (``p``, ``floor``, ``per_combination``); ``p_holm``
-    its Holm-adjusted p in a family of ``family`` tests. A floor that, adjusted, is above alpha means the
-    runs could not have shown any interaction: that is said, never "no evidence".
-    """
-    from benchlib.stats.factorial import PERMUTATIONS, at_floor
-    from benchlib.tables import inline
-
-    runs = f"{test['per_combination']} runs per combination"
-    said = (
-        f"permutation p = {test['p']:.4f} (estimated from {PERMUTATIONS:,} random permutations), "
-        f"{p_holm:.4f} after Holm over {family} tests, alpha 0.05"
-    )
-    if p_holm <= 0.05:
-        floor = f"; about the smallest p this test can give at {runs}" if at_floor(test["p"], test["floor"]) else ""
-        return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{floor})"
-    if test["floor"] * family > 0.05:
-        return (
-            f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "
-            f"without run-to-run noise p = {test['floor']:.4f}, {min(1.0, test['floor'] * family):.4f} "
-            f"after Holm over {family} tests; more runs per combination can tell"
-        )
-    return f"no evidence at this n that the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said})"
 
 
 def member_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None, member: str = "vm") -> pl.DataFrame:

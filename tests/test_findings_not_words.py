@@ -20,7 +20,12 @@ ALLOWED_TEXT = {
     ("compare.py", "_verdicts"): "benchstat's delta notation: a number with its sign and unit (+1.23%), or ~",
 }
 #: functions that return a code of a fixed vocabulary (a verdict, a magnitude), never text built from figures
-CODES = {("compare.py", "cliffs_magnitude"), ("compare.py", "change_verdict"), ("compare.py", "_verdict")}
+CODES = {
+    ("compare.py", "cliffs_magnitude"),
+    ("compare.py", "change_verdict"),
+    ("compare.py", "_verdict"),
+    ("factorial.py", "interaction_call"),
+}
 #: modules whose business is words
 WORDY = ("benchlib.words", "benchlib.tables", "benchlib.views", "benchlib.caveats", "benchlib.report_html")
 
@@ -74,3 +79,11 @@ def test_the_code_functions_return_their_vocabulary_only() -> None:
         "medium",
         "large",
     }
+
+
+def test_an_interaction_call_is_one_of_its_codes() -> None:
+    from benchlib.stats.factorial import INTERACTION_CALLS, interaction_call
+
+    grid = [(p, floor, family) for p in (0.001, 0.05, 0.3) for floor in (0.002, 0.03) for family in (1, 2)]
+    calls = [interaction_call(*point) for point in grid]
+    assert set(calls) == set(INTERACTION_CALLS)

@@ -258,6 +258,7 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
     """Loopback: block size x I/O engine interact uncapped (libaio gains at 4k only); under the cap nothing can show;
     the published tables have one run per combination, which cannot tell an interaction from noise."""
     from benchlib.views import interaction
+    from benchlib.words.interaction import test_note
 
     by = ["profile", "rate_cap"]
     grid, tests = interaction(
@@ -265,37 +266,48 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
     )
     assert grid.height == 16 and set(grid["runs"]) == {3}
     rows = {(r["profile"], r["rate_cap"]): r for r in tests.iter_rows(named=True)}
-    assert rows[("randread", "off")]["p"] < 0.05 and rows[("randread", "on")]["p"] is None
-    assert rows[("randread", "off")]["note"].startswith("the effect of block size, as a ratio, depends on I/O engine")
-    assert "over 2 tests" in rows[("randread", "off")]["note"]  # the capped groups are not in the family
+    read = rows[("randread", "off")]
+    assert read["p"] < 0.05 and rows[("randread", "on")]["p"] is None
+    assert read["verdict"] == "interacts" and read["family"] == 2  # the capped groups are not in the family
+    assert read["p_holm"] == pytest.approx(min(1.0, 2 * read["p"]))  # the smaller p of two: Holm doubles it
+    said = test_note(read, x="block_size", trace="ioengine")
+    assert said.startswith("the effect of block size, as a ratio, depends on I/O engine") and "over 2 tests" in said
     # 3 runs per combination: a 2 x 2 interaction this clear is as significant as they allow (2 in 924)
-    assert rows[("randread", "off")]["p"] == rows[("randread", "off")]["floor"]
-    assert "about the smallest p this test can give at 3 runs per combination" in rows[("randread", "off")]["note"]
+    assert read["p"] == read["floor"]
+    assert "about the smallest p this test can give at 3 runs per combination" in said
     # random write's p is a Monte Carlo estimate too: within its error of the floor, it is said to be at it
     write = rows[("randwrite", "off")]
-    assert write["p"] != write["floor"] and "about the smallest p this test can give" in write["note"], write
-    assert rows[("randwrite", "on")]["note"].startswith("every run was rate-capped: the cap set the totals")
+    assert write["p"] != write["floor"]
+    assert "about the smallest p this test can give" in test_note(write, x="block_size", trace="ioengine"), write
+    assert rows[("randwrite", "on")]["verdict"] == "rate-capped"
     _, published = interaction("pvscsi-vs-lsi", "bandwidth_mib_s", x="controller", trace="sioc", by=["test"])
-    notes = dict(zip(published["test"], published["note"], strict=True))
-    assert notes["seqread"].startswith("one run per combination") and published["p"].is_null().all()
-    assert "has one level here" in notes["randread"]  # SIOC on was published for seqread only
+    verdicts = dict(zip(published["test"], published["verdict"], strict=True))
+    assert verdicts["seqread"] == "one run per combination" and published["p"].is_null().all()
+    assert verdicts["randread"] == "one level"  # SIOC on was published for seqread only
+    assert published["family"].to_list() == [0] * published.height and published["p_holm"].is_null().all()
 
 
 def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> None:
     """2 runs per combination: even a noiseless 2 x 2 interaction gets p = 2 / 70; over two tests, Holm's
     0.057 is above alpha whatever the data, so the page says it cannot be told, not "no evidence"."""
-    from benchlib.views import interaction_verdict
+    from benchlib.stats.factorial import interaction_call
+    from benchlib.words.interaction import test_note
 
-    test = {"p": 0.0264, "floor": 0.0268, "per_combination": 2}
-    said = interaction_verdict(test, 0.0528, 2, x="block_size", trace="ioengine")
+    test = {"p": 0.0264, "floor": 0.0268, "per_combination": 2, "p_holm": 0.0528, "family": 2}
+    test["verdict"] = interaction_call(test["p_holm"], test["floor"], test["family"])
+    assert test["verdict"] == "cannot tell"
+    said = test_note(test, x="block_size", trace="ioengine")
     assert said.startswith("cannot be told at 2 runs per combination (measured p = 0.0264)")
     assert "p = 0.0268, 0.0536 after Holm over 2 tests" in said and "no evidence" not in said
-    alone = interaction_verdict(test, 0.0264, 1, x="block_size", trace="ioengine")
-    assert alone.startswith(
+    alone = test | {"p_holm": 0.0264, "family": 1}
+    alone["verdict"] = interaction_call(alone["p_holm"], alone["floor"], alone["family"])
+    assert alone["verdict"] == "interacts"
+    assert test_note(alone, x="block_size", trace="ioengine").startswith(
         "the effect of block size, as a ratio, depends on I/O engine (permutation p = 0.0264 (estimated from 9,999"
     )
-    weak = interaction_verdict({"p": 0.4, "floor": 0.0018, "per_combination": 3}, 0.8, 2, x="bs", trace="rw")
-    assert weak.startswith("no evidence at this n")
+    weak = {"p": 0.4, "floor": 0.0018, "per_combination": 3, "p_holm": 0.8, "family": 2}
+    weak["verdict"] = interaction_call(weak["p_holm"], weak["floor"], weak["family"])
+    assert weak["verdict"] == "no evidence" and test_note(weak, x="bs", trace="rw").startswith("no evidence at this n")
 
 
 def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
@@ -697,3 +709,27 @@ def test_a_synchronous_engine_at_a_queue_depth_is_said_to_hold_one_io() -> None:
     finally:
         name_members("VM")
         name_levels({})
+
+
+def test_the_index_says_two_settings_that_interact_beside_what_each_did() -> None:
+    """The answers name the groups whose test finds an interaction (loopback: both uncapped profiles), with
+    their Holm-adjusted p; tests that found none are counted; a design that made no test says nothing."""
+    from benchlib.report_html import _together
+    from benchlib.views import interaction, use_study_words
+
+    by = ["profile", "rate_cap"]
+    use_study_words("loopback-fio")
+    _, tests = interaction(
+        "loopback-fio", "iops", x="block_size", trace="ioengine", by=by, only={"profile": ["randread", "randwrite"]}
+    )
+    page = {"x": "block_size", "trace": "ioengine", "by": by, "page": "interaction.html"}
+    said = _together({"tests": tests, **page})
+    assert "the effect of block size, as a ratio, depends on I/O engine in each of the 2 groups tested (" in said
+    p = tests.filter(profile="randread", rate_cap="off")["p_holm"][0]
+    assert f"profile random read, rate cap off: p = {p:.4f}" in said and "Holm-adjusted over 2 tests" in said
+    assert "href='interaction.html'" in said
+    calm = tests.with_columns(pl.when(pl.col("p").is_not_null()).then(pl.lit("no evidence")).alias("verdict"))
+    quiet = _together({"tests": calm, **page})
+    assert "no test finds that the effect of block size depends on I/O engine (no evidence in 2 of 2 groups" in quiet
+    _, published = interaction("pvscsi-vs-lsi", "bandwidth_mib_s", x="controller", trace="sioc", by=["test"])
+    assert _together({"tests": published, "x": "controller", "trace": "sioc", "by": ["test"], "page": "i.html"}) == ""

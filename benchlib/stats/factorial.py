@@ -183,6 +183,23 @@ def at_floor(p: float, floor: float, n_resamples: int = PERMUTATIONS) -> bool:
     return p <= floor + spread
 
 
+#: what an interaction test can call its two factors (:func:`interaction_call`)
+INTERACTION_CALLS = ("interacts", "cannot tell", "no evidence")
+
+
+def interaction_call(p_holm: float, floor: float, family: int, alpha: float = 0.05) -> str:
+    """Return what one interaction test calls its factors: a code of :data:`INTERACTION_CALLS`.
+
+    ``p_holm``: its Holm-adjusted p in a family of ``family`` tests; ``floor``: the p these runs give an
+    interaction without run-to-run noise (:func:`interaction_floor`). "interacts" at or below ``alpha``;
+    "cannot tell" where even the floor, adjusted alike, is above ``alpha`` (the runs could not have shown any
+    interaction: never "no evidence"); else "no evidence".
+    """
+    if p_holm <= alpha:
+        return "interacts"
+    return "cannot tell" if floor * family > alpha else "no evidence"
+
+
 def _batch_rss(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Residual sums of squares of many responses (rows of ``ys``) on one design."""
     projection = x @ np.linalg.pinv(x)

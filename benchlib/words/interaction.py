@@ -1,0 +1,48 @@
+"""Two factors together in words: what :func:`benchlib.views.interaction` found of each group's test."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from benchlib.stats.factorial import PERMUTATIONS, at_floor
+from benchlib.tables import inline, levels_words
+
+
+def test_note(test: Mapping, *, x: str, trace: str) -> str:
+    """Say one group's interaction test (a row of :func:`benchlib.views.interaction`'s tests) at the n it had."""
+    verdict = test["verdict"]
+    if verdict == "rate-capped":
+        return "every run was rate-capped: the cap set the totals, so no interaction can show here"
+    if verdict == "one level":
+        return f"{inline(x)} or {inline(trace)} has one level here: nothing to interact"
+    if verdict == "combinations without runs":
+        return f"{test['missing']} combinations of {inline(x)} and {inline(trace)} have no runs"
+    if verdict == "one run per combination":
+        return "one run per combination: the interaction cannot be told from run-to-run noise"
+    if verdict == "a zero total":
+        return "a run total of 0: the test compares changes as ratios (on the log scale), which 0 has none of"
+    runs, family = f"{test['per_combination']} runs per combination", test["family"]
+    said = (
+        f"permutation p = {test['p']:.4f} (estimated from {PERMUTATIONS:,} random permutations), "
+        f"{test['p_holm']:.4f} after Holm over {family} tests, alpha 0.05"
+    )
+    if verdict == "interacts":
+        floor = f"; about the smallest p this test can give at {runs}" if at_floor(test["p"], test["floor"]) else ""
+        return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{floor})"
+    if verdict == "cannot tell":
+        return (
+            f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "
+            f"without run-to-run noise p = {test['floor']:.4f}, {min(1.0, test['floor'] * family):.4f} "
+            f"after Holm over {family} tests; more runs per combination can tell"
+        )
+    return f"no evidence at this n that the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said})"
+
+
+def tests_markdown(tests: pl.DataFrame, *, x: str, trace: str, by: list[str]) -> str:
+    """Say every group's test, one Markdown bullet each, named by its levels of ``by``."""
+    return "\n".join(
+        f"- **{levels_words({b: row[b] for b in by}) or 'all runs'}**: {test_note(row, x=x, trace=trace)}."
+        for row in tests.iter_rows(named=True)
+    )
