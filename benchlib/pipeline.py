@@ -596,7 +596,8 @@ def _write_index(
     front = front_matter(study, interaction_page=interaction)
     value = pipeline.parameters.get("value")
     if isinstance(value, str):  # the runs to doubt, by the value the pages show
-        from benchlib.views import implausible, implausible_words
+        from benchlib.views import implausible
+        from benchlib.words.implausible import implausible_words
 
         found = implausible(study, value, by=list(pipeline.axes), only=pipeline.only)
         front["doubt"] = implausible_words(found, value, page="summary")

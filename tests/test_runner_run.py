@@ -25,6 +25,7 @@ from benchlib.runner.execute import RunError, host_facts, hosts_done, pending
 from benchlib.runner.targets import Targets
 from benchlib.store import scan_table
 from benchlib.study import RUN_MANIFEST, load_study
+from benchlib.words.implausible import implausible_words
 from tests import esxi_standins
 
 pytestmark = pytest.mark.fio
@@ -711,7 +712,7 @@ def test_a_run_never_steady_is_named_on_the_pages(fio_binary: str, tmp_path: Pat
     ingest_study(plan.output, tmp_path / "processed")
     found = views.implausible(open_study(plan.output, tmp_path / "processed"), "iops", by=["profile"])
     assert set(found.filter(pl.col("rule") == "not steady")["run_unit"].unique()) == set(found["run_unit"].unique())
-    words = views.implausible_words(found, "iops")
+    words = implausible_words(found, "iops")
     assert "was not steady in" in words and "a device still settling" in words
 
 
