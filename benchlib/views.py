@@ -1996,28 +1996,6 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     ).drop("util_kept")
 
 
-def disk_finding(view: pl.DataFrame, by: list[str]) -> str:
-    """Say where the latency was spent at the deepest and the shallowest device queue of :func:`disk_view`.
-
-    Rows where the page cache answered (no "above" figure) are left out; "" when fewer than two remain.
-    """
-    from benchlib.tables import levels_words, number
-
-    rows = view.filter(pl.col("above_device_ms").is_not_null() & (pl.col("app_latency_ms") > 0)).sort("device_queue")
-    if rows.height < 2:
-        return ""
-
-    def said(row: dict) -> str:
-        share = min(100.0, 100 * row["device_await_ms"] / row["app_latency_ms"])
-        return (
-            f"{levels_words({b: row[b] for b in by})}, {number(row['device_queue'])} I/Os in the device queue on "
-            f"average: {share:.0f}% of the {number(row['app_latency_ms'])} ms fio saw was spent in the block layer "
-            "and the device"
-        )
-
-    return f"Deepest queue: {said(rows.row(-1, named=True))}. Shallowest: {said(rows.row(0, named=True))}."
-
-
 def _esxtop_runs(opened: ProcessedStudy) -> pl.DataFrame:
     return opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id", "host").collect()
 
@@ -2058,17 +2036,17 @@ def esxtop_captures(study: StudyRef) -> pl.DataFrame:
     )
 
 
-def esxtop_copies(study: StudyRef) -> str:
-    """Say which of the study's esxtop captures hold the same samples as another, only their times differ (Markdown).
+def esxtop_copied(study: StudyRef) -> list[list[str]]:
+    """Return the study's esxtop captures that hold the same samples as another, only their times differ.
 
     A capture copied (or renamed) and placed at other times is one measurement: beside itself it would look
     like corroboration. Captures are compared on every counter's value by sample, through a hash of each
-    row, added per capture; "" when no two agree.
+    row, added per capture. Each group of alike captures is its files, sorted; [] when no two agree.
     """
     opened = _open(study)
     runs = opened.scan("runs").filter(pl.col("format") == "esxtop").select("run_id", "source").collect()
     if runs.height < 2:
-        return ""
+        return []
     row = pl.struct("object", "instance", "counter", "sample", "value").hash() // 2**32  # 32 bits: sums never wrap
     prints = (
         opened.scan("host_counters")
@@ -2080,34 +2058,7 @@ def esxtop_copies(study: StudyRef) -> str:
         .join(runs, on="run_id")
     )
     same = prints.group_by("print", "rows").agg(pl.col("source").sort()).filter(pl.col("source").list.len() > 1)
-    if same.is_empty():
-        return ""
-    groups = "; ".join(" and ".join(f"`{source}`" for source in files) for files in same["source"].to_list())
-    return (
-        f"**One capture, copied.** {groups} hold the same samples (every counter's value alike, only their times "
-        "differ): their host-side rows are one measurement placed at two times, not two that agree."
-    )
-
-
-def esxtop_coverage(captures: pl.DataFrame) -> str:
-    """Say how much of the study's esxtop captures (:func:`esxtop_captures`) fell inside its runs (Markdown).
-
-    Empty when every sample did; otherwise each capture with its span, so that a reader knows which
-    samples the page left out and why (a capture of another time is not the study's I/O).
-    """
-    if captures.is_empty() or (captures["in_runs"] == captures["samples"]).all():
-        return ""
-    spans = []
-    for row in captures.iter_rows(named=True):
-        first, last = (
-            f"{t:%Y-%m-%d %H:%M:%S} UTC" if t is not None else "time unknown" for t in (row["first"], row["last"])
-        )
-        spans.append(f"{row['host']}, {first} to {last}: {row['in_runs']} of {row['samples']} samples inside a run")
-    if (captures["in_runs"] == 0).all():
-        lead = "No esxtop sample of this study was taken during one of its runs, so none is drawn"
-    else:
-        lead = "Only the esxtop samples taken during a run are drawn"
-    return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
+    return sorted(same["source"].to_list())
 
 
 def _placed(
@@ -2186,48 +2137,6 @@ def esxtop_mismatched(table: pl.DataFrame, by: list[str]) -> list[dict]:
     """Return the levels of each configuration of :func:`esxtop_against_guests` whose commands did not match."""
     off = table.filter(~pl.col("matches").fill_null(False)) if table.height else table
     return [{b: row[b] for b in by} for row in off.iter_rows(named=True)]
-
-
-def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
-    """Say whether esxtop's devices carried fio's I/O (:func:`esxtop_against_guests`), in Markdown; "" if so.
-
-    ``cached``: in how many of the configurations off by more than :data:`COMMANDS_MATCH` the page cache answered
-    most of the jobs' I/Os (:func:`cache_answered_most`): only there is it a reason for fewer commands.
-    """
-    from benchlib.tables import number
-
-    if table.is_empty() or table["matches"].fill_null(False).all():
-        return ""
-    off = table.filter(~pl.col("matches").fill_null(False))
-    worst = off.sort(pl.col("ratio").log().abs(), descending=True, nulls_last=False).row(0, named=True)
-    ratio = worst["ratio"]
-    if ratio is None or ratio == 0:
-        per = "no command at all"
-    elif ratio >= 1:
-        per = f"{number(ratio)} commands per I/O fio did"
-    else:
-        per = f"one command per {number(1 / ratio)} I/Os fio did"
-    if ratio is not None and ratio > 1:
-        why = (
-            "far more commands than fio did I/Os: other load may have shared these devices, or fio's "
-            "I/Os were split into several commands each (blocks larger than the device takes at once)"
-        )
-    else:
-        why = "far fewer commands than fio did I/Os: the capture may watch devices other than the disks fio "
-        why += "used, or another host"
-        if cached:
-            which = "it" if off.height == 1 else f"{cached} of these {off.height} configurations"
-            why += (
-                f"; and in {which} the page cache answered most of the jobs' I/Os (they ran buffered), by the "
-                "disk's own counters (the cell pages give them)"
-            )
-    return (
-        f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
-        f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from fio's IOPS (the farthest: "
-        f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS, {per}). "
-        "esxtop counted "
-        f"{why}. Read esxtop's device latencies as the devices', not as these runs', until that is explained."
-    )
 
 
 def esxtop_view(study: StudyRef, *, by: list[str] | None = None, only: dict | None = None) -> pl.DataFrame:

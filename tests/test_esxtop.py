@@ -222,7 +222,8 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     """A capture from 2018 beside a run of another day: none of its samples is drawn, and the page says why,
     with the capture's span; moved into the run's window, its samples count, with the run's levels."""
     import benchlib.store
-    from benchlib.views import esxtop_against_guests, esxtop_captures, esxtop_coverage, esxtop_match_note, esxtop_view
+    from benchlib.views import esxtop_against_guests, esxtop_captures, esxtop_view
+    from benchlib.words.hostside import esxtop_coverage, esxtop_match_note
     from tests.esxi_standins import capture_with_adapter_queue_depth
 
     study = tmp_path / "raw" / "elsewhen"
@@ -285,14 +286,15 @@ def test_a_capture_of_another_time_is_not_the_studys_io(tmp_path: Path, monkeypa
     ingest_study(study, tmp_path / "processed")
     against = esxtop_against_guests(str(study), by=["test"])
     assert against["ratio"][0] == pytest.approx(1.1, rel=0.01) and against["matches"][0]
-    assert esxtop_match_note(against) == ""
+    assert esxtop_match_note(against).startswith("esxtop's devices carried fio's I/O: in every configuration")
 
 
 def test_a_capture_copied_to_another_time_is_said_to_be_one_measurement(tmp_path: Path) -> None:
     """Two files of one capture, their times moved apart, beside a capture of another host: the two are named as one
     capture copied (rows that agree because they are the same samples), the third is not."""
     from benchlib.store import open_study
-    from benchlib.views import esxtop_copies
+    from benchlib.views import esxtop_copied
+    from benchlib.words.hostside import copies_note
     from tests.esxi_standins import capture_with_adapter_queue_depth
 
     source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
@@ -305,9 +307,11 @@ def test_a_capture_copied_to_another_time_is_said_to_be_one_measurement(tmp_path
     other = corpus_dir("esxtop") / "VisualEsxtopOnline-1000__origincsvfile.csv"
     shutil.copy(other, study / other.name)
     ingest_study(study, tmp_path / "processed")
-    said = esxtop_copies(open_study(study, tmp_path / "processed"))
+    copied = esxtop_copied(open_study(study, tmp_path / "processed"))
+    assert copied == [["esx/monday.csv", "esx/tuesday.csv"]]  # the finding: one group of two files
+    said = copies_note(copied)
     assert said.startswith("**One capture, copied.** `esx/monday.csv` and `esx/tuesday.csv` hold the same samples")
     assert other.name not in said
     (study / "tuesday.csv").unlink()
     ingest_study(study, tmp_path / "processed")
-    assert esxtop_copies(open_study(study, tmp_path / "processed")) == ""
+    assert copies_note(esxtop_copied(open_study(study, tmp_path / "processed"))) == ""

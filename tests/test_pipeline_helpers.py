@@ -155,7 +155,7 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
 
 def test_the_page_says_where_latency_went_at_the_deepest_and_shallowest_queue() -> None:
     """Libaio 64k: 123 requests queued, all of fio's 12.7 ms in the device; psync capped: a third above it."""
-    from benchlib.views import disk_finding
+    from benchlib.words.hostside import disk_finding
 
     view = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
     said = disk_finding(view, AXES)

@@ -1,8 +1,14 @@
-"""Where latency was spent, in words: the notes of :func:`benchlib.stats.queueing.device_latency_split`'s rows."""
+"""The host side in words.
+
+Where latency was spent (the notes of :func:`benchlib.stats.queueing.device_latency_split`'s rows), the
+kernel's disk statistics, and esxtop's captures beside fio's runs.
+"""
 
 from __future__ import annotations
 
 import polars as pl
+
+from benchlib.tables import levels_words, number
 
 #: the columns :func:`benchlib.stats.queueing.device_latency_split` gives for its notes alone
 _FOR_NOTES = ("busy_at_least_pct", "in_flight", "util_all_pct", "util_low_runs", "util_high_runs", "cached")
@@ -98,4 +104,105 @@ def _util_note(figures: str) -> pl.Expr:
                 "device busy: {} of {} figures ({}) left out: {}", low + high, pl.col("host_runs"), pl.lit(figures), why
             )
         )
+    )
+
+
+def disk_finding(view: pl.DataFrame, by: list[str]) -> str:
+    """Say where the latency was spent at the deepest and shallowest device queue (:func:`benchlib.views.disk_view`).
+
+    Rows where the page cache answered (no "above" figure) are left out; "" when fewer than two remain.
+    """
+    rows = view.filter(pl.col("above_device_ms").is_not_null() & (pl.col("app_latency_ms") > 0)).sort("device_queue")
+    if rows.height < 2:
+        return ""
+
+    def said(row: dict) -> str:
+        share = min(100.0, 100 * row["device_await_ms"] / row["app_latency_ms"])
+        return (
+            f"{levels_words({b: row[b] for b in by})}, {number(row['device_queue'])} I/Os in the device queue on "
+            f"average: {share:.0f}% of the {number(row['app_latency_ms'])} ms fio saw was spent in the block layer "
+            "and the device"
+        )
+
+    return f"Deepest queue: {said(rows.row(-1, named=True))}. Shallowest: {said(rows.row(0, named=True))}."
+
+
+def esxtop_coverage(captures: pl.DataFrame) -> str:
+    """Say how much of the study's esxtop captures fell inside its runs (Markdown).
+
+    ``captures``: :func:`benchlib.views.esxtop_captures`.
+
+    Empty when every sample did; otherwise each capture with its span, so that a reader knows which
+    samples the page left out and why (a capture of another time is not the study's I/O).
+    """
+    if captures.is_empty() or (captures["in_runs"] == captures["samples"]).all():
+        return ""
+    spans = []
+    for row in captures.iter_rows(named=True):
+        first, last = (
+            f"{t:%Y-%m-%d %H:%M:%S} UTC" if t is not None else "time unknown" for t in (row["first"], row["last"])
+        )
+        spans.append(f"{row['host']}, {first} to {last}: {row['in_runs']} of {row['samples']} samples inside a run")
+    if (captures["in_runs"] == 0).all():
+        lead = "No esxtop sample of this study was taken during one of its runs, so none is drawn"
+    else:
+        lead = "Only the esxtop samples taken during a run are drawn"
+    return f"{lead} (a capture of another time is not the study's I/O): " + "; ".join(spans) + "."
+
+
+def esxtop_match_note(table: pl.DataFrame, *, cached: int = 0) -> str:
+    """Say whether esxtop's devices carried fio's I/O (:func:`benchlib.views.esxtop_against_guests`), in Markdown.
+
+    ``cached``: in how many of the configurations off by more than :data:`COMMANDS_MATCH` the page cache answered
+    most of the jobs' I/Os (:func:`benchlib.views.cache_answered_most`): only there is it a reason for fewer commands.
+    """
+    from benchlib.views import COMMANDS_MATCH  # here: the views say a latency split with this module's notes
+
+    if table.is_empty():
+        return ""
+    if table["matches"].fill_null(False).all():
+        return (
+            f"esxtop's devices carried fio's I/O: in every configuration with samples, their commands/s are within "
+            f"{COMMANDS_MATCH:g}x of fio's IOPS."
+        )
+    off = table.filter(~pl.col("matches").fill_null(False))
+    worst = off.sort(pl.col("ratio").log().abs(), descending=True, nulls_last=False).row(0, named=True)
+    ratio = worst["ratio"]
+    if ratio is None or ratio == 0:
+        per = "no command at all"
+    elif ratio >= 1:
+        per = f"{number(ratio)} commands per I/O fio did"
+    else:
+        per = f"one command per {number(1 / ratio)} I/Os fio did"
+    if ratio is not None and ratio > 1:
+        why = (
+            "far more commands than fio did I/Os: other load may have shared these devices, or fio's "
+            "I/Os were split into several commands each (blocks larger than the device takes at once)"
+        )
+    else:
+        why = "far fewer commands than fio did I/Os: the capture may watch devices other than the disks fio "
+        why += "used, or another host"
+        if cached:
+            which = "it" if off.height == 1 else f"{cached} of these {off.height} configurations"
+            why += (
+                f"; and in {which} the page cache answered most of the jobs' I/Os (they ran buffered), by the "
+                "disk's own counters (the cell pages give them)"
+            )
+    return (
+        f"**The capture may not be these runs' I/O.** In {off.height} of {table.height} configurations with esxtop "
+        f"samples, the devices' commands/s are more than {COMMANDS_MATCH:g}x from fio's IOPS (the farthest: "
+        f"{number(worst['esxtop_commands'])} commands/s against {number(worst['guest_iops'])} IOPS, {per}). "
+        "esxtop counted "
+        f"{why}. Read esxtop's device latencies as the devices', not as these runs', until that is explained."
+    )
+
+
+def copies_note(copied: list[list[str]]) -> str:
+    """Say the esxtop captures that are one capture copied (:func:`benchlib.views.esxtop_copied`), in Markdown."""
+    if not copied:
+        return ""
+    groups = "; ".join(" and ".join(f"`{source}`" for source in files) for files in copied)
+    return (
+        f"**One capture, copied.** {groups} hold the same samples (every counter's value alike, only their times "
+        "differ): their host-side rows are one measurement placed at two times, not two that agree."
     )
