@@ -688,30 +688,6 @@ def sweeps_compared(study: StudyRef, selection: dict, factor: str, levels: list[
     return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
 
 
-def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
-    """Say that members' knees one depth apart are a hint at this n (:func:`sweep` per member), "" where they agree.
-
-    Each knee comes from the medians of the runs at each depth: where one member's step just passes the 10% rule
-    and another's just misses it, their runs may overlap. Said only where a depth ran more than once.
-    """
-    from benchlib.tables import inline
-
-    if per_member.is_empty():
-        return ""
-    shapes = sweep_shapes(per_member, member=member)
-    if "knee" not in shapes.columns:  # no member's sweep has a shape (too few depths, or one concurrency)
-        return ""
-    knees = sorted(shapes["knee"].drop_nulls().unique().to_list())
-    if len(knees) < 2 or per_member["runs"].max() < 2:
-        return ""
-    return (
-        f"Their knees differ ({', '.join(f'{k:g}' for k in knees)}), each from the medians of "
-        f"{per_member['runs'].min()} runs a depth: where one {inline(member)}'s step just passes the 10% rule and "
-        "another's just misses it, the runs at those depths may overlap; a knee one depth apart is a hint, not a "
-        "finding."
-    )
-
-
 def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str = "iodepth") -> pl.DataFrame:
     """Describe each sweep of :func:`sweep` (per member when given): knee, saturation, peak then drop.
 
@@ -1194,49 +1170,6 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
     # the test's levels in the study's words (random read 4k), as every other page says them
     named = pl.concat_str([level_expr(c) for c in test], separator=" ") if test else pl.lit("all runs")
     return table.with_columns(named.alias("test"))
-
-
-def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per_cpu_pct") -> str:
-    """Say in one sentence which level of ``setting`` did the most I/O per CPU, across the tests.
-
-    From :func:`efficiency_table`: per test, the level with the highest ``value`` and how many times
-    the lowest it is. Descriptive only: medians over VMs, with no test of significance.
-    """
-    from benchlib.tables import inline, label
-
-    rows = table.drop_nulls(value).filter(pl.col(value) > 0)
-    wins: dict[str, int] = {}
-    ratios, tests, last = [], 0, set()
-    for part in rows.partition_by("test", maintain_order=True):
-        if part.height < 2:  # one level: nothing to compare in this test
-            continue
-        ordered = part.sort(value, descending=True)
-        tests += 1
-        wins[str(ordered[setting][0])] = wins.get(str(ordered[setting][0]), 0) + 1
-        ratios.append(ordered[value][0] / ordered[value][-1])
-        last.add(str(ordered[setting][-1]))
-    what = label(value)
-    if not tests:
-        return f"**{what}**: no test has two levels of {label(setting)} with a CPU figure, so nothing is compared."
-    span = f"{min(ratios):.2f}x" if min(ratios) == max(ratios) else f"{min(ratios):.2f}x to {max(ratios):.2f}x"
-    most = max(wins.values())
-    leaders = sorted(level for level, n in wins.items() if n == most)
-    if len(leaders) == 1 and most == tests and len(last) == 1:  # one level always first, one always last
-        span += f" {inline(setting)} {last.pop()}'s"
-        return (
-            f"**{what}**: {label(setting)} {leaders[0]} was highest in {most} of {tests} tests, with {span} "
-            f"{what} in each. Medians over {inline('vm')}s, descriptive only: no significance test of CPU "
-            "efficiency here."
-        )
-    if len(leaders) == 1:
-        who = f"{label(setting)} {leaders[0]} was highest in {most} of {tests} tests"
-    else:  # a tie names every leader: no level is "the" most efficient
-        each = ", ".join(f"{level} in {most}" for level in leaders)
-        who = f"the highest {label(setting)} differs by test ({each} of {tests})"
-    return (
-        f"**{what}**: {who}; in each test the highest level had {span} the lowest level's figure. "
-        f"Medians over {inline('vm')}s, descriptive only: no significance test of CPU efficiency here."
-    )
 
 
 def on_vsphere(study: StudyRef) -> bool:

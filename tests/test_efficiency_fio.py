@@ -73,7 +73,7 @@ def test_no_cpu_figure_gives_a_reason_not_a_number() -> None:
 
 
 def test_the_efficiency_finding_names_the_level_and_the_spread() -> None:
-    from benchlib.views import efficiency_finding
+    from benchlib.words.efficiency import efficiency_finding
 
     table = pl.DataFrame(
         {

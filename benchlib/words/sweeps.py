@@ -1,8 +1,11 @@
-"""Sweeps in words: the shape :func:`benchlib.stats.queueing.sweep_shape` found, as a table cell and a note."""
+"""Sweeps in words: the shape :func:`benchlib.stats.queueing.sweep_shape` found, and members' knees apart."""
 
 from __future__ import annotations
 
+import polars as pl
+
 from benchlib.stats.queueing import MIN_KNEEDLE_POINTS, SweepShape
+from benchlib.tables import inline
 
 
 def shape_verdict(shape: SweepShape) -> str:
@@ -31,3 +34,29 @@ def shape_note(shape: SweepShape) -> str:
     if shape.latency_knee_depth is not None:
         note += f"; latency grows with depth from {shape.latency_knee_depth:g}"
     return note
+
+
+def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
+    """Say that members' knees one depth apart are a hint at this n, "" where they agree.
+
+    ``per_member``: :func:`benchlib.views.sweep` per member.
+
+    Each knee comes from the medians of the runs at each depth: where one member's step just passes the 10% rule
+    and another's just misses it, their runs may overlap. Said only where a depth ran more than once.
+    """
+    from benchlib.views import sweep_shapes  # here: the views say a sweep's shape with this module
+
+    if per_member.is_empty():
+        return ""
+    shapes = sweep_shapes(per_member, member=member)
+    if "knee" not in shapes.columns:  # no member's sweep has a shape (too few depths, or one concurrency)
+        return ""
+    knees = sorted(shapes["knee"].drop_nulls().unique().to_list())
+    if len(knees) < 2 or per_member["runs"].max() < 2:
+        return ""
+    return (
+        f"Their knees differ ({', '.join(f'{k:g}' for k in knees)}), each from the medians of "
+        f"{per_member['runs'].min()} runs a depth: where one {inline(member)}'s step just passes the 10% rule and "
+        "another's just misses it, the runs at those depths may overlap; a knee one depth apart is a hint, not a "
+        "finding."
+    )
