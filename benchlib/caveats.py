@@ -1,14 +1,17 @@
-"""The one-run caveats summary pages print, in one place.
+"""Caveats a page prints as flagged outputs, so that a report's index gathers them by flag.
 
-A page whose runs were each run once says so beside its finding. The report's index states the
-design once for the whole study ("One run per configuration: ..."), so it leaves these sentences
-out of the findings it quotes (:func:`without_one_run`): the pages and the index share the
-sentences here rather than the index matching their wording.
+A page shows a caveat with :class:`Caveat`: its Markdown on the page, and in the executed notebook the
+output's metadata names its flag (``{"benchlib": {"caveat": "one run"}}``). The index quotes each page's
+headline without its caveats, leaves out a flag the index itself states once (one run per configuration:
+the design says it), and says any other flag once, however many pages carry it. Nothing matches sentences.
+
+The one-run caveats the summary pages print live here with their flag.
 """
 
 from __future__ import annotations
 
-import re
+#: the flag of the caveats that say the runs were each run once (the design says it once for the index)
+ONE_RUN = "one run"
 
 #: the comparison page, where every row is one run per side
 COMPARISON_ONCE = (
@@ -23,17 +26,24 @@ CLAIMS_ONCE = (
     "arithmetic of the write-up's own numbers, not whether a setting had an effect (that needs repeated runs "
     "of each configuration; see the comparison page)."
 )
-ONE_RUN = (COMPARISON_ONCE, SWEEP_ONCE, CLAIMS_ONCE)
 
 
-def _pattern(template: str) -> str:
-    """Return ``template`` as a regular expression, each ``{field}`` a whole number."""
-    return re.sub(r"\\\{\w+\\\}", r"\\d+", re.escape(template))
+class Caveat:
+    """A caveat as a notebook shows it: Markdown, with its flag in the output's metadata.
+
+    ``Caveat(ONE_RUN, COMPARISON_ONCE)`` as a cell's last expression (or through ``display``) prints the
+    sentence; :func:`flag_of` reads the flag back from the executed notebook's output.
+    """
+
+    def __init__(self, flag: str, text: str) -> None:
+        self.flag, self.text = flag, text
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> tuple[dict, dict]:
+        return {"text/markdown": self.text, "text/plain": self.text}, {"benchlib": {"caveat": self.flag}}
 
 
-_ONE_RUN_SAID = re.compile("|".join(rf"\s*{_pattern(sentence)}" for sentence in ONE_RUN))
-
-
-def without_one_run(text: str) -> str:
-    """Return a page's finding without the one-run caveats of :data:`ONE_RUN` (the index says it once)."""
-    return _ONE_RUN_SAID.sub("", text).strip()
+def flag_of(output: dict) -> str | None:
+    """Return the caveat flag of one output of an executed notebook (:class:`Caveat`), None for any other."""
+    meta = output.get("metadata", {}).get("benchlib", {})
+    flag = meta.get("caveat") if isinstance(meta, dict) else None
+    return flag if isinstance(flag, str) else None

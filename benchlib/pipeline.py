@@ -713,11 +713,13 @@ def parameters_markdown(notebooks: Path = PROJECT_ROOT / "notebooks") -> str:
 PINNED = ("polars", "altair", "scipy", "numpy", "papermill", "vl-convert-python", "nbval")
 
 
-def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> dict[str, str]:
+def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> dict[str, str | bool]:
     """Return what the index says before its pages: the source, the design, the README's caveats, provenance.
 
     ``source``: study.toml's citation (what the data are, where from), as written.
-    ``design``: :func:`benchlib.views.design_statement` (``interaction_page``: the report has one).
+    ``design``: the study's design (:func:`benchlib.views.design`) in words, ``support``: what it can support
+    (``interaction_page``: the report has one), ``runs_once``: whether every configuration was run once (the
+    index then leaves the pages' one-run caveats out: it says so once).
     ``caveats``: the sections of the study's README whose heading says what the data is not
     (or its limits, caveats), as written.
     ``provenance``: benchlib's version and commit, a digest of the raw files, package versions and the
@@ -726,8 +728,10 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
     from datetime import UTC, datetime
 
     from benchlib import __version__
-    from benchlib.views import design_statement
+    from benchlib.views import design
+    from benchlib.words.design import design_statement, support
 
+    found = design(study)
     readme = study.study.folder / "README.md"
     caveats = _caveats(readme.read_text(encoding="utf-8", errors="replace")) if readme.is_file() else ""
     digest = (raw_data_digest(study.processed) or "unknown")[:16]
@@ -745,7 +749,9 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
     ]
     return {
         "source": study.study.citation,
-        "design": design_statement(study, interaction_page=interaction_page),
+        "design": design_statement(found, with_support=False),
+        "support": "\n\n".join(support(found, interaction_page=interaction_page)) if found else "",
+        "runs_once": found is not None and found.runs_high == 1,
         "caveats": caveats,
         "provenance": "\n".join(provenance),
     }

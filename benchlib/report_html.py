@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from benchlib.caveats import without_one_run
+from benchlib.caveats import ONE_RUN, flag_of
 from benchlib.tables import MISSING, inline, levels_words, number, runs_read, show
 
 if TYPE_CHECKING:
@@ -283,27 +283,39 @@ def _figure(spec: object, out: Path, figure: int, files: str) -> str:
     )
 
 
-def _headline(execution: Execution) -> str:
-    """Return a summary notebook's computed summary for the index, or nothing.
+def _headline(execution: Execution) -> tuple[str, list[tuple[str, str]]]:
+    """Return a summary notebook's computed summary for the index and the caveats said with it, or nothing.
 
-    The Markdown printed by its cell tagged ``headline`` where it has one, else the first Markdown it printed.
+    The first Markdown printed by its cell tagged ``headline`` where it has one, else by the first cell that
+    printed Markdown; and the caveats that cell printed (:class:`benchlib.caveats.Caveat`), each
+    ``(flag, text)``.
     """
     notebook = execution.output_dir / execution.notebook.name
     if not notebook.is_file():
-        return ""
+        return "", []
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     tagged = [c for c in cells if "headline" in c.get("metadata", {}).get("tags", [])]
     for cell in tagged or cells:
+        texts, caveats = [], []
         for output in cell.get("outputs", []):
-            text = output.get("data", {}).get("text/markdown")
-            if text:
-                return "".join(text)
-    return ""
+            text = "".join(output.get("data", {}).get("text/markdown", ""))
+            flag = flag_of(output)
+            if text and flag:
+                caveats.append((flag, text))
+            elif text:
+                texts.append(text)
+        if texts or caveats:
+            return (texts[0] if texts else ""), caveats
+    return "", []
 
 
-def _finding(headline: str, design: str) -> str:
-    """Return a page's headline for the index, without the one-run caveat its design statement made once."""
-    return without_one_run(headline) if "One run per configuration" in design else headline
+def _finding(headline: str, caveats: list[tuple[str, str]], runs_once: bool) -> str:
+    """Return a page's headline for the index with its caveats, by flag.
+
+    The one-run caveat is left out where the design (said once on the index) has one run per configuration.
+    """
+    kept = [text for flag, text in caveats if not (runs_once and flag == ONE_RUN)]
+    return "\n\n".join(filter(None, [headline, *kept]))
 
 
 def write_html(
@@ -338,7 +350,7 @@ def write_html(
     links, cells, findings = [], [], []
     used: set[str] = set()  # the terms any page uses: the glossary's
     # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
-    said = {p.strip() for p in front.get("design", "").split("\n\n") if p.strip()}
+    said = {p.strip() for key in ("design", "support") for p in front.get(key, "").split("\n\n") if p.strip()}
     # a caveat the answers give (what else changed with a setting) is not said again among the findings
     said |= {p.strip() for a in answers or [] for p in (a.get("caveat") or "").split("\n\n") if p.strip()}
     for execution in executions:
@@ -358,7 +370,7 @@ def write_html(
         (cells if execution.levels else links).append(link)
         # the claims are said with the answers, first (:func:`_claims_answer`), not again among the findings
         if not execution.levels and not (execution.notebook.stem == "claims" and claims is not None):
-            headline = _finding(_headline(execution), front.get("design", ""))
+            headline = _finding(*_headline(execution), runs_once=bool(front.get("runs_once")))
             # a paragraph an earlier page's finding already gave (the same caveat on three pages) is said once
             fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
             said.update(p.strip() for p in fresh)
@@ -380,9 +392,8 @@ def write_html(
     parts.append(_source(front.get("source", "")))  # which write-up or recording the data are, said first
     claims_page = next((f"{e.slug}.html" for e in executions if e.notebook.stem == "claims"), None)
     # what the design can call a change is said once, with the answers it qualifies, not again under the design
-    design = [p for p in front.get("design", "").split("\n\n") if p.strip()]
-    support = next((p for p in design if p.startswith("**What it can support.**")), "") if answers else ""
-    design = [p for p in design if p != support]
+    design = [p for p in (front.get("design", ""), "" if answers else front.get("support", "")) if p.strip()]
+    support = front.get("support", "") if answers else ""
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
     parts.append(_answers(answers, claims, claims_page, support, _together(together)))
     parts.append(_results(results, folder))  # what was measured, before how it may be read

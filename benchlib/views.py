@@ -390,37 +390,48 @@ def _measured_io(results: pl.DataFrame) -> pl.DataFrame:
     return results.filter(~pl.col("is_aggregate")).group_by("run_id").agg(measured_io_expr().any().alias("io"))
 
 
-def _run_length(units: pl.DataFrame, stated_s: float | None = None) -> str:
-    """Say how long the runs were: the tool's measured runtime as set, its ramp, and the wall clock.
+@dataclass(frozen=True)
+class Design:
+    """What a study's design is (:func:`design`); :func:`benchlib.words.design.design_statement` says it.
 
-    ``stated_s``: study.toml's ``runtime_s``, said only where the data record neither runtime nor clock.
+    ``factors``: study.toml's factors and levels. ``configurations`` with runs and ``runs`` (the units: a run
+    across its members), ``runs_low`` to ``runs_high`` per configuration, ``once`` of the configurations run
+    once. ``hosts_low`` to ``hosts_high``: members named per run (None: none named). ``member``: what a member
+    is, in a sentence (:func:`member_word`). Run length: the median wall clock ``duration_s``, ``runtime_s``
+    as set and ``ramp_s`` (None where the data do not record them), ``stated_runtime_s`` from study.toml.
+    ``tools``: each tool with its version. ``other_rows``: rows of other figures (a published CPU table) that
+    measured no I/O. ``several``: runs of more than one member, ``apart`` of them never at once. ``min_p``: the
+    smallest exact two-sided p of a comparison of two configurations at ``runs_low`` runs each (None at one),
+    ``runs_to_test``: runs per side that would make one comparison alone testable.
     """
-    seconds = units["duration_ns"].drop_nulls()
-    setting, ramp = units["runtime_setting_ns"].drop_nulls(), units["ramp_time_ns"].drop_nulls()
-    clock = f"{seconds.median() / 1e9:,.1f} s from start to end" if not seconds.is_empty() else ""
-    if setting.is_empty():
-        if clock:
-            return f"runs lasted {clock} (median)"
-        if stated_s:
-            return f"runtime {stated_s:,g} s as the source states (its data do not record it)"
-        return "run length not stated"
-    said = f"runtime {setting.median() / 1e9:,.3g} s measured"
-    said += f" after a {ramp.median() / 1e9:,.3g} s ramp" if not ramp.is_empty() and ramp.median() else ""
-    return f"{said} ({clock}, median)" if clock else said
+
+    factors: dict[str, list]
+    configurations: int
+    runs: int
+    runs_low: int
+    runs_high: int
+    once: int
+    hosts_low: int | None
+    hosts_high: int | None
+    member: str
+    duration_s: float | None
+    runtime_s: float | None
+    ramp_s: float | None
+    stated_runtime_s: float | None
+    tools: list[str]
+    other_rows: int
+    several: int
+    apart: int
+    min_p: float | None
+    runs_to_test: int
 
 
-def _count(n: int, noun: str) -> str:
-    """Return ``n`` with its noun: ``1 run``, ``19 runs``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def design(study: StudyRef) -> Design | None:
+    """Return what the study's design is (:class:`Design`), None where it holds no runs.
 
-
-def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
-    """Say in words what the study's design is and what it can support (Markdown).
-
-    Factors and levels, configurations, runs per configuration, hosts per run, run length, tool
-    versions; then what can be inferred at that n (METHODS.md G3b): one run per configuration is
-    descriptive only; otherwise the smallest exact p two configurations can give. ``interaction_page``:
-    the report has an interaction page, whose test pools more runs than a comparison of two configurations.
+    A configuration is the declared factors' levels and the job's own parameters (a sweep's depths are
+    configurations of their own even where the study does not declare them as a factor); what can be inferred
+    at its n follows METHODS.md G3b.
     """
     from benchlib.stats.compare import min_p, runs_to_test
 
@@ -428,10 +439,8 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
     factors = opened.study.factors
     runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
     if runs.is_empty():
-        return "The study holds no runs."
+        return None
     present = [f for f in factors if f in runs.columns]
-    # what a configuration is: the declared factors and the job's own parameters (a sweep's depths
-    # are configurations of their own even where the study does not declare them as a factor)
     params = ["rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs"]
     results = opened.tables(only=("results",)).results
     jobs = (
@@ -459,81 +468,39 @@ def design_statement(study: StudyRef, *, interaction_page: bool = False) -> str:
     units = units.filter(pl.col("io")) if other < units.height else units
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
-    each = f"{low}" if low == high else f"{low} to {high}"
-    from benchlib.tables import inline, level
-
-    levels = (
-        "; ".join(f"{inline(f)} ({', '.join(level(f, x) for x in v)})" for f, v in factors.items()) or "none declared"
-    )
     hosts = units["hosts"].filter(units["hosts"] > 0)
-    one = _member_noun(opened)
-    members = f"{one}s"
-    host_text = (
-        f"{members} per run: none named"
-        if hosts.is_empty()
-        else f"{_count(int(hosts.min()), one)} per run"
-        if hosts.min() == hosts.max()
-        # the data may list fewer members of a run than ran (a published table of one VM of five)
-        else f"{int(hosts.min())} to {int(hosts.max())} {members} in the data of a run"
-    )
-    length = _run_length(units, opened.study.stated_runtime_s)
-    named = {
+    several = units.filter(pl.col("hosts") > 1)
+
+    def median_s(column: str) -> float | None:
+        values = units[column].drop_nulls()
+        return float(values.median()) / 1e9 if not values.is_empty() else None
+
+    tools = {
         v if str(v).startswith(str(t)) else f"{t} {v}"
         for t, v in runs.select("tool", "tool_version").unique().iter_rows()
         if v
     }
-    versions = ", ".join(sorted(named)) or "tool versions not stated"
-    lines = [
-        f"**Design.** Factors: {levels}. {_count(per_config.height, 'configuration')} with runs, "
-        f"{_count(units.height, 'run')}: {each} per configuration; {host_text}; {length}; {versions}."
-        + (
-            f" Besides the runs, the data hold {_count(other, 'row')} of other figures, such as a table of CPU "
-            "use: they measured no IOPS, bandwidth or latency, so they count as no run."
-            if other and other < units.height + other
-            else ""
-        ),
-    ]
-    several = units.filter(pl.col("hosts") > 1)
-    apart = int(several["apart"].sum())
-    if apart:
-        lines.append(
-            f"**{members[0].upper()}{members[1:]} that did not run at once.** "
-            + (f"In {apart} of the {several.height} runs" if several.height > 1 else "In the one run")
-            + f" of several {members}, the last {one} started after the first had finished: their run totals add "
-            f"rates that never shared the storage, and fairness between them compares turns, not contention. Run the "
-            f"{members} together (fio's client/server mode, `benchlib run`), or read each {one}'s figures on its own."
-        )
-    if high == 1:
-        lines.append(
-            "**What it can support.** One run per configuration: every comparison between settings is descriptive "
-            "only (the VMs of a run share the storage and are not replicates); no test or interval can say whether "
-            "a setting had an effect."
-        )
-    elif low == 1:
-        once = int((per_config["runs"] == 1).sum())
-        lines.append(
-            f"**What it can support.** {once} of {per_config.height} configurations were run once: comparisons "
-            "that involve them are descriptive only; the others are judged at their own n on the comparison page."
-        )
-    else:
-        smallest = min_p(low, low)
-        verdict = (
-            f", above α = 0.05: no comparison of two configurations can be significant; {runs_to_test(1)} runs per "
-            "side would make one comparison alone testable, more when a page corrects over several (each says how "
-            "many)."
-            if smallest > 0.05
-            else "; a correction over many comparisons raises it (each comparison page says by how much)."
-        )
-        lines.append(
-            f"**What it can support.** With {low} runs per configuration the smallest exact two-sided p of a "
-            f"comparison of two configurations (Mann-Whitney on their run totals) is {smallest:.3g}{verdict}"
-        )
-        if interaction_page and smallest > 0.05:
-            lines.append(
-                "**A test that pools runs.** The interaction page's test pools the runs of several configurations "
-                "at once: at this n it can be significant where no comparison of two configurations can."
-            )
-    return "\n\n".join(lines)
+    return Design(
+        factors=dict(factors),
+        configurations=per_config.height,
+        runs=units.height,
+        runs_low=low,
+        runs_high=high,
+        once=int((per_config["runs"] == 1).sum()),
+        hosts_low=None if hosts.is_empty() else int(hosts.min()),
+        hosts_high=None if hosts.is_empty() else int(hosts.max()),
+        member=_member_noun(opened),
+        duration_s=median_s("duration_ns"),
+        runtime_s=median_s("runtime_setting_ns"),
+        ramp_s=median_s("ramp_time_ns"),
+        stated_runtime_s=opened.study.stated_runtime_s,
+        tools=sorted(tools),
+        other_rows=other if other < units.height + other else 0,
+        several=several.height,
+        apart=int(several["apart"].sum()),
+        min_p=min_p(low, low) if low > 1 else None,
+        runs_to_test=runs_to_test(1),
+    )
 
 
 def claim_table(study: StudyRef) -> pl.DataFrame:

@@ -212,20 +212,31 @@ def test_claim_rows_give_units_plain_tolerances_and_each_kind_of_note_once() -> 
     )
 
 
-def test_the_index_leaves_out_exactly_the_one_run_caveats_the_pages_print() -> None:
-    """The pages print the one-run sentences of benchlib.caveats; the index drops those and nothing else."""
-    from benchlib.caveats import CLAIMS_ONCE, COMPARISON_ONCE, SWEEP_ONCE, without_one_run
-    from benchlib.words.compare import design_summary
+def test_the_index_leaves_out_the_one_run_caveats_by_their_flag() -> None:
+    """The pages print the one-run sentences as flagged outputs; the index drops them by flag, where the
+    design says once that every configuration ran once, and keeps every other caveat and the headline."""
+    from IPython.core.formatters import DisplayFormatter
+
+    from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, Caveat, flag_of
+    from benchlib.report_html import _finding
+    from benchlib.words.compare import design_caveat, design_summary
 
     one_run = pl.DataFrame({"family": [2, 2], "verdict": ["descriptive only", "descriptive only"]})
-    assert design_summary(one_run) == f"Verdicts: 2 descriptive only. {COMPARISON_ONCE}"
-    assert without_one_run(design_summary(one_run)) == "Verdicts: 2 descriptive only."
-    claims = "25 of 32 claims pass.\n\n" + CLAIMS_ONCE.format(once=32, total=32)
-    assert without_one_run(claims) == "25 of 32 claims pass."
-    sweep = f"Runs read: a. {SWEEP_ONCE} **gus_fio_2** peak then drop."
-    assert without_one_run(sweep) == "Runs read: a. **gus_fio_2** peak then drop."
-    # a sentence that only resembles one is the page's own finding: kept
-    assert without_one_run("Each depth was run once or twice.") == "Each depth was run once or twice."
+    assert design_summary(one_run) == "Verdicts: 2 descriptive only."
+    caveat = design_caveat(one_run)
+    assert caveat.flag == ONE_RUN and caveat.text == COMPARISON_ONCE
+    assert design_caveat(one_run.with_columns(pl.lit("not testable at this n").alias("verdict"))) is None
+    # as a notebook saves it: the flag in the output's metadata
+    data, metadata = DisplayFormatter().format(caveat)
+    output = {"output_type": "display_data", "data": data, "metadata": metadata}
+    assert data["text/markdown"] == COMPARISON_ONCE and flag_of(output) == ONE_RUN
+    assert flag_of({"output_type": "display_data", "data": {"text/markdown": "x"}, "metadata": {}}) is None
+    other = Caveat("a cache", "These jobs ran buffered.")
+    caveats = [(caveat.flag, caveat.text), (other.flag, other.text)]
+    assert _finding("Verdicts: 2 descriptive only.", caveats, runs_once=True) == (
+        "Verdicts: 2 descriptive only.\n\nThese jobs ran buffered."
+    )
+    assert COMPARISON_ONCE in _finding("Verdicts: 2 descriptive only.", caveats, runs_once=False)
 
 
 def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_once() -> None:

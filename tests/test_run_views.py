@@ -70,13 +70,14 @@ def test_effective_sample_size_never_exceeds_n() -> None:
 
 
 def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -> None:
-    from benchlib.views import design_statement, overview
+    from benchlib.views import design, overview
+    from benchlib.words.design import design_statement
 
     table = {r["format"]: r for r in overview("loopback-fio").iter_rows(named=True)}
     assert table["fio-json+"]["runs"] == 87 and table["fio-json+"]["hosts"] == 4  # not 435 runs on 5 hosts
     assert table["fio-log"]["runs"] is None  # logs are files of the runs above
     assert table["fio-log"]["files"] == 3744  # every log with data, identical ones too (3,693 contents); 96 are empty
-    text = design_statement("loopback-fio")
+    text = design_statement(design("loopback-fio"))
     assert "87 runs: 3 per configuration; 4 hosts per run; runtime 3 s measured after a 1 s ramp" in text
     assert "fio-3." in text and "queue depth (1, 2," in text
     assert (
@@ -85,9 +86,9 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     )
     # the pooled test is named only where the report has its page
     assert "interaction" not in text
-    pooled = design_statement("loopback-fio", interaction_page=True)
+    pooled = design_statement(design("loopback-fio"), interaction_page=True)
     assert pooled.startswith(text) and "**A test that pools runs.** The interaction page's test pools" in pooled
-    published = design_statement("pvscsi-vs-lsi")
+    published = design_statement(design("pvscsi-vs-lsi"))
     assert "1 per configuration" in published and "descriptive only" in published
     assert "runtime 300 s as the source states (its data do not record it)" in published  # study.toml's runtime_s
     # the CPU table's rows measured no I/O: they are not runs of their own
@@ -104,7 +105,8 @@ def test_hosts_of_one_run_that_ran_one_after_another_are_said_to(
 
     import benchlib.store
     from benchlib.ingest import ingest_study
-    from benchlib.views import design_statement
+    from benchlib.views import design
+    from benchlib.words.design import design_statement
     from tests.conftest import corpus_dir
 
     study = tmp_path / "apart"
@@ -117,7 +119,7 @@ def test_hosts_of_one_run_that_ran_one_after_another_are_said_to(
     (study / "study.toml").write_text('[study]\nname = "apart"\n[[files]]\nglob = "*/{vm}/*"\n', encoding="utf-8")
     monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
     ingest_study(study, tmp_path / "processed")
-    said = design_statement(str(study))
+    said = design_statement(design(str(study)))
     assert "1 configuration with runs, 1 run: 1 per configuration; 2 hosts per run" in said
     assert "**Hosts that did not run at once.** In the one run of several hosts, the last host started after" in said
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from benchlib.caveats import COMPARISON_ONCE
+from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, Caveat
 from benchlib.stats.compare import SETTLE_MOST
 from benchlib.stats.design import LAG_FROM, runs_to_test
 
@@ -54,6 +54,17 @@ def with_notes(table: pl.DataFrame) -> pl.DataFrame:
     return table.with_columns(pl.Series("note", notes, dtype=pl.String))
 
 
+def design_caveat(table: pl.DataFrame) -> Caveat | None:
+    """Return the one-run caveat of a comparison table where no row could be tested (each side run once).
+
+    Shown after :func:`design_summary`, flagged :data:`benchlib.caveats.ONE_RUN` for the index.
+    """
+    tested = table.filter(pl.col("verdict") != "rate-capped") if table.height else table
+    if tested.is_empty() or not (tested["verdict"] == "descriptive only").all():
+        return None
+    return Caveat(ONE_RUN, COMPARISON_ONCE)
+
+
 def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     """Return, in words, the family a comparison table corrects over and what its design can test."""
     if table.is_empty():
@@ -75,7 +86,7 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     )
     tested = table.filter(pl.col("verdict") != "rate-capped")
     if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
-        return f"Verdicts: {tally}. {COMPARISON_ONCE}"
+        return f"Verdicts: {tally}."  # why: design_caveat
     text = (
         f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
         f"at α = {alpha}. Verdicts: {tally}."

@@ -1,0 +1,110 @@
+"""A study's design in words: what :func:`benchlib.views.design` found, and what it can support."""
+
+from __future__ import annotations
+
+from benchlib.tables import inline, level
+from benchlib.views import Design
+
+
+def count(n: int, noun: str) -> str:
+    """Return ``n`` with its noun: ``1 run``, ``19 runs``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def run_length(d: Design) -> str:
+    """Say how long the runs were: the tool's measured runtime as set, its ramp, and the wall clock.
+
+    study.toml's ``runtime_s`` is said only where the data record neither runtime nor clock.
+    """
+    clock = f"{d.duration_s:,.1f} s from start to end" if d.duration_s is not None else ""
+    if d.runtime_s is None:
+        if clock:
+            return f"runs lasted {clock} (median)"
+        if d.stated_runtime_s:
+            return f"runtime {d.stated_runtime_s:,g} s as the source states (its data do not record it)"
+        return "run length not stated"
+    said = f"runtime {d.runtime_s:,.3g} s measured"
+    said += f" after a {d.ramp_s:,.3g} s ramp" if d.ramp_s else ""
+    return f"{said} ({clock}, median)" if clock else said
+
+
+def support(d: Design, *, interaction_page: bool = False) -> list[str]:
+    """Say what the design can support at its n (METHODS.md G3b), a paragraph each.
+
+    One run per configuration is descriptive only; otherwise the smallest exact p two configurations can give.
+    ``interaction_page``: the report has an interaction page, whose test pools more runs than a comparison of
+    two configurations.
+    """
+    if d.runs_high == 1:
+        return [
+            "**What it can support.** One run per configuration: every comparison between settings is descriptive "
+            "only (the VMs of a run share the storage and are not replicates); no test or interval can say whether "
+            "a setting had an effect."
+        ]
+    if d.runs_low == 1:
+        return [
+            f"**What it can support.** {d.once} of {d.configurations} configurations were run once: comparisons "
+            "that involve them are descriptive only; the others are judged at their own n on the comparison page."
+        ]
+    verdict = (
+        f", above α = 0.05: no comparison of two configurations can be significant; {d.runs_to_test} runs per "
+        "side would make one comparison alone testable, more when a page corrects over several (each says how "
+        "many)."
+        if d.min_p > 0.05
+        else "; a correction over many comparisons raises it (each comparison page says by how much)."
+    )
+    said = [
+        f"**What it can support.** With {d.runs_low} runs per configuration the smallest exact two-sided p of a "
+        f"comparison of two configurations (Mann-Whitney on their run totals) is {d.min_p:.3g}{verdict}"
+    ]
+    if interaction_page and d.min_p > 0.05:
+        said.append(
+            "**A test that pools runs.** The interaction page's test pools the runs of several configurations "
+            "at once: at this n it can be significant where no comparison of two configurations can."
+        )
+    return said
+
+
+def design_statement(d: Design | None, *, interaction_page: bool = False, with_support: bool = True) -> str:
+    """Say in words what the study's design is and what it can support (Markdown).
+
+    Factors and levels, configurations, runs per configuration, members per run, run length, tool versions;
+    members of a run that never ran at once; then :func:`support` (unless ``with_support`` is False: a report's
+    index says it with its answers).
+    """
+    if d is None:
+        return "The study holds no runs."
+    levels = (
+        "; ".join(f"{inline(f)} ({', '.join(level(f, x) for x in v)})" for f, v in d.factors.items()) or "none declared"
+    )
+    one, members = d.member, f"{d.member}s"
+    each = f"{d.runs_low}" if d.runs_low == d.runs_high else f"{d.runs_low} to {d.runs_high}"
+    host_text = (
+        f"{members} per run: none named"
+        if d.hosts_low is None
+        else f"{count(d.hosts_low, one)} per run"
+        if d.hosts_low == d.hosts_high
+        # the data may list fewer members of a run than ran (a published table of one VM of five)
+        else f"{d.hosts_low} to {d.hosts_high} {members} in the data of a run"
+    )
+    versions = ", ".join(d.tools) or "tool versions not stated"
+    lines = [
+        f"**Design.** Factors: {levels}. {count(d.configurations, 'configuration')} with runs, "
+        f"{count(d.runs, 'run')}: {each} per configuration; {host_text}; {run_length(d)}; {versions}."
+        + (
+            f" Besides the runs, the data hold {count(d.other_rows, 'row')} of other figures, such as a table of "
+            "CPU use: they measured no IOPS, bandwidth or latency, so they count as no run."
+            if d.other_rows
+            else ""
+        ),
+    ]
+    if d.apart:
+        lines.append(
+            f"**{members[0].upper()}{members[1:]} that did not run at once.** "
+            + (f"In {d.apart} of the {d.several} runs" if d.several > 1 else "In the one run")
+            + f" of several {members}, the last {one} started after the first had finished: their run totals add "
+            f"rates that never shared the storage, and fairness between them compares turns, not contention. Run the "
+            f"{members} together (fio's client/server mode, `benchlib run`), or read each {one}'s figures on its own."
+        )
+    said = support(d, interaction_page=interaction_page) if with_support else []
+    return "\n\n".join([*lines, *said])
