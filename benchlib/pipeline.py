@@ -55,7 +55,7 @@ from benchlib.errors import BenchlibError
 from benchlib.ingest import ingest_study
 from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
-from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest
+from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest, scan_table
 from benchlib.study import load_study
 from benchlib.tomlfile import read_toml
 
@@ -325,6 +325,15 @@ def _fingerprint(notebook: Path, parameters: dict, study: ProcessedStudy, levels
     return digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=4)
+def _processed_index(processed: Path, stamp: tuple[int, int]) -> tuple[dict, pl.DataFrame]:
+    """Return a processed study's manifest and its runs table, read once per ingest, not once per page.
+
+    ``stamp``: the manifest's modification time and size (a new ingest reads them again).
+    """
+    return json.loads((processed / "manifest.json").read_bytes()), scan_table(processed, "runs").collect()
+
+
 def _data_read(study: ProcessedStudy, levels: dict) -> bytes:
     """Return the part of the processed study's manifest an execution at ``levels`` reads, as bytes.
 
@@ -333,14 +342,14 @@ def _data_read(study: ProcessedStudy, levels: dict) -> bytes:
     came from): changing one cell's raw file re-executes that cell's page and the summaries, not the other
     cells. The manifest's study key and schema are always in it.
     """
-    manifest = json.loads((study.processed / "manifest.json").read_bytes())
+    path = study.processed / "manifest.json"
+    stat = path.stat()
+    manifest, runs = _processed_index(study.processed, (stat.st_mtime_ns, stat.st_size))
     if not levels:
         return json.dumps(manifest, sort_keys=True).encode()
-    columns = study.scan("runs").collect_schema().names()
-    levels = {f: v for f, v in levels.items() if f in columns}
+    levels = {f: v for f, v in levels.items() if f in runs.columns}
     if not levels:
         return json.dumps(manifest, sort_keys=True).encode()
-    runs = study.scan("runs").select("source", *levels).collect()
     prefix = f"{study.study.name}/"
     sources = {s.removeprefix(prefix) for s in runs["source"].drop_nulls()}
     # a file is read where any of its runs is at the levels, or has no level of a factor (conservatively)
