@@ -220,33 +220,34 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
     return said
 
 
-def buffered_note(frame: pl.DataFrame, by: list[str], disk: pl.DataFrame | None = None) -> str:
-    """Say which configurations fio ran buffered (``direct=0``, its default): their figures may be the page cache's.
+@dataclass(frozen=True)
+class Buffered:
+    """Configurations whose jobs ran buffered (fio's ``direct=0``): :func:`buffered`.
 
-    ``frame``: result rows (:func:`cell_frame`); ``by``: what a configuration is. Empty when every job
-    was direct or the rows do not say (a published table). ``disk``: :func:`disk_ios`; where it holds the
-    buffered runs, the note says how many of fio's reads and writes the disk itself counted.
+    ``buffered`` of ``configurations``; ``shares``: per direction, the share of fio's I/Os the disk itself
+    counted (:func:`disk_shares`: low, high), empty where no run reports its disk.
+    """
+
+    buffered: int
+    configurations: int
+    shares: dict[str, tuple[float, float]]
+
+
+def buffered(frame: pl.DataFrame, by: list[str], disk: pl.DataFrame | None = None) -> Buffered | None:
+    """Return which configurations fio ran buffered (``direct=0``, its default): their figures may be the cache's.
+
+    ``frame``: result rows (:func:`cell_frame`); ``by``: what a configuration is. None when every job was
+    direct or the rows do not say (a published table). ``disk``: :func:`disk_ios`, for the shares of fio's
+    reads and writes the disk itself counted. :func:`benchlib.words.cache.buffered_note` says it.
     """
     if "direct" not in frame.columns or frame.is_empty():
-        return ""
+        return None
     keys = [b for b in by if b in frame.columns] or [pl.lit(0).alias("_all")]
     per = frame.group_by(keys).agg((pl.col("direct") == False).any().alias("buffered"))  # noqa: E712 (null: unknown)
-    buffered = int(per["buffered"].fill_null(False).sum())
-    if not buffered:
-        return ""
-    which = "These jobs" if buffered == per.height else f"In {buffered} of these {per.height} configurations the jobs"
-    said = _disk_share(frame.filter(pl.col("direct") == False), disk)  # noqa: E712
-    if not said:
-        return (
-            f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb "
-            "writes, so their IOPS and latency may be the cache's as much as the storage's; --direct=1 measures "
-            "the storage."
-        )
-    return (
-        f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb writes. "
-        f"{said}. Where it did, IOPS and latency are the cache's as much as the storage's; --direct=1 measures "
-        "the storage."
-    )
+    count = int(per["buffered"].fill_null(False).sum())
+    if not count:
+        return None
+    return Buffered(count, per.height, disk_shares(frame.filter(pl.col("direct") == False), disk))  # noqa: E712
 
 
 def disk_ios(study: StudyRef) -> pl.DataFrame:
@@ -268,19 +269,7 @@ def disk_ios(study: StudyRef) -> pl.DataFrame:
     return wide.with_columns(pl.lit(None, pl.Float64).alias(c) for c in ("read_ios", "write_ios") if c not in wide)
 
 
-def _disk_share(rows: pl.DataFrame, disk: pl.DataFrame | None) -> str:
-    """Say how many of fio's reads and writes of ``rows`` the disk counted (:func:`_disk_shares`), "" if unknown."""
-    shares = _disk_shares(rows, disk)
-    if not shares:
-        return ""
-    parts = [_share_words(direction, low, high) for direction, (low, high) in shares.items()]
-    return (
-        "The disk's own counters (fio's disk statistics, median over runs; they count all the disk's I/O, not "
-        "fio's alone) hold " + "; and ".join(parts)
-    )
-
-
-def _disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tuple[float, float]]:
+def disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tuple[float, float]]:
     """Return, per direction, the share of fio's I/Os of ``rows`` the disk counted: (low, high), medians over runs.
 
     Per run (all its members): fio's I/Os against the disks' counts. Members of a run may each have a disk of
@@ -311,7 +300,7 @@ def _disk_shares(rows: pl.DataFrame, disk: pl.DataFrame | None) -> dict[str, tup
 def cache_answered_most(study: StudyRef, configurations: list[dict], only: dict | None = None) -> int:
     """Count the ``configurations`` (each its levels) in which the page cache answered most of fio's I/Os.
 
-    By the disk's own counters (:func:`_disk_shares`, even at their highest reading, per direction); where no
+    By the disk's own counters (:func:`disk_shares`, even at their highest reading, per direction); where no
     run of a configuration reports its disk, whether any of its jobs ran buffered (the cache may have). The
     study's rows and disk counters are read once.
     """
@@ -322,33 +311,14 @@ def cache_answered_most(study: StudyRef, configurations: list[dict], only: dict 
     count = 0
     for levels in configurations:
         mine = buffered.filter(*(pl.col(k) == v for k, v in levels.items())) if levels else buffered
-        shares = _disk_shares(mine, disk)
+        shares = disk_shares(mine, disk)
         count += any(high < 0.5 for _, high in shares.values()) if shares else not mine.is_empty()
     return count
 
 
-def _share_words(direction: str, low: float, high: float) -> str:
-    """Say a share of fio's I/Os the disk counted, ``low`` to ``high`` (a run's members sharing a disk, or not)."""
-    from benchlib.tables import inline
-
-    def pct(share: float) -> str:  # two significant digits, never 1e+02
-        return f"{100 * share:.2g}%" if share < 1 else f"{100 * share:,.0f}%"
-
-    said = (
-        pct(low)
-        if high <= low * 1.05
-        else f"{pct(low)} (if a run's {inline('vm')}s shared one disk) to {pct(high)} (if each had its own)"
-    )
-    if low >= 0.9:
-        return f"{said} as many {direction}s as fio did: the cache answered few of them"
-    words = "absorbed most" if direction == "write" else "answered most"
-    rest = f"the cache {words}" if high < 0.5 else "the cache took the rest"
-    return f"{said} as many {direction}s as fio did: {rest}"
-
-
-def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> str:
-    """Return :func:`buffered_note` for the study's rows at ``only`` (a summary page's runs)."""
-    return buffered_note(_study_rows(study, only), by, disk_ios(study))
+def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> Buffered | None:
+    """Return :func:`buffered` for the study's rows at ``only`` (a summary page's runs)."""
+    return buffered(_study_rows(study, only), by, disk_ios(study))
 
 
 def cell_capped(frame: pl.DataFrame) -> bool:
@@ -1208,17 +1178,11 @@ def study_words(study: StudyRef) -> Iterator[None]:
         LEVEL_WORDS.update(levels)
 
 
-def equal_shares_note(study: StudyRef) -> str:
-    """Say that fair is read as equal shares, in a study of SIOC that declares no ``[shares]``; "" otherwise."""
+def equal_shares_assumed(study: StudyRef) -> bool:
+    """Tell whether fair must be read as equal shares: a study of SIOC that declares no ``[shares]``."""
     declared = _open(study).study
     sioc = "sioc" in declared.vsphere or any("sioc" in f.lower() for f in declared.factors)
-    if declared.shares or not sioc:
-        return ""
-    return (
-        "The study declares no per-VM disk shares, so fair is read as equal shares (VMs given different disk shares, "
-        "which each ESXi host honours and SIOC extends across hosts when the datastore is congested, are meant to "
-        "get different throughput)."
-    )
+    return sioc and not declared.shares
 
 
 def has_intervals(study: StudyRef) -> bool:

@@ -486,24 +486,32 @@ def test_a_sweep_says_what_it_held_fixed() -> None:
 
 def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     """fio's direct=0 (its default) leaves the page cache in the path: the pages say so; direct or unknown: not."""
-    from benchlib.views import buffered_note, cell_frame, disk_ios
+    from benchlib.views import buffered, cell_frame, disk_ios
+    from benchlib.words.cache import buffered_note
+
+    def said(frame: pl.DataFrame, by: list[str], disk: pl.DataFrame | None = None) -> str:
+        return buffered_note(buffered(frame, by, disk))
 
     direct = cell_frame(
         "loopback-fio", {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
     )
-    assert buffered_note(direct, ["profile"]) == ""  # the loopback study ran direct=1
+    assert buffered(direct, ["profile"]) is None and said(direct, ["profile"]) == ""  # the study ran direct=1
     cached = direct.with_columns(pl.lit(False).alias("direct"))
-    assert buffered_note(cached, ["profile"]).startswith("These jobs ran buffered (fio's direct=0")
+    found = buffered(cached, ["profile"])
+    assert (found.buffered, found.configurations, found.shares) == (1, 1, {})
+    assert said(cached, ["profile"]).startswith("These jobs ran buffered (fio's direct=0")
     # with the disk's own counters the note says how much of fio's I/O reached the disk
     disk = disk_ios("loopback-fio")
     # the four hosts share one disk, each reporting it: the disk did between the largest count and their sum
-    said = buffered_note(cached, ["profile"], disk)
+    low, high = buffered(cached, ["profile"], disk).shares["read"]
+    assert 1 <= low < high
+    text = said(cached, ["profile"], disk)
     assert re.search(
         r"hold 1\d\d% \(if a run's VMs shared one disk\) to \d+% \(if each had its own\) as many reads as fio did: "
         r"the cache answered few",
-        said,
-    ), said
-    few = buffered_note(cached, ["profile"], disk.with_columns(pl.col("read_ios") / 1000))
+        text,
+    ), text
+    few = said(cached, ["profile"], disk.with_columns(pl.col("read_ios") / 1000))
     assert re.search(
         r"hold 0\.\d+% \(if a run's VMs shared one disk\) to 0\.\d+% \(if each had its own\) as many reads as fio "
         r"did: the cache answered most",
@@ -511,9 +519,19 @@ def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:
     ), few
     assert "write" not in few.split("hold", 1)[1]  # a read cell: nothing said of writes
     half = pl.concat([direct.with_columns(pl.lit("b").alias("profile")), cached])
-    assert buffered_note(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
+    assert said(half, ["profile"]).startswith("In 1 of these 2 configurations the jobs ran buffered")
     published = cell_frame("pvscsi-vs-lsi", {"test": "seqread", "controller": "LSI", "sioc": "off"})
-    assert buffered_note(published, ["test"]) == ""  # a published table does not say: no claim
+    assert buffered(published, ["test"]) is None  # a published table does not say: no claim
+
+
+def test_fair_is_read_as_equal_shares_only_in_a_study_of_sioc_without_shares() -> None:
+    from benchlib.views import equal_shares_assumed
+    from benchlib.words.cache import equal_shares_note
+
+    assert equal_shares_assumed("pvscsi-vs-lsi") and not equal_shares_assumed("loopback-fio")
+    assert equal_shares_note(True).startswith("The study declares no per-VM disk shares") and not (
+        equal_shares_note(False)
+    )
 
 
 def test_a_run_is_named_by_what_tells_it_apart_from_the_configurations_other_runs() -> None:
