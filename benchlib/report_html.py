@@ -352,7 +352,7 @@ def write_html(
     # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
     said = {p.strip() for key in ("design", "support") for p in front.get(key, "").split("\n\n") if p.strip()}
     # a caveat the answers give (what else changed with a setting) is not said again among the findings
-    said |= {p.strip() for a in answers or [] for p in (a.get("caveat") or "").split("\n\n") if p.strip()}
+    said |= {p.strip() for a in answers or [] for p in _caveat(a).split("\n\n") if p.strip()}
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
@@ -484,7 +484,7 @@ def _answers(
         left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
         name = f"<strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
         name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
-        said.append((name, _setting_change(a, others), _design_can(a, support), left, a.get("caveat") or ""))
+        said.append((name, _setting_change(a, others), _design_can(a, support), left, _caveat(a)))
     # what the design can call the changes, said once where it is the same for every setting
     shared = said[0][2] if (len(said) > 1 or support) and len({s[2] for s in said}) == 1 else ""
     items = [
@@ -571,6 +571,19 @@ def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
     if not fails:
         return f"<p><strong>Claims</strong>: {html.escape(said)}; each is recomputed on {link}.</p>"
     return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>"
+
+
+def _caveat(a: dict) -> str:
+    """Say the caveat that matters most for one setting's answer, as its comparison page says it.
+
+    What else changed with the setting (:func:`benchlib.words.confounding.confounded_note`), else unlike
+    work across it (:func:`benchlib.words.confounding.unlike_work_note`); "" where neither.
+    """
+    from benchlib.words.confounding import confounded_note, unlike_work_note
+
+    return confounded_note(a.get("confounders") or [], a["factor"]) or unlike_work_note(
+        a.get("unlike_sizes") or [], a["value"]
+    )
 
 
 def _setting_change(a: dict, others: str) -> str:

@@ -168,8 +168,9 @@ def factor_answers(study: object) -> list[dict]:
     ``comparisons``, ``runs`` (the fewest of either side of any comparison), ``low`` and ``high`` (the
     smallest and largest change, the median run-to-run ratio as the comparison pages give it, in percent,
     rate-capped comparisons left out), ``low_at`` and
-    ``high_at`` (the other factors' levels of those two comparisons), ``caveat`` (what else changed with
-    the factor, or unlike work across it: the comparison page's words, "" where none) and
+    ``high_at`` (the other factors' levels of those two comparisons), ``confounders`` (job parameters that
+    changed with the factor: :func:`benchlib.views.confounders`), ``unlike_sizes`` (the block sizes a
+    per-I/O figure is compared across: :func:`benchlib.views.unlike_sizes`) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
     ``one_side_capped``: how many comparisons set a rate-capped side against an uncapped one (the cap
     set one side's totals); ``one_member``: how many compare runs the data hold one member of, where other
@@ -180,7 +181,7 @@ def factor_answers(study: object) -> list[dict]:
     from benchlib import fit
     from benchlib.schema import run_unit_expr
     from benchlib.stats.compare import comparison_table
-    from benchlib.views import _open, _study_rows, confounded, run_totals, unlike_work
+    from benchlib.views import _open, _study_rows, confounders, run_totals, unlike_sizes
 
     levels = fit.shape(study).factors
     answers = []
@@ -234,10 +235,10 @@ def factor_answers(study: object) -> list[dict]:
                 # how many comparisons (outside a rate cap) the other levels were higher, and lower, in
                 "higher": int((changes > 0).sum()),
                 "lower": int((changes < 0).sum()),
-                # what else changed with the factor (iodepth with the engine), or work unlike across it (IOPS of
-                # 4k against 64k): the caveat that matters most, as the comparison page says it
-                "caveat": confounded(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"])
-                or unlike_work(
+                # what else changed with the factor (iodepth with the engine), and work unlike across it (IOPS of
+                # 4k against 64k): the caveats that matter most, as the comparison page finds them
+                "confounders": confounders(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"]),
+                "unlike_sizes": unlike_sizes(
                     study, factor=factor, baseline=page["baseline"], value=page["value"], by=held, only=page["only"]
                 ),
             }
@@ -254,7 +255,7 @@ def compared_settings(study: object) -> list[tuple[str, dict]]:
     the runs have it.
     """
     from benchlib import fit
-    from benchlib.views import run_totals, unlike_work
+    from benchlib.views import run_totals, unlike_sizes
 
     found = fit.shape(study)
     compared = [f for f in fit._settings(found) if f not in found.points]
@@ -265,7 +266,7 @@ def compared_settings(study: object) -> list[tuple[str, dict]]:
             page = fit.fitted("comparison", study, {"factor": factor})
         except fit.PageLeftOut:
             continue
-        unlike = unlike_work(study, factor=factor, **{k: page[k] for k in ("baseline", "value", "by", "only")})
+        unlike = unlike_sizes(study, factor=factor, **{k: page[k] for k in ("baseline", "value", "by", "only")})
         if (
             unlike
             and run_totals(study, "bandwidth_mib_s", [factor], page["only"])["bandwidth_mib_s"].is_not_null().any()

@@ -755,12 +755,7 @@ def _shares_apart(
 
 
 #: job parameters that, when they differ between the sides of a comparison, are changed with the factor
-CONFOUNDERS = {
-    "configured_depth": ("I/Os in flight per host", "iodepth x jobs; a synchronous engine keeps 1"),
-    "block_size_bytes": ("block size (bytes)", ""),
-    "rw": ("I/O pattern", ""),
-    "rwmixread_pct": ("read share (%)", ""),
-}
+CONFOUNDERS = ("configured_depth", "block_size_bytes", "rw", "rwmixread_pct")
 #: factor names that are the parameter itself (a block-size factor changes the block size by design)
 _SAME_AS = {
     "configured_depth": {"iodepth", "queue_depth", "depth", "numjobs", "jobs", "qd"},
@@ -770,22 +765,22 @@ _SAME_AS = {
 }
 
 
-def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], only: dict | None = None) -> str:
-    """Say which job parameters changed with ``factor`` between the baseline and the other levels (Markdown).
+def confounders(study: StudyRef, *, factor: str, baseline: str, by: list[str], only: dict | None = None) -> list[dict]:
+    """Return the job parameters that changed with ``factor`` between the baseline and the other levels.
 
     Within each group of ``by``, a parameter whose values on the baseline side differ from another
     level's changed together with the factor: the comparison cannot tell which of them made the change
-    (psync against libaio at iodepth 32 is also 1 I/O in flight against 32). Empty when none did.
+    (psync against libaio at iodepth 32 is also 1 I/O in flight against 32). Each: ``param``, ``values``
+    (each side's level: its values, sorted), ``groups`` (in how many compared groups) of ``compared``; []
+    when none did. :func:`benchlib.words.confounding.confounded_note` says them.
     """
-    from benchlib.tables import inline, level
-
     rows = _study_rows(study, only)
     rows = rows.with_columns(configured_depth_expr(rows.columns))
     keys = [b for b in by if b in rows.columns]
     chosen = {factor.lower(), *(b.lower() for b in by)}  # what the comparison varies or holds by design
     params = [p for p in CONFOUNDERS if p in rows.columns and not (_SAME_AS[p] | {p}) & chosen]
     if factor not in rows.columns or not params:
-        return ""
+        return []
     sides = rows.group_by(*keys, factor).agg(*(pl.col(p).drop_nulls().unique().sort() for p in params))
     base = sides.filter(pl.col(factor).cast(pl.String) == str(baseline)).drop(factor)
     others = sides.filter(pl.col(factor).cast(pl.String) != str(baseline))
@@ -798,46 +793,33 @@ def confounded(study: StudyRef, *, factor: str, baseline: str, by: list[str], on
         differ = paired.filter(known & (pl.col(param) != pl.col(f"{param}_baseline")))
         if differ.is_empty():
             continue
-        values = {}
+        values: dict[str, set] = {}
         for row in differ.iter_rows(named=True):
             values.setdefault(str(baseline), set()).update(row[f"{param}_baseline"])
             values.setdefault(str(row[factor]), set()).update(row[param])
-        said = ", ".join(
-            f"{level(factor, side)}: "
-            + " or ".join(f"{v:g}" if isinstance(v, float) else level(param, v) for v in sorted(vs))
-            for side, vs in sorted(values.items())  # the same sentence whichever level a page takes as baseline
-        )
-        where = (
-            "every compared group" if differ.height == paired.height else f"{differ.height} of {paired.height} groups"
-        )
-        name, how = CONFOUNDERS[param]
-        found.append(f"{name} ({said}; in {where}{f'; {how}' if how else ''})")
-    if not found:
-        return ""
-    return (
-        f"**Besides {inline(factor)}, the sides differ in** "
-        + ", and in ".join(found)
-        + f". A change here is not {inline(factor)}'s alone."
-    )
+        sorted_values = {side: sorted(vs) for side, vs in sorted(values.items())}
+        found.append({"param": param, "values": sorted_values, "groups": differ.height, "compared": paired.height})
+    return found
 
 
 #: per-I/O figures: at another block size, one of them is another amount of work
 PER_IO_VALUES = ("iops", "lat_mean_ms", "clat_mean_ms", "lat_mean_ns", "clat_mean_ns", "iops_per_cpu_pct")
 
 
-def unlike_work(
+def unlike_sizes(
     study: StudyRef, *, factor: str, baseline: str, value: str, by: list[str], only: dict | None = None
-) -> str:
-    """Say when a per-I/O figure (IOPS, latency) is compared across block sizes: not the same work (Markdown).
+) -> list[int]:
+    """Return the block sizes (bytes) a per-I/O figure (IOPS, latency) is compared across, [] where it is not.
 
     Within each group of ``by``, when the baseline's block sizes differ from another level's, an I/O
-    on one side moves more bytes than on the other; bandwidth compares the bytes moved. Empty when the
+    on one side moves more bytes than on the other; bandwidth compares the bytes moved. [] when the
     sides share their block sizes, the rows do not say them, or ``value`` is not per I/O. Unlike
-    :func:`confounded`, said also when ``factor`` itself is the block size.
+    :func:`confounders`, found also when ``factor`` itself is the block size.
+    :func:`benchlib.words.confounding.unlike_work_note` says it.
     """
     rows = _study_rows(study, only)
     if value not in PER_IO_VALUES or "block_size_bytes" not in rows.columns or factor not in rows.columns:
-        return ""
+        return []
     keys = [b for b in by if b in rows.columns]
     sides = rows.group_by(*keys, factor).agg(pl.col("block_size_bytes").drop_nulls().unique().sort().alias("_sizes"))
     base = sides.filter(pl.col(factor).cast(pl.String) == str(baseline)).drop(factor)
@@ -847,17 +829,7 @@ def unlike_work(
     )
     known = (pl.col("_sizes").list.len() > 0) & (pl.col("_sizes_baseline").list.len() > 0)
     differ = paired.filter(known & (pl.col("_sizes") != pl.col("_sizes_baseline")))
-    if differ.is_empty():
-        return ""
-    sizes = sorted({int(b) for row in differ.iter_rows(named=True) for b in [*row["_sizes"], *row["_sizes_baseline"]]})
-    low, high = sizes[0], sizes[-1]
-    from benchlib.tables import label
-
-    return (
-        f"**Not the same work.** The sides ran different block sizes ({', '.join(_size(b) for b in sizes)}): "
-        f"one I/O of {_size(high)} moves {high / low:g} times the bytes of one of {_size(low)}, so "
-        f"{label(value)} compares different work; bandwidth (MiB/s) compares the bytes moved."
-    )
+    return sorted({int(b) for row in differ.iter_rows(named=True) for b in [*row["_sizes"], *row["_sizes_baseline"]]})
 
 
 def bytes_moved(
@@ -865,10 +837,10 @@ def bytes_moved(
 ) -> pl.DataFrame:
     """Compare the same runs in bandwidth (MiB/s), for a per-I/O comparison across block sizes.
 
-    Where :func:`unlike_work` says IOPS compares different work, the reader still needs the comparison of the
-    bytes moved: :func:`benchlib.stats.compare.comparison_table` over the runs' MiB/s totals (its rows'
-    change, the median of the run-to-run ratios, as the IOPS table's). Empty where there is no bandwidth to
-    compare; :func:`benchlib.tables.bytes_moved_line` says it in words.
+    Where :func:`unlike_sizes` finds IOPS compared across block sizes (different work), the reader still needs
+    the comparison of the bytes moved: :func:`benchlib.stats.compare.comparison_table` over the runs' MiB/s
+    totals (its rows' change, the median of the run-to-run ratios, as the IOPS table's). Empty where there is
+    no bandwidth to compare; :func:`benchlib.tables.bytes_moved_line` says it in words.
     """
     from benchlib.stats.compare import comparison_table
 
@@ -879,30 +851,24 @@ def bytes_moved(
     return table.drop_nulls("change_pct")
 
 
-def unlike_work_of_two(
+def unlike_sizes_of_two(
     study: StudyRef, grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str], only: dict | None = None
-) -> str:
-    """:func:`unlike_work` for an interaction grid: said for ``x`` or else ``trace``, each against its first level."""
+) -> list[int]:
+    """:func:`unlike_sizes` for an interaction grid: for ``x`` or else ``trace``, each against its first level."""
     if grid.is_empty():
-        return ""
+        return []
     for factor, other in ((x, trace), (trace, x)):
-        said = unlike_work(study, factor=factor, baseline=str(grid[factor][0]), value=value, by=[*by, other], only=only)
-        if said:
-            return said
-    return ""
+        sizes = unlike_sizes(
+            study, factor=factor, baseline=str(grid[factor][0]), value=value, by=[*by, other], only=only
+        )
+        if sizes:
+            return sizes
+    return []
 
 
 def listed_members(study: StudyRef, value: str, *, by: list[str], only: dict | None = None) -> list[str]:
     """Return the members with a ``value`` in the rows at ``only``: those a table lists that leaves out others."""
     return sorted(member_values(study, value, by=[b for b in by if b != "phase"], only=only)["vm"].unique())
-
-
-def _size(size: int) -> str:
-    """Return a block size as fio writes it: ``4k``, ``64k``, ``1m``, ``512``."""
-    for unit, scale in (("m", 1 << 20), ("k", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)
 
 
 def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | None = None) -> pl.DataFrame:

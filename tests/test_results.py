@@ -138,12 +138,14 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert "For every setting above, one run a side: descriptive only, the design cannot call any of it" in said
     measured = {a["factor"]: a for a in factor_answers("loopback-fio")}
     assert measured["rate_cap"]["runs"] == 3 and "rate-capped" in measured["ioengine"]["verdicts"]
-    assert "I/Os in flight per host (libaio: 32, psync: 1" in measured["ioengine"]["caveat"]  # what came with it
+    depth = measured["ioengine"]["confounders"]  # what came with the engine: I/Os in flight
+    assert [c["param"] for c in depth] == ["configured_depth"] and depth[0]["values"] == {"libaio": [32], "psync": [1]}
     # IOPS of 4k against 64k is unlike work: the block size is answered in the bytes moved
-    assert measured["block_size"]["value"] == "bandwidth_mib_s" and not measured["block_size"]["caveat"]
-    assert measured["ioengine"]["value"] == "iops" and not controller["caveat"]
+    assert measured["block_size"]["value"] == "bandwidth_mib_s" and not measured["block_size"]["unlike_sizes"]
+    assert measured["ioengine"]["value"] == "iops" and not controller["confounders"] + controller["unlike_sizes"]
     said = _answers(list(measured.values()))
     assert "3 runs a side: too few for a test" in said
+    assert "I/Os in flight per host (libaio: 32, psync: 1; in every compared group" in said  # said with it
     # which way, plainly; and the comparisons of the one VM a published table lists, said to be its figure
     assert (controller["higher"], controller["lower"], controller["one_member"]) == (2, 4, 4)
     published_said = _answers(list(published.values()))

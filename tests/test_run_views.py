@@ -453,23 +453,25 @@ def test_a_published_sweep_is_read_by_its_levels_with_its_depths_as_numbers() ->
 def test_a_comparison_says_what_else_changed_with_its_factor() -> None:
     """psync against libaio in the loopback study is also 1 I/O in flight per host against 32: the page says a
     change is not the engine's alone. A block-size factor changes the block size by design: nothing to say."""
-    from benchlib.views import confounded
+    from benchlib.views import confounders
+    from benchlib.words.confounding import confounded_note
 
     only = {"profile": ["randread", "randwrite"]}
-    said = confounded(
-        "loopback-fio", factor="ioengine", baseline="psync", by=["profile", "block_size", "rate_cap"], only=only
-    )
+    by = ["profile", "block_size", "rate_cap"]
+    found = confounders("loopback-fio", factor="ioengine", baseline="psync", by=by, only=only)
+    assert found == [
+        {"param": "configured_depth", "values": {"libaio": [32], "psync": [1]}, "groups": 8, "compared": 8}
+    ]
+    said = confounded_note(found, "ioengine")
     assert said.startswith("**Besides I/O engine, the sides differ in** I/Os in flight per host")
     assert "I/Os in flight per host (libaio: 32, psync: 1; in every compared group; iodepth x jobs" in said
     assert "A change here is not I/O engine's alone." in said
-    other = confounded(
-        "loopback-fio", factor="ioengine", baseline="libaio", by=["profile", "block_size", "rate_cap"], only=only
-    )
-    assert other == said  # one sentence whichever baseline a page takes: the index says it once
-    assert confounded("loopback-fio", factor="block_size", baseline="4k", by=["profile", "ioengine"], only=only) == ""
-    assert (
-        confounded("pvscsi-vs-lsi", factor="controller", baseline="LSI", by=["sioc"], only={"test": ["seqread"]}) == ""
-    )
+    other = confounders("loopback-fio", factor="ioengine", baseline="libaio", by=by, only=only)
+    assert confounded_note(other, "ioengine") == said  # one sentence whichever baseline: the index says it once
+    assert confounders("loopback-fio", factor="block_size", baseline="4k", by=["profile", "ioengine"], only=only) == []
+    seqread = {"test": ["seqread"]}
+    assert confounders("pvscsi-vs-lsi", factor="controller", baseline="LSI", by=["sioc"], only=seqread) == []
+    assert confounded_note([], "controller") == ""
 
 
 def test_a_sweep_says_what_it_held_fixed() -> None:
@@ -567,17 +569,20 @@ def test_a_run_is_named_by_what_tells_it_apart_from_the_configurations_other_run
 
 def test_iops_across_block_sizes_is_said_to_be_other_work() -> None:
     """4k against 64k in IOPS compares I/Os of 16 times the bytes; in bandwidth, or between engines, it does not."""
-    from benchlib.views import unlike_work
+    from benchlib.views import unlike_sizes
+    from benchlib.words.confounding import unlike_work_note
 
     only = {"profile": ["randread", "randwrite"]}
-    said = unlike_work("loopback-fio", factor="block_size", baseline="4k", value="iops", by=["profile"], only=only)
+    sizes = unlike_sizes("loopback-fio", factor="block_size", baseline="4k", value="iops", by=["profile"], only=only)
+    assert sizes == [4096, 65536]
+    said = unlike_work_note(sizes, "iops")
     assert said.startswith("**Not the same work.** The sides ran different block sizes (4k, 64k)")
     assert "one I/O of 64k moves 16 times the bytes of one of 4k" in said
-    bandwidth = unlike_work(
+    bandwidth = unlike_sizes(
         "loopback-fio", factor="block_size", baseline="4k", value="bandwidth_mib_s", by=[], only=only
     )
-    engines = unlike_work("loopback-fio", factor="ioengine", baseline="psync", value="iops", by=BY[:2], only=only)
-    assert bandwidth == engines == ""
+    engines = unlike_sizes("loopback-fio", factor="ioengine", baseline="psync", value="iops", by=BY[:2], only=only)
+    assert bandwidth == engines == [] and unlike_work_note([], "iops") == ""
 
 
 def test_a_write_share_sweep_is_said_in_words() -> None:
