@@ -17,7 +17,7 @@ from typing import TypeVar
 import polars as pl
 
 from benchlib.schema import UNNAMED_HOST, Tables, measured_io_expr, run_unit_expr
-from benchlib.stats import jain_expr, max_min_ratio_expr, total_expr
+from benchlib.stats import total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.queueing import configured_depth_expr, device_latency_split
@@ -113,111 +113,6 @@ def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataF
     # published table's mean latency says no more than that
     fio = "format" in rows.columns and rows["format"].cast(pl.String).str.starts_with("fio").all()
     return table.select(member, value, pl.col("latency_ms").alias("total_latency_ms" if fio else "latency_ms"), "runs")
-
-
-def describe_cell(
-    members: pl.DataFrame,
-    value: str,
-    levels: dict,
-    member: str = "vm",
-    *,
-    capped: bool = False,
-    run_totals: pl.Series | None = None,
-    within: dict | None = None,
-) -> str:
-    """One sentence of prose with the cell's numbers, computed here so the text cannot drift from the data.
-
-    ``within``: the cell's row of :func:`fairness` (fairness within each run, summarised over runs); the
-    sentence then gives the fairness page's figures, the median run's, so the two pages cannot disagree,
-    and names the highest member only when it was highest in every run and stood out (1.1x the lowest
-    or more). Without it, the spread of ``members`` (one value per member) is given. ``capped``: the
-    cell's jobs had a rate cap (:func:`cell_capped`); the sentence then says that equal values are the
-    cap's doing. ``run_totals``: the cell's run totals (:func:`run_totals`); the total then is their
-    median, the figure the comparison and interaction pages use, not the sum of the members' medians.
-    """
-    from benchlib.tables import inline, levels_words
-
-    where = levels_words(levels)
-    who, what = inline(member), inline(value)
-    cap = (
-        " The jobs were rate-capped (fio's rate or rate_iops): equal shares are the cap's doing, and the "
-        "totals say what the cap allowed, not what the storage could do."
-        if capped
-        else ""
-    )
-    total = members.select(pl.col(value).sum()).item()
-    total = f"{total:,.0f}" if total is not None else "no value"
-    every = f"{what} of all {who}s added"
-    runs = run_totals.drop_nulls().len() if run_totals is not None else 0
-    if runs:
-        total = f"{run_totals.median():,.0f}"
-        every = f"{what} of all {who}s together, " + (
-            "in its one run"
-            if runs == 1
-            else f"its 2 runs' totals ({run_totals.min():,.0f} and {run_totals.max():,.0f}, lower first); their mean"
-            if runs == 2  # the median of two is their mean, a figure neither run had
-            else (
-                f"the median of {runs} runs' totals "
-                f"(not the sum of the {who}s' medians: those come from different runs)"
-            )
-        )
-    if members.height < 2:
-        named = f" ({members[member][0]})" if members.height else ""
-        alone = f"{members.height} {who}{named}, {what} {total}"
-        return f"**{where}**: {alone}; fairness between {who}s needs two or more.{cap}"
-    if within is None or within.get("jain_median") is None:
-        stats = members.select(
-            jain_expr(pl.col(value)).alias("jain"),
-            max_min_ratio_expr(pl.col(value)).alias("spread"),
-            pl.col(member).sort_by(value).last().alias("top"),
-        ).row(0, named=True)
-        basis = "in its one run" if runs == 1 else "by their medians over runs"
-        return (
-            f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
-            f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f}; {every}: {total}.{cap}"
-        )
-    said = _fairness_words(within, who, capped=capped)
-    return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
-
-
-def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
-    """:func:`describe_cell`'s words for how evenly the members shared, from the fairness page's row."""
-    from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
-    from benchlib.tables import span
-
-    within_pct = f"{(CLEAR_LEAD - 1) * 100:g}"  # a tie, not a lead
-
-    spread, jain = within["max_min_median"], within["jain_median"]
-    stands_out = spread is not None and spread >= UNEVEN_FROM and not capped
-    if within["runs_judged"] == 1:
-        led = stands_out and within.get("top") and not within.get("close_runs")  # within 2% of the next: no leader
-        top = f"the highest ({within['top']})" if led else "the highest"
-        said = f"in its one run, {top} got {spread:.2f} times the lowest, Jain's index {jain:.4f}"
-    elif within["runs_judged"] == 2 and within["max_min_best"] is not None:
-        # the median of two is their mean, a figure neither run had: both runs' figures instead
-        low, high = f"{within['max_min_best']:.2f}", f"{within['max_min_worst']:.2f}"
-        ratios = f"{low} times the lowest in both" if low == high else f"{low} to {high} times the lowest"
-        jains = span(f"{within['jain_worst']:.4f}", f"{within['jain_best']:.4f}", same=" in both runs")
-        said = f"in its 2 runs, the highest got {ratios}, Jain's index {jains}"
-    else:
-        said = (
-            f"in the median of {within['runs_judged']} runs, the highest got {spread:.2f} times the lowest, "
-            f"Jain's index {jain:.4f} (worst run {within['jain_worst']:.4f})"
-        )
-    if within["runs_judged"] > 1:
-        close = within.get("close_runs") or 0
-        clear = within["runs_judged"] - close
-        if stands_out and within.get("top"):
-            said += f"; {within['top']} was highest in every run"
-        elif stands_out and within["winners"] == within["runs_judged"]:
-            said += f"; each run had a different {who} highest"
-        elif stands_out and within["winners"] > 1:
-            said += f"; {within['winners']} different {who}s were highest across the {clear} runs with a clear leader"
-        if stands_out and close and not within.get("top"):
-            said += f"; in {close} of the runs the two highest were within {within_pct}% of each other, no clear leader"
-    if spread is not None and spread < UNEVEN_FROM and not capped:
-        said += f"; within {UNEVEN_FROM:g}x of each other, no {who} stands out"
-    return said
 
 
 @dataclass(frozen=True)

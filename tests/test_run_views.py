@@ -387,7 +387,8 @@ def test_only_a_study_on_vsphere_is_told_about_virtual_controllers_and_esxi_host
 def test_fio_servers_on_one_machine_are_called_hosts_not_vms() -> None:
     """A page of the loopback study names its members as what they are; the write-up's study keeps its VMs."""
     from benchlib.tables import LABELS, name_members, show
-    from benchlib.views import cell_frame, describe_cell, member_word, per_member
+    from benchlib.views import cell_frame, member_word, per_member
+    from benchlib.words.cell import describe_cell
 
     assert (member_word("loopback-fio"), member_word("pvscsi-vs-lsi")) == ("Host", "VM")
     levels = {"profile": "randread", "block_size": "4k", "ioengine": "libaio", "rate_cap": "off"}
@@ -406,7 +407,8 @@ def test_a_cell_page_gives_the_fairness_pages_figures_and_names_no_winner_the_ru
     """Every loopback cell: the sentence's Jain's index and spread are the fairness table's (within each run,
     the median run's); a host is named highest only when it was in every run and stood out by 1.1x."""
     from benchlib.stats.fairness import UNEVEN_FROM
-    from benchlib.views import cell_capped, cell_frame, describe_cell, fairness, per_member, totals_of_runs
+    from benchlib.views import cell_capped, cell_frame, fairness, per_member, totals_of_runs
+    from benchlib.words.cell import describe_cell
 
     by = ["profile", "block_size", "ioengine", "rate_cap"]
     table = fairness("loopback-fio", "iops", by=by, only={"profile": ["randread", "randwrite"]})
@@ -674,7 +676,7 @@ def test_a_cell_of_two_runs_gives_both_runs_fairness_not_their_mean() -> None:
     """The median of two runs is their mean, a figure neither had (the written study's 1.20x and 7.95x read as
     4.58x): the sentence gives the range of the two runs, and says each run had a different highest member."""
     from benchlib.stats.fairness import fairness_over_runs
-    from benchlib.views import describe_cell
+    from benchlib.words.cell import describe_cell
 
     frame = pl.DataFrame(
         {"run": ["r1", "r1", "r2", "r2"], "vm": ["a", "b", "a", "b"], "iops": [100.0, 120.0, 800.0, 100.0]}
