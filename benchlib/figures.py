@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import functools
 import math
+import os
 from collections.abc import Callable
 
 import altair as alt
@@ -1071,6 +1072,10 @@ def _title_text(spec: dict) -> str:
     return title.get("text", "") if isinstance(title, dict) else title
 
 
+#: set to "0" in a kernel whose notebooks' figures are exported anyway (``benchlib report``): no PNG in them
+NOTEBOOK_PNG = "BENCHLIB_NOTEBOOK_PNG"
+
+
 def _render(spec: dict) -> dict:
     import vl_convert as vlc
 
@@ -1082,8 +1087,10 @@ def _render(spec: dict) -> dict:
         said = [text, *([subtitle] if isinstance(subtitle, str) else subtitle)]  # one line, or a list of lines
         lines = [line for part in said for line in ([part] if isinstance(part, str) else part)]
         spec = {**spec, "description": ". ".join(line for line in lines if line)}
-    png = base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")
-    return {VEGALITE_MIME: spec, "image/png": png, "text/plain": f"<figure: {text}>"}
+    shown = {VEGALITE_MIME: spec, "text/plain": f"<figure: {text}>"}
+    if os.environ.get(NOTEBOOK_PNG) == "0":  # a report build: its pages draw the exported SVG, not this PNG
+        return shown
+    return {**shown, "image/png": base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")}
 
 
 def use_in_notebooks() -> None:

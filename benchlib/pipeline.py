@@ -38,6 +38,7 @@ import importlib.metadata
 import itertools
 import json
 import keyword
+import os
 import re
 import shutil
 import subprocess
@@ -52,6 +53,7 @@ from pathlib import Path
 import polars as pl
 
 from benchlib.errors import BenchlibError
+from benchlib.figures import NOTEBOOK_PNG
 from benchlib.ingest import ingest_study
 from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
@@ -383,9 +385,10 @@ def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProces
         "--cwd",
         str(PROJECT_ROOT),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    env = {**os.environ, NOTEBOOK_PNG: "0"}  # the pages draw the exported SVG: no PNG in the notebook
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode and any(sign in done.stderr for sign in _KERNEL_START):
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     return done
 
 
@@ -456,7 +459,7 @@ class WarmKernels:
             folder = tempfile.mkdtemp(prefix="benchlib-kernel-")
             manager = KernelManager(kernel_name="python3", transport="ipc")
             manager.ip = str(Path(folder) / "kernel")
-            manager.start_kernel(cwd=str(PROJECT_ROOT))
+            manager.start_kernel(cwd=str(PROJECT_ROOT), env={**os.environ, NOTEBOOK_PNG: "0"})
             self._local.manager = manager
             with self._lock:
                 self._started.append((manager, folder))

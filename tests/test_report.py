@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlib.figures import VEGALITE_MIME
 from benchlib.paths import PROJECT_ROOT, RAW
 from benchlib.pipeline import PipelineError, build_report, load_pipeline
 from benchlib.sources import read
@@ -800,6 +801,10 @@ def test_a_cell_run_in_the_warm_kernel_is_what_a_fresh_kernel_gives(loopback_rep
 
     built = outputs(warm.output_dir / warm.notebook.name)
     assert built == outputs(fresh) and any(built)
+    # the pages draw the exported SVG: a build's notebooks carry the Vega-Lite spec, no PNG drawn for nothing
+    data = [o.get("data", {}) for cell in built for o in cell]
+    assert any(VEGALITE_MIME in d for d in data) and not any("image/png" in d for d in data)
+    assert (warm.output_dir / "figure-1.svg").is_file() and (warm.output_dir / "figure-1.png").is_file()
 
 
 def test_a_failing_cell_names_its_page_and_the_next_cell_still_runs(tmp_path: Path) -> None:
