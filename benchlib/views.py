@@ -572,58 +572,42 @@ def sweep_shapes(table: pl.DataFrame, *, member: str | None = None, depth: str =
     return pl.DataFrame(rows)
 
 
-def mix_finding(
+def mix_shapes(
     mix: pl.DataFrame,
     *,
     member: str = "vm",
     share: str = "write_pct",
     value: str = "iops",
     runs: pl.DataFrame | None = None,
-) -> str:
-    """Say how each member's IOPS moved along a write-share sweep (medians per share, as ``mix`` holds them).
+) -> list[dict]:
+    """Return how each member's IOPS moved along a write-share sweep (medians per share, as ``mix`` holds them).
 
-    Its IOPS at the first and last share with the change, then the shape: falling (or rising) at every
-    step, or lowest at a share between the ends (a mix that costs more than pure writes). ``runs``: each
-    run's figures (``mix`` is their medians); where a share has several runs, a shape whose steps the runs'
-    ranges do not separate is said as the medians' alone, with the overlap. "" without a member of two
-    shares or more.
+    Per member of two shares or more: ``member``, ``first`` and ``last`` (its figure at the first and last
+    share), ``change_pct``, and its ``shape``: ``"fell"`` or ``"rose"`` at every step (``clear``: the runs'
+    ranges of every two neighbouring shares do not overlap), ``"dip"`` (lowest at ``low_share``, between the
+    ends; ``clear``: its runs there and at ``last_share`` do not overlap), or ``"up and down"``. ``runs``: each
+    run's figures (``mix`` is their medians); a share of one run cannot overlap. :func:`benchlib.words.sweeps.
+    mix_note` says them.
     """
-    from benchlib.tables import inline, number
-
-    ends, shapes = [], {}
+    found = []
     for part in mix.drop_nulls([value]).sort(member, share).partition_by(member, maintain_order=True):
         values, shares = part[value].to_list(), part[share].to_list()
         if len(values) < 2:
             continue
-        change = 100 * (values[-1] / values[0] - 1)
-        ends.append(f"{part[member][0]} {number(values[0])} to {number(values[-1])} ({change:+.0f}%)")
         apart = _shares_apart(runs, member, part[member][0], share, value)
         steps = list(zip(values, values[1:], strict=False))
         low = values.index(min(values))
+        row = {"member": str(part[member][0]), "first": values[0], "last": values[-1]}
+        row |= {"change_pct": 100 * (values[-1] / values[0] - 1), "low_share": shares[low], "last_share": shares[-1]}
         if all(b < a for a, b in steps) or all(b > a for a, b in steps):
-            shape = f"{'fell' if values[-1] < values[0] else 'rose'} at every step"
-            clear = all(apart(x, y) for x, y in zip(shares, shares[1:], strict=False))
-            shape += "" if clear else " in its medians (the runs of some neighbouring shares overlap)"
+            row["shape"] = "fell" if values[-1] < values[0] else "rose"
+            row["clear"] = all(apart(x, y) for x, y in zip(shares, shares[1:], strict=False))
         elif 0 < low < len(values) - 1:
-            if apart(shares[low], shares[-1]):
-                shape = f"was lowest at {shares[low]:g}% writes, higher again at {shares[-1]:g}%"
-            else:
-                shape = (
-                    f"had its lowest median at {shares[low]:g}% writes, but its runs there and at {shares[-1]:g}% "
-                    "overlap: no dip the runs can tell from how they vary"
-                )
+            row["shape"], row["clear"] = "dip", apart(shares[low], shares[-1])
         else:
-            shape = "went up and down"
-        shapes.setdefault(shape, []).append(str(part[member][0]))
-    if not ends:
-        return ""
-    first, last = mix[share].min(), mix[share].max()
-    who = inline(member)
-    if len(shapes) == 1:
-        said = f"{'Every' if len(ends) > 1 else 'The'} {who} {next(iter(shapes))}."
-    else:
-        said = "; ".join(f"{', '.join(names)}: {shape}" for shape, names in shapes.items()) + "."
-    return f"From {first:g}% to {last:g}% writes, IOPS of each {who}: " + "; ".join(ends) + ". " + said
+            row["shape"], row["clear"] = "up and down", True
+        found.append(row)
+    return found
 
 
 def _shares_apart(

@@ -590,9 +590,18 @@ def test_iops_across_block_sizes_is_said_to_be_other_work() -> None:
 def test_a_write_share_sweep_is_said_in_words() -> None:
     """The write-up's table: both VMs fell at every step; the loopback hosts were lowest at 75% writes."""
     from benchlib.stats import medians
-    from benchlib.views import mix_finding, profile_totals
+    from benchlib.views import mix_shapes, profile_totals
+    from benchlib.words.sweeps import mix_note
+
+    def mix_finding(mix: pl.DataFrame, runs: pl.DataFrame | None = None) -> str:
+        return mix_note(mix_shapes(mix, runs=runs), mix)
 
     published = medians(profile_totals("pvscsi-vs-lsi", {"test": "rwmix_sweep"}), ["iops"], by=["vm", "write_pct"])
+    shapes = mix_shapes(published)
+    assert [(r["member"], r["shape"], r["clear"], r["first"], r["last"]) for r in shapes] == [
+        ("gus_fio_3", "fell", True, 19_189, 14_888),
+        ("gus_fio_4", "fell", True, 40_585, 29_838),
+    ]
     assert mix_finding(published) == (
         "From 0% to 100% writes, IOPS of each VM: gus_fio_3 19,189 to 14,888 (-22%); gus_fio_4 40,585 to 29,838 "
         "(-26%). Every VM fell at every step."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchlib.stats.queueing import MIN_KNEEDLE_POINTS, SweepShape
-from benchlib.tables import inline
+from benchlib.tables import inline, number
 
 
 def shape_verdict(shape: SweepShape) -> str:
@@ -60,3 +60,39 @@ def knees_apart(per_member: pl.DataFrame, member: str = "vm") -> str:
         "another's just misses it, the runs at those depths may overlap; a knee one depth apart is a hint, not a "
         "finding."
     )
+
+
+def _mix_shape(row: dict) -> str:
+    """Say one member's shape along a write-share sweep (:func:`benchlib.views.mix_shapes`' row)."""
+    if row["shape"] in ("fell", "rose"):
+        said = f"{row['shape']} at every step"
+        return said if row["clear"] else said + " in its medians (the runs of some neighbouring shares overlap)"
+    if row["shape"] == "dip" and row["clear"]:
+        return f"was lowest at {row['low_share']:g}% writes, higher again at {row['last_share']:g}%"
+    if row["shape"] == "dip":
+        return (
+            f"had its lowest median at {row['low_share']:g}% writes, but its runs there and at {row['last_share']:g}% "
+            "overlap: no dip the runs can tell from how they vary"
+        )
+    return "went up and down"
+
+
+def mix_note(shapes: list[dict], mix: pl.DataFrame, *, member: str = "vm", share: str = "write_pct") -> str:
+    """Say how each member's IOPS moved along a write-share sweep (:func:`benchlib.views.mix_shapes`).
+
+    Each member's IOPS at the first and last share with the change, then the shapes, once where every member
+    had the same. "" without a member of two shares or more.
+    """
+    if not shapes:
+        return ""
+    ends = [f"{r['member']} {number(r['first'])} to {number(r['last'])} ({r['change_pct']:+.0f}%)" for r in shapes]
+    grouped: dict[str, list[str]] = {}
+    for row in shapes:
+        grouped.setdefault(_mix_shape(row), []).append(row["member"])
+    first, last = mix[share].min(), mix[share].max()
+    who = inline(member)
+    if len(grouped) == 1:
+        said = f"{'Every' if len(ends) > 1 else 'The'} {who} {next(iter(grouped))}."
+    else:
+        said = "; ".join(f"{', '.join(names)}: {shape}" for shape, names in grouped.items()) + "."
+    return f"From {first:g}% to {last:g}% writes, IOPS of each {who}: " + "; ".join(ends) + ". " + said
