@@ -412,42 +412,40 @@ def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> 
     return frame
 
 
-#: job parameters a sweep may hold fixed, in words (a published table's are text)
-_HELD = {
-    "rw": "I/O pattern",
-    "block_size_bytes": "block size",
-    "bs": "block size",
-    "numjobs": "jobs",
-    "iodepth": "iodepth",
+#: what a sweep's conditions set, each with the names a column that sets it may have (a block-size factor and
+#: the job's block size are one condition: said once)
+HELD_CONDITIONS = {
+    "rw": {"rw", "readwrite", "pattern"},
+    "block size": {"block_size_bytes", "bs", "block_size", "blocksize"},
+    "numjobs": {"numjobs", "jobs"},
+    "iodepth": {"iodepth", "queue_depth", "depth", "qd"},
 }
+#: the job's own parameters a sweep may hold fixed
+HELD_PARAMS = ("rw", "block_size_bytes", "bs", "numjobs", "iodepth")
 
 
-def held_fixed(study: StudyRef, levels: dict | str, *, varied: str) -> str:
-    """Say what a sweep held fixed while ``varied`` stepped: every factor and job parameter with one value.
+def _condition(column: str) -> str:
+    """Return what a column sets (:data:`HELD_CONDITIONS`), or the column itself."""
+    return next((name for name, columns in HELD_CONDITIONS.items() if column.lower() in columns), column)
 
-    ``"controller LSI, SIOC off, I/O pattern random read, block size 4k, 1 job"`` (levels in the study's
-    words); a reader of a sweep needs its conditions, which the rows know and a page's prose did not say.
+
+def held_values(study: StudyRef, levels: dict | str, *, varied: str) -> list[tuple[str, object]]:
+    """Return what a sweep held fixed while ``varied`` stepped: every factor and job parameter with one value.
+
+    Each ``(column, value)``, the study's factors first; a job parameter that sets what a factor already named
+    (:data:`HELD_CONDITIONS`) is left out. A reader of a sweep needs its conditions, which the rows know.
+    :func:`benchlib.words.sweeps.held_note` says them ("controller LSI, SIOC off, I/O pattern random read,
+    block size 4k, 1 job").
     """
-    from benchlib.tables import inline, level
-
     rows = _sweep_rows(study, levels)
     named = levels if isinstance(levels, dict) else {"profile": levels}
     factors = [f for f in _open(study).study.factors if f not in named and f != varied and f in rows.columns]
-    said: dict[str, str] = {}  # by what it names: a block-size factor and the job's block size are one thing
-    for column in [*factors, *(c for c in _HELD if c in rows.columns and c != varied)]:
+    held: dict[str, tuple[str, object]] = {}  # by what it sets
+    for column in [*factors, *(c for c in HELD_PARAMS if c in rows.columns and c != varied)]:
         values = rows[column].drop_nulls().unique()
-        name = _HELD.get(column) if column in _HELD else inline(column)
-        if values.len() != 1 or name in said:
-            continue
-        value = values[0]
-        if column == "block_size_bytes":
-            value = f"{int(value) // 1024}k" if int(value) % 1024 == 0 else f"{int(value)} bytes"
-        said[name] = (
-            f"{value} job{'' if str(value) == '1' else 's'}"
-            if column == "numjobs"
-            else f"{name} {level(column, value)}"
-        )
-    return ", ".join(said.values())
+        if values.len() == 1 and _condition(column) not in held:
+            held[_condition(column)] = (column, values[0])
+    return list(held.values())
 
 
 def profile_totals(study: StudyRef, profile: dict | str, member: str = "vm") -> pl.DataFrame:

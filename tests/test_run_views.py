@@ -478,7 +478,11 @@ def test_a_comparison_says_what_else_changed_with_its_factor() -> None:
 
 def test_a_sweep_says_what_it_held_fixed() -> None:
     """The write-up's sweeps, read from their rows: 4K random read, 1 job, LSI, SIOC off; the mix at 8 jobs x 8."""
-    from benchlib.views import held_fixed
+    from benchlib.views import held_values
+    from benchlib.words.sweeps import held_note
+
+    def held_fixed(study: str, levels: dict | str, *, varied: str) -> str:
+        return held_note(held_values(study, levels, varied=varied))
 
     assert held_fixed("pvscsi-vs-lsi", {"test": "iodepth_sweep"}, varied="iodepth") == (
         "controller LSI, SIOC off, I/O pattern random read, block size 4k, 1 job"
@@ -486,6 +490,8 @@ def test_a_sweep_says_what_it_held_fixed() -> None:
     mix = held_fixed("pvscsi-vs-lsi", {"test": "rwmix_sweep"}, varied="write_pct")
     assert mix.endswith("I/O pattern random read/write mix, block size 4k, 8 jobs, iodepth 8")
     assert "iodepth" not in held_fixed("loopback-fio", "iodepth-sweep", varied="iodepth")  # what it stepped
+    held = dict(held_values("loopback-fio", "iodepth-sweep", varied="iodepth"))
+    assert held["block_size"] == "4k" and "block_size_bytes" not in held  # the factor and the job's: one condition
 
 
 def test_buffered_jobs_are_said_to_be_the_page_caches() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchlib.stats.queueing import MIN_KNEEDLE_POINTS, SweepShape
-from benchlib.tables import inline, number
+from benchlib.tables import inline, level, number
 
 
 def shape_verdict(shape: SweepShape) -> str:
@@ -96,3 +96,22 @@ def mix_note(shapes: list[dict], mix: pl.DataFrame, *, member: str = "vm", share
     else:
         said = "; ".join(f"{', '.join(names)}: {shape}" for shape, names in grouped.items()) + "."
     return f"From {first:g}% to {last:g}% writes, IOPS of each {who}: " + "; ".join(ends) + ". " + said
+
+
+#: a job parameter a sweep held fixed, as a reader knows it
+_HELD_WORDS = {"rw": "I/O pattern", "block_size_bytes": "block size", "bs": "block size", "iodepth": "iodepth"}
+
+
+def held_note(held: list[tuple[str, object]]) -> str:
+    """Say what a sweep held fixed (:func:`benchlib.views.held_values`), levels in the study's words."""
+    said = []
+    for column, value in held:
+        if column == "numjobs":
+            said.append(f"{value} job{'' if str(value) == '1' else 's'}")
+        elif column == "block_size_bytes":
+            said.append(
+                f"block size {int(value) // 1024}k" if int(value) % 1024 == 0 else f"block size {int(value)} bytes"
+            )
+        else:
+            said.append(f"{_HELD_WORDS.get(column) or inline(column)} {level(column, value)}")
+    return ", ".join(said)
