@@ -584,8 +584,8 @@ def mix_shapes(
     share), ``change_pct``, and its ``shape``: ``"fell"`` or ``"rose"`` at every step (``clear``: the runs'
     ranges of every two neighbouring shares do not overlap), ``"dip"`` (lowest at ``low_share``, between the
     ends; ``clear``: its runs there and at ``last_share`` do not overlap), or ``"up and down"``. ``runs``: each
-    run's figures (``mix`` is their medians); a share of one run cannot overlap. :func:`benchlib.words.sweeps.
-    mix_note` says them.
+    run's figures (``mix`` is their medians); a share of one run cannot overlap.
+    :func:`benchlib.words.sweeps.mix_note` says them.
     """
     found = []
     for part in mix.drop_nulls([value]).sort(member, share).partition_by(member, maintain_order=True):
@@ -1230,20 +1230,21 @@ STALL_TIMES = 10.0
 SLOWER_TIMES = 3.0
 
 
-def sync_depth_note(frame: pl.DataFrame) -> str:
-    """Say that a synchronous engine held one I/O per job whatever iodepth was set (Markdown), "" otherwise.
+def sync_depth(frame: pl.DataFrame) -> dict | None:
+    """Return where a synchronous engine held one I/O per job whatever iodepth was set; None otherwise.
 
-    psync with iodepth=32 reads as 32 I/Os in flight; fio's synchronous engines submit one at a time. Said
-    with Little's law on the configuration's rows (IOPS × mean latency, each member in each run, their
-    median), so a reader of one cell page does not credit a libaio/psync difference to the engine alone.
-    ``frame``: the configuration's rows (:func:`cell_frame`).
+    psync with iodepth=32 reads as 32 I/Os in flight; fio's synchronous engines submit one at a time.
+    ``engines`` (sorted), the ``depth`` set (the largest), and ``held``: Little's law on the configuration's
+    rows (IOPS x mean latency, each member in each run, their median; None where unknown), so a reader of
+    one cell page does not credit a libaio/psync difference to the engine alone. None under a rate cap (the
+    cap sets what is in flight). ``frame``: the configuration's rows (:func:`cell_frame`).
+    :func:`benchlib.words.cell.sync_depth_note` says it.
     """
     from benchlib.stats.queueing import SYNC_ENGINES
-    from benchlib.tables import inline, number
 
     needed = {"ioengine", "iodepth", "iops", "lat_mean_ns"}
     if not needed <= set(frame.columns):
-        return ""
+        return None
     rows = frame.filter(
         ~pl.col("is_aggregate") if "is_aggregate" in frame.columns else pl.lit(True),
         pl.col("ioengine").is_in(list(SYNC_ENGINES)),
@@ -1251,17 +1252,14 @@ def sync_depth_note(frame: pl.DataFrame) -> str:
     )
     capped = "rate_limited" in rows.columns and rows["rate_limited"].fill_null(False).any()
     if rows.is_empty() or capped:  # under a rate cap the cap sets what is in flight, whatever the engine
-        return ""
-    engines = ", ".join(sorted(set(rows["ioengine"].to_list())))
-    depth = f"{rows['iodepth'].cast(pl.Float64, strict=False).max():g}"
+        return None
     per = rows.group_by("run_id", "vm").agg((pl.col("iops") * pl.col("lat_mean_ns") / 1e9).sum().alias("held"))
     held = per["held"].drop_nulls().median()
-    seen = f" (Little's law on these runs: {number(held)} in flight per {inline('vm')}, the median)" if held else ""
-    return (
-        f"**One I/O at a time.** The jobs set iodepth={depth}, but {engines} is a synchronous engine: each job "
-        f"holds one I/O at a time{seen}. Against an asynchronous engine at that depth, the engine and the "
-        "concurrency change together."
-    )
+    return {
+        "engines": sorted(set(rows["ioengine"].to_list())),
+        "depth": float(rows["iodepth"].cast(pl.Float64, strict=False).max()),
+        "held": float(held) if held else None,
+    }
 
 
 def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:

@@ -737,17 +737,21 @@ def test_a_synchronous_engine_at_a_queue_depth_is_said_to_hold_one_io() -> None:
     """Loopback psync at iodepth 32: 0.99 I/Os in flight per host by Little's law; its cell page says so, so a
     reader of that page alone does not credit 44,646 against 103,748 IOPS to the engine. libaio says nothing."""
     from benchlib.tables import name_levels, name_members
-    from benchlib.views import cell_frame, sync_depth_note, use_study_words
+    from benchlib.views import cell_frame, sync_depth, use_study_words
+    from benchlib.words.cell import sync_depth_note
 
     use_study_words("loopback-fio")
     try:
         levels = {"profile": "randread", "block_size": "4k", "ioengine": "psync", "rate_cap": "off"}
-        said = sync_depth_note(cell_frame("loopback-fio", levels))
+        found = sync_depth(cell_frame("loopback-fio", levels))
+        assert found["engines"] == ["psync"] and found["depth"] == 32 and 0.9 < found["held"] < 1
+        said = sync_depth_note(found)
         assert said.startswith("**One I/O at a time.** The jobs set iodepth=32, but psync is a synchronous engine")
         assert re.search(r"Little's law on these runs: 0\.9\d+ in flight per host, the median", said)
-        assert sync_depth_note(cell_frame("loopback-fio", {**levels, "ioengine": "libaio"})) == ""
+        assert sync_depth(cell_frame("loopback-fio", {**levels, "ioengine": "libaio"})) is None
         # capped at 500 IOPS, the cap sets what is in flight (0.04 per host, as capped libaio's): nothing to say
-        assert sync_depth_note(cell_frame("loopback-fio", {**levels, "rate_cap": "on"})) == ""
+        assert sync_depth(cell_frame("loopback-fio", {**levels, "rate_cap": "on"})) is None
+        assert sync_depth_note(None) == ""
     finally:
         name_members("VM")
         name_levels({})

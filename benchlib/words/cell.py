@@ -6,7 +6,7 @@ import polars as pl
 
 from benchlib.stats import jain_expr, max_min_ratio_expr
 from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
-from benchlib.tables import inline, levels_words, span
+from benchlib.tables import inline, levels_words, number, span
 
 
 def describe_cell(
@@ -107,3 +107,19 @@ def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
     if spread is not None and spread < UNEVEN_FROM and not capped:
         said += f"; within {UNEVEN_FROM:g}x of each other, no {who} stands out"
     return said
+
+
+def sync_depth_note(found: dict | None) -> str:
+    """Say that a synchronous engine held one I/O per job whatever iodepth was set, in Markdown.
+
+    ``found``: :func:`benchlib.views.sync_depth`; "" where it found nothing.
+    """
+    if not found:
+        return ""
+    held = found["held"]
+    seen = f" (Little's law on these runs: {number(held)} in flight per {inline('vm')}, the median)" if held else ""
+    return (
+        f"**One I/O at a time.** The jobs set iodepth={found['depth']:g}, but {', '.join(found['engines'])} is a "
+        f"synchronous engine: each job holds one I/O at a time{seen}. Against an asynchronous engine at that "
+        "depth, the engine and the concurrency change together."
+    )
