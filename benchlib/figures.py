@@ -1072,8 +1072,10 @@ def _title_text(spec: dict) -> str:
     return title.get("text", "") if isinstance(title, dict) else title
 
 
-#: set to "0" in a kernel whose notebooks' figures are exported anyway (``benchlib report``): no PNG in them
-NOTEBOOK_PNG = "BENCHLIB_NOTEBOOK_PNG"
+#: set to "1" in the kernels ``benchlib report`` runs its pages in: their figures are exported as SVG and
+#: PNG beside the pages, so the notebooks carry no PNG of them, and a chart is not checked against the
+#: Vega-Lite schema as it is shown (every figure builder is, by the tests and by nbval on the bundled studies)
+REPORT_KERNEL = "BENCHLIB_REPORT_KERNEL"
 
 
 def _render(spec: dict) -> dict:
@@ -1088,7 +1090,7 @@ def _render(spec: dict) -> dict:
         lines = [line for part in said for line in ([part] if isinstance(part, str) else part)]
         spec = {**spec, "description": ". ".join(line for line in lines if line)}
     shown = {VEGALITE_MIME: spec, "text/plain": f"<figure: {text}>"}
-    if os.environ.get(NOTEBOOK_PNG) == "0":  # a report build: its pages draw the exported SVG, not this PNG
+    if os.environ.get(REPORT_KERNEL) == "1":  # a report build: its pages draw the exported SVG, not this PNG
         return shown
     return {**shown, "image/png": base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")}
 
@@ -1105,6 +1107,29 @@ def use_in_notebooks() -> None:
     """
     alt.renderers.register("benchlib", _render)
     alt.renderers.enable("benchlib")
+    if os.environ.get(REPORT_KERNEL) != "1":
+        return
+    # a report build: no schema check as a chart is built (altair's debug mode) or shown
+    from altair.utils.schemapi import disable_debug_mode
+
+    disable_debug_mode()
+    shell = _ipython()
+    if shell is not None:
+        shell.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, _unchecked)
+
+
+def _ipython() -> object | None:
+    """Return the IPython shell this runs in, None outside one."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with jupyterlab
+        return None
+    return get_ipython()
+
+
+def _unchecked(chart: alt.TopLevelMixin, include: object = None, exclude: object = None) -> dict:
+    """Show a chart as :func:`_render` does, without checking its spec against the Vega-Lite schema."""
+    return _render(chart.to_dict(validate=False, context={"pre_transform": False}))
 
 
 # a figure builder changed (test_report)
