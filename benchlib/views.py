@@ -1262,22 +1262,27 @@ def sync_depth(frame: pl.DataFrame) -> dict | None:
     }
 
 
-def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
-    """Say which runs, or members of a run, of one configuration met slow I/Os the others did not (Markdown).
+def stalls(frame: pl.DataFrame, levels: dict) -> dict[str, list[dict]]:
+    """Return which runs, or members of a run, of one configuration met slow I/Os the others did not.
 
-    A run whose members' slowest I/Os (fio's clat max) all took :data:`STALL_TIMES` times or more the
-    slowest of the configuration's other runs (their median): every member met the cause, so it was
-    shared (the storage or the machine), not one member's. Where the run's total is the lowest of the
-    configuration's, that is said beside it; a rate cap holds totals, and the sentence says nothing of
-    them. Then a member whose slowest I/O in one run took :data:`STALL_TIMES` times or more the median of
-    the slowest of every other member and run (three or more): one member met it. Its IOPS are not set
-    beside it: one slow I/O cannot by itself explain a run's total (154 ms of one I/O at a time costs at
-    most some 20,000 I/Os). "" where nothing stood out. ``frame``: the configuration's rows
-    (:func:`cell_frame`).
+    ``runs``: a run whose members' slowest I/Os (fio's clat max) all took :data:`STALL_TIMES` times or more
+    the slowest of the configuration's other runs (their median, ``typical``): every member met the cause,
+    so it was shared (the storage or the machine), not one member's. Each: ``run``, ``low`` and ``high``
+    (its members' slowest, ms), ``members``, ``others`` (the other runs' slowest: ``others_low``,
+    ``others_high``, their count), ``iops`` (its total; ``lowest``: below every other run's, never where a rate cap held
+    the totals; ``others_iops``: the other runs' lowest and highest total and how many have one).
+    ``members``: per run, the members whose slowest I/O took :data:`STALL_TIMES` times or more the median of
+    the slowest of every other member and run (three or more), a run every member met left out. Each:
+    ``run``, ``stood`` (each such member: ``vm``, ``high``, ``times``, ``typical``), and the rest of that run:
+    ``rest_low``, ``rest_high`` (None where none), ``calm`` (the other runs' median slowest) and ``slower``
+    (the rest took :data:`SLOWER_TIMES` times ``calm`` or more: the run was slow, the stall its extreme).
+    A member's IOPS are not set beside its stall: one slow I/O cannot by itself explain a run's total.
+    ``frame``: the configuration's rows (:func:`cell_frame`). :func:`benchlib.words.cell.stalls_note` says it.
     """
+    found: dict[str, list[dict]] = {"runs": [], "members": []}
     rows = frame.filter(pl.col("clat_max_ns").is_not_null()) if "clat_max_ns" in frame.columns else frame.clear()
     if rows.is_empty():
-        return ""
+        return found
     rows = rows.join(run_names(rows, list(levels)), on="run_id").with_columns(run_unit_expr(rows.columns))
     runs = rows.group_by("run_unit", "run").agg(
         (pl.col("clat_max_ns").max() / 1e6).alias("high"),
@@ -1286,92 +1291,54 @@ def stalled_runs(frame: pl.DataFrame, levels: dict) -> str:
         total_expr("iops"),
         pl.col("rate_limited").fill_null(False).any().alias("capped"),
     )
-    said, shared = _shared_stalls(runs) if runs.height >= 2 else ([], set())
+    if runs.height >= 2:
+        found["runs"] = _shared_stalls(runs)
     members = rows.group_by("run_unit", "run", "vm").agg((pl.col("clat_max_ns").max() / 1e6).alias("high"))
     if members.height >= 4:
-        said += _member_stalls(members, shared)
-    return "\n\n".join(said)
+        shared = {r["run_unit"] for r in found["runs"]}
+        found["members"] = _member_stalls(members, shared)
+    return found
 
 
-def _shared_stalls(runs: pl.DataFrame) -> tuple[list[str], set[str]]:
-    """:func:`stalled_runs`' runs every member met its slowest I/Os in: their sentences, and their run units."""
-    from benchlib.tables import inline, number
-
-    said, shared = [], set()
+def _shared_stalls(runs: pl.DataFrame) -> list[dict]:
+    """:func:`stalls`' runs every member met its slowest I/Os in."""
+    found = []
     for run in runs.sort("run").iter_rows(named=True):
         others = runs.filter(pl.col("run_unit") != run["run_unit"])
         typical = others["high"].median()
         if not typical or run["low"] < STALL_TIMES * typical:
             continue
-        shared.add(run["run_unit"])
-        several = run["members"] > 1
-        who = f"every {inline('vm')}'s slowest I/O" if several else "its slowest I/O"
-        span = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
-        against = (
-            f"the other run's, {number(typical)} ms"
-            if others.height == 1
-            else f"{number(others['high'].min())} and {number(others['high'].max())} ms, their mean {number(typical)}"
-            if others.height == 2  # the median of two is their mean
-            else f"their median, {number(typical)} ms"
+        iops = others["iops"].drop_nulls()
+        lowest = not run["capped"] and run["iops"] is not None and iops.len() and run["iops"] < iops.min()
+        found.append(
+            {k: run[k] for k in ("run_unit", "run", "low", "high", "members", "iops")}
+            | {"typical": typical, "others": others.height}
+            | {"others_low": others["high"].min(), "others_high": others["high"].max()}
+            | {"lowest": bool(lowest), "others_iops": (iops.min(), iops.max(), iops.len()) if iops.len() else None}
         )
-        text = (
-            f"**The slowest I/Os of {run['run']}.** In it, {who} took {span} ms, {run['low'] / typical:.0f} times "
-            f"the slowest of this configuration's other {'run' if others.height == 1 else 'runs'} ({against})"
-            + (
-                f": every {inline('vm')} met the cause, so it was shared (the storage or the machine)."
-                if several
-                else "."
-            )
-        )
-        lowest = others["iops"].drop_nulls()
-        if not run["capped"] and run["iops"] is not None and lowest.len() and run["iops"] < lowest.min():
-            rest = (
-                f"the other {number(lowest[0])}"
-                if lowest.len() == 1
-                else f"the others {number(lowest.min())} to {number(lowest.max())}"
-            )
-            text += f" Its total, {number(run['iops'])} IOPS, is the lowest of the configuration's runs ({rest})."
-        said.append(text)
-    return said, shared
+    return found
 
 
-def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[str]:
-    """:func:`stalled_runs`' members whose slowest I/O in a run stood out from every other member's and run's."""
-    from benchlib.tables import inline, number, span
-
+def _member_stalls(members: pl.DataFrame, shared: set[str]) -> list[dict]:
+    """:func:`stalls`' members whose slowest I/O in a run stood out from every other member's and run's."""
     flagged = []
     for one in members.filter(~pl.col("run_unit").is_in(list(shared))).iter_rows(named=True):
         others = members.filter((pl.col("run_unit") != one["run_unit"]) | (pl.col("vm") != one["vm"]))
         typical = others["high"].median()
         if typical and one["high"] >= STALL_TIMES * typical:
             flagged.append({**one, "times": one["high"] / typical, "typical": typical})
-    said = []
+    found = []
     for run in sorted({one["run"] for one in flagged}):
         stood = sorted((one for one in flagged if one["run"] == run), key=lambda one: str(one["vm"]))
         rest = members.filter(pl.col("run") == run, ~pl.col("vm").is_in([one["vm"] for one in stood]))
-        many = len(stood) > 1
-        text = (
-            f"**The slowest I/O{'s' if many else ''} of {' and '.join(str(one['vm']) for one in stood)} in {run}.** "
-            + "; ".join(
-                f"{one['vm'] + ' ' if many else 'It '}took {number(one['high'])} ms, {one['times']:.0f} times the "
-                f"median of the slowest I/Os of every other {inline('vm')} and run of this configuration "
-                f"({number(one['typical'])} ms)"
-                for one in stood
-            )
+        calm = members.filter(pl.col("run") != run)["high"].median()  # the other runs, every member
+        low = rest["high"].min() if rest.height else None
+        found.append(
+            {"run": run, "stood": [{k: one[k] for k in ("vm", "high", "times", "typical")} for one in stood]}
+            | {"rest_low": low, "rest_high": rest["high"].max() if rest.height else None, "calm": calm}
+            | {"slower": bool(low is not None and calm and low >= SLOWER_TIMES * calm)}
         )
-        if rest.height:
-            low, high = number(rest["high"].min()), number(rest["high"].max())
-            calm = members.filter(pl.col("run") != run)["high"].median()  # the other runs, every member
-            slower = calm and rest["high"].min() >= SLOWER_TIMES * calm
-            whose = "their" if many else f"{stood[0]['vm']}'s"
-            text += (
-                f"; the whole run was slower: the other {inline('vm')}s' slowest took {span(low, high)} ms, against "
-                f"a median of {number(calm)} ms in the other runs, and {whose} stall was the worst of it"
-                if slower
-                else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {span(low, high)} ms)"
-            )
-        said.append(text + ".")
-    return said
+    return found
 
 
 def run_names(runs: pl.DataFrame, by: Collection[str]) -> pl.DataFrame:

@@ -582,3 +582,41 @@ def test_a_synchronous_engine_swept_over_iodepth_has_no_knee() -> None:
 
     assert {knee["engine"] for knee in rows(spec)} == {"libaio"}  # only the engine that swept has a knee
     assert "_held" not in json.dumps(spec)
+
+
+_SHOWN = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+import altair as alt
+import polars as pl
+from benchlib import figures
+
+shell = InteractiveShell.instance()
+figures.use_in_notebooks()
+chart = figures.per_vm_bars(pl.DataFrame({"vm": ["a", "b"], "iops": [1.0, 2.0]}), value="iops")
+shown, _ = shell.display_formatter.format(chart)
+try:
+    alt.Chart(pl.DataFrame({"x": [1]})).mark_bar(size="wide")  # not a number: the schema says so as it is built
+    checked = False
+except Exception:
+    checked = True
+print(json.dumps({"mimes": sorted(shown), "spec": shown[figures.VEGALITE_MIME], "checked": checked}))
+"""
+
+
+@pytest.mark.parametrize("kernel", ["", "1"])
+def test_a_report_kernel_shows_charts_without_a_png_or_a_schema_check(kernel: str) -> None:
+    """In benchlib report's kernels (BENCHLIB_REPORT_KERNEL=1) a chart is shown as the same Vega-Lite spec with no
+    PNG (the pages draw the exported SVG) and nothing is checked against the schema as it is built; in a
+    notebook otherwise, the PNG is there and altair checks every chart it builds. Each in a Python of its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != figures.REPORT_KERNEL} | (
+        {figures.REPORT_KERNEL: kernel} if kernel else {}
+    )
+    done = subprocess.run([sys.executable, "-c", _SHOWN], capture_output=True, text=True, env=env, check=True)
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "vega-lite" in shown["spec"]["$schema"] and '"bar"' in json.dumps(shown["spec"])  # the chart, whole
+    assert ("image/png" in shown["mimes"]) is (not kernel) and shown["checked"] is (not kernel)

@@ -639,11 +639,16 @@ def test_a_write_share_sweep_is_said_in_words() -> None:
 def test_slowest_ios_every_host_met_are_said_on_their_cell() -> None:
     """Loopback random write 64k libaio, run 1: every host's slowest I/O took about 490 ms against about 27 ms in the
     configuration's other runs (its total 8,904 IOPS against 13,202 and 11,049): said, with the run named."""
-    from benchlib.views import STALL_TIMES, cell_frame, use_study_words
-    from benchlib.views import stalled_runs as slowest
+    from benchlib.views import STALL_TIMES, cell_frame, stalls, use_study_words
+    from benchlib.words.cell import stalls_note
 
     def stalled_runs(study: str, levels: dict) -> str:
-        return slowest(cell_frame(study, levels), levels)
+        return stalls_note(stalls(cell_frame(study, levels), levels))
+
+    paused_at = {"profile": "randwrite", "block_size": "64k", "ioengine": "libaio", "rate_cap": "off"}
+    found = stalls(cell_frame("loopback-fio", paused_at), paused_at)
+    assert [r["run"] for r in found["runs"]] == ["run 1"] and found["members"] == []  # the run, not one member
+    assert found["runs"][0]["lowest"] and found["runs"][0]["low"] >= STALL_TIMES * found["runs"][0]["typical"]
 
     from benchlib.tables import name_levels, name_members
 

@@ -123,3 +123,61 @@ def sync_depth_note(found: dict | None) -> str:
         f"synchronous engine: each job holds one I/O at a time{seen}. Against an asynchronous engine at that "
         "depth, the engine and the concurrency change together."
     )
+
+
+def _run_stall(run: dict) -> str:
+    """Say one run every member met its slowest I/Os in (:func:`benchlib.views.stalls`' ``runs`` row)."""
+    several = run["members"] > 1
+    who = f"every {inline('vm')}'s slowest I/O" if several else "its slowest I/O"
+    took = number(run["low"]) if run["low"] == run["high"] else f"{number(run['low'])}–{number(run['high'])}"
+    typical, others = run["typical"], run["others"]
+    against = (
+        f"the other run's, {number(typical)} ms"
+        if others == 1
+        else f"{number(run['others_low'])} and {number(run['others_high'])} ms, their mean {number(typical)}"
+        if others == 2  # the median of two is their mean
+        else f"their median, {number(typical)} ms"
+    )
+    text = (
+        f"**The slowest I/Os of {run['run']}.** In it, {who} took {took} ms, {run['low'] / typical:.0f} times "
+        f"the slowest of this configuration's other {'run' if others == 1 else 'runs'} ({against})"
+        + (f": every {inline('vm')} met the cause, so it was shared (the storage or the machine)." if several else ".")
+    )
+    if run["lowest"]:
+        low, high, n = run["others_iops"]
+        rest = f"the other {number(low)}" if n == 1 else f"the others {number(low)} to {number(high)}"
+        text += f" Its total, {number(run['iops'])} IOPS, is the lowest of the configuration's runs ({rest})."
+    return text
+
+
+def _member_stall(group: dict) -> str:
+    """Say the members of one run whose slowest I/O stood out (:func:`benchlib.views.stalls`' ``members`` row)."""
+    stood, many = group["stood"], len(group["stood"]) > 1
+    text = (
+        f"**The slowest I/O{'s' if many else ''} of {' and '.join(str(one['vm']) for one in stood)} in "
+        f"{group['run']}.** "
+        + "; ".join(
+            f"{one['vm'] + ' ' if many else 'It '}took {number(one['high'])} ms, {one['times']:.0f} times the "
+            f"median of the slowest I/Os of every other {inline('vm')} and run of this configuration "
+            f"({number(one['typical'])} ms)"
+            for one in stood
+        )
+    )
+    if group["rest_low"] is not None:
+        low, high = number(group["rest_low"]), number(group["rest_high"])
+        whose = "their" if many else f"{stood[0]['vm']}'s"
+        text += (
+            f"; the whole run was slower: the other {inline('vm')}s' slowest took {span(low, high)} ms, against "
+            f"a median of {number(group['calm'])} ms in the other runs, and {whose} stall was the worst of it"
+            if group["slower"]
+            else f"; the other {inline('vm')}s of that run met no such I/O (their slowest {span(low, high)} ms)"
+        )
+    return text + "."
+
+
+def stalls_note(found: dict[str, list[dict]]) -> str:
+    """Say the runs and members of one configuration that met slow I/Os the others did not (Markdown).
+
+    ``found``: :func:`benchlib.views.stalls`; "" where nothing stood out.
+    """
+    return "\n\n".join([*map(_run_stall, found["runs"]), *map(_member_stall, found["members"])])
