@@ -87,3 +87,18 @@ def test_an_interaction_call_is_one_of_its_codes() -> None:
     grid = [(p, floor, family) for p in (0.001, 0.05, 0.3) for floor in (0.002, 0.03) for family in (1, 2)]
     calls = [interaction_call(*point) for point in grid]
     assert set(calls) == set(INTERACTION_CALLS)
+
+
+def test_no_view_returns_a_sentence() -> None:
+    """The views select, join and find; the sentences pages say of their findings are in benchlib.words. Only the
+    study's word for its members (``VM``, ``host``) is text a view returns."""
+    tree = ast.parse((STATS.parent / "views.py").read_text(encoding="utf-8"))
+    texts = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.returns is not None
+        and ast.unparse(node.returns) in ("str", "str | None")
+    ]
+    # the members' word, and _condition: a code of what a column sets ("block size"), to count it once
+    assert texts == ["_condition", "member_word", "_member_noun"], texts
