@@ -313,7 +313,8 @@ def comparison_labels(table: pl.DataFrame, *, baseline: str, others: list[str]) 
     return {"median_baseline": f"{baseline}{said}", "median": other}
 
 
-def _signed(value: float | None) -> str:
+def signed(value: float | None) -> str:
+    """Return a change in percent with its sign, two decimals (``+1.23%``), or the missing mark."""
     return MISSING if value is None or not math.isfinite(value) else f"{value:+.2f}%"
 
 
@@ -339,7 +340,7 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
     for row in table.iter_rows(named=True):
         low, high = row["ratio_low"], row["ratio_high"]
         if low is not None and high is not None:
-            interval = f" ({_signed(100 * (low - 1))} to {_signed(100 * (high - 1))})"
+            interval = f" ({signed(100 * (low - 1))} to {signed(100 * (high - 1))})"
         elif any_interval and row["runs_baseline"] > 1:
             interval = f" (no 95% interval exists with {row['runs_baseline']} v {row['runs']} runs)"
         else:
@@ -350,7 +351,7 @@ def comparison_rows(table: pl.DataFrame, *, by: list[str], factor: str) -> pl.Da
                 "runs_pair": f"{row['runs_baseline']} / {row['runs']}",
                 "median_baseline": row["median_baseline"],
                 "median": row["median"],
-                change: _signed(row["change_pct"]) + interval,
+                change: signed(row["change_pct"]) + interval,
                 "p_holm": row["p_holm"],
                 "effect": _effect(row["effect"], row["cliffs_delta"]),
                 "verdict": row["verdict"],
@@ -405,45 +406,13 @@ def settle_section(
         return [*said, f"{which}: {settle['why'][0]}."], None
     runs = pl.col("runs").map_elements(_two_digits, return_dtype=pl.Int64)  # an estimate from a few runs' spread
     # the change as the comparison table above says it (-62.72%), not to 3 digits of its own (-62.7)
-    change = pl.col("change_pct").map_elements(_signed, return_dtype=pl.String, skip_nulls=False)
+    change = pl.col("change_pct").map_elements(signed, return_dtype=pl.String, skip_nulls=False)
     return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", change, runs, "why")
 
 
 def _two_digits(runs: int) -> int:
     """Round a whole number to two significant digits (441 to 440; 64 stays 64)."""
     return round(runs, min(0, 2 - len(str(runs))))
-
-
-def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
-    """Return benchstat's summary line for a comparison table as a Markdown list item ("" when it has none).
-
-    Over the rows that test the setting (rate-capped rows measure the cap) and only when they are
-    two or more. Changes that point both ways get no mean: +2% from -21% and +32% would hide both.
-    """
-    from benchlib.stats.compare import geomean_row
-
-    kept = table.filter(pl.col("verdict") != "rate-capped") if table.height else table
-    if kept.height < 2:
-        return ""
-    changes = kept["change_pct"].drop_nulls()
-    which = f"the {kept.height} changes" + (" (the uncapped rows)" if kept.height < table.height else "")
-    if changes.min() < 0 < changes.max():
-        return (
-            f"- **{which[0].upper()}{which[1:]}** point both ways ({changes.min():+.2f}% to {changes.max():+.2f}%): "
-            "no one number sums them up; each row is its own finding."
-        )
-    mean = geomean_row(kept)
-    if mean["change_pct"] is None:
-        return ""
-    varied = [b for b in by if b in kept.columns and kept[b].n_unique() > 1]  # what sets the averaged rows apart
-    differ = f", over rows that differ in {', '.join(inline(b) for b in varied)}" if varied else ""
-    rows = f"the {kept.height} {'uncapped ' if kept.height < table.height else ''}rows"
-    return (
-        f"- **Geometric means of the medians over {rows}**: {number(mean['median_baseline'])} against "
-        f"{number(mean['median'])}, {mean['change_pct']:+.2f}%{differ}. This is benchstat's bottom row (the rates "
-        f"are summarised, the ratios are not averaged), not a mean of the changes above, which run from "
-        f"{changes.min():+.2f}% to {changes.max():+.2f}%; it is no verdict: each row is its own finding."
-    )
 
 
 def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[str]:
@@ -468,31 +437,6 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
         who = f"**{names[0]}**" if len(names) == 1 else f"**{len(names)} comparisons**"
         lines.append(f"- {who}: {verdict}. {note}.")
     return lines
-
-
-def change_line(table: pl.DataFrame, *, by: list[str], factor: str, gap: float = 5.0) -> str:
-    """Say where the change column departs from the two medians beside it (Markdown list item, "" where none does).
-
-    The change is the median of every run-to-run ratio (Hodges-Lehmann), not the ratio of the two
-    medians; one low or high run moves them apart. A reader who divides the medians should find why
-    the column says otherwise: rows more than ``gap`` percentage points apart are named.
-    """
-    rows = table.filter(pl.col("runs_baseline") > 1, pl.col("median_baseline") > 0).with_columns(
-        ((pl.col("median") / pl.col("median_baseline") - 1) * 100).alias("of_medians")
-    )
-    apart = rows.filter((pl.col("change_pct") - pl.col("of_medians")).abs() > gap)
-    if apart.is_empty():
-        return ""
-    named = "; ".join(
-        f"{', '.join(f'{inline(k)} {level(k, row[k])}' for k in [*by, factor])}: {_signed(row['change_pct'])} against "
-        f"{_signed(row['of_medians'])}"
-        for row in apart.iter_rows(named=True)
-    )
-    return (
-        "- **The change is not the ratio of the medians.** It is the median of every run-to-run ratio "
-        "(Hodges-Lehmann), which the spread of the runs moves away from the two medians' ratio; more than "
-        f"{gap:g} points apart for {named} (the medians' ratio second)."
-    )
 
 
 LABELS |= {
@@ -522,21 +466,6 @@ LABELS |= {
 
 #: a claim's tolerance as claims.toml keys it, in words a reader takes at a glance
 _TOLERANCE_WORDS = (("equals ", "= "), ("above ", "> "), ("below ", "< "))
-
-
-def bytes_moved_line(table: pl.DataFrame, *, factor: str, baseline: str, by: list[str]) -> str:
-    """Say :func:`benchlib.views.bytes_moved`'s comparison in bandwidth in one paragraph, "" where it is empty."""
-    if table.is_empty():
-        return ""
-    rows = [
-        f"{level(factor, row[factor])} {row['change_pct']:+.2f}%"
-        + (f" ({', '.join(f'{inline(b)} {level(b, row[b])}' for b in by)})" if by else "")
-        for row in table.iter_rows(named=True)
-    ]
-    return (
-        f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
-        f"{level(factor, baseline)}: " + "; ".join(rows) + "."
-    )
 
 
 def fairness_rows(table: pl.DataFrame, *, by: list[str]) -> Shown:

@@ -717,7 +717,7 @@ def bytes_moved(
     Where :func:`unlike_sizes` finds IOPS compared across block sizes (different work), the reader still needs
     the comparison of the bytes moved: :func:`benchlib.stats.compare.comparison_table` over the runs' MiB/s
     totals (its rows' change, the median of the run-to-run ratios, as the IOPS table's). Empty where there is
-    no bandwidth to compare; :func:`benchlib.tables.bytes_moved_line` says it in words.
+    no bandwidth to compare; :func:`benchlib.words.compare.bytes_moved_line` says it in words.
     """
     from benchlib.stats.compare import comparison_table
 

@@ -193,7 +193,7 @@ def test_a_clause_every_note_shares_is_said_once() -> None:
 
 def test_a_change_far_from_the_medians_ratio_is_explained() -> None:
     """Medians 60 and 200 give +233%; the median of the nine run-to-run ratios is +159%: the page says why."""
-    from benchlib.tables import change_line
+    from benchlib.words.compare import change_line
 
     table = comparison_table(
         _sides([100.0, 60.0, 58.0], [200.0, 150.0, 220.0]), "iops", factor="controller", baseline="LSI"

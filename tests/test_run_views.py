@@ -346,7 +346,7 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     assert with_settle_why(settle).filter(pl.col("rate_cap") == "on")["why"].str.starts_with("rate-capped").all()
     assert geomean_row(free)["change_pct"] is not None
     # benchstat's bottom row (the medians' geometric means), said to be that, beside the changes' range
-    from benchlib.tables import geomean_line
+    from benchlib.words.compare import geomean_line
 
     line = geomean_line(table, by=by)
     assert line.startswith("- **Geometric means of the medians over the 4 uncapped rows**")

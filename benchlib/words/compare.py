@@ -11,6 +11,7 @@ import polars as pl
 from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, Caveat
 from benchlib.stats.compare import SETTLE_MOST
 from benchlib.stats.design import LAG_FROM, runs_to_test
+from benchlib.tables import inline, level, number, signed
 
 
 def verdict_note(row: dict) -> str:
@@ -149,3 +150,75 @@ def two_level_notes(plan: pl.DataFrame) -> pl.DataFrame:
         return plan
     notes = [two_level_note(row) for row in plan.iter_rows(named=True)]
     return plan.with_columns(pl.Series("note", notes, dtype=pl.String)).drop("cost_ratio", "runs_add_variance", "check")
+
+
+def geomean_line(table: pl.DataFrame, *, by: list[str]) -> str:
+    """Return benchstat's summary line for a comparison table as a Markdown list item ("" when it has none).
+
+    Over the rows that test the setting (rate-capped rows measure the cap) and only when they are
+    two or more. Changes that point both ways get no mean: +2% from -21% and +32% would hide both.
+    """
+    from benchlib.stats.compare import geomean_row
+
+    kept = table.filter(pl.col("verdict") != "rate-capped") if table.height else table
+    if kept.height < 2:
+        return ""
+    changes = kept["change_pct"].drop_nulls()
+    which = f"the {kept.height} changes" + (" (the uncapped rows)" if kept.height < table.height else "")
+    if changes.min() < 0 < changes.max():
+        return (
+            f"- **{which[0].upper()}{which[1:]}** point both ways ({changes.min():+.2f}% to {changes.max():+.2f}%): "
+            "no one number sums them up; each row is its own finding."
+        )
+    mean = geomean_row(kept)
+    if mean["change_pct"] is None:
+        return ""
+    varied = [b for b in by if b in kept.columns and kept[b].n_unique() > 1]  # what sets the averaged rows apart
+    differ = f", over rows that differ in {', '.join(inline(b) for b in varied)}" if varied else ""
+    rows = f"the {kept.height} {'uncapped ' if kept.height < table.height else ''}rows"
+    return (
+        f"- **Geometric means of the medians over {rows}**: {number(mean['median_baseline'])} against "
+        f"{number(mean['median'])}, {mean['change_pct']:+.2f}%{differ}. This is benchstat's bottom row (the rates "
+        f"are summarised, the ratios are not averaged), not a mean of the changes above, which run from "
+        f"{changes.min():+.2f}% to {changes.max():+.2f}%; it is no verdict: each row is its own finding."
+    )
+
+
+def change_line(table: pl.DataFrame, *, by: list[str], factor: str, gap: float = 5.0) -> str:
+    """Say where the change column departs from the two medians beside it (Markdown list item, "" where none does).
+
+    The change is the median of every run-to-run ratio (Hodges-Lehmann), not the ratio of the two
+    medians; one low or high run moves them apart. A reader who divides the medians should find why
+    the column says otherwise: rows more than ``gap`` percentage points apart are named.
+    """
+    rows = table.filter(pl.col("runs_baseline") > 1, pl.col("median_baseline") > 0).with_columns(
+        ((pl.col("median") / pl.col("median_baseline") - 1) * 100).alias("of_medians")
+    )
+    apart = rows.filter((pl.col("change_pct") - pl.col("of_medians")).abs() > gap)
+    if apart.is_empty():
+        return ""
+    named = "; ".join(
+        f"{', '.join(f'{inline(k)} {level(k, row[k])}' for k in [*by, factor])}: {signed(row['change_pct'])} against "
+        f"{signed(row['of_medians'])}"
+        for row in apart.iter_rows(named=True)
+    )
+    return (
+        "- **The change is not the ratio of the medians.** It is the median of every run-to-run ratio "
+        "(Hodges-Lehmann), which the spread of the runs moves away from the two medians' ratio; more than "
+        f"{gap:g} points apart for {named} (the medians' ratio second)."
+    )
+
+
+def bytes_moved_line(table: pl.DataFrame, *, factor: str, baseline: str, by: list[str]) -> str:
+    """Say :func:`benchlib.views.bytes_moved`'s comparison in bandwidth in one paragraph, "" where it is empty."""
+    if table.is_empty():
+        return ""
+    rows = [
+        f"{level(factor, row[factor])} {row['change_pct']:+.2f}%"
+        + (f" ({', '.join(f'{inline(b)} {level(b, row[b])}' for b in by)})" if by else "")
+        for row in table.iter_rows(named=True)
+    ]
+    return (
+        f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
+        f"{level(factor, baseline)}: " + "; ".join(rows) + "."
+    )
