@@ -515,18 +515,6 @@ def fairness_rows(table: pl.DataFrame, *, by: list[str]) -> Shown:
     )
 
 
-def member_caption(table: pl.DataFrame) -> str:
-    """Say how a cell's member table was summarised over runs (:func:`benchlib.views.member_table`), "" for one run."""
-    runs = table["runs"].max() if "runs" in table.columns and table.height else None
-    if not runs or runs < 2:
-        return ""
-    two = " (of 2 runs, their mean)" if runs == 2 else ""
-    return (
-        f"Each figure is the median over the {inline('vm')}'s runs{two}, column by column: a row need not be "
-        "any one run, so its figures need not agree as one run's do (IOPS × mean latency = the I/Os held at once)."
-    )
-
-
 def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
     """Return the claims table for reading, and what the runs can support as one paragraph per kind.
 
@@ -563,46 +551,3 @@ def claim_rows(table: pl.DataFrame) -> tuple[pl.DataFrame, str]:
         if note
     ]
     return rows.drop("note", "reading", strict=False), "\n\n".join(paragraphs)
-
-
-def claims_headline(table: pl.DataFrame) -> str:
-    """Say a claims page's answer first: how many claims hold, then each one the data contradict, in its words.
-
-    From :func:`benchlib.views.claim_table` of any claims file: :func:`claim_counts`, then one line per
-    FAIL (its id and section, what the write-up says, what it states and what the data give).
-    """
-    failed = table.filter(pl.col("verdict") == "FAIL")
-    said = claim_counts(table)
-    if failed.is_empty():
-        return said
-    lines = []
-    for row in failed.iter_rows(named=True):
-        where = f" ({row['section']})" if row.get("section") else ""
-        stated = f"; stated {row['stated']}" if row.get("stated") else ""
-        lines.append(f"- **Claim {row['claim']}**{where}: {row['says']} Recomputed: {row['recomputed']}{stated}.")
-    return said + "\n\nWhere the data disagree with the write-up:\n\n" + "\n".join(lines)
-
-
-def claim_counts(table: pl.DataFrame) -> str:
-    """Say how many claims of :func:`benchlib.views.claim_table` pass and which fail ("25 of 33 claims pass; ...").
-
-    The FAILs that carry the claims file's reading of their words are named after them.
-    """
-    failed = table.filter(pl.col("verdict") == "FAIL")
-    undecided = table.filter(pl.col("verdict") == "UNSUPPORTED")["claim"].to_list()
-    said = f"{(table['verdict'] == 'PASS').sum()} of {table.height} claims pass"
-    if failed.height:
-        said += (
-            f"; {failed.height} fail: claims {', '.join(failed['claim'])} (each with its evidence in the claims table)"
-        )
-    if undecided:
-        which = f"claim{'s' if len(undecided) > 1 else ''} {', '.join(undecided)}"
-        said += f"; the data can neither bear out nor contradict {which}"
-    said += "."
-    read = failed.filter(pl.col("reading"))["claim"].to_list() if "reading" in failed.columns else []
-    if read:
-        said += (
-            f" Of the FAILs, {', '.join(read)} say how the claims file reads their words (*Read as*, after what "
-            "benchlib computed): weigh each FAIL with its reading."
-        )
-    return said

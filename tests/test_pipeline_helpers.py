@@ -261,7 +261,7 @@ def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_o
 def test_a_member_table_of_several_runs_says_its_rows_are_medians_column_by_column() -> None:
     """The written study's vm-b: 73,471 IOPS and 0.0249 ms, medians of two runs taken apart, give 1.83 I/Os at
     once from a job that held one: the caption says a row is no one run."""
-    from benchlib.tables import member_caption
+    from benchlib.words.cell import member_caption
 
     two = pl.DataFrame(
         {"vm": ["vm-a", "vm-b"], "iops": [130_441.0, 73_471.0], "latency_ms": [0.01, 0.0249], "runs": [2, 2]}

@@ -181,3 +181,15 @@ def stalls_note(found: dict[str, list[dict]]) -> str:
     ``found``: :func:`benchlib.views.stalls`; "" where nothing stood out.
     """
     return "\n\n".join([*map(_run_stall, found["runs"]), *map(_member_stall, found["members"])])
+
+
+def member_caption(table: pl.DataFrame) -> str:
+    """Say how a cell's member table was summarised over runs (:func:`benchlib.views.member_table`), "" for one run."""
+    runs = table["runs"].max() if "runs" in table.columns and table.height else None
+    if not runs or runs < 2:
+        return ""
+    two = " (of 2 runs, their mean)" if runs == 2 else ""
+    return (
+        f"Each figure is the median over the {inline('vm')}'s runs{two}, column by column: a row need not be "
+        "any one run, so its figures need not agree as one run's do (IOPS × mean latency = the I/Os held at once)."
+    )
