@@ -246,6 +246,8 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
     """Fit a cell page: ``levels`` (default: the first configuration the runs hold) and ``value``."""
     from benchlib.views import _study_rows
 
+    if levels is not None and value is not None:  # a report's cell page is given both: nothing to fit
+        return {"levels": levels, "value": value}
     found = shape(study)
     if levels is None:
         rows = _study_rows(_opened(study), None).select(list(found.varied)).unique()

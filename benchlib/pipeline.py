@@ -57,7 +57,7 @@ from benchlib.figures import REPORT_KERNEL
 from benchlib.ingest import ingest_study
 from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
-from benchlib.store import ProcessedStudy, StaleStudyError, open_study, raw_data_digest, scan_table
+from benchlib.store import CHECKED_BY_BUILD, ProcessedStudy, StaleStudyError, open_study, raw_data_digest, scan_table
 from benchlib.study import load_study
 from benchlib.tomlfile import read_toml
 
@@ -366,8 +366,11 @@ def _data_read(study: ProcessedStudy, levels: dict) -> bytes:
 _KERNEL_START = ("Kernel didn't respond", "Kernel died before replying")
 
 
-def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProcess:
-    """Execute one notebook with papermill; a kernel that did not start is started once more."""
+def _papermill(execution: Execution, target: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Execute one notebook with papermill; a kernel that did not start is started once more.
+
+    ``env``: variables for its kernel besides :data:`benchlib.figures.REPORT_KERNEL` (the build's checked study).
+    """
     command = [
         sys.executable,
         "-m",
@@ -385,7 +388,7 @@ def _papermill(execution: Execution, target: Path) -> subprocess.CompletedProces
         "--cwd",
         str(PROJECT_ROOT),
     ]
-    env = {**os.environ, REPORT_KERNEL: "1"}  # the pages draw the exported SVG (benchlib.figures.REPORT_KERNEL)
+    env = {**os.environ, REPORT_KERNEL: "1", **(env or {})}  # the pages draw the exported SVG
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode and any(sign in done.stderr for sign in _KERNEL_START):
         done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
@@ -443,7 +446,8 @@ class WarmKernels:
     folder (no TCP port).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict | None = None) -> None:
+        self._env = {**os.environ, REPORT_KERNEL: "1", **(env or {})}
         self._local = threading.local()
         self._lock = threading.Lock()
         self._started: list[tuple[object, str]] = []
@@ -478,7 +482,7 @@ class WarmKernels:
             folder = tempfile.mkdtemp(prefix="benchlib-kernel-")
             manager = KernelManager(kernel_name="python3", transport="ipc")
             manager.ip = str(Path(folder) / "kernel")
-            manager.start_kernel(cwd=str(PROJECT_ROOT), env={**os.environ, REPORT_KERNEL: "1"})
+            manager.start_kernel(cwd=str(PROJECT_ROOT), env=self._env)
             self._local.manager = manager
             with self._lock:
                 self._started.append((manager, folder))
@@ -505,7 +509,9 @@ class WarmKernels:
             self._stop(manager)
 
 
-def _execute(execution: Execution, study: ProcessedStudy, kernels: WarmKernels | None = None) -> Execution:
+def _execute(
+    execution: Execution, study: ProcessedStudy, kernels: WarmKernels | None = None, env: dict | None = None
+) -> Execution:
     out = execution.output_dir
     out.mkdir(parents=True, exist_ok=True)
     stamp = out / ".fingerprint"
@@ -517,7 +523,7 @@ def _execute(execution: Execution, study: ProcessedStudy, kernels: WarmKernels |
         if kernels is not None and execution.levels:  # a cell: the warm kernel
             kernels.execute(execution, target)
         else:  # a summary notebook: a fresh kernel of its own
-            done = _papermill(execution, target)
+            done = _papermill(execution, target, env)
             if done.returncode:
                 why = _notebook_error(target) or "\n".join(done.stderr.strip().splitlines()[-8:])
                 raise PipelineError(f"{execution.notebook.name} for {execution.slug} failed; see {target}\n{why}")
@@ -596,10 +602,11 @@ def build_report(
             continue
         executions.append(Execution(name, nb, parameters, folder / "summary" / name))
     finished = 0
-    kernels = WarmKernels()
+    checked = {CHECKED_BY_BUILD: str(study.processed.resolve())}  # its pages need not check the raw files again
+    kernels = WarmKernels(checked)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for execution in pool.map(lambda e: _execute(e, study, kernels), executions):
+            for execution in pool.map(lambda e: _execute(e, study, kernels, checked), executions):
                 finished += 1
                 if progress:
                     progress(finished, len(executions), execution.slug)

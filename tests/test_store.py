@@ -83,6 +83,25 @@ def test_stale_and_missing_tables_are_refused_with_what_changed(study: Path, tmp
         open_study(study, processed)
 
 
+def test_a_page_of_a_report_build_trusts_the_builds_check_of_that_study_alone(
+    study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``benchlib report`` checks a study once and tells its pages which (BENCHLIB_CHECKED_STUDY): they open it
+    without stat-ing every raw file. Outside a build, or for another study's folder, the check is made."""
+    from benchlib.store import CHECKED_BY_BUILD
+
+    processed = tmp_path / "processed"
+    ingest_study(study, processed)
+    (study / "extra.csv").write_text("not a benchmark\n")  # stale from now on
+    with pytest.raises(StaleStudyError, match="1 new"):
+        open_study(study, processed)
+    monkeypatch.setenv(CHECKED_BY_BUILD, str(tmp_path / "processed" / "another-study"))
+    with pytest.raises(StaleStudyError, match="1 new"):
+        open_study(study, processed)
+    monkeypatch.setenv(CHECKED_BY_BUILD, str((processed / study.name).resolve()))
+    assert open_study(study, processed).tables(only=("runs",)).runs.height > 0
+
+
 def test_an_interrupted_ingest_is_refused(study: Path, tmp_path: Path) -> None:
     """Until an ingest finishes, its tables may be partial: readers are told, not handed them."""
     processed = tmp_path / "processed"
