@@ -382,6 +382,8 @@ def write_html(
     scope = _without_runs(len(missing), declared, axes, unplanned)
     spanned = (
         f"a page for each combination of {html.escape(' × '.join(map(inline, pipeline.axes)))}"
+        if len(pipeline.axes) > 1
+        else f"a page for each {html.escape(inline(pipeline.axes[0]))}"
         if pipeline.axes
         else "a page for its one configuration"
     )
@@ -406,7 +408,7 @@ def write_html(
     if front.get("caveats"):
         parts.append("<h2>What this data is not</h2>" + _markdown(front["caveats"]))
     absent = "".join(
-        f"<li>{html.escape(_page_title(name))}: not drawn, {html.escape(why)}</li>" for name, why in left_out or []
+        f"<li>{html.escape(_page_title(name))}: not drawn, {_inline(why)}</li>" for name, why in left_out or []
     )
     glossary = f"<li><a href='{GLOSSARY}'>Glossary</a>: the terms the pages use, each in one sentence</li>"
     parts.append(f"<h2>Summary pages</h2><ul>{''.join(links)}{glossary}{absent}</ul>")
@@ -494,7 +496,8 @@ def _answers(
         for name, change, can, left, caveat in said
     ]
     settings = (
-        "<p>The median run of each side against the other; the comparison pages give each comparison.</p>"
+        "<p>Each change is the median of the run-to-run ratios of the two sides, as the comparison pages give it "
+        "(not the ratio of the sides' medians in the results below); those pages give each comparison.</p>"
         f"<ul>{''.join(items)}</ul>"
         + together
         + (
@@ -589,7 +592,10 @@ def _caveat(a: dict) -> str:
 def _setting_change(a: dict, others: str) -> str:
     """Say what changing one setting did (:func:`benchlib.results.factor_answers`' row): its range, which way."""
     n = a["comparisons"] - a["verdicts"].get("rate-capped", 0)
-    value = f"{inline(a['value'])} per run"
+    only = a.get("only") or {}  # the runs read, said where they are one level's (SIOC: one test of seven)
+    single = only and all(len(v) == 1 for v in only.values() if isinstance(v, list | tuple))
+    read = f" of {runs_read(only)}" if single else ""
+    value = f"{inline(a['value'])} per run{read}"
     if a["low"] is None:
         change = "no comparison outside a rate cap"
     elif n == 1 or number(a["low"]) == number(a["high"]):
@@ -604,8 +610,8 @@ def _setting_change(a: dict, others: str) -> str:
             change += f": {others} {'higher' if a.get('higher') == n else 'lower'} in every one"
     if a.get("one_member"):  # a published table that lists one VM of a run: its figure, not the run's total
         change += (
-            f" ({a['one_member']} of them compare the one {inline('vm')} the data list of runs that had more: "
-            "its figure, not the run's total)"
+            f" (in {a['one_member']} of them the data list one {inline('vm')} of runs that had more: the change is "
+            f"that {inline('vm')}'s, not the run total's)"
         )
     return change
 

@@ -223,6 +223,7 @@ def factor_answers(study: object) -> list[dict]:
                 "levels": [lv for lv in levels[factor] if lv != page["baseline"] and lv in set(table[factor])],
                 "value": page["value"],
                 "by": [b for b in by if b != "phase"],
+                "only": page["only"] or {},  # the runs the comparison reads
                 "comparisons": table.height,
                 "runs": int(min(table["runs_baseline"].min(), table["runs"].min())),
                 "low": float(changes.min()) if changes.len() else None,

@@ -97,7 +97,9 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
         need = runs_to_test(family, alpha)
         text += (
             f" No comparison can reach α with these runs (the smallest p any of them allows is "
-            f"{tested['p_min'].min():.3g}, {min(1.0, family * tested['p_min'].min()):.3g} after correction): "
+            f"{tested['p_min'].min():.3g}"
+            + (f", {min(1.0, family * tested['p_min'].min()):.3g} after correction" if family > 1 else "")
+            + "): "
             f"the comparison describes, it cannot test; {need} runs per configuration would make every row testable."
         )
     return text

@@ -42,8 +42,9 @@ def support(d: Design, *, interaction_page: bool = False) -> list[str]:
             "a setting had an effect."
         ]
     if d.runs_low == 1:
+        were = "was" if d.once == 1 else "were"
         return [
-            f"**What it can support.** {d.once} of {d.configurations} configurations were run once: comparisons "
+            f"**What it can support.** {d.once} of {d.configurations} configurations {were} run once: comparisons "
             "that involve them are descriptive only; the others are judged at their own n on the comparison page."
         ]
     verdict = (
