@@ -766,21 +766,19 @@ def test_the_index_says_two_settings_that_interact_beside_what_each_did() -> Non
     """The answers name the groups whose test finds an interaction (loopback: both uncapped profiles), with
     their Holm-adjusted p; tests that found none are counted; a design that made no test says nothing."""
     from benchlib.report_html import _together
-    from benchlib.views import interaction, use_study_words
+    from benchlib.views import interaction, study_words
 
     by = ["profile", "rate_cap"]
-    use_study_words("loopback-fio")
-    _, tests = interaction(
-        "loopback-fio", "iops", x="block_size", trace="ioengine", by=by, only={"profile": ["randread", "randwrite"]}
-    )
+    only = {"profile": ["randread", "randwrite"]}
+    _, tests = interaction("loopback-fio", "iops", x="block_size", trace="ioengine", by=by, only=only)
     page = {"x": "block_size", "trace": "ioengine", "by": by, "page": "interaction.html"}
-    said = _together({"tests": tests, **page})
+    calm = tests.with_columns(pl.when(pl.col("p").is_not_null()).then(pl.lit("no evidence")).alias("verdict"))
+    with study_words("loopback-fio"):  # the study's words for this test only: later tests read the default "VM"
+        said, quiet = _together({"tests": tests, **page}), _together({"tests": calm, **page})
     assert "the effect of block size, as a ratio, depends on I/O engine in each of the 2 groups tested (" in said
     p = tests.filter(profile="randread", rate_cap="off")["p_holm"][0]
     assert f"profile random read, rate cap off: p = {p:.4f}" in said and "Holm-adjusted over 2 tests" in said
     assert "href='interaction.html'" in said
-    calm = tests.with_columns(pl.when(pl.col("p").is_not_null()).then(pl.lit("no evidence")).alias("verdict"))
-    quiet = _together({"tests": calm, **page})
     assert "no test finds that the effect of block size depends on I/O engine (no evidence in 2 of 2 groups" in quiet
     _, published = interaction("pvscsi-vs-lsi", "bandwidth_mib_s", x="controller", trace="sioc", by=["test"])
     assert _together({"tests": published, "x": "controller", "trace": "sioc", "by": ["test"], "page": "i.html"}) == ""
