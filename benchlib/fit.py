@@ -290,6 +290,7 @@ def comparison(
     if by is None:
         by = [f for f in found.varied if f != factor and len(only.get(f, "..")) > 1 and f not in found.swept]
         by, only = _complete(_opened(study), by, only)
+        only = _same_work(_opened(study), factor, by, only)
     return {"value": _given(value, found.value), "factor": factor, "baseline": baseline, "by": by, "only": only}
 
 
@@ -328,6 +329,37 @@ def _complete(opened: ProcessedStudy, by: list[str], only: dict) -> tuple[list[s
         if rows[f].null_count() and f not in only:
             only[f] = [lvl for lvl in opened.study.factors[f] if lvl in set(rows[f].drop_nulls().to_list())]
     return by, only
+
+
+#: job parameters a comparison holds still where its sides share a value (not a factor's own: see _SAME_AS)
+_HELD_WORK = ("rw", "rwmixread_pct", "iodepth", "numjobs")
+
+
+def _same_work(opened: ProcessedStudy, factor: str, by: list[str], only: dict) -> dict:
+    """Return ``only`` with the job parameters that changed with ``factor`` held at the values both sides ran.
+
+    A run of other work filed under one level (fio-sample's 70/30 mix under 4k, beside random reads at
+    4k and 64k) would be pooled into that side: its figure moves the side's median, and the change would
+    be the work's, not the factor's. Where every level of the factor ran some values of a parameter, the
+    comparison reads those; where the sides share none (psync at depth 1 against libaio at 32), nothing is
+    held and :func:`benchlib.views.confounders` names the parameter. A parameter the factor or ``by`` is
+    (a depth factor's iodepth) is never held.
+    """
+    from benchlib.views import _SAME_AS, _study_rows
+
+    chosen = {factor.lower(), *(b.lower() for b in by)}
+    rows = _study_rows(opened, only)
+    only = dict(only)
+    for param in _HELD_WORK:
+        tied = next((names for names in _SAME_AS.values() if param in names), set()) | {param}
+        if param not in rows.columns or param in only or tied & chosen or rows[param].null_count():
+            continue
+        sides = [set(values) for values in rows.group_by(factor).agg(pl.col(param).unique())[param].to_list()]
+        common, every = set.intersection(*sides), set.union(*sides)
+        if common and common != every:
+            only[param] = sorted(common)
+            rows = rows.filter(pl.col(param).is_in(only[param]))
+    return only
 
 
 def _without_sweeps(found: Shape) -> dict:
@@ -433,6 +465,7 @@ def efficiency(
     held = [f for f in varied if f != setting and len(only.get(f, "..")) > 1]
     if test is None:
         test, only = _complete(_opened(study), held, only)
+        only = _same_work(_opened(study), setting, test, only)
     return {"test": test, "setting": setting, "only": only}
 
 

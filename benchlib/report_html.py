@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from benchlib.caveats import ONE_RUN, flag_of
+from benchlib.caveats import ONE_RUN, PAGE_CACHE, flag_of
 from benchlib.tables import MISSING, inline, levels_words, number, runs_read, show
 
 if TYPE_CHECKING:
@@ -309,12 +309,14 @@ def _headline(execution: Execution) -> tuple[str, list[tuple[str, str]]]:
     return "", []
 
 
-def _finding(headline: str, caveats: list[tuple[str, str]], runs_once: bool) -> str:
-    """Return a page's headline for the index with its caveats, by flag.
+def _finding(headline: str, caveats: list[tuple[str, str]], said: set[str]) -> str:
+    """Return a page's headline for the index with its caveats, by flag, each flag once.
 
-    The one-run caveat is left out where the design (said once on the index) has one run per configuration.
+    A caveat whose flag is in ``said`` is left out (the design says one run per configuration; the answers,
+    or an earlier page, said the page cache); the flags this page says are added to ``said``.
     """
-    kept = [text for flag, text in caveats if not (runs_once and flag == ONE_RUN)]
+    kept = [text for flag, text in caveats if flag not in said]
+    said.update(flag for flag, _ in caveats)
     return "\n\n".join(filter(None, [headline, *kept]))
 
 
@@ -352,7 +354,10 @@ def write_html(
     # the design is said once, before the findings: a page that repeats it (the overview) adds only the rest
     said = {p.strip() for key in ("design", "support") for p in front.get(key, "").split("\n\n") if p.strip()}
     # a caveat the answers give (what else changed with a setting) is not said again among the findings
-    said |= {p.strip() for a in answers or [] for p in _caveat(a).split("\n\n") if p.strip()}
+    qualified = [(a, *_caveat(a)) for a in answers or []]  # each answer with its caveat and that caveat's flag
+    said |= {p.strip() for _, caveat, _ in qualified for p in caveat.split("\n\n") if p.strip()}
+    # caveats the pages print flagged (benchlib.caveats): each flag said once on the index
+    flags = {flag for _, _, flag in qualified if flag} | ({ONE_RUN} if front.get("runs_once") else set())
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
@@ -370,7 +375,7 @@ def write_html(
         (cells if execution.levels else links).append(link)
         # the claims are said with the answers, first (:func:`_claims_answer`), not again among the findings
         if not execution.levels and not (execution.notebook.stem == "claims" and claims is not None):
-            headline = _finding(*_headline(execution), runs_once=bool(front.get("runs_once")))
+            headline = _finding(*_headline(execution), said=flags)
             # a paragraph an earlier page's finding already gave (the same caveat on three pages) is said once
             fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
             said.update(p.strip() for p in fresh)
@@ -397,7 +402,7 @@ def write_html(
     design = [p for p in (front.get("design", ""), "" if answers else front.get("support", "")) if p.strip()]
     support = front.get("support", "") if answers else ""
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
-    parts.append(_answers(answers, claims, claims_page, support, _together(together)))
+    parts.append(_answers(answers, claims, claims_page, support, _together(together), [q[1:] for q in qualified]))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if design:
         parts.append("<h2>The design</h2>" + _markdown("\n\n".join(design)))
@@ -466,10 +471,12 @@ def _answers(
     claims_page: str | None = None,
     support: str = "",
     together: str = "",
+    caveats: list[tuple[str, str | None]] | None = None,
 ) -> str:
     """Return the index's first section: per setting, what changing it did and what the design can call it.
 
-    From :func:`benchlib.results.factor_answers`; the comparison page has every row of it. ``together``: what
+    From :func:`benchlib.results.factor_answers`, each said with its caveat (``caveats``: :func:`_caveat` of
+    each, computed here where not given); the comparison page has every row of it. ``together``: what
     the interaction page's tests found (:func:`_together`), said after the settings. ``support``: the
     design's statement of what it can support (Markdown), said after the settings instead of a verdict every
     setting shares. Then the write-up's claims: how many hold, and each that fails in the write-up's own words.
@@ -480,13 +487,14 @@ def _answers(
     from benchlib.tables import label, level
 
     said = []  # per setting: its name and levels, what changed, what the design can call it, what was left out
-    for a in answers or []:
+    answers = answers or []
+    for a, (caveat, _) in zip(answers, caveats or [_caveat(a) for a in answers], strict=True):
         factor, capped = a["factor"], a["verdicts"].get("rate-capped", 0)
         others = ", ".join(level(factor, lv) for lv in a["levels"])
         left = f" ({capped} under a rate cap left out: the cap set their totals)" if capped else ""
         name = f"<strong>{html.escape(label(factor)[:1].upper() + label(factor)[1:])}</strong>, "
         name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
-        said.append((name, _setting_change(a, others), _design_can(a, support), left, _caveat(a)))
+        said.append((name, _setting_change(a, others), _design_can(a, support), left, caveat))
     # what the design can call the changes, said once where it is the same for every setting
     shared = said[0][2] if (len(said) > 1 or support) and len({s[2] for s in said}) == 1 else ""
     items = [
@@ -576,17 +584,24 @@ def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
     return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>"
 
 
-def _caveat(a: dict) -> str:
-    """Say the caveat that matters most for one setting's answer, as its comparison page says it.
+def _caveat(a: dict) -> tuple[str, str | None]:
+    """Say the caveat that matters most for one setting's answer, as its comparison page says it, with its flag.
 
     What else changed with the setting (:func:`benchlib.words.confounding.confounded_note`), else unlike
-    work across it (:func:`benchlib.words.confounding.unlike_work_note`); "" where neither.
+    work across it (:func:`benchlib.words.confounding.unlike_work_note`), else that fio ran the runs through
+    the page cache (flagged :data:`benchlib.caveats.PAGE_CACHE`: the pages' own notes are then not repeated);
+    ("", None) where none.
     """
+    from benchlib.words.cache import buffered_in_short
     from benchlib.words.confounding import confounded_note, unlike_work_note
 
-    return confounded_note(a.get("confounders") or [], a["factor"]) or unlike_work_note(
+    said = confounded_note(a.get("confounders") or [], a["factor"]) or unlike_work_note(
         a.get("unlike_sizes") or [], a["value"]
     )
+    if said:
+        return said, None
+    cache = buffered_in_short(a.get("buffered"))
+    return (cache, PAGE_CACHE) if cache else ("", None)
 
 
 def _setting_change(a: dict, others: str) -> str:

@@ -170,7 +170,8 @@ def factor_answers(study: object) -> list[dict]:
     rate-capped comparisons left out), ``low_at`` and
     ``high_at`` (the other factors' levels of those two comparisons), ``confounders`` (job parameters that
     changed with the factor: :func:`benchlib.views.confounders`), ``unlike_sizes`` (the block sizes a
-    per-I/O figure is compared across: :func:`benchlib.views.unlike_sizes`) and
+    per-I/O figure is compared across: :func:`benchlib.views.unlike_sizes`), ``buffered`` (the compared
+    configurations fio ran through the page cache: :func:`benchlib.views.buffered`, None where none) and
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
     ``one_side_capped``: how many comparisons set a rate-capped side against an uncapped one (the cap
     set one side's totals); ``one_member``: how many compare runs the data hold one member of, where other
@@ -181,7 +182,7 @@ def factor_answers(study: object) -> list[dict]:
     from benchlib import fit
     from benchlib.schema import run_unit_expr
     from benchlib.stats.compare import comparison_table
-    from benchlib.views import _open, _study_rows, confounders, run_totals, unlike_sizes
+    from benchlib.views import _open, _study_rows, buffered_runs, confounders, run_totals, unlike_sizes
 
     levels = fit.shape(study).factors
     answers = []
@@ -242,6 +243,8 @@ def factor_answers(study: object) -> list[dict]:
                 "unlike_sizes": unlike_sizes(
                     study, factor=factor, baseline=page["baseline"], value=page["value"], by=held, only=page["only"]
                 ),
+                # fio's direct=0: the page cache may have answered the runs compared (:func:`benchlib.views.buffered`)
+                "buffered": buffered_runs(study, [factor, *held], only=page["only"]),
             }
         )
     return answers

@@ -63,7 +63,7 @@ FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 def _at_levels(frame: FrameT, only: dict) -> FrameT:
     """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels."""
     for factor, levels in only.items():
-        frame = frame.filter(pl.col(factor).is_in([str(level) for level in levels]))
+        frame = frame.filter(pl.col(factor).cast(pl.String).is_in([str(level) for level in levels]))
     return frame
 
 
@@ -266,8 +266,10 @@ class Design:
     as set and ``ramp_s`` (None where the data do not record them), ``stated_runtime_s`` from study.toml.
     ``tools``: each tool with its version. ``other_rows``: rows of other figures (a published CPU table) that
     measured no I/O. ``several``: runs of more than one member, ``apart`` of them never at once. ``min_p``: the
-    smallest exact two-sided p of a comparison of two configurations at ``runs_low`` runs each (None at one),
-    ``runs_to_test``: runs per side that would make one comparison alone testable.
+    smallest exact two-sided p of a comparison of two configurations at ``repeated_low`` runs each (None where
+    every configuration ran once), ``repeated_low``: the fewest runs of a configuration run more than once
+    (``runs_low`` where none ran once), ``runs_to_test``: runs per side that would make one comparison alone
+    testable.
     """
 
     factors: dict[str, list]
@@ -289,6 +291,7 @@ class Design:
     apart: int
     min_p: float | None
     runs_to_test: int
+    repeated_low: int | None = None
 
 
 def design(study: StudyRef) -> Design | None:
@@ -333,6 +336,8 @@ def design(study: StudyRef) -> Design | None:
     units = units.filter(pl.col("io")) if other < units.height else units
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
+    repeated = per_config["runs"].filter(per_config["runs"] > 1)
+    repeated_low = int(repeated.min()) if repeated.len() else None
     hosts = units["hosts"].filter(units["hosts"] > 0)
     several = units.filter(pl.col("hosts") > 1)
 
@@ -363,8 +368,9 @@ def design(study: StudyRef) -> Design | None:
         other_rows=other if other < units.height + other else 0,
         several=several.height,
         apart=int(several["apart"].sum()),
-        min_p=min_p(low, low) if low > 1 else None,
+        min_p=min_p(repeated_low, repeated_low) if repeated_low else None,
         runs_to_test=runs_to_test(1),
+        repeated_low=repeated_low,
     )
 
 

@@ -217,7 +217,7 @@ def test_the_index_leaves_out_the_one_run_caveats_by_their_flag() -> None:
     design says once that every configuration ran once, and keeps every other caveat and the headline."""
     from IPython.core.formatters import DisplayFormatter
 
-    from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, Caveat, flag_of
+    from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, PAGE_CACHE, Caveat, flag_of
     from benchlib.report_html import _finding
     from benchlib.words.compare import design_caveat, design_summary
 
@@ -231,12 +231,17 @@ def test_the_index_leaves_out_the_one_run_caveats_by_their_flag() -> None:
     output = {"output_type": "display_data", "data": data, "metadata": metadata}
     assert data["text/markdown"] == COMPARISON_ONCE and flag_of(output) == ONE_RUN
     assert flag_of({"output_type": "display_data", "data": {"text/markdown": "x"}, "metadata": {}}) is None
-    other = Caveat("a cache", "These jobs ran buffered.")
+    other = Caveat(PAGE_CACHE, "These jobs ran buffered.")
     caveats = [(caveat.flag, caveat.text), (other.flag, other.text)]
-    assert _finding("Verdicts: 2 descriptive only.", caveats, runs_once=True) == (
+    said = {ONE_RUN}  # the design says one run per configuration
+    assert _finding("Verdicts: 2 descriptive only.", caveats, said=said) == (
         "Verdicts: 2 descriptive only.\n\nThese jobs ran buffered."
     )
-    assert COMPARISON_ONCE in _finding("Verdicts: 2 descriptive only.", caveats, runs_once=False)
+    # a flag is said once: a later page's caveat of the same flag, in other words, is left out
+    assert _finding("MiB/s per CPU.", [(PAGE_CACHE, "In 1 of 2 configurations the jobs ran buffered.")], said=said) == (
+        "MiB/s per CPU."
+    )
+    assert COMPARISON_ONCE in _finding("Verdicts: 2 descriptive only.", caveats, said=set())
 
 
 def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_once() -> None:

@@ -309,3 +309,27 @@ def test_a_cell_page_given_its_levels_and_figure_reads_nothing_to_fit_them(monke
     monkeypatch.setattr(fit, "shape", real)
     found = fit.fitted("cell", "fio-sample", {"levels": None, "value": None})
     assert found["levels"] and found["value"] in ("iops", "bandwidth_mib_s")
+
+
+def test_a_run_of_other_work_filed_under_one_level_is_not_pooled_into_its_side() -> None:
+    """fio-sample files its one 70/30 mix run under 4k beside three random-read runs at 4k and at 64k: the
+    block-size comparison, its efficiency and the index's answer read the random reads alone (three a side),
+    so nothing else changed with the block size; a parameter the sides share no value of is not held."""
+    from benchlib import fit
+    from benchlib.results import factor_answers
+
+    opened = open_study("fio-sample")
+    page = fit.comparison(opened)
+    assert page["factor"] == "block_size" and page["only"] == {"rw": ["randread"]}
+    units = views.run_totals(opened, page["value"], ["block_size"], only=page["only"])
+    assert dict(units.group_by("block_size").len().iter_rows()) == {"4k": 3, "64k": 3}
+    assert views.confounders(opened, factor="block_size", baseline="4k", by=[], only=page["only"]) == []
+    assert fit.efficiency(opened)["only"] == {"rw": ["randread"]}
+    (answer,) = factor_answers(opened)
+    assert answer["only"] == {"rw": ["randread"]} and answer["confounders"] == [] and answer["runs"] == 3
+    # the engines of loopback-fio ran at depth 1 (psync) and 32 (libaio): no depth both ran, none is held
+    engines = fit.comparison("loopback-fio", factor="ioengine")
+    assert not {"iodepth", "numjobs"} & set(engines["only"])
+    assert views.confounders(
+        "loopback-fio", factor="ioengine", baseline="psync", by=engines["by"], only=engines["only"]
+    )

@@ -5,6 +5,7 @@ What :func:`benchlib.views.buffered` and :func:`benchlib.views.equal_shares_assu
 
 from __future__ import annotations
 
+from benchlib.caveats import PAGE_CACHE, Caveat
 from benchlib.tables import inline
 from benchlib.views import Buffered
 
@@ -33,6 +34,27 @@ def buffered_note(found: Buffered | None) -> str:
         f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb writes. "
         f"{said}. Where it did, IOPS and latency are the cache's as much as the storage's; --direct=1 measures "
         "the storage."
+    )
+
+
+def buffered_caveat(found: Buffered | None) -> Caveat | None:
+    """Return :func:`buffered_note` as a page prints it, flagged so that an index says it once; None if none."""
+    said = buffered_note(found)
+    return Caveat(PAGE_CACHE, said) if said else None
+
+
+def buffered_in_short(found: Buffered | None) -> str:
+    """Say in one sentence that the compared runs ran buffered, for an answer the pages qualify; "" if none."""
+    if found is None:
+        return ""
+    which = (
+        "These runs"
+        if found.buffered == found.configurations
+        else (f"In {found.buffered} of the {found.configurations} configurations compared the runs")
+    )
+    return (
+        f"{which} ran buffered (fio's direct=0): the page cache could answer them, so the change may be the "
+        "cache's as much as the storage's."
     )
 
 

@@ -41,12 +41,6 @@ def support(d: Design, *, interaction_page: bool = False) -> list[str]:
             "only (the VMs of a run share the storage and are not replicates); no test or interval can say whether "
             "a setting had an effect."
         ]
-    if d.runs_low == 1:
-        were = "was" if d.once == 1 else "were"
-        return [
-            f"**What it can support.** {d.once} of {d.configurations} configurations {were} run once: comparisons "
-            "that involve them are descriptive only; the others are judged at their own n on the comparison page."
-        ]
     verdict = (
         f", above α = 0.05: no comparison of two configurations can be significant; {d.runs_to_test} runs per "
         "side would make one comparison alone testable, more when a page corrects over several (each says how "
@@ -54,10 +48,24 @@ def support(d: Design, *, interaction_page: bool = False) -> list[str]:
         if d.min_p > 0.05
         else "; a correction over many comparisons raises it (each comparison page says by how much)."
     )
-    said = [
-        f"**What it can support.** With {d.runs_low} runs per configuration the smallest exact two-sided p of a "
-        f"comparison of two configurations (Mann-Whitney on their run totals) is {d.min_p:.3g}{verdict}"
-    ]
+    smallest = (
+        "the smallest exact two-sided p of a comparison of two configurations (Mann-Whitney on their run totals) "
+        f"is {d.min_p:.3g}{verdict}"
+    )
+    if d.runs_low == 1:
+        were = "was" if d.once == 1 else "were"
+        them = "it" if d.once == 1 else "them"
+        return [
+            f"**What it can support.** {d.once} of {d.configurations} configurations {were} run once: comparisons "
+            f"that involve {them} are descriptive only. "
+            + (
+                f"The others ran {d.repeated_low} times each: {smallest}"
+                if d.repeated_low == d.runs_high
+                else f"The others ran {d.repeated_low} to {d.runs_high} times each: at {d.repeated_low} runs a side, "
+                + smallest
+            )
+        ]
+    said = [f"**What it can support.** With {d.runs_low} runs per configuration " + smallest]
     if interaction_page and d.min_p > 0.05:
         said.append(
             "**A test that pools runs.** The interaction page's test pools the runs of several configurations "
