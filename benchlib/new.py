@@ -382,13 +382,13 @@ def _readme(kind: str, spec: Kind, plan: Path, repetitions: int, families: dict[
     if largest and repetitions >= needed:
         tested = (
             f"{repetitions} runs per configuration: each of {largest[0]}'s {largest[1]} comparisons against its "
-            "first level can reach a verdict at alpha 0.05 with Holm's correction (fewer runs, and the comparison "
+            "first level can reach a verdict at α = 0.05 with Holm's correction (fewer runs, and the comparison "
             "page can only describe)"
         )
     elif largest:
         tested = (
             f"{repetitions} runs per configuration: too few for any of {largest[0]}'s {largest[1]} comparisons "
-            f"against its first level to reach a verdict at alpha 0.05 with Holm's correction ({needed} runs each "
+            f"against its first level to reach a verdict at α = 0.05 with Holm's correction ({needed} runs each "
             "are needed): the comparison page can only describe"
         )
     else:

@@ -615,10 +615,10 @@ def _setting_change(a: dict, others: str) -> str:
         change = "no comparison outside a rate cap"
     elif n == 1 or number(a["low"]) == number(a["high"]):
         within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
-        change = f"{value} changed by {a['low']:+.3g}%{within}"
+        change = f"{value} changed by {_change(a['low'])}{within}"
     else:
         low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
-        change = f"{value} changed by {a['low']:+.3g}%{low} to {a['high']:+.3g}%{high} over {n} comparisons"
+        change = f"{value} changed by {_change(a['low'])}{low} to {_change(a['high'])}{high} over {n} comparisons"
         if a.get("higher") and a.get("lower"):  # both ways: say how often each, plainly
             change += f": {others} higher in {a['higher']}, lower in {a['lower']}"
         elif n in (a.get("higher"), a.get("lower")):
@@ -629,6 +629,11 @@ def _setting_change(a: dict, others: str) -> str:
             f"that {inline('vm')}'s, not the run total's)"
         )
     return change
+
+
+def _change(pct: float) -> str:
+    """Say a change in percent to 3 significant digits, its sign and its zeros kept: ``-80.0%`` beside ``-98.1%``."""
+    return f"{'+' if pct > 0 else ''}{number(pct)}%"
 
 
 def _design_can(a: dict, support: str) -> str:

@@ -135,10 +135,13 @@ def natural_sort(frame: pl.DataFrame, column: str, *then: str) -> pl.DataFrame:
     return frame.sort([natural_rank(frame, column), *then])
 
 
-def levels_words(levels: Mapping[str, object]) -> str:
-    """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``."""
+def levels_words(levels: Mapping[str, object], *, within: bool = False) -> str:
+    """Return a matrix cell's levels in words: ``Profile randread, block size 4k, I/O engine libaio``.
+
+    ``within``: said within a sentence (``profile randread, ...``), not at its start.
+    """
     parts = [
-        f"{label(factor) if not i else inline(factor)} {level(factor, value)}"
+        f"{label(factor) if not i and not within else inline(factor)} {level(factor, value)}"
         for i, (factor, value) in enumerate(levels.items())
     ]
     return ", ".join(parts)

@@ -127,8 +127,8 @@ def test_repetitions_are_sized_for_a_verdict_and_new_never_overwrites(tmp_path: 
     # the controller's 2 comparisons in each of 6 block size x read share groups: a family of 12 needs 6 runs
     assert plan.repetitions == 6
     advice = " ".join(design_advice(plan))
-    assert "a verdict at alpha 0.05 is possible" in advice
-    assert "can reach a verdict at alpha 0.05" in (folder / "README.md").read_text()
+    assert "a verdict at α = 0.05 is possible" in advice
+    assert "can reach a verdict at α = 0.05" in (folder / "README.md").read_text()
     fewer = tmp_path / "fewer"
     write_study("controller", fewer, repetitions=2)  # the author's choice stands, and its README says what it costs
     said = (fewer / "README.md").read_text()

@@ -467,7 +467,7 @@ def test_a_comparison_says_what_else_changed_with_its_factor() -> None:
     said = confounded_note(found, "ioengine")
     assert said.startswith("**Besides I/O engine, the sides differ in** I/Os in flight per host")
     assert "I/Os in flight per host (libaio: 32, psync: 1; in every compared group; iodepth x jobs" in said
-    assert "A change here is not I/O engine's alone." in said
+    assert "A change here is not the I/O engine's alone." in said
     other = confounders("loopback-fio", factor="ioengine", baseline="libaio", by=by, only=only)
     assert confounded_note(other, "ioengine") == said  # one sentence whichever baseline: the index says it once
     assert confounders("loopback-fio", factor="block_size", baseline="4k", by=["profile", "ioengine"], only=only) == []

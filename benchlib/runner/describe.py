@@ -124,7 +124,7 @@ def design_advice(plan: Plan) -> list[str]:
         name, most = max(family.items(), key=lambda item: item[1])
         alone, whole = runs_to_test(1), runs_to_test(max(most, 1))
         smallest = min_p(n, n)
-        verdict = "a verdict at alpha 0.05 is possible" if smallest <= 0.05 else "too few for any verdict at alpha 0.05"
+        verdict = "a verdict at α = 0.05 is possible" if smallest <= 0.05 else "too few for any verdict at α = 0.05"
         lines.append(
             f"design: {n} run{'s' if n != 1 else ''} per configuration; the smallest p of one comparison is "
             f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "

@@ -37,7 +37,7 @@ def confounded_note(found: list[dict], factor: str) -> str:
     return (
         f"**Besides {inline(factor)}, the sides differ in** "
         + ", and in ".join(said)
-        + f". A change here is not {inline(factor)}'s alone."
+        + f". A change here is not the {inline(factor)}'s alone."
     )
 
 

@@ -22,7 +22,7 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
             "so these runs cannot show it."
         )
     worst = table.drop_nulls("jain_worst").sort("jain_worst").row(0, named=True)  # as least_fair picks it
-    where = levels_words({k: worst[k] for k in by})
+    where = levels_words({k: worst[k] for k in by}, within=True)
     runs = int(table["runs_judged"].sum())
     text = ["Judged per share (each VM's throughput over its declared shares)."] if table["per_share"].any() else []
     text += [

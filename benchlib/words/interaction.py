@@ -26,7 +26,7 @@ def test_note(test: Mapping, *, x: str, trace: str) -> str:
     runs, family = f"{test['per_combination']} runs per combination", test["family"]
     said = (
         f"permutation p = {test['p']:.4f} (estimated from {PERMUTATIONS:,} random permutations), "
-        f"{test['p_holm']:.4f} after Holm over {family} tests, alpha 0.05"
+        f"{test['p_holm']:.4f} after Holm over {family} tests, α = 0.05"
     )
     if verdict == "interacts":
         floor = f"; about the smallest p this test can give at {runs}" if at_floor(test["p"], test["floor"]) else ""
