@@ -20,9 +20,12 @@ import base64
 import functools
 import math
 import os
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import altair as alt
+import orjson
 import polars as pl
 
 from benchlib.stats.fairness import UNFAIR_BELOW, jain_expr
@@ -1076,6 +1079,41 @@ def _title_text(spec: dict) -> str:
 #: PNG beside the pages, so the notebooks carry no PNG of them, and a chart is not checked against the
 #: Vega-Lite schema as it is shown (every figure builder is, by the tests and by nbval on the bundled studies)
 REPORT_KERNEL = "BENCHLIB_REPORT_KERNEL"
+#: set by ``benchlib report`` in a page's kernel to the folder of that page's figure files: each figure shown
+#: is written there as it is shown (:func:`write_figure`), in the page's own kernel, two of which run at once
+#: (written by the build itself from the saved notebook, every figure of a report waited on one process)
+FIGURES_TO = "BENCHLIB_FIGURES"
+
+
+def write_figure(spec: dict, stem: Path) -> None:
+    """Write one figure as ``stem``.json (Vega-Lite), .svg and .png (twice the size, drawn from the SVG)."""
+    import vl_convert as vlc
+
+    stem.with_suffix(".json").write_text(figure_json(spec), encoding="utf-8")
+    svg = figure_svg(spec, stem.name)
+    stem.with_suffix(".svg").write_text(svg, encoding="utf-8")
+    # from the SVG: the bytes vegalite_to_png gives, in about half its time
+    stem.with_suffix(".png").write_bytes(vlc.svg_to_png(svg, scale=2))
+
+
+def figure_svg(spec: dict, name: str) -> str:
+    """Return a figure's SVG with ids of its own, the same however and wherever it was drawn.
+
+    Vega numbers gradients per process (the same figure drawn after another had ``gradient_3``, not
+    ``gradient_0``); here they are numbered in the order they appear, after the figure's ``name``
+    (``figure-2``), so they are also unique on the figure's page.
+    """
+    import vl_convert as vlc
+
+    seen: dict[str, int] = {}
+    return re.sub(
+        r"gradient_(\d+)", lambda m: f"{name}-gradient-{seen.setdefault(m[1], len(seen))}", vlc.vegalite_to_svg(spec)
+    )
+
+
+def figure_json(spec: dict) -> str:
+    """Return a figure's Vega-Lite file as :func:`write_figure` writes it (sorted keys: a stable diff)."""
+    return orjson.dumps(spec, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 def _render(spec: dict) -> dict:
@@ -1090,7 +1128,10 @@ def _render(spec: dict) -> dict:
         lines = [line for part in said for line in ([part] if isinstance(part, str) else part)]
         spec = {**spec, "description": ". ".join(line for line in lines if line)}
     shown = {VEGALITE_MIME: spec, "text/plain": f"<figure: {text}>"}
-    if os.environ.get(REPORT_KERNEL) == "1":  # a report build: its pages draw the exported SVG, not this PNG
+    if os.environ.get(REPORT_KERNEL) == "1":  # a report build: its pages draw the exported SVG, not a PNG here
+        folder = os.environ.get(FIGURES_TO)
+        if folder:  # this page's figure files, numbered in the order they are shown, as the page counts them
+            write_figure(spec, Path(folder) / f"figure-{len(list(Path(folder).glob('figure-*.json'))) + 1}")
         return shown
     return {**shown, "image/png": base64.b64encode(vlc.vegalite_to_png(spec, scale=1)).decode("ascii")}
 

@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from pathlib import Path
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.figures import REPORT_KERNEL
+from benchlib.figures import FIGURES_TO, REPORT_KERNEL, figure_json, write_figure
 from benchlib.ingest import ingest_study
 from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
@@ -388,11 +389,22 @@ def _papermill(execution: Execution, target: Path, env: dict | None = None) -> s
         "--cwd",
         str(PROJECT_ROOT),
     ]
-    env = {**os.environ, REPORT_KERNEL: "1", **(env or {})}  # the pages draw the exported SVG
+    # the pages draw the exported SVG, which the kernel writes beside the page as it shows each figure
+    env = {**os.environ, REPORT_KERNEL: "1", **(env or {}), FIGURES_TO: str(_figures_folder(execution).resolve())}
     done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode and any(sign in done.stderr for sign in _KERNEL_START):
+        _figures_folder(execution)  # what the first attempt wrote, if anything
         done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     return done
+
+
+def _figures_folder(execution: Execution) -> Path:
+    """Return (made, emptied of figures) the folder an execution's kernel writes its figures to, numbered from 1."""
+    folder = execution.output_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("figure-*"):
+        old.unlink()
+    return folder
 
 
 def _notebook_error(executed: Path) -> str | None:
@@ -410,21 +422,24 @@ def _notebook_error(executed: Path) -> str | None:
     return None
 
 
-#: empty the namespace, then keep the garbage collector off what survives it (the imported modules): the
-#: next reset's collection then scans only what the next notebook made (0.08-0.19 s a page otherwise)
-_RESET = "%reset -f\n__import__('gc').freeze()"
+#: empty the namespace, say where the next page's figure files go (a Python literal), then keep the garbage
+#: collector off what survives (the imported modules): the next reset's collection then scans only what the
+#: next notebook made (0.08-0.19 s a page otherwise)
+_RESET = "%reset -f\n__import__('os').environ[{name!r}] = {folder!r}\n__import__('gc').freeze()"
 
 
-def _reset(manager: object) -> None:
+def _reset(manager: object, figures: Path) -> None:
     """Empty a kernel's namespace (:data:`_RESET`), asking on the shell channel alone and awaiting its reply.
 
+    ``figures``: the folder the next page's figures are written to (:data:`benchlib.figures.FIGURES_TO`).
     The shell channel queues a request until it is connected, so no readiness check is needed (one costs
     0.2 s of waiting for IOPub to fall quiet); a reply that is not ``ok`` raises.
     """
+    code = _RESET.format(name=FIGURES_TO, folder=str(figures.resolve()))
     client = manager.client()
     client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
     try:
-        sent = client.execute(_RESET, silent=True, store_history=False)
+        sent = client.execute(code, silent=True, store_history=False)
         while True:
             reply = client.get_shell_msg(timeout=120)
             if reply["parent_header"].get("msg_id") == sent:
@@ -433,6 +448,43 @@ def _reset(manager: object) -> None:
             raise PipelineError(f"the kernel could not be reset: {reply['content'].get('evalue', '')}")
     finally:
         client.stop_channels()
+
+
+def _ready_client() -> type:
+    """Return the client class of the warm kernels: ready once IOPub carries its own request's idle status.
+
+    jupyter_client's readiness check ends on 0.2 s of IOPub silence after its ``kernel_info`` reply, on every
+    page of a report (a quarter of a cell page's time); the idle status of that very request says the same,
+    at once: IOPub is connected and holds nothing more of it. A request whose messages IOPub missed (connected
+    too late) is asked again.
+    """
+    from queue import Empty
+
+    from jupyter_client.blocking import BlockingKernelClient
+    from jupyter_core.utils import ensure_async, run_sync
+
+    class ReadyClient(BlockingKernelClient):
+        async def _async_ready(self, timeout: float | None = None) -> None:
+            deadline = time.monotonic() + (timeout or 60)
+            while time.monotonic() < deadline:
+                sent, reply = self.kernel_info(), None
+                while reply is None and time.monotonic() < deadline:  # this request's (an older one's passed over)
+                    with contextlib.suppress(Empty):
+                        got = await ensure_async(self.shell_channel.get_msg(timeout=1))
+                        reply = got if got["parent_header"].get("msg_id") == sent else None
+                while reply is not None:
+                    try:
+                        msg = await ensure_async(self.iopub_channel.get_msg(timeout=0.5))
+                    except Empty:
+                        break  # missed (not connected when it was sent): ask again
+                    if msg["parent_header"].get("msg_id") == sent and msg["content"].get("execution_state") == "idle":
+                        self._handle_kernel_info_reply(reply)
+                        return
+            raise RuntimeError(f"the kernel did not answer in {timeout} s")
+
+        wait_for_ready = run_sync(_async_ready)
+
+    return ReadyClient
 
 
 class WarmKernels:
@@ -458,7 +510,7 @@ class WarmKernels:
 
         try:
             manager = self._kernel()
-            _reset(manager)
+            _reset(manager, _figures_folder(execution))
             papermill.execute_notebook(
                 str(execution.notebook),
                 str(target),
@@ -481,6 +533,7 @@ class WarmKernels:
 
             folder = tempfile.mkdtemp(prefix="benchlib-kernel-")
             manager = KernelManager(kernel_name="python3", transport="ipc")
+            manager.client_factory = _ready_client()
             manager.ip = str(Path(folder) / "kernel")
             manager.start_kernel(cwd=str(PROJECT_ROOT), env=self._env)
             self._local.manager = manager
@@ -534,27 +587,32 @@ def _execute(
 
 
 def _export_figures(notebook: Path, out: Path) -> None:
-    import vl_convert as vlc
+    """Make sure each figure of an executed notebook is in ``out`` as ``figure-N`` .json, .svg and .png.
 
-    for old in out.glob("figure-*"):
-        old.unlink()
-    for index, spec in enumerate(_vegalite_outputs(notebook), 1):
+    The page's kernel wrote them as it showed them (:data:`benchlib.figures.FIGURES_TO`); a figure whose
+    Vega-Lite file is missing or is not the notebook's (a notebook run another way) is written here.
+    """
+    for index, data in enumerate(_vegalite_outputs(notebook), 1):
+        spec = next(data[m] for m in VEGALITE if m in data)
         stem = out / f"figure-{index}"
-        stem.with_suffix(".json").write_text(json.dumps(spec, indent=1, sort_keys=True))
-        svg = vlc.vegalite_to_svg(spec)
-        stem.with_suffix(".svg").write_text(svg)
-        # from the SVG: the bytes vegalite_to_png gives, in about half its time
-        stem.with_suffix(".png").write_bytes(vlc.svg_to_png(svg, scale=2))
+        kept = stem.with_suffix(".json")
+        if not (kept.is_file() and kept.read_text(encoding="utf-8") == figure_json(spec)):
+            write_figure(spec, stem)
+    shown = len(_vegalite_outputs(notebook))
+    for extra in out.glob("figure-*"):  # a figure the kernel wrote that the notebook does not show
+        if int(extra.stem.removeprefix("figure-") or 0) > shown:
+            extra.unlink()
 
 
 def _vegalite_outputs(notebook: Path) -> list[dict]:
+    """Return the data of each output of ``notebook`` that holds a Vega-Lite figure, in order."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    specs = []
-    for cell in cells:
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            specs += [data[m] for m in VEGALITE if m in data][:1]
-    return specs
+    return [
+        output["data"]
+        for cell in cells
+        for output in cell.get("outputs", [])
+        if any(m in output.get("data", {}) for m in VEGALITE)
+    ]
 
 
 def build_report(
@@ -603,6 +661,10 @@ def build_report(
         executions.append(Execution(name, nb, parameters, folder / "summary" / name))
     finished = 0
     checked = {CHECKED_BY_BUILD: str(study.processed.resolve())}  # its pages need not check the raw files again
+    # the workers' kernels share the cores: each polars gets its share (two on two cores spun against each
+    # other: 10% of a build's time), unless the user chose
+    threads = os.environ.get("POLARS_MAX_THREADS") or str(max(1, (os.cpu_count() or 1) // workers))
+    checked = {**checked, "POLARS_MAX_THREADS": threads}
     kernels = WarmKernels(checked)
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:

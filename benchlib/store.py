@@ -257,12 +257,19 @@ def raw_data_digest(processed: str | Path) -> str | None:
     return digest.hexdigest()
 
 
-def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
-    """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
+def _parts(processed: Path, table: str) -> list[Path]:
     if table not in TABLES:
         raise BenchlibError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
-    check_schema_version(Path(processed))
-    parts = sorted((Path(processed) / table).glob("*.parquet"))
+    check_schema_version(processed)
+    return sorted((processed / table).glob("*.parquet"))
+
+
+def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
+    """Lazily scan one table of a processed study (an empty frame when it has no parts)."""
+    return _scan_parts(_parts(Path(processed), table), table)
+
+
+def _scan_parts(parts: list[Path], table: str) -> pl.LazyFrame:
     if not parts:
         return pl.LazyFrame(schema=TABLES[table])
     frame = pl.concat([pl.scan_parquet(p) for p in parts], how="diagonal_relaxed")
@@ -271,13 +278,33 @@ def scan_table(processed: str | Path, table: str) -> pl.LazyFrame:
     return unnest_bins(frame) if table == "latency_bins" else frame
 
 
+#: the tables last loaded, per processed folder and table, with the stamp of the parts they were read from:
+#: a report's pages run one after another in a warm kernel and each opens the same study (a 1,000-run study's
+#: runs and results are read once, not once a page); a part written, replaced or removed changes the stamp
+_LOADED: dict[tuple[str, str], tuple[tuple, pl.DataFrame]] = {}
+
+
+def _stamp(parts: list[Path]) -> tuple:
+    return tuple((p.name, s.st_mtime_ns, s.st_size) for p in parts for s in (p.stat(),))
+
+
 def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
     """Return the tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
     frames = {table: empty(table) for table in TABLES}
     for table in only:
-        frame = scan_table(processed, table).collect()
+        parts = _parts(Path(processed), table)
+        key, stamp = (str(Path(processed).resolve()), table), _stamp(parts)
+        known = _LOADED.get(key)
+        if known is not None and known[0] == stamp:
+            frames[table] = known[1]
+            continue
+        frame = _scan_parts(parts, table).collect()
         sort_by = [
             c for c in ("run_id", "client", "job_index", "direction", "time_ns", "bin_index") if c in frame.columns
         ]
         frames[table] = frame.sort(sort_by, nulls_last=True, maintain_order=True)
+        if table in ("runs", "results"):  # the small tables every page reads; intervals and bins can be millions
+            _LOADED[key] = (stamp, frames[table])
+            while len(_LOADED) > 8:  # a few studies at a time (a test suite opens hundreds)
+                del _LOADED[next(iter(_LOADED))]
     return Tables(**frames)

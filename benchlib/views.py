@@ -51,10 +51,18 @@ def _study_rows(study: StudyRef, only: dict | None) -> pl.DataFrame:
     Per-host result rows of the study (no tool aggregates, no logs), restricted to ``only`` levels,
     with labels and derived metrics.
     """
-    from benchlib.claims import claims_frame
+    tables = study_tables(study)
+    key = (id(tables.runs), id(tables.results))
+    if _ROWS.get("key") != key:  # the same frames as the last page's (the store keeps them): their rows too
+        from benchlib.claims import claims_frame
 
-    frame = claims_frame(study_tables(study)).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
-    return _at_levels(frame, only or {})
+        rows = claims_frame(tables).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
+        _ROWS.update(key=key, frames=(tables.runs, tables.results), rows=rows)  # the frames kept: their ids hold
+    return _at_levels(_ROWS["rows"], only or {})
+
+
+#: the per-host rows of the tables :func:`_study_rows` last read, by the identity of those tables
+_ROWS: dict = {}
 
 
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)

@@ -807,6 +807,40 @@ def test_a_cell_run_in_the_warm_kernel_is_what_a_fresh_kernel_gives(loopback_rep
     assert (warm.output_dir / "figure-1.svg").is_file() and (warm.output_dir / "figure-1.png").is_file()
 
 
+def test_each_figure_file_is_the_figure_its_page_shows(loopback_report, tmp_path: Path) -> None:
+    """The page's kernel writes its figures as it shows them (BENCHLIB_FIGURES): on every page of a build,
+    figure N's Vega-Lite file is the N-th figure of the page's notebook, with its SVG and PNG, and no other;
+    a figure the kernel did not write (its files lost) is written by the build from the notebook, the same
+    (a gradient's id is the figure's own, not the count of gradients its process drew before)."""
+    from benchlib.figures import figure_json, figure_svg
+    from benchlib.pipeline import VEGALITE, _export_figures, _vegalite_outputs
+
+    result, _ = loopback_report
+    pages = 0
+    for execution in result.executions:
+        notebook = execution.output_dir / execution.notebook.name
+        specs = [next(d[m] for m in VEGALITE if m in d) for d in _vegalite_outputs(notebook)]
+        files = sorted(execution.output_dir.glob("figure-*.json"))
+        assert len(files) == len(specs), execution.slug
+        for index, spec in enumerate(specs, 1):
+            stem = execution.output_dir / f"figure-{index}"
+            assert stem.with_suffix(".json").read_text(encoding="utf-8") == figure_json(spec), execution.slug
+            assert stem.with_suffix(".svg").read_text(encoding="utf-8") == figure_svg(spec, stem.name), execution.slug
+            assert stem.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        pages += bool(specs)
+    assert pages >= 5  # cells and summaries with figures
+    # the files of one page lost: the build writes them from its notebook, and drops a figure it does not show
+    page = next(e for e in result.executions if e.levels)
+    copy = tmp_path / "page"
+    copy.mkdir()
+    (copy / page.notebook.name).write_bytes((page.output_dir / page.notebook.name).read_bytes())
+    (copy / "figure-9.svg").write_text("<svg/>")
+    _export_figures(copy / page.notebook.name, copy)
+    for made in copy.glob("figure-*.*"):
+        assert made.read_bytes() == (page.output_dir / made.name).read_bytes(), made.name
+    assert not (copy / "figure-9.svg").exists()
+
+
 def test_a_failing_cell_names_its_page_and_the_next_cell_still_runs(tmp_path: Path) -> None:
     """A cell notebook that raises for one configuration: the build stops with its name and the error,
     and the worker's next kernel is a new one (the failed one is dropped)."""
