@@ -14,11 +14,7 @@ def buffered_note(found: Buffered | None) -> str:
     """Say which configurations fio ran buffered (``direct=0``) and what the disk counted of them; "" if none."""
     if found is None:
         return ""
-    which = (
-        "These jobs"
-        if found.buffered == found.configurations
-        else f"In {found.buffered} of these {found.configurations} configurations the jobs"
-    )
+    which = _which(found, "jobs", "these")
     if not found.shares:
         return (
             f"{which} ran buffered (fio's direct=0, its default): the page cache could answer reads and absorb "
@@ -47,15 +43,18 @@ def buffered_in_short(found: Buffered | None) -> str:
     """Say in one sentence that the compared runs ran buffered, for an answer the pages qualify; "" if none."""
     if found is None:
         return ""
-    which = (
-        "These runs"
-        if found.buffered == found.configurations
-        else (f"In {found.buffered} of the {found.configurations} configurations compared the runs")
-    )
+    which = _which(found, "runs", "the", " compared")
     return (
         f"{which} ran buffered (fio's direct=0): the page cache could answer them, so the change may be the "
         "cache's as much as the storage's."
     )
+
+
+def _which(found: Buffered, what: str, of: str, kind: str = "") -> str:
+    """Say which ran buffered: ``These jobs`` where all did, else ``In 2 of these 5 configurations the jobs``."""
+    if found.buffered == found.configurations:
+        return f"These {what}"
+    return f"In {found.buffered} of {of} {found.configurations} configurations{kind} the {what}"
 
 
 def _share_words(direction: str, low: float, high: float) -> str:
