@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import optimize, stats
 
 from benchlib.stats.design import LAG_FROM, min_p, runs_to_test
 
@@ -190,7 +190,10 @@ def cliffs_delta_interval(
 
     The consistent variance estimate of δ from the dominance matrix, and the
     interval ``(δ − δ³ ± z·s·√((1 − δ²)² + z²s²)) / (1 − δ² + z²s²)`` (as R's
-    ``effsize::cliff.delta``); None below 2 runs per side.
+    ``effsize::cliff.delta``); None below 2 runs per side. Where every pair of runs compares alike (complete
+    separation, δ = ±1, or every run tied) that variance is 0 and Cliff's interval a point, which covered a
+    true +10% change 65% of the time at 5 runs a side: there the interval is Newcombe's (2006, method 5)
+    score interval for P(new > base), as δ (:func:`_dominance_score_interval`).
     """
     base, new = np.sort(np.asarray(base, dtype=float)), np.sort(np.asarray(new, dtype=float))  # sums in one order
     dominance = np.sign(new[None, :] - base[:, None])  # rows: base runs, columns: new runs
@@ -204,12 +207,31 @@ def cliffs_delta_interval(
     s_all = ((dominance - delta) ** 2).sum() / ((n1 - 1) * (n2 - 1))
     variance = max(((n2 - 1) * s_base + (n1 - 1) * s_new + s_all) / (n1 * n2), 0.0)
     z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    if variance == 0:  # every pair alike: Cliff's interval is a point, whatever the runs
+        low, high = _dominance_score_interval((delta + 1) / 2, n1, n2, z)
+        return delta, 2 * low - 1, 2 * high - 1
     spread = z * math.sqrt(variance) * math.sqrt((1 - delta**2) ** 2 + z**2 * variance)
     scale = 1 - delta**2 + z**2 * variance
-    if scale <= 0:
-        return delta, delta, delta
     low, high = (delta - delta**3 - spread) / scale, (delta - delta**3 + spread) / scale
     return delta, float(max(-1.0, low)), float(min(1.0, high))
+
+
+def _dominance_score_interval(theta: float, m: int, n: int, z: float) -> tuple[float, float]:
+    """Return Newcombe's (2006) method-5 score interval for θ = P(new > base) + P(tie)/2, observed ``theta``.
+
+    Every θ' with ``(theta − θ')² ≤ z²·V(θ')``, where ``V(θ') = θ'(1 − θ')/(mn) · (1 + (N* − 1)((1 − θ')/(2 − θ')
+    + θ'/(1 + θ')))`` and ``N* = (m + n)/2 − 1``: the variance is taken at the θ' tested, so an observed 0 or 1
+    still has an interval (at 5 runs a side, complete separation gives δ from 0.378 to 1).
+    """
+
+    def outside(t: float) -> float:
+        share = (1 - t) / (2 - t) + t / (1 + t)
+        return (theta - t) ** 2 - z**2 * t * (1 - t) / (m * n) * (1 + ((m + n) / 2 - 2) * share)
+
+    tiny = 1e-12
+    low = 0.0 if theta <= 0 else optimize.brentq(outside, tiny, theta if theta < 1 else 1 - 1e-9)
+    high = 1.0 if theta >= 1 else optimize.brentq(outside, theta if theta > 0 else 1e-9, 1 - tiny)
+    return float(low), float(high)
 
 
 def cliffs_magnitude(delta: float) -> str:
