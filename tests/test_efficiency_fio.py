@@ -90,3 +90,31 @@ def test_the_efficiency_finding_names_the_level_and_the_spread() -> None:
     assert "nothing is compared" in efficiency_finding(table.filter(pl.col("test") == "write 64k"), "ioengine")
     no_cpu = table.with_columns(pl.lit(None, dtype=pl.Float64).alias("iops_per_cpu_pct"))
     assert "nothing is compared" in efficiency_finding(no_cpu, "ioengine")
+
+
+def test_a_group_named_on_fios_command_line_counts_its_jobs(fio_binary: str, tmp_path: Path) -> None:
+    """``--group_reporting`` given on fio's command line is not in its JSON's options (fio 3.33): fio-sample's
+    random reads (numjobs 2) were read as one job, their CPU half what they used. One entry for several
+    clones is a group, whatever the options say; per-job entries of the same job stay one job each."""
+    import json
+    import subprocess
+
+    def run(*grouping: str) -> pl.DataFrame:
+        out = tmp_path / f"out{len(grouping)}.json"
+        subprocess.run(
+            [fio_binary, "--name=clones", f"--filename={tmp_path / 'target.dat'}", "--size=16m", "--rw=randread",
+             "--bs=4k", "--ioengine=psync", "--numjobs=4", "--time_based", "--runtime=1", *grouping,
+             "--output-format=json+", f"--output={out}"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        return claims_frame(read(out, "fio-json")).filter(~pl.col("is_aggregate")), json.loads(out.read_text())
+
+    grouped, raw = run("--group_reporting")
+    assert len(raw["jobs"]) == 1 and "group_reporting" not in raw["jobs"][0].get("job options", {})  # the case
+    assert grouped["jobs"].to_list() == [4]
+    per_job, raw = run()
+    assert len(raw["jobs"]) == 4 and per_job["jobs"].to_list() == [1, 1, 1, 1]
+    # the group's CPU is fio's average over its four jobs: counted four times (the per-job reading's sum; the
+    # two agree within run-to-run noise in the test of eight jobs above)
+    a = run_efficiency(grouped.with_columns(pl.lit("local").alias("vm")), member="vm", by=[]).row(0, named=True)
+    assert a["cpu_used_pct"] == pytest.approx(4 * (grouped["usr_cpu_pct"][0] + grouped["sys_cpu_pct"][0]))

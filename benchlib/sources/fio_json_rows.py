@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from array import array
+from collections import Counter
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
@@ -292,6 +293,11 @@ def _document_rows(
     results: list[dict] = []
     bins = new_raw_bins()
     position: dict[str | None, int] = {}
+    # entries of one job name on one host: fio writes one per clone (numjobs of them) unless it groups them
+    # (group_reporting), which its JSON's options do not always say (fio 3.33 leaves a command line's out)
+    entries_of = Counter(
+        ((e.get("hostname") if server_mode else None), e.get("jobname")) for e in entries if isinstance(e, dict)
+    )
     for entry in entries:
         is_aggregate = server_mode and entry.get("jobname") == "All clients"
         client = None if is_aggregate else (entry.get("hostname") if server_mode else host)
@@ -303,6 +309,8 @@ def _document_rows(
             entry.get("job options"),
             "job options" in entry or "global options" in data,
         )
+        key = ((entry.get("hostname") if server_mode else None), entry.get("jobname"))
+        grouped = grouped or ((params["numjobs"] or 1) > 1 and entries_of[key] == 1)  # one entry for N clones
         identity = {
             "run_id": run_id(source.sha256, index, client),
             "client": client,
