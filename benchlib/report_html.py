@@ -625,8 +625,8 @@ def _setting_change(a: dict, others: str) -> str:
             change += f": {others} {'higher' if a.get('higher') == n else 'lower'} in every one"
     if a.get("one_member"):  # a published table that lists one VM of a run: its figure, not the run's total
         change += (
-            f" (in {a['one_member']} of them the data list one {inline('vm')} of runs that had more: the change is "
-            f"that {inline('vm')}'s, not the run total's)"
+            f" (in {a['one_member']} of them the data list only one of the run's {inline('vm')}s: the change is "
+            f"that {inline('vm')}'s, not the run's total)"
         )
     return change
 

@@ -149,7 +149,7 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     # which way, plainly; and the comparisons of the one VM a published table lists, said to be its figure
     assert (controller["higher"], controller["lower"], controller["one_member"]) == (2, 4, 4)
     published_said = _answers(list(published.values()))
-    assert "PVSCSI higher in 2, lower in 4 (in 4 of them the data list one VM of runs that had more" in published_said
+    assert "PVSCSI higher in 2, lower in 4 (in 4 of them the data list only one of the run" in published_said
     # SIOC on was published for one test: the answer says which runs it reads
     assert re.search(r"bandwidth \(MiB/s\) per run of test seq(read|uential read 128k) changed by", published_said)
     assert "64k higher in every one" in said
