@@ -1150,8 +1150,26 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
             pl.col("metric") == RUN_SECONDS_METRICS.get(metric, metric),
             ~pl.col("is_warmup").fill_null(False),
         )
-        .select("run_id", "time_ns", "value")
+        .select("run_id", pl.col("job_index").fill_null(0), "time_ns", "value")
         .collect()
+        # a mixed job logs a read and a write row at each stamp: one rate of the job, its directions added
+        .group_by("run_id", "job_index", "time_ns")
+        .agg(pl.col("value").sum())
+    )
+    # each job stamps its intervals a few ms apart from the others' (2,006 and 2,018 ms): a job's n-th interval
+    # (its stamp over its own median step) is the n-th of every job, whose rate is the jobs' sum, not one job's
+    # beside a drop; it is drawn at n times the log's median step
+    job = ["run_id", "job_index"]
+    series = series.sort(*job, "time_ns").with_columns(pl.col("time_ns").diff().over(job).alias("step"))
+    step = pl.coalesce(pl.col("step").median().over(job), pl.col("time_ns").min().over(job))
+    series = series.with_columns(step.alias("step"))  # each job's own
+    series = series.with_columns(
+        (pl.col("time_ns") / pl.col("step")).round().cast(pl.Int64).alias("interval"),
+        pl.col("step").median().alias("grid"),  # the log's step, over every job
+    )
+    series = (
+        series.with_columns((pl.col("interval") * pl.col("grid")).cast(pl.Int64).alias("time_ns"))
+        .drop("interval", "step", "grid")
         .join(picked.select("run_id", "host"), on="run_id")
         .group_by("host", "time_ns")
         .agg(pl.col("value").sum().alias(metric))

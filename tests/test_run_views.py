@@ -782,3 +782,20 @@ def test_the_index_says_two_settings_that_interact_beside_what_each_did() -> Non
     assert "no test finds that the effect of block size depends on I/O engine (no evidence in 2 of 2 groups" in quiet
     _, published = interaction("pvscsi-vs-lsi", "bandwidth_mib_s", x="controller", trace="sioc", by=["test"])
     assert _together({"tests": published, "x": "controller", "trace": "sioc", "by": ["test"], "page": "i.html"}) == ""
+
+
+def test_the_jobs_of_a_run_add_up_in_each_interval_over_time() -> None:
+    """fio-sample's 70/30 run has two jobs whose logs stamp each second a few ms apart (2,006 and 2,018 ms):
+    the over-time figure drew them as separate points, one job's rate each, a false 50% drop after the first
+    second. Each interval is now the jobs' sum: three seconds, three points, each above either job's rate."""
+    from benchlib.store import open_study
+    from benchlib.views import run_time_series
+
+    found = run_time_series("fio-sample", {"block_size": "4k"})
+    opened = open_study("fio-sample")
+    logged = opened.scan("intervals").filter(pl.col("metric") == "iops").collect()
+    per_job = logged.group_by("run_id", "job_index", "time_ns").agg(pl.col("value").sum())
+    assert found is not None and found.series.height == 3 == per_job.height // 2  # two jobs, three seconds each
+    assert (found.series["iops"] > per_job["value"].max()).all()
+    assert found.series["iops"].sum() == pytest.approx(per_job["value"].sum())
+    assert found.series["time_ns"].is_sorted() and found.series["time_ns"].n_unique() == 3
