@@ -450,6 +450,7 @@ def _reset(manager: object, figures: Path) -> None:
         client.stop_channels()
 
 
+@functools.cache
 def _ready_client() -> type:
     """Return the client class of the warm kernels: ready once IOPub carries its own request's idle status.
 
@@ -592,15 +593,15 @@ def _export_figures(notebook: Path, out: Path) -> None:
     The page's kernel wrote them as it showed them (:data:`benchlib.figures.FIGURES_TO`); a figure whose
     Vega-Lite file is missing or is not the notebook's (a notebook run another way) is written here.
     """
-    for index, data in enumerate(_vegalite_outputs(notebook), 1):
+    shown = _vegalite_outputs(notebook)
+    for index, data in enumerate(shown, 1):
         spec = next(data[m] for m in VEGALITE if m in data)
         stem = out / f"figure-{index}"
         kept = stem.with_suffix(".json")
         if not (kept.is_file() and kept.read_text(encoding="utf-8") == figure_json(spec)):
             write_figure(spec, stem)
-    shown = len(_vegalite_outputs(notebook))
     for extra in out.glob("figure-*"):  # a figure the kernel wrote that the notebook does not show
-        if int(extra.stem.removeprefix("figure-") or 0) > shown:
+        if int(extra.stem.removeprefix("figure-") or 0) > len(shown):
             extra.unlink()
 
 
