@@ -998,7 +998,7 @@ def latency_split(
     parts: tuple[str, ...] = ("device_await_ms", "above_device_ms"),
     total: str = "app_latency_ms",
     title: str = "Where the latency was spent",
-) -> alt.TopLevelMixin:
+) -> alt.TopLevelMixin | None:
     """Draw where the latency was spent, as bars of shares per configuration, the latency written beside each.
 
     Each configuration's bar is the latency the application saw, split into its parts (e.g. the block
@@ -1008,10 +1008,13 @@ def latency_split(
     milliseconds: the totals of one study span a hundredfold (0.08 ms capped, 12.7 ms at a queue of 123),
     and on one linear axis the short bars would be slivers whose split no one can read. A configuration
     with a part unknown (the page cache answered: fio's latency is not the device's) is not drawn, since
-    its bar would not be its latency; the subtitle names it.
+    its bar would not be its latency; the subtitle names it. None where no configuration can be drawn (an
+    empty frame of axes says nothing the table's notes do not).
     """
     data = frame.with_columns(_joined(where).alias("configuration"))
     unknown = data.filter(pl.any_horizontal(pl.col(list(parts)).is_null()))["configuration"].to_list()
+    if len(unknown) == data.height:
+        return None
     data = data.filter(pl.all_horizontal(pl.col(list(parts)).is_not_null())).with_columns(
         pl.sum_horizontal(list(parts)).alias("total_ms")
     )

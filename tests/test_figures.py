@@ -15,6 +15,7 @@ from benchlib.ingest import ingest_study
 from benchlib.paths import RAW
 from benchlib.stats import device_latency_means, jain_per_interval, medians, total_expr
 from benchlib.store import load_study_tables
+from benchlib.words.hostside import split_not_drawn
 
 
 @pytest.fixture(scope="module")
@@ -323,6 +324,10 @@ def test_latency_split_stacks_to_the_applications_latency() -> None:
     )
     written = figures.latency_split(noisy, where=["cell"]).to_dict()["layer"][1]["data"]["values"]
     assert written == [{"configuration": "c", "label": "12.7 ms"}]
+    # the page cache answered everywhere (fio-sample): no frame of empty axes, the page says why instead
+    cached = pl.DataFrame({"cell": ["4k", "64k"], "device_await_ms": [0.04, 0.18], "above_device_ms": [None, None]})
+    assert figures.latency_split(cached, where=["cell"]) is None
+    assert "a part of it is unknown" in split_not_drawn(cached) and split_not_drawn(cached.clear()) == ""
 
 
 def test_two_charts_combine(published: pl.DataFrame) -> None:

@@ -206,3 +206,13 @@ def copies_note(copied: list[list[str]]) -> str:
         f"**One capture, copied.** {groups} hold the same samples (every counter's value alike, only their times "
         "differ): their host-side rows are one measurement placed at two times, not two that agree."
     )
+
+
+def split_not_drawn(view: pl.DataFrame) -> str:
+    """Say why the page has no chart of where the latency was spent ("" where it has no rows to chart either)."""
+    if view.is_empty():
+        return ""
+    return (
+        "No chart of where the latency was spent: in every configuration a part of it is unknown "
+        "(the table's notes say why)."
+    )
