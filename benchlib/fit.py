@@ -47,7 +47,7 @@ class Shape:
     swept: tuple[str, ...]
     #: the most members (VMs, hosts) of one run
     members: int
-    #: the figure the pages compare: IOPS where the runs have it, else bandwidth
+    #: the figure the pages draw: IOPS where the runs have it, else bandwidth (and across block sizes)
     value: str
     #: whether runs have CPU figures, and whether disk statistics or esxtop captures exist
     cpu: bool
@@ -291,7 +291,27 @@ def comparison(
         by = [f for f in found.varied if f != factor and len(only.get(f, "..")) > 1 and f not in found.swept]
         by, only = _complete(_opened(study), by, only)
         only = _same_work(_opened(study), factor, by, only)
-    return {"value": _given(value, found.value), "factor": factor, "baseline": baseline, "by": by, "only": only}
+    if value is None:
+        value = _like_for_like(_opened(study), found, [(factor, baseline, by)], only)
+    return {"value": value, "factor": factor, "baseline": baseline, "by": by, "only": only}
+
+
+def _like_for_like(opened: ProcessedStudy, found: Shape, sides: list[tuple], only: dict) -> str:
+    """Return the study's figure (:attr:`Shape.value`), or bandwidth where IOPS would compare unlike I/Os.
+
+    Where a compared factor's levels ran different block sizes (fio-sample's 4k against 64k), one I/O on
+    one side moves more bytes than on the other: IOPS would compare different work, and the page would lead
+    with a change (-78%) that says nothing of the setting. Bandwidth compares the bytes moved; IOPS is the
+    study's figure where the sides share their block sizes. ``sides``: ``(factor, baseline, by)`` for each
+    way the page compares.
+    """
+    from benchlib.views import _study_rows, unlike_sizes
+
+    rows = _study_rows(opened, only)
+    if found.value != "iops" or "bandwidth_mib_s" not in rows.columns or rows["bandwidth_mib_s"].is_null().all():
+        return found.value
+    unlike = (unlike_sizes(opened, factor=f, baseline=base, value="iops", by=by, only=only) for f, base, by in sides)
+    return "bandwidth_mib_s" if any(unlike) else found.value
 
 
 def _where_varied(opened: ProcessedStudy, found: Shape, factor: str) -> dict:
@@ -491,7 +511,12 @@ def interaction(
     held = [f for f in found.varied if f not in (x, trace) and f not in found.swept and len(only.get(f, "..")) > 1]
     if by is None:
         by, only = _complete(_opened(study), held, only)
-    return {"value": _given(value, found.value), "x": x, "trace": trace, "by": by, "only": only}
+    if value is None:
+        levels = found.factors
+        value = _like_for_like(
+            _opened(study), found, [(x, levels[x][0], [*by, trace]), (trace, levels[trace][0], [*by, x])], only
+        )
+    return {"value": value, "x": x, "trace": trace, "by": by, "only": only}
 
 
 def claims(study: str | ProcessedStudy) -> dict:

@@ -323,6 +323,11 @@ def test_pages_fit_themselves_to_each_bundled_study() -> None:
         fit.fitted("sweeps", "fio-sample", {})
     given = fit.fitted("comparison", "loopback-fio", {"factor": "ioengine", "baseline": "psync"})
     assert given["factor"] == "ioengine" and given["baseline"] == "psync"  # what a pipeline gives stands
+    # block sizes compared: IOPS would set an I/O of 64k against one of 4k, so the page compares MiB/s;
+    # IOPS where the sides share their block sizes (the engines, within each block size), or where asked for
+    assert fit.fitted("comparison", "fio-sample", {})["value"] == "bandwidth_mib_s"
+    assert interaction["value"] == "bandwidth_mib_s" and given["value"] == "iops"
+    assert fit.fitted("comparison", "fio-sample", {"value": "iops"})["value"] == "iops"
 
 
 def test_a_changed_claims_file_or_study_words_re_execute_the_pages(tmp_path: Path) -> None:
