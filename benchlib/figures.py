@@ -42,6 +42,19 @@ MANY_MEMBERS = 16
 ROW_STEP = 16
 FONT = "DejaVu Sans"
 PALETTE = ["#1f5f8b", "#d9822b", "#3a8f5c", "#a23b72", "#6c757d", "#c9b037"]
+#: each verdict of :data:`benchlib.stats.compare.VERDICTS` in one colour wherever it is drawn: an effect in
+#: green or red, no change in teal; none of them grey, the colour of the runs drawn behind them
+VERDICT_COLOURS = {
+    "improved": "#3a8f5c",
+    "regressed": "#b5403a",
+    "equivalent": "#2a9d8f",
+    "inconclusive": "#d9822b",
+    "not testable at this n": "#6a4c93",
+    "descriptive only": "#1f5f8b",
+    "rate-capped": "#a23b72",
+}
+#: the runs drawn behind a summary of them
+RUNS_GREY = "#a6a6a6"
 
 
 def theme() -> dict:
@@ -413,13 +426,23 @@ def time_series(
 
 @_in_words
 def comparison(
-    table: pl.DataFrame, *, label: list[str], title: str = "Change against the baseline"
+    table: pl.DataFrame,
+    *,
+    label: list[str],
+    title: str = "Change against the baseline",
+    runs: pl.DataFrame | None = None,
+    value: str = "",
+    factor: str = "",
+    baseline: str = "",
 ) -> alt.TopLevelMixin:
-    """Draw a setting comparison: the change, its exact interval where one exists, the verdict.
+    """Draw a setting comparison: the change, its exact interval where one exists, the verdict, and the runs.
 
     From :func:`benchlib.stats.compare.comparison_table`: the Hodges-Lehmann change in
     percent, its interval (none for ``descriptive only`` or ``not testable at this n``),
     coloured by verdict and labelled with benchstat's delta where significant, else the verdict.
+    ``runs`` (the table's units, :func:`benchlib.views.run_totals` of ``value``): each run of either side
+    drawn behind the change as its ``value`` against the baseline's median, grey, so that a reader sees
+    how many runs a change rests on and how far apart they fell (the baseline's around 0).
     """
     data = (
         table.with_columns(
@@ -438,10 +461,16 @@ def comparison(
         title=None,  # in the subtitle: beside labels of any length an axis title ran into them
         axis=alt.Axis(labelLimit=0),  # a comparison's whole name: "randwrite_64k_8jobs / off / PVSCSI", not "PV…"
     )
-    verdicts = sorted(data["verdict"].unique().to_list())
+    verdicts = [v for v in VERDICT_COLOURS if v in set(data["verdict"])]
     axis = alt.Axis(labelOverlap="greedy", tickCount=8)  # fewer, wider ticks: none of their labels dropped
-    # below the chart: a label at the right end of a change must not run into the legend
-    colour = alt.Color("verdict:N", sort=verdicts, title="verdict", legend=alt.Legend(orient="bottom"))
+    # one colour per verdict on every page and in every report; the legend lists the verdicts drawn, below
+    # the chart (a label at the right end of a change must not run into it)
+    colour = alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+        legend=alt.Legend(orient="bottom", values=verdicts),
+    )
     x_title = (
         "change against the baseline (%), with its 95% interval"
         if data["low_pct"].is_not_null().any()
@@ -467,47 +496,123 @@ def comparison(
     text = _chart(labelled).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
     rows = "each row: " + " / ".join(inline(c) for c in label)
-    return alt.layer(zero, rule, point, text).properties(title=alt.Title(title, subtitle=rows))
+    layers = [zero, rule, point, text]
+    dots = _runs_against_baseline(runs, table, value=value, factor=factor, baseline=baseline, label=label)
+    if dots is not None and dots.height:
+        rows += "; grey: each run against the baseline's median"
+        side = alt.Shape("side:N", title="runs", legend=alt.Legend(orient="bottom"), sort=sorted(set(dots["side"])))
+        layers.insert(
+            1,
+            _chart(dots)
+            .mark_point(size=30, color=RUNS_GREY)
+            .encode(
+                x=alt.X("pct:Q", title=x_title, axis=axis),
+                y=y,
+                shape=side,
+                tooltip=[
+                    "comparison:N",
+                    "side:N",
+                    alt.Tooltip("pct:Q", format=".1f", title="against the baseline's median (%)"),
+                ],
+            ),
+        )
+    return alt.layer(*layers).properties(title=alt.Title(title, subtitle=rows))
+
+
+def _runs_against_baseline(
+    runs: pl.DataFrame | None, table: pl.DataFrame, *, value: str, factor: str, baseline: str, label: list[str]
+) -> pl.DataFrame | None:
+    """Return each run of a comparison's two sides as its ``value`` against the baseline's median (%), per row.
+
+    A row of ``table`` is one level of ``factor`` against ``baseline`` within a group of the other
+    ``label`` columns; its baseline runs are drawn on every row that compares against them.
+    """
+    if runs is None or runs.is_empty() or not value or factor not in runs.columns or table.is_empty():
+        return None
+    by = [c for c in label if c != factor]
+    # in the study's words, as the table's rows are drawn (:func:`_in_words`)
+    runs = runs.filter(pl.col(value).is_not_null()).with_columns(level_expr(c) for c in (*by, factor))
+    compared = table.select(*by, factor).with_columns(pl.col(c).cast(pl.String) for c in (*by, factor)).unique()
+    base = runs.filter(pl.col(factor) == level(factor, baseline)).drop(factor)
+    median = base.group_by(by or pl.lit(0).alias("_all")).agg(pl.col(value).median().alias("_median"))
+    base = base.join(compared, on=by) if by else base.join(compared, how="cross")
+    base = base.with_columns(pl.lit(f"a run of {level(factor, baseline)}").alias("side"))
+    levels = compared[factor].unique().to_list()
+    named = f"a run of {levels[0]}" if len(levels) == 1 else "a run of the level compared"
+    new = runs.join(compared, on=[*by, factor]).with_columns(pl.lit(named).alias("side"))
+    both = pl.concat([new.select(*by, factor, value, "side"), base.select(*by, factor, value, "side")])
+    both = both.join(median, on=by) if by else both.join(median.drop("_all"), how="cross")
+    return (
+        both.filter(pl.col("_median") > 0)
+        .select(
+            _joined(label).alias("comparison"), "side", ((pl.col(value) / pl.col("_median") - 1) * 100).alias("pct")
+        )
+        .sort(pl.all())  # joins keep no order: the same runs, the same figure
+    )
 
 
 @_in_words
 def interaction(
-    grid: pl.DataFrame, *, value: str, x: str, trace: str, by: list[str] | None = None, title: str = ""
+    grid: pl.DataFrame,
+    *,
+    value: str,
+    x: str,
+    trace: str,
+    by: list[str] | None = None,
+    title: str = "",
+    runs: pl.DataFrame | None = None,
 ) -> alt.TopLevelMixin:
     """Draw an interaction plot: ``value`` against ``x``, one line per level of ``trace``, a panel per ``by`` group.
 
     From :func:`benchlib.views.interaction`'s grid (medians of run totals). Parallel lines: the
     effect of ``x`` is the same at every level of ``trace``; lines that cross or diverge: it is not. The value
     axis is logarithmic where every value is above 0, as the test is on the log scale: lines parallel there
-    have the same ratio, what the test calls no interaction.
+    have the same ratio, what the test calls no interaction. ``runs`` (:func:`benchlib.views.run_totals` of
+    ``value`` by ``x``, ``trace`` and ``by``): each run drawn as a small open point behind its median, so
+    that a crossing can be told from the spread of the runs it is drawn from.
     """
     by = by or []
     data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
         pl.col(x).cast(pl.String), pl.col(trace).cast(pl.String)
     )
+    if runs is not None and not runs.is_empty():  # one data set, a layer each: a facet takes only one
+        kept = grid.select(*by, x, trace).with_columns(pl.col(c).cast(pl.String) for c in (*by, x, trace))
+        each = runs.filter(pl.col(value).is_not_null()).with_columns(level_expr(c) for c in (*by, x, trace))
+        each = each.join(kept.unique(), on=[*by, x, trace]).select(*by, x, trace, value).sort(pl.all())
+        data = pl.concat(
+            [
+                data.with_columns(pl.lit("median").alias("_kind")),
+                each.with_columns((_joined(by) if by else pl.lit("all")).alias("group"), pl.lit("run").alias("_kind")),
+            ],
+            how="diagonal_relaxed",
+        )
     order = sorted(data[x].unique().to_list())
     traces = sorted(data[trace].unique().to_list())
     log = bool(data[value].drop_nulls().len()) and bool((data[value].drop_nulls() > 0).all())
     # not rounded out to whole decades: 1,723-2,283 drawn on 1,000-10,000 left most of the axis empty
     scale = alt.Scale(type="log", nice=False, padding=10) if log else alt.Undefined
-    chart = (
-        alt.Chart(alt.Data(values=data.to_dicts()))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X(f"{x}:N", sort=order, title=words(x)),
-            # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
-            y=alt.Y(f"{value}:Q", title=words(value) + (" (log scale)" if log else ""), scale=scale),
-            color=alt.Color(f"{trace}:N", title=words(trace), sort=traces),
-            tooltip=["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
-        )
-        .properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
+    base = alt.Chart(alt.Data(values=data.to_dicts())).encode(
+        x=alt.X(f"{x}:N", sort=order, title=words(x)),
+        # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
+        y=alt.Y(f"{value}:Q", title=words(value) + (" (log scale)" if log else ""), scale=scale),
+        color=alt.Color(f"{trace}:N", title=words(trace), sort=traces),
     )
+    tooltip = ["group:N", f"{x}:N", f"{trace}:N", alt.Tooltip(f"{value}:Q", format=",.1f")]
+    chart = base.mark_line(point=True).encode(tooltip=[*tooltip, "runs:Q"])
+    if "_kind" in data.columns:
+        lines = chart.transform_filter(alt.datum._kind == "median")
+        each = base.mark_point(size=20, opacity=0.6).encode(tooltip=tooltip).transform_filter(alt.datum._kind == "run")
+        chart = alt.layer(each, lines)
+    chart = chart.properties(width=WIDTH // 2, height=HEIGHT * 2 // 3)
     # two lines within 2% of each other at every point draw as one: say so only where that happens
-    spread = data.group_by("group", x).agg((pl.col(value).max() / pl.col(value).min()).alias("spread"))
+    medians = data.filter(pl.col("_kind") == "median") if "_kind" in data.columns else data
+    spread = medians.group_by("group", x).agg((pl.col(value).max() / pl.col(value).min()).alias("spread"))
     hidden = spread.group_by("group").agg((pl.col("spread") < 1.02).all().alias("one")).filter(pl.col("one")).height
     hint = "; one line hiding another: the same totals" if hidden and len(traces) > 1 else ""
     if "runs" in grid.columns and grid.height and grid["runs"].max() == 1:
         hint += "; one run each: no test can tell lines that cross from run-to-run noise"
+    elif "_kind" in data.columns:
+        hint += "; small open points: each run"
     heading = alt.TitleParams(
         title or f"{words(x)} and {words(trace)} together", subtitle=[f"each point: {_run_total_words(grid)}{hint}"]
     )

@@ -194,6 +194,28 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
     assert "with its 95% interval" in drawn["encoding"]["x"]["title"]
     assert drawn["encoding"]["y"]["axis"]["labelLimit"] == 0  # whole names, never cut with an ellipsis
 
+    # each run behind the change: 3 of libaio and the 3 of psync its row compares against, per block size
+    sides = {"factor": "ioengine", "baseline": "psync"}
+    spec = figures.comparison(table, label=["block_size", "ioengine"], runs=per_run, value="iops", **sides).to_dict()
+    dots = _values(spec["layer"][1])
+    assert len(dots) == 12 and {d["side"] for d in dots} == {"a run of libaio", "a run of psync"}
+    for size in ("4k", "64k"):
+        base = per_run.filter(pl.col("block_size") == size, pl.col("ioengine") == "psync")["iops"]
+        new = per_run.filter(pl.col("block_size") == size, pl.col("ioengine") == "libaio")["iops"]
+        drawn = sorted(
+            d["pct"] for d in dots if d["comparison"] == f"{size} / libaio" and d["side"] != "a run of psync"
+        )
+        assert drawn == pytest.approx(sorted((new / base.median() - 1) * 100))
+    assert "grey: each run against the baseline's median" in spec["title"]["subtitle"]
+    # a verdict has one colour on every page: the scale names them all, the legend the ones drawn
+    from benchlib.stats.compare import VERDICTS
+
+    colour = spec["layer"][2]["encoding"]["color"]
+    assert tuple(colour["scale"]["domain"]) == VERDICTS and colour["legend"]["values"] == [
+        v for v in VERDICTS if v in set(table["verdict"])
+    ]
+    assert len(set(colour["scale"]["range"])) == len(VERDICTS)
+
 
 def test_latency_exceedance_from_pooled_bins(loopback) -> None:
     from benchlib.stats.aggregate import pooled_percentiles
@@ -442,6 +464,13 @@ def test_an_interaction_says_one_line_hides_another_only_where_one_does() -> Non
     capped = apart.with_columns(pl.lit(2000.0).alias("iops"))  # a cap: every total the same
     said = figures.interaction(capped, value="iops", x="bs", trace="engine").to_dict()["title"]["subtitle"][0]
     assert said.endswith("; one line hiding another: the same totals")
+    # the runs behind each median: the 3 of each point drawn, a crossing told from their spread
+    runs = pl.concat([apart.with_columns(pl.col("iops") * f) for f in (0.9, 1.0, 1.1)]).drop("runs")
+    drawn = figures.interaction(apart, value="iops", x="bs", trace="engine", runs=runs).to_dict()
+    rows = drawn["data"]["values"]
+    assert sum(r["_kind"] == "run" for r in rows) == 12 and sum(r["_kind"] == "median" for r in rows) == 4
+    assert [layer["mark"]["type"] for layer in drawn["layer"]] == ["point", "line"]
+    assert drawn["title"]["subtitle"][0].endswith("; small open points: each run")
 
 
 def test_the_exceedance_chart_says_where_its_curves_stop() -> None:
