@@ -407,10 +407,11 @@ def settle_section(
     if settle.height and settle["runs"].is_null().all() and settle["why"].n_unique() == 1:
         which = f"For all {settle.height} comparisons" if settle.height > 1 else "For the one comparison"
         return [*said, f"{which}: {settle['why'][0]}."], None
-    runs = pl.col("runs").map_elements(_two_digits, return_dtype=pl.Int64)  # an estimate from a few runs' spread
+    # estimates from a few runs' spread: two significant digits
+    runs = [pl.col(c).map_elements(_two_digits, return_dtype=pl.Int64) for c in ("runs", "runs_high")]
     # the change as the comparison table above says it (-62.72%), not to 3 digits of its own (-62.7)
     change = pl.col("change_pct").map_elements(signed, return_dtype=pl.String, skip_nulls=False)
-    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", change, runs, "why")
+    return said, settle.select(*by, factor, "runs_baseline", "runs_now", "spread_pct", change, *runs, "why")
 
 
 def _two_digits(runs: int) -> int:

@@ -778,6 +778,42 @@ def summarised_verdicts(table: pl.DataFrame) -> set[str]:
 
 #: The most runs per side :func:`runs_to_settle` searches; beyond it the change sits on the band's edge.
 SETTLE_MOST = 1000
+#: the chance of reaching the verdict :func:`runs_to_settle` plans for
+SETTLE_POWER = 0.8
+#: the one-sided confidence of the upper bound on the spread :func:`runs_to_settle` also plans with
+SPREAD_BOUND = 0.8
+#: the variance of the Hodges-Lehmann shift against the mean difference's, for normal runs (1 / (3/π), the
+#: rank test's asymptotic relative efficiency): the comparison's interval is the rank test's, a little wider
+_RANK_EFFICIENCY = math.pi / 3
+
+
+def runs_for(
+    spread: float,
+    change: float,
+    *,
+    family: int = 1,
+    alpha: float = 0.05,
+    band: float = 0.02,
+    power: float = SETTLE_POWER,
+) -> tuple[int | None, str]:
+    """Return the runs per side that reach a verdict with probability about ``power``, and the verdict sought.
+
+    ``spread``: the runs' standard deviation on the log scale; ``change``: the true ratio's log. With n runs
+    a side the change's estimate has standard error ``σ = spread·√(2/n)·√(π/3)`` (the rank estimate's, for
+    normal runs) and its interval half-width ``t(2n−2, 1−α/(2m))·σ`` (m: the family; Holm's worst case).
+    *improved*/*regressed* (``"outside"``, where ``|change|`` is past the band's edge ``b``) needs the
+    interval clear of it: ``(t + z(power))·σ ≤ |change| − b``; *equivalent* (``"inside"``) needs it within
+    both edges, two one-sided tests: ``(t + z((1 + power)/2))·σ ≤ b − |change|``. None where more than
+    :data:`SETTLE_MOST` runs would be needed (``"on the band's edge"``).
+    """
+    edge = math.log1p(band)
+    goal = "outside" if abs(change) > edge else "inside"
+    margin = abs(abs(change) - edge)
+    z = stats.norm.ppf(power if goal == "outside" else (1 + power) / 2)
+    n = np.arange(2, SETTLE_MOST + 1)
+    sigma = spread * np.sqrt(2 / n) * math.sqrt(_RANK_EFFICIENCY)
+    enough = (stats.t.ppf(1 - alpha / (2 * family), 2 * n - 2) + z) * sigma <= margin
+    return (int(n[np.argmax(enough)]) if enough.any() else None), goal if enough.any() else "on the band's edge"
 
 
 def runs_to_settle(
@@ -789,23 +825,23 @@ def runs_to_settle(
     by: list[str] | None = None,
     alpha: float = 0.05,
     band: float = 0.02,
+    power: float = SETTLE_POWER,
 ) -> pl.DataFrame:
     """Return, per comparison of :func:`comparison_table`, about how many runs per side would reach a verdict.
 
-    A plan from the observed spread, not a promise (the next runs move the estimate too). On the log
-    scale, with the pooled standard deviation ``s`` of the runs of both sides and the observed change
-    ``d`` (the log of the comparison's Hodges–Lehmann ratio), the change's interval has half-width about
-    ``t(2n−2, 1 − α/(2m))·s·√(2/n)`` with n runs per side and m comparisons in the family (Holm's
-    worst case). A verdict needs the interval clear of the band's edge ``b = ln(1 + band)``: outside
-    it (improved or regressed) when ``|d| > b``, inside it (equivalent) otherwise. ``runs`` is the
-    smallest n that does this, and at least what makes the exact test possible
-    (:func:`runs_to_test`); None with ``why`` when it cannot be said: one run per side gives no
-    spread, or more than :data:`SETTLE_MOST` runs would be needed.
+    A plan, not a promise: :func:`runs_for` with the spread and change these runs show, the runs per side
+    that reach the verdict about ``power`` of the time if the spread and change stay as measured. The
+    spread is the pooled standard deviation ``s`` of the logs of both sides' runs; the change ``d`` the log
+    of the comparison's Hodges–Lehmann ratio. A few runs measure ``s`` loosely, so ``runs_high`` plans with
+    its :data:`SPREAD_BOUND` upper confidence bound (χ² on the pooled degrees of freedom): between the two
+    lies what a reader should expect. Both are at least what makes the exact test possible
+    (:func:`runs_to_test`); None with ``reason`` when it cannot be said: one run per side gives no spread,
+    or more than :data:`SETTLE_MOST` runs would be needed.
 
     Columns: ``by``, ``factor``, ``runs_baseline``, ``runs_now``, ``spread_pct`` (``s`` as a
-    percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` (per side), ``reason`` (``"rate-capped"``,
-    ``"one run a side"``, ``"on the band's edge"``, or the verdict sought: ``"outside"`` or ``"inside"`` the
-    band), ``floor`` (the runs that make the test possible) and ``band``
+    percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` and ``runs_high`` (per side), ``power``,
+    ``reason`` (``"rate-capped"``, ``"one run a side"``, ``"on the band's edge"``, or the verdict sought:
+    ``"outside"`` or ``"inside"`` the band), ``floor`` (the runs that make the test possible) and ``band``
     (:func:`benchlib.words.compare.settle_why` says them).
     """
     by = by or []
@@ -814,48 +850,43 @@ def runs_to_settle(
         return pl.DataFrame()
     family = int(table["family"][0])
     floor = runs_to_test(family, alpha)
-    edge = math.log1p(band)
-    n = np.arange(2, SETTLE_MOST + 1)
-    factor_t = stats.t.ppf(1 - alpha / (2 * family), 2 * n - 2) * np.sqrt(2 / n)
     rows = []
     for row in table.iter_rows(named=True):
         where = {k: row[k] for k in by}
-        base = np.log(
-            _values(frame.filter(*(pl.col(k) == v for k, v in where.items())), value, factor, baseline, where)
-        )
-        new = np.log(
-            _values(frame.filter(*(pl.col(k) == v for k, v in where.items())), value, factor, row[factor], where)
-        )
+        group = frame.filter(*(pl.col(k) == v for k, v in where.items()))
+        base = np.log(_values(group, value, factor, baseline, where))
+        new = np.log(_values(group, value, factor, row[factor], where))
         sides = [x for x in (base, new) if len(x) >= 2]
         out = {**where, factor: row[factor], "runs_baseline": len(base), "runs_now": len(new)}
-        unknown = {"spread_pct": None, "change_pct": None, "runs": None, "floor": floor, "band": band}
+        unknown = {"spread_pct": None, "change_pct": None, "runs": None, "runs_high": None}
+        unknown |= {"power": power, "floor": floor, "band": band}
         if row["verdict"] == "rate-capped":  # more runs would measure the cap again
             rows.append(out | unknown | {"reason": "rate-capped"})
             continue
         if not sides:  # no spread to plan from
             rows.append(out | unknown | {"reason": "one run a side"})
             continue
-        s = math.sqrt(sum((len(x) - 1) * x.var(ddof=1) for x in sides) / sum(len(x) - 1 for x in sides))
+        df = sum(len(x) - 1 for x in sides)
+        s = math.sqrt(sum((len(x) - 1) * x.var(ddof=1) for x in sides) / df)
+        s_high = s * math.sqrt(df / stats.chi2.ppf(1 - SPREAD_BOUND, df))
         d = math.log(row["ratio"])  # the table's own estimate (Hodges-Lehmann), so both tables show one change
-        margin = abs(abs(d) - edge)
-        goal = "outside" if abs(d) > edge else "inside"
-        enough = factor_t * s <= margin
-        found = int(n[np.argmax(enough)]) if enough.any() else None
-        change = 100 * math.expm1(d)
-        reason = "on the band's edge" if found is None else goal
-        found = None if found is None else max(found, floor)
+        plan = {"family": family, "alpha": alpha, "band": band, "power": power}
+        found, reason = runs_for(s, d, **plan)
+        high, _ = runs_for(s_high, d, **plan)
         rows.append(
             out
             | {
                 "spread_pct": 100 * s,
-                "change_pct": change,
-                "runs": found,
+                "change_pct": 100 * math.expm1(d),
+                "runs": None if found is None else max(found, floor),
+                "runs_high": None if found is None or high is None else max(high, floor),
                 "reason": reason,
+                "power": power,
                 "floor": floor,
                 "band": band,
             }
         )
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows, schema_overrides={"runs": pl.Int64, "runs_high": pl.Int64})
 
 
 def geomean_row(table: pl.DataFrame) -> dict[str, float | None]:
