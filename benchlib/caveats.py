@@ -13,6 +13,9 @@ from __future__ import annotations
 #: the flag of the caveats that say the runs were each run once (the design says it once for the index)
 ONE_RUN = "one run"
 
+#: the flag of the caveat that no comparison can reach α with its runs (the index's design statement says it)
+TOO_FEW = "too few runs"
+
 #: the flag of the caveats that say fio ran buffered (direct=0): the page cache's figures as much as the storage's
 PAGE_CACHE = "page cache"
 

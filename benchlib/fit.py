@@ -557,6 +557,9 @@ def published_tables(study: str | ProcessedStudy) -> dict:
 
 
 #: the notebook each function fits, by the notebook's name
+#: the pages that choose their figure where none is given, not the study's (:func:`_like_for_like`)
+OWN_VALUE = frozenset({"comparison", "interaction"})
+
 PAGES = {
     "cell": cell,
     "comparison": comparison,

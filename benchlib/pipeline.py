@@ -633,7 +633,8 @@ def build_report(
         pipeline = dataclasses.replace(
             pipeline, axes=tuple(fit.axes(study)), only=pipeline.only or fit.cell_only(study)
         )
-    if "value" not in pipeline.parameters:  # the figure every page shows, said once for the index too
+    chosen = "value" in pipeline.parameters  # a figure the author chose stands on every page
+    if not chosen:  # the figure every page shows, said once for the index too
         pipeline = dataclasses.replace(pipeline, parameters={**pipeline.parameters, "value": fit.shape(study).value})
     runs = study.scan("runs").collect()
     factors = study.study.factors
@@ -654,8 +655,11 @@ def build_report(
     ]
     left_out = []  # (page, why): a page the study's data cannot support is said on the index, not drawn empty
     for nb, name, own in zip(pipeline.summary_notebooks, _names(pipeline), _own(pipeline), strict=True):
+        # not chosen: a page that compares fits its own (bandwidth where the sides ran unlike block sizes)
+        own_value = not chosen and nb.stem in fit.OWN_VALUE
+        given = {k: v for k, v in base.items() if k != "value"} if own_value else base
         try:
-            parameters = fit.fitted(nb.stem, study, {**base, **own})
+            parameters = fit.fitted(nb.stem, study, {**given, **own})
         except fit.PageLeftOut as why:
             left_out.append((name, str(why)))
             continue
@@ -820,7 +824,9 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
     ``source``: study.toml's citation (what the data are, where from), as written.
     ``design``: the study's design (:func:`benchlib.views.design`) in words, ``support``: what it can support
     (``interaction_page``: the report has one), ``runs_once``: whether every configuration was run once (the
-    index then leaves the pages' one-run caveats out: it says so once).
+    index then leaves the pages' one-run caveats out: it says so once), ``too_few``: whether the repeated
+    configurations all ran too few times for any comparison of two to reach α (the support says so once, and
+    the index leaves the pages' caveat of it out).
     ``caveats``: the sections of the study's README whose heading says what the data is not
     (or its limits, caveats), as written.
     ``provenance``: benchlib's version and commit, a digest of the raw files, package versions and the
@@ -853,6 +859,10 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
         "design": design_statement(found, with_support=False),
         "support": "\n\n".join(support(found, interaction_page=interaction_page)) if found else "",
         "runs_once": found is not None and found.runs_high == 1,
+        "too_few": found is not None
+        and found.min_p is not None
+        and found.min_p > 0.05
+        and found.repeated_low == found.runs_high,
         "caveats": caveats,
         "provenance": "\n".join(provenance),
     }

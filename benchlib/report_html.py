@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from benchlib.caveats import ONE_RUN, PAGE_CACHE, flag_of
+from benchlib.caveats import ONE_RUN, PAGE_CACHE, TOO_FEW, flag_of
 from benchlib.tables import MISSING, inline, levels_words, number, runs_read, show
 
 if TYPE_CHECKING:
@@ -202,6 +202,8 @@ def _inline(text: str) -> str:
     escaped = html.escape(text)
     escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
     escaped = re.sub(r"(?<![*\w])\*([^*\s][^*]*?)\*(?![*\w])", r"<em>\1</em>", escaped)
+    # a link to another page of the report alone (``[Comparison](comparison.html)``): no scheme, no path
+    escaped = re.sub(r"\[([^\]]+)\]\(([\w=.-]+\.html)\)", r"<a href='\2'>\1</a>", escaped)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
 
 
@@ -236,12 +238,21 @@ def _without_title(source: str, title: str) -> str:
     return rest if heading and heading[1].strip().lower() == title.lower() else source
 
 
-def _outputs_html(notebook: Path, out: Path, title: str = "", files: str = "") -> str:
+#: a paragraph of a notebook's own text this long, on two pages of one report, is said on the first alone
+SAID_ONCE_WORDS = 40
+
+
+def _outputs_html(
+    notebook: Path, out: Path, title: str = "", files: str = "", said: dict[str, str] | None = None, link: str = ""
+) -> str:
     """Return a page's body from an executed notebook: its Markdown, tables and figures, in order.
 
     A Markdown heading that only repeats the page's title (a summary notebook's ``# Fairness`` on
     the page "Fairness") is left out. ``files``: the figures' folder relative to the page; each figure is
-    followed by links to its SVG, PNG and Vega-Lite files there (for a post, or to redraw it).
+    followed by links to its SVG, PNG and Vega-Lite files there (for a post, or to redraw it). ``said``:
+    the report's long paragraphs of notebook text so far, each with a link to the page that says it; one
+    said already (the comparison method on a second comparison page) is a link to it, and this page's are
+    added with ``link`` (this page, as a Markdown link).
     """
     parts, figure = [], 0
     for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
@@ -250,7 +261,8 @@ def _outputs_html(notebook: Path, out: Path, title: str = "", files: str = "") -
         ).get("tags", []):
             continue
         if cell["cell_type"] == "markdown":
-            parts.append(_markdown(_without_title("".join(cell["source"]), title)))
+            text = _without_title("".join(cell["source"]), title)
+            parts.append(_markdown(text if said is None else _said_once(text, said, link)))
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if any(m in data for m in VEGALITE):
@@ -265,6 +277,25 @@ def _outputs_html(notebook: Path, out: Path, title: str = "", files: str = "") -
             elif output.get("output_type") == "stream":
                 parts.append(f"<pre>{html.escape(''.join(output.get('text', '')))}</pre>")
     return "\n".join(parts)
+
+
+def _said_once(text: str, said: dict[str, str], page: str) -> str:
+    """Return a notebook's Markdown with each long paragraph an earlier page said as a link to that page.
+
+    ``said`` maps each paragraph to the Markdown link of the page that said it first; this page's
+    (``page``, a Markdown link) are added.
+    """
+    kept = []
+    for paragraph in text.split("\n\n"):
+        key = " ".join(paragraph.split())
+        if len(key.split()) < SAID_ONCE_WORDS or key.startswith("#"):
+            kept.append(paragraph)
+        elif key in said:  # its first sentence, and where the rest is
+            kept.append(f"{key.split('. ')[0].rstrip('.')} (said in full on {said[key]}).")
+        else:
+            said[key] = page
+            kept.append(paragraph)
+    return "\n\n".join(kept)
 
 
 def _figure(spec: object, out: Path, figure: int, files: str) -> str:
@@ -357,7 +388,10 @@ def write_html(
     qualified = [(a, *_caveat(a)) for a in answers or []]  # each answer with its caveat and that caveat's flag
     said |= {p.strip() for _, caveat, _ in qualified for p in caveat.split("\n\n") if p.strip()}
     # caveats the pages print flagged (benchlib.caveats): each flag said once on the index
-    flags = {flag for _, _, flag in qualified if flag} | ({ONE_RUN} if front.get("runs_once") else set())
+    flags = {flag for _, _, flag in qualified if flag} | {
+        flag for flag, key in ((ONE_RUN, "runs_once"), (TOO_FEW, "too_few")) if front.get(key)
+    }
+    method: dict[str, str] = {}  # the pages' long paragraphs of method, each said on the first page alone
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
@@ -366,7 +400,10 @@ def write_html(
         files = (
             execution.output_dir.relative_to(folder).as_posix() if execution.output_dir.is_relative_to(folder) else ""
         )
-        body += _outputs_html(execution.output_dir / execution.notebook.name, execution.output_dir, title, files)
+        link = f"[{title.replace('[', '(').replace(']', ')')}]({page})"  # where a paragraph said again is
+        body += _outputs_html(
+            execution.output_dir / execution.notebook.name, execution.output_dir, title, files, method, link
+        )
         used.update(used_terms(body))
         body += _terms(body)
         (folder / page).write_text(_page(f"{title} · {pipeline.title}", body), encoding="utf-8")
@@ -623,12 +660,32 @@ def _setting_change(a: dict, others: str) -> str:
             change += f": {others} higher in {a['higher']}, lower in {a['lower']}"
         elif n in (a.get("higher"), a.get("lower")):
             change += f": {others} {'higher' if a.get('higher') == n else 'lower'} in every one"
+    split = a.get("split")
+    if split and split["totals"]["n"] and split["one_member"]["n"]:  # each kind's range on its own
+        totals, one = split["totals"], split["one_member"]
+        vm = inline("vm")
+        return (
+            f"{value} changed by {_span(totals)} over {_comparisons(totals['n'])} of run totals; where the data "
+            f"list only one of the run's {vm}s ({_comparisons(one['n'])}), that {vm}'s figure changed by {_span(one)}"
+        )
     if a.get("one_member"):  # a published table that lists one VM of a run: its figure, not the run's total
         change += (
             f" (in {a['one_member']} of them the data list only one of the run's {inline('vm')}s: the change is "
             f"that {inline('vm')}'s, not the run's total)"
         )
     return change
+
+
+def _span(part: dict) -> str:
+    """Say a range of changes (:func:`benchlib.results._changes`): ``-21.4% (SIOC off) to +32.5% (SIOC on)``."""
+    low, high = (f" ({runs_read(part[k])})" if part.get(k) else "" for k in ("low_at", "high_at"))
+    if part["n"] == 1 or number(part["low"]) == number(part["high"]):
+        return f"{_change(part['low'])}{low}"
+    return f"{_change(part['low'])}{low} to {_change(part['high'])}{high}"
+
+
+def _comparisons(n: int) -> str:
+    return "one comparison" if n == 1 else f"{n} comparisons"
 
 
 def _change(pct: float) -> str:

@@ -175,7 +175,8 @@ def factor_answers(study: object) -> list[dict]:
     ``verdicts`` (``{verdict: count}``), as :func:`benchlib.stats.compare.comparison_table` finds them;
     ``one_side_capped``: how many comparisons set a rate-capped side against an uncapped one (the cap
     set one side's totals); ``one_member``: how many compare runs the data hold one member of, where other
-    runs hold several (one VM's figure, not a run total); ``higher`` and ``lower``: in how many comparisons
+    runs hold several (one VM's figure, not a run total), and ``split`` where both kinds are compared: each
+    kind's range on its own (``{"totals": ..., "one_member": ...}``); ``higher`` and ``lower``: in how many comparisons
     the other level's median was above, and below, the baseline's. A factor no comparison can be made of is
     left out.
     """
@@ -195,11 +196,9 @@ def factor_answers(study: object) -> list[dict]:
         if table.is_empty():
             continue
         # the change as the comparison pages give it (the median run-to-run ratio), so both say one number
-        tested = table.filter(~pl.col("rate_capped")).drop_nulls("change_pct").sort("change_pct")
-        changes = tested["change_pct"]
+        tested = table.filter(~pl.col("rate_capped")).drop_nulls("change_pct")
         held = [b for b in by if b != "phase"]
-        # the comparisons' other factors where the change was smallest and largest
-        low_at, high_at = ({b: tested[b][i] for b in held} if tested.height else {} for i in (0, -1))
+        whole = _changes(tested, held)  # with the other factors' levels where the change was smallest and largest
         # comparisons of a capped side against an uncapped one: the cap set one side's totals
         sides = units.group_by(*by, factor).agg(pl.col("rate_capped").fill_null(False).all().alias("capped"))
         base = sides.filter(pl.col(factor) == page["baseline"]).drop(factor).rename({"capped": "capped_baseline"})
@@ -216,6 +215,19 @@ def factor_answers(study: object) -> list[dict]:
             pl.col("members").max()
         )
         one_member = int((alone["members"] == 1).sum()) if (held_members["members"].max() or 0) > 1 else 0
+        # where some comparisons are one member's figure and others run totals, each kind's range on its own:
+        # a VM's -68% is not said as the end of a range of run totals
+        split = None
+        if 0 < one_member < table.height and held and set(held) <= set(alone.columns):
+            as_text = [pl.col(b).cast(pl.String) for b in held]
+            kinds = tested.with_columns(as_text).join(alone.with_columns(as_text), on=held, how="left")
+            split = {
+                kind: _changes(
+                    kinds.filter(pl.col("members").fill_null(2) > 1 if kind == "totals" else pl.col("members") == 1),
+                    held,
+                )
+                for kind in ("totals", "one_member")
+            }
 
         answers.append(
             {
@@ -227,16 +239,12 @@ def factor_answers(study: object) -> list[dict]:
                 "only": page["only"] or {},  # the runs the comparison reads
                 "comparisons": table.height,
                 "runs": int(min(table["runs_baseline"].min(), table["runs"].min())),
-                "low": float(changes.min()) if changes.len() else None,
-                "high": float(changes.max()) if changes.len() else None,
-                "low_at": low_at,
-                "high_at": high_at,
+                **{k: whole[k] for k in ("low", "high", "low_at", "high_at", "higher", "lower")},
                 "verdicts": dict(table["verdict"].value_counts().iter_rows()),
                 "one_side_capped": one_capped,
                 "one_member": one_member,
-                # how many comparisons (outside a rate cap) the other levels were higher, and lower, in
-                "higher": int((changes > 0).sum()),
-                "lower": int((changes < 0).sum()),
+                # {"totals": ..., "one_member": ...}, each as :func:`_changes`, where the two kinds mix (else None)
+                "split": split,
                 # what else changed with the factor (iodepth with the engine), and work unlike across it (IOPS of
                 # 4k against 64k): the caveats that matter most, as the comparison page finds them
                 "confounders": confounders(study, factor=factor, baseline=page["baseline"], by=held, only=page["only"]),
@@ -248,6 +256,27 @@ def factor_answers(study: object) -> list[dict]:
             }
         )
     return answers
+
+
+def _changes(tested: pl.DataFrame, held: list[str]) -> dict:
+    """Return the range of a comparison table's changes (rate-capped rows out).
+
+    ``n``, ``low``, ``high``, ``low_at`` and ``high_at`` (the other factors' levels there), ``higher`` and
+    ``lower`` (how many each way).
+    """
+    tested = tested.sort("change_pct")
+    changes = tested["change_pct"]
+    at = ({b: tested[b][i] for b in held} if tested.height else {} for i in (0, -1))
+    low_at, high_at = at
+    return {
+        "n": tested.height,
+        "low": float(changes.min()) if changes.len() else None,
+        "high": float(changes.max()) if changes.len() else None,
+        "low_at": low_at,
+        "high_at": high_at,
+        "higher": int((changes > 0).sum()),
+        "lower": int((changes < 0).sum()),
+    }
 
 
 def compared_settings(study: object) -> list[tuple[str, dict]]:

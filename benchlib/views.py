@@ -253,6 +253,8 @@ def overview(study: StudyRef) -> pl.DataFrame:
             pl.when(pl.col("format").first() != "esxtop").then(pl.col("host").drop_nulls().n_unique()).alias("hosts"),
         )
         .sort("tool", "format")
+        # fio run on one machine names no host: unknown, not 0 (the design says "none named")
+        .with_columns(pl.when(pl.col("hosts") > 0).then("hosts").alias("hosts"))
     )
     # rows of other figures (a published CPU table) measured no I/O: not runs; a column only where there are some
     return table if table["other_rows"].fill_null(0).sum() else table.drop("other_rows")

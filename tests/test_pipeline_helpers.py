@@ -242,6 +242,35 @@ def test_the_index_leaves_out_the_one_run_caveats_by_their_flag() -> None:
         "MiB/s per CPU."
     )
     assert COMPARISON_ONCE in _finding("Verdicts: 2 descriptive only.", caveats, said=set())
+    # no comparison can reach α with 3 runs a side: the index's design statement says it, once for the report
+    from benchlib.pipeline import front_matter
+    from benchlib.store import open_study
+
+    assert (
+        front_matter(open_study("fio-sample"))["too_few"] and not front_matter(open_study("pvscsi-vs-lsi"))["too_few"]
+    )
+
+
+def test_a_long_paragraph_two_pages_share_is_said_in_full_on_the_first_alone() -> None:
+    """Two comparison pages of one report opened with the same 135 words of method: the second links to it."""
+    from benchlib.report_html import _markdown, _said_once
+
+    method = "The unit is the run. " + "Each word of the method, said once. " * 10
+    said: dict[str, str] = {}
+    first = _said_once(f"## How\n\n{method}\n\nA short line, said on both.", said, "[Comparison](comparison.html)")
+    assert method in first and said == {" ".join(method.split()): "[Comparison](comparison.html)"}
+    again = _said_once(f"## How\n\n{method}\n\nA short line, said on both.", said, "[Per test](per-test.html)")
+    linked = "The unit is the run (said in full on [Comparison](comparison.html))."
+    assert again == f"## How\n\n{linked}\n\nA short line, said on both."
+    assert "the run (said in full on <a href='comparison.html'>Comparison</a>).</p>" in _markdown(again)
+    # a link to a page of the report alone: no scheme, no folder, no markup from the text
+    for text in (
+        "[x](javascript:alert(1).html)",
+        "[x](../a.html)",
+        "[x](http://a.b/c.html)",
+        "[x](a.html' onclick='y)",
+    ):
+        assert "<a " not in _markdown(text)
 
 
 def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_once() -> None:
@@ -251,14 +280,21 @@ def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_o
     table = pl.DataFrame({"bs": ["4k", "64k"], "engine": ["libaio", "libaio"], "verdict": ["improved", "rate-capped"]})
     settle = pl.DataFrame(
         {"bs": ["4k", "64k"], "engine": ["libaio", "libaio"], "runs_baseline": [1, 1], "runs_now": [1, 1]}
-    ).with_columns(spread_pct=None, change_pct=pl.lit(5.0), runs=pl.lit(None, pl.Int64), why=pl.lit("one run per side"))
+    ).with_columns(
+        spread_pct=None,
+        change_pct=pl.lit(5.0),
+        runs=pl.lit(None, pl.Int64),
+        runs_high=pl.lit(None, pl.Int64),
+        why=pl.lit("one run per side"),
+    )
     said, rows = settle_section(settle, table, by=["bs"], factor="engine")
     assert rows is None and said[0].startswith("Left out: the 1 rate-capped comparisons")
     assert said[1] == "For the one comparison: one run per side."
-    planned = settle.with_columns(runs=pl.Series([4, 441]))
+    planned = settle.with_columns(runs=pl.Series([4, 441]), runs_high=pl.Series([9, 1234]))
     said, rows = settle_section(planned, table.with_columns(verdict=pl.lit("improved")), by=["bs"], factor="engine")
     # an estimate from a few runs' spread: two significant digits, not 441 as if counted
     assert said == [] and rows is not None and rows["runs"].to_list() == [4, 440]
+    assert rows["runs_high"].to_list() == [9, 1200]
     # the change as the comparison table says it, to 2 decimals: not 3 significant digits of its own
     assert rows["change_pct"].to_list() == ["+5.00%", "+5.00%"]
 

@@ -149,7 +149,15 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     # which way, plainly; and the comparisons of the one VM a published table lists, said to be its figure
     assert (controller["higher"], controller["lower"], controller["one_member"]) == (2, 4, 4)
     published_said = _answers(list(published.values()))
-    assert "PVSCSI higher in 2, lower in 4 (in 4 of them the data list only one of the run" in published_said
+    # each kind's range on its own: a VM's -67.9% is not said as the end of a range of run totals
+    totals, one = controller["split"]["totals"], controller["split"]["one_member"]
+    assert (totals["n"], totals["higher"], totals["lower"], one["n"], one["higher"], one["lower"]) == (2, 1, 1, 4, 1, 3)
+    assert round(totals["low"], 1) == -21.4 and round(one["low"], 1) == -67.9 and one["low_at"]["sioc"] == "off"
+    assert re.search(
+        r"\+32.5% \(SIOC on; test seq\w+( read 128k)?\) over 2 comparisons of run totals; where", published_said
+    )
+    assert "only one of the run&#x27;s VMs (4 comparisons), that VM&#x27;s figure changed by -67.9%" in published_said
+    assert measured["ioengine"]["split"] is None  # every run of loopback holds all its hosts
     # SIOC on was published for one test: the answer says which runs it reads
     assert re.search(r"bandwidth \(MiB/s\) per run of test seq(read|uential read 128k) changed by", published_said)
     assert "64k higher in every one" in said

@@ -77,6 +77,8 @@ def test_the_overview_counts_runs_not_rows_and_says_what_the_design_supports() -
     assert table["fio-json+"]["runs"] == 87 and table["fio-json+"]["hosts"] == 4  # not 435 runs on 5 hosts
     assert table["fio-log"]["runs"] is None  # logs are files of the runs above
     assert table["fio-log"]["files"] == 3744  # every log with data, identical ones too (3,693 contents); 96 are empty
+    local = {r["format"]: r for r in overview("fio-sample").iter_rows(named=True)}
+    assert local["fio-json+"]["runs"] == 7 and local["fio-json+"]["hosts"] is None  # fio on one machine: none named
     text = design_statement(design("loopback-fio"))
     assert "87 runs: 3 per configuration; 4 hosts per run; runtime 3 s measured after a 1 s ramp" in text
     assert "fio-3." in text and "queue depth (1, 2," in text
@@ -317,7 +319,7 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     from benchlib.stats.compare import comparison_table, geomean_row, holm, runs_to_settle
     from benchlib.tables import verdict_lines
     from benchlib.views import run_totals
-    from benchlib.words.compare import design_summary, with_settle_why
+    from benchlib.words.compare import design_summary, untestable_caveat, with_settle_why
 
     by = ["profile", "block_size", "rate_cap"]
     units = run_totals("loopback-fio", "iops", ["ioengine", *by], only={"profile": ["randread", "randwrite"]})
@@ -332,7 +334,7 @@ def test_comparisons_run_under_a_rate_cap_are_said_to_measure_the_cap() -> None:
     assert free["p_holm"].to_list() == pytest.approx(list(holm(free["p"].to_numpy())))  # Holm over these 4 only
     summary = design_summary(table)
     assert "the 4 rate-capped rows are left out: their totals are what the cap allowed" in summary
-    assert "5 runs per configuration would make every row testable" in summary
+    assert "5 runs per configuration would make every row testable" in untestable_caveat(table).text
     # the summary says both verdicts in full: no line repeats them (the table's Verdict column names the rows)
     assert verdict_lines(table, by=by, factor="ioengine") == []
     mixed_verdicts = table.with_columns(

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from benchlib.caveats import TOO_FEW
 from benchlib.paths import RAW
 from benchlib.sources import read
 from benchlib.stats.aggregate import pooled_percentiles, rate_over_runs
@@ -41,7 +42,7 @@ from benchlib.stats.steady import (
     pts_window,
     steady_windows,
 )
-from benchlib.words.compare import design_summary, verdict_note, with_notes
+from benchlib.words.compare import design_summary, untestable_caveat, verdict_note, with_notes
 
 
 @pytest.mark.parametrize(("n", "j", "k", "level"), [(10, 2, 9, 0.9785), (6, 1, 6, 0.969), (20, 6, 15, 0.959)])
@@ -168,9 +169,10 @@ def test_a_change_the_design_could_not_detect_is_not_called_no_change() -> None:
     assert (table["p_min"] == 0.1).all() and table["delta"].to_list() == ["~"] * 8
     note = verdict_note(table.filter(pl.col("bs") == "bs0").row(0, named=True))
     assert "0.1 (0.8 after Holm over 8 comparisons)" in note and "6 runs per side" in note
-    summary = design_summary(table)
-    assert "8 comparisons" in summary and "cannot test" in summary and "6 runs per configuration" in summary
-    assert "no significant change" not in " ".join(with_notes(table)["note"]) + summary
+    summary, why = design_summary(table), untestable_caveat(table)
+    assert "8 comparisons" in summary and "cannot test" in why.text and "6 runs per configuration" in why.text
+    assert why.flag == TOO_FEW  # the index says it once, with what the design can support
+    assert "no significant change" not in " ".join(with_notes(table)["note"]) + summary + why.text
 
 
 def test_unequal_groups_are_judged_by_their_own_smallest_p() -> None:

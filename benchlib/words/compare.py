@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, Caveat
+from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, TOO_FEW, Caveat
 from benchlib.stats.compare import SETTLE_MOST
 from benchlib.stats.design import LAG_FROM, runs_to_test
 from benchlib.tables import inline, level, number, signed
@@ -92,17 +92,26 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
         f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
         f"at α = {alpha}. Verdicts: {tally}."
     )
-    untestable = tested.filter(pl.col("verdict") == "not testable at this n")
-    if untestable.height == tested.height:
-        need = runs_to_test(family, alpha)
-        text += (
-            f" No comparison can reach α with these runs (the smallest p any of them allows is "
-            f"{tested['p_min'].min():.3g}"
-            + (f", {min(1.0, family * tested['p_min'].min()):.3g} after correction" if family > 1 else "")
-            + "): "
-            f"the comparison describes, it cannot test; {need} runs per configuration would make every row testable."
-        )
     return text
+
+
+def untestable_caveat(table: pl.DataFrame, *, alpha: float = 0.05) -> Caveat | None:
+    """Return the caveat that no row of a comparison table can reach α with its runs, None where one can.
+
+    Shown after :func:`design_summary`, flagged :data:`benchlib.caveats.TOO_FEW`: the index's statement of
+    what the design can support says it once for the report.
+    """
+    tested = table.filter(pl.col("verdict") != "rate-capped") if table.height else table
+    if tested.is_empty() or not (tested["verdict"] == "not testable at this n").all():
+        return None
+    family, smallest = int(table["family"][0]), tested["p_min"].min()
+    corrected = f", {min(1.0, family * smallest):.3g} after correction" if family > 1 else ""
+    return Caveat(
+        TOO_FEW,
+        f"No comparison can reach α with these runs (the smallest p any of them allows is {smallest:.3g}"
+        f"{corrected}): the comparison describes, it cannot test; {runs_to_test(family, alpha)} runs per "
+        "configuration would make every row testable.",
+    )
 
 
 def settle_why(row: dict) -> str:
@@ -122,7 +131,7 @@ def with_settle_why(settle: pl.DataFrame) -> pl.DataFrame:
     if settle.is_empty() or "reason" not in settle.columns:  # empty, or said already
         return settle
     whys = [settle_why(row) for row in settle.iter_rows(named=True)]
-    return settle.with_columns(pl.Series("why", whys, dtype=pl.String)).drop("reason", "floor", "band")
+    return settle.with_columns(pl.Series("why", whys, dtype=pl.String)).drop("reason", "floor", "band", "power")
 
 
 def two_level_note(row: dict) -> str:
