@@ -73,7 +73,8 @@ TERMS = (
         "Holm",
         r"\bHolm",
         "Holm's correction: it raises each p of a family of tests so that the chance of any false "
-        "alarm among them stays at or below α.",
+        "alarm among them stays at or below α; a comparison table's band verdicts (improved, regressed, "
+        "equivalent) are held to the same α, each on its change's interval at 1 - 0.05/m for m comparisons.",
     ),
     (
         "Freedman-Lane",
@@ -666,7 +667,8 @@ def _setting_change(a: dict, others: str) -> str:
         vm = inline("vm")
         return (
             f"{value} changed by {_span(totals)} over {_comparisons(totals['n'])} of run totals; where the data "
-            f"list only one of the run's {vm}s ({_comparisons(one['n'])}), that {vm}'s figure changed by {_span(one)}"
+            f"list only one of the run's {vm}s ({_comparisons(one['n'])}), that {vm}'s {inline(a['value'])} changed "
+            f"by {_span(one)}"
         )
     if a.get("one_member"):  # a published table that lists one VM of a run: its figure, not the run's total
         change += (

@@ -81,6 +81,10 @@ def test_runs_to_settle_says_when_it_cannot() -> None:
     edge = _sides(base, [1.02 * v for v in base])  # exactly +2%: on the ±2% band's edge
     row = runs_to_settle(edge, "iops", factor="controller", baseline="LSI", band=0.02).row(0, named=True)
     assert row["runs"] is None and f"{SETTLE_MOST:,}" in settle_why(row)
+    # well inside the band, but the runs spread 30%: equivalence is what is out of reach, and said so
+    wide = [1000.0, 1500, 700, 1300]
+    far = runs_to_settle(_sides(wide, [1.004 * v for v in wide]), "iops", factor="controller", baseline="LSI")
+    assert settle_why(far.row(0, named=True)) == "to show the change inside the ±2% band: more than 1,000 runs per side"
     same = runs_to_settle(_lognormal(0.0, 30, 0.02, seed=2), "iops", factor="controller", baseline="LSI")
     # no change: equivalence is sought, two one-sided tests each clear of their edge (more runs than one)
     assert same["reason"][0] == "inside" and same["runs"][0] <= same["runs_high"][0] < SETTLE_MOST

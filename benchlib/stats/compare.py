@@ -658,7 +658,7 @@ def comparison_table(
     if baseline not in levels:
         raise ValueError(f"baseline {baseline!r} is not a level of {factor}; its levels: {', '.join(map(str, levels))}")
     better = _higher_is_better(value) if higher_is_better is None else higher_is_better
-    rows = []
+    rows, sides = [], []
     for key, group in frame.sort([*by, factor]).group_by(by or [pl.lit(0).alias("_all")], maintain_order=True):
         where = dict(zip(by, key, strict=False)) if by else {}
         base = _values(group, value, factor, baseline, where)
@@ -669,10 +669,27 @@ def comparison_table(
                     group.filter(pl.col(factor).is_in([baseline, level]))["rate_capped"].fill_null(False).all()
                 )
                 rows.append({**where, factor: level, **_compare_pair(base, new, confidence), "rate_capped": capped})
+                sides.append((base, new))
     if not rows:
         return pl.DataFrame()
-    table = pl.DataFrame(rows)
+    table = pl.DataFrame(_with_band_intervals(rows, sides, confidence))
     return _verdicts(table, alpha=alpha, band=band, better=better)
+
+
+def _with_band_intervals(rows: list[dict], sides: list[tuple], confidence: float) -> list[dict]:
+    """Add the interval each row's band verdict rests on: ``band_low``, ``band_high``, ``band_confidence``.
+
+    The band's verdicts are under the family's control too (Bonferroni): with m comparisons (the rate-capped
+    ones left out) each rests on the interval at ``1 - (1 - confidence) / m``, the table's own where m is 1.
+    """
+    family = max(1, sum(not row["rate_capped"] for row in rows))
+    wider = 1 - (1 - confidence) / family
+    for row, (base, new) in zip(rows, sides, strict=True):
+        low, high = row["ratio_low"], row["ratio_high"]
+        if family > 1 and not row["rate_capped"]:
+            _, low, high = shift_interval(np.sort(base), np.sort(new), wider)
+        row |= {"band_low": low, "band_high": high, "band_confidence": wider}
+    return rows
 
 
 def _values(group: pl.DataFrame, value: str, factor: str, level: object, where: dict) -> np.ndarray:
@@ -752,7 +769,7 @@ def _verdict(row: dict, *, alpha: float, band: float, better: bool) -> str:
         return "descriptive only"
     if min(1.0, row["family"] * row["p_min"]) > alpha:
         return "not testable at this n"
-    low, high = row["ratio_low"], row["ratio_high"]
+    low, high = row["band_low"], row["band_high"]  # at the family's confidence: a band claim is one of m
     if low is None or high is None:
         return "inconclusive"
     low, high = low - 1, high - 1
@@ -776,7 +793,7 @@ def summarised_verdicts(table: pl.DataFrame) -> set[str]:
     return said
 
 
-#: The most runs per side :func:`runs_to_settle` searches; beyond it the change sits on the band's edge.
+#: The most runs per side :func:`runs_to_settle` searches.
 SETTLE_MOST = 1000
 #: the chance of reaching the verdict :func:`runs_to_settle` plans for
 SETTLE_POWER = 0.8
@@ -804,7 +821,7 @@ def runs_for(
     *improved*/*regressed* (``"outside"``, where ``|change|`` is past the band's edge ``b``) needs the
     interval clear of it: ``(t + z(power))·σ ≤ |change| − b``; *equivalent* (``"inside"``) needs it within
     both edges, two one-sided tests: ``(t + z((1 + power)/2))·σ ≤ b − |change|``. None where more than
-    :data:`SETTLE_MOST` runs would be needed (``"on the band's edge"``).
+    :data:`SETTLE_MOST` runs would be needed (the change near the band's edge, or the spread wide).
     """
     edge = math.log1p(band)
     goal = "outside" if abs(change) > edge else "inside"
@@ -813,7 +830,7 @@ def runs_for(
     n = np.arange(2, SETTLE_MOST + 1)
     sigma = spread * np.sqrt(2 / n) * math.sqrt(_RANK_EFFICIENCY)
     enough = (stats.t.ppf(1 - alpha / (2 * family), 2 * n - 2) + z) * sigma <= margin
-    return (int(n[np.argmax(enough)]) if enough.any() else None), goal if enough.any() else "on the band's edge"
+    return (int(n[np.argmax(enough)]) if enough.any() else None), goal
 
 
 def runs_to_settle(
@@ -840,9 +857,9 @@ def runs_to_settle(
 
     Columns: ``by``, ``factor``, ``runs_baseline``, ``runs_now``, ``spread_pct`` (``s`` as a
     percentage), ``change_pct`` (``exp(d) − 1``), ``runs`` and ``runs_high`` (per side), ``power``,
-    ``reason`` (``"rate-capped"``, ``"one run a side"``, ``"on the band's edge"``, or the verdict sought:
-    ``"outside"`` or ``"inside"`` the band), ``floor`` (the runs that make the test possible) and ``band``
-    (:func:`benchlib.words.compare.settle_why` says them).
+    ``reason`` (``"rate-capped"``, ``"one run a side"``, or the verdict sought: ``"outside"`` or
+    ``"inside"`` the band; ``runs`` None there: more than :data:`SETTLE_MOST`), ``floor`` (the runs that
+    make the test possible) and ``band`` (:func:`benchlib.words.compare.settle_why` says them).
     """
     by = by or []
     table = comparison_table(frame, value, factor=factor, baseline=baseline, by=by, alpha=alpha, band=band)

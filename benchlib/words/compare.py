@@ -35,9 +35,18 @@ def verdict_note(row: dict) -> str:
     low, high = row["ratio_low"], row["ratio_high"]
     if low is None or high is None:
         return f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
+    interval = "the change's interval"
+    if family > 1:  # the band's verdicts rest on the interval at the family's confidence (Bonferroni)
+        low, high = row.get("band_low"), row.get("band_high")
+        confidence = f"{100 * row['band_confidence']:.3g}%"
+        if low is None or high is None:
+            return (
+                f"{n1} vs {n2} runs: too few for the {confidence} interval the {family} comparisons need together, "
+                "so no band can be judged"
+            )
+        interval = f"the change's {confidence} interval (the {family} comparisons together)"
     where = (
-        f"the change's interval is {100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%, the practical band "
-        f"±{100 * row['band']:g}%"
+        f"{interval} is {100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%, the practical band ±{100 * row['band']:g}%"
     )
     if verdict in ("improved", "regressed"):
         return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
@@ -114,6 +123,18 @@ def untestable_caveat(table: pl.DataFrame, *, alpha: float = 0.05) -> Caveat | N
     )
 
 
+#: how the comparison page's runs-to-settle plan is made (:func:`benchlib.stats.compare.runs_to_settle`), said
+#: where the page has a plan
+SETTLE_METHOD = (
+    "A plan, not a promise: for each comparison, about how many runs per side would give it a verdict (the "
+    "change's interval clear of the practical band: outside it for *improved* or *regressed*, inside it for "
+    "*equivalent*) 80% of the time if the spread and the change stay as these runs measured them, with the "
+    "family's correction and at least the runs the exact test needs. A few runs measure the spread loosely, so a "
+    "second figure plans with the largest spread they allow (its 80% upper bound): expect the runs needed "
+    "between the two."
+)
+
+
 def settle_why(row: dict) -> str:
     """Say why a :func:`~benchlib.stats.compare.runs_to_settle` row asks for its runs, or cannot say how many."""
     reason = row["reason"]
@@ -121,9 +142,10 @@ def settle_why(row: dict) -> str:
         return "rate-capped: more runs would measure the cap again; run it uncapped to test the setting"
     if reason == "one run a side":
         return f"one run per side has no spread to plan from: run each {row['floor']} times, then ask again"
-    if reason == "on the band's edge":
-        return f"the change sits on the band's edge: more than {SETTLE_MOST:,} runs per side"
-    return f"to show the change {reason} the ±{100 * row['band']:g}% band"
+    goal = f"to show the change {reason} the ±{100 * row['band']:g}% band"
+    if row["runs"] is None:  # near the band's edge, or a wide spread: no plan within reach
+        return f"{goal}: more than {SETTLE_MOST:,} runs per side"
+    return goal
 
 
 def with_settle_why(settle: pl.DataFrame) -> pl.DataFrame:
