@@ -42,16 +42,16 @@ MANY_MEMBERS = 16
 ROW_STEP = 16
 FONT = "DejaVu Sans"
 PALETTE = ["#1f5f8b", "#d9822b", "#3a8f5c", "#a23b72", "#6c757d", "#c9b037"]
-#: each verdict of :data:`benchlib.stats.compare.VERDICTS` in one colour wherever it is drawn: an effect in
-#: green or red, no change in teal; none of them grey, the colour of the runs drawn behind them
+#: each verdict of :data:`benchlib.stats.compare.VERDICTS` in one colour wherever it is drawn, and no colour of
+#: :data:`PALETTE` (a level's): an effect in green or red, no change in teal; none grey, the runs' colour
 VERDICT_COLOURS = {
-    "improved": "#3a8f5c",
-    "regressed": "#b5403a",
-    "equivalent": "#2a9d8f",
-    "inconclusive": "#d9822b",
-    "not testable at this n": "#6a4c93",
-    "descriptive only": "#1f5f8b",
-    "rate-capped": "#a23b72",
+    "improved": "#2e7d32",
+    "regressed": "#c62828",
+    "equivalent": "#00838f",
+    "inconclusive": "#8d6e63",
+    "not testable at this n": "#4527a0",
+    "descriptive only": "#37474f",
+    "rate-capped": "#f9a825",
 }
 #: the runs drawn behind a summary of them
 RUNS_GREY = "#a6a6a6"
@@ -500,7 +500,10 @@ def comparison(
     dots = _runs_against_baseline(runs, table, value=value, factor=factor, baseline=baseline, label=label)
     if dots is not None and dots.height:
         rows += "; grey: each run against the baseline's median"
-        side = alt.Shape("side:N", title="runs", legend=alt.Legend(orient="bottom"), sort=sorted(set(dots["side"])))
+        # a shape per role, the same in every report: the baseline's runs a circle, the others' a square
+        roles = [dots.filter(pl.col("baseline"))["side"][0], dots.filter(~pl.col("baseline"))["side"][0]]
+        scale = alt.Scale(domain=roles, range=["circle", "square"])
+        side = alt.Shape("side:N", title="runs", legend=alt.Legend(orient="bottom"), scale=scale)
         layers.insert(
             1,
             _chart(dots)
@@ -529,6 +532,8 @@ def _runs_against_baseline(
     """
     if runs is None or runs.is_empty() or not value or factor not in runs.columns or table.is_empty():
         return None
+    if table["runs"].max() == 1 and table["runs_baseline"].max() == 1:  # each run is the change drawn: no spread
+        return None
     by = [c for c in label if c != factor]
     # in the study's words, as the table's rows are drawn (:func:`_in_words`)
     runs = runs.filter(pl.col(value).is_not_null()).with_columns(level_expr(c) for c in (*by, factor))
@@ -536,16 +541,20 @@ def _runs_against_baseline(
     base = runs.filter(pl.col(factor) == level(factor, baseline)).drop(factor)
     median = base.group_by(by or pl.lit(0).alias("_all")).agg(pl.col(value).median().alias("_median"))
     base = base.join(compared, on=by) if by else base.join(compared, how="cross")
-    base = base.with_columns(pl.lit(f"a run of {level(factor, baseline)}").alias("side"))
-    levels = compared[factor].unique().to_list()
-    named = f"a run of {levels[0]}" if len(levels) == 1 else "a run of the level compared"
-    new = runs.join(compared, on=[*by, factor]).with_columns(pl.lit(named).alias("side"))
-    both = pl.concat([new.select(*by, factor, value, "side"), base.select(*by, factor, value, "side")])
+    base = base.with_columns(pl.lit(f"baseline run ({level(factor, baseline)})").alias("side"), baseline=True)
+    levels = compared[factor].unique().sort().to_list()
+    named = f"run of {levels[0]}" if len(levels) == 1 else "run of the level compared"
+    new = runs.join(compared, on=[*by, factor]).with_columns(pl.lit(named).alias("side"), baseline=False)
+    kept = [*by, factor, value, "side", "baseline"]
+    both = pl.concat([new.select(kept), base.select(kept)])
     both = both.join(median, on=by) if by else both.join(median.drop("_all"), how="cross")
     return (
         both.filter(pl.col("_median") > 0)
         .select(
-            _joined(label).alias("comparison"), "side", ((pl.col(value) / pl.col("_median") - 1) * 100).alias("pct")
+            _joined(label).alias("comparison"),
+            "side",
+            "baseline",
+            ((pl.col(value) / pl.col("_median") - 1) * 100).alias("pct"),
         )
         .sort(pl.all())  # joins keep no order: the same runs, the same figure
     )

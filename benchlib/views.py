@@ -1662,7 +1662,11 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     rows = _study_rows(study, only)
     rows = rows.with_columns(run_unit_expr(rows.columns), configured_depth_expr(rows.columns))
     # the I/Os all hosts of a run kept in flight at most: they share the disk whose counters each reports
-    depth = rows.group_by("run_unit").agg(pl.col("configured_depth").sum(), total_expr("iops").alias("run_iops"))
+    depth = rows.group_by("run_unit").agg(
+        pl.col("configured_depth").sum(),
+        total_expr("iops").alias("run_iops"),
+        total_expr("lat_mean_ms", rows.columns).alias("run_latency_ms"),  # all its hosts' I/Os together
+    )
     guest = (
         rows.group_by("run_id", "run_unit", *by)
         .agg(
@@ -1682,6 +1686,8 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         # fio servers on one machine each report the one disk they share: one figure per run, their median
         numeric = [c for c, t in joined.schema.items() if t.is_numeric()]
         joined = joined.group_by("run_unit", "instance", *by).agg(pl.col(numeric).median())
+        # the latency the shared disk's counters are set against: the run's, as the results table gives it
+        joined = joined.with_columns(pl.col("run_latency_ms").alias("app_latency_ms"))
         figures = "one per run; its hosts share one disk"
     split = latency_split_notes(device_latency_split(joined, by), figures=figures)
     # fio's util of one run can be far from another's: the kept runs' range beside the median, as text

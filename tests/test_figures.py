@@ -198,15 +198,18 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
     sides = {"factor": "ioengine", "baseline": "psync"}
     spec = figures.comparison(table, label=["block_size", "ioengine"], runs=per_run, value="iops", **sides).to_dict()
     dots = _values(spec["layer"][1])
-    assert len(dots) == 12 and {d["side"] for d in dots} == {"a run of libaio", "a run of psync"}
+    assert len(dots) == 12 and {d["side"] for d in dots} == {"run of libaio", "baseline run (psync)"}
     for size in ("4k", "64k"):
         base = per_run.filter(pl.col("block_size") == size, pl.col("ioengine") == "psync")["iops"]
         new = per_run.filter(pl.col("block_size") == size, pl.col("ioengine") == "libaio")["iops"]
-        drawn = sorted(
-            d["pct"] for d in dots if d["comparison"] == f"{size} / libaio" and d["side"] != "a run of psync"
-        )
+        drawn = sorted(d["pct"] for d in dots if d["comparison"] == f"{size} / libaio" and not d["baseline"])
         assert drawn == pytest.approx(sorted((new / base.median() - 1) * 100))
     assert "grey: each run against the baseline's median" in spec["title"]["subtitle"]
+    shape = spec["layer"][1]["encoding"]["shape"]["scale"]  # by role, whichever name sorts first
+    assert shape == {"domain": ["baseline run (psync)", "run of libaio"], "range": ["circle", "square"]}
+    one = table.with_columns(pl.lit(1).alias("runs"), pl.lit(1).alias("runs_baseline"))  # each run is the change
+    drawn_once = figures.comparison(one, label=["block_size", "ioengine"], runs=per_run, value="iops", **sides)
+    assert len(drawn_once.to_dict()["layer"]) == 4  # no runs layer: the one run a side is the change drawn
     # a verdict has one colour on every page: the scale names them all, the legend the ones drawn
     from benchlib.stats.compare import VERDICTS
 

@@ -156,7 +156,10 @@ def test_each_setting_is_answered_from_the_comparison_pages_table() -> None:
     assert re.search(
         r"\+32.5% \(SIOC on; test seq\w+( read 128k)?\) over 2 comparisons of run totals; where", published_said
     )
-    assert "only one of the run&#x27;s VMs (4 comparisons), that VM&#x27;s figure changed by -67.9%" in published_said
+    assert (
+        "only one of the run&#x27;s VMs (4 comparisons), that VM&#x27;s bandwidth (MiB/s) changed by -67.9%"
+        in published_said
+    )
     assert measured["ioengine"]["split"] is None  # every run of loopback holds all its hosts
     # SIOC on was published for one test: the answer says which runs it reads
     assert re.search(r"bandwidth \(MiB/s\) per run of test seq(read|uential read 128k) changed by", published_said)
