@@ -491,13 +491,18 @@ def comparison(
             tooltip=["comparison:N", "delta:N", "verdict:N"],
         )
     )
+    dots = _runs_against_baseline(runs, table, value=value, factor=factor, baseline=baseline, label=label)
+    if dots is not None and dots.height:  # a row's label starts past its runs, not over them
+        furthest = dots.group_by("comparison").agg(pl.col("pct").max().alias("_runs_to"))
+        data = data.join(furthest, on="comparison", how="left").with_columns(
+            pl.max_horizontal("label_at", "_runs_to").alias("label_at")
+        )
     # a label only where it adds to the colour: every row's verdict written out repeated the legend
     labelled = data.filter(pl.col("delta") != "~") if data["verdict"].n_unique() == 1 else data
     text = _chart(labelled).mark_text(align="left", dx=8).encode(x="label_at:Q", y=y, text="label:N")
     zero = _chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999").encode(x="zero:Q")
     rows = "each row: " + " / ".join(inline(c) for c in label)
     layers = [zero, rule, point, text]
-    dots = _runs_against_baseline(runs, table, value=value, factor=factor, baseline=baseline, label=label)
     if dots is not None and dots.height:
         rows += "; grey: each run against the baseline's median"
         # a shape per role, the same in every report: the baseline's runs a circle, the others' a square

@@ -86,7 +86,10 @@ def test_the_efficiency_finding_names_the_level_and_the_spread() -> None:
     # a tie names both leaders; write 64k has one level and is not counted
     assert "differs by test (libaio in 1, psync in 1 of 2)" in said and "2.00x" in said and "descriptive only" in said
     won = efficiency_finding(table.filter(pl.col("test") != "write 4k"), "ioengine")
-    assert "I/O engine libaio was highest in 1 of 1 tests, with 2.00x I/O engine psync's IOPS per" in won
+    assert (
+        "I/O engine libaio was highest in the one test, with 2.00x I/O engine psync's IOPS per % of one CPU. Medians"
+        in won
+    )
     assert "nothing is compared" in efficiency_finding(table.filter(pl.col("test") == "write 64k"), "ioengine")
     no_cpu = table.with_columns(pl.lit(None, dtype=pl.Float64).alias("iops_per_cpu_pct"))
     assert "nothing is compared" in efficiency_finding(no_cpu, "ioengine")

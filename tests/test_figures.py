@@ -205,6 +205,9 @@ def test_comparison_shows_interval_and_verdict(loopback) -> None:
         drawn = sorted(d["pct"] for d in dots if d["comparison"] == f"{size} / libaio" and not d["baseline"])
         assert drawn == pytest.approx(sorted((new / base.median() - 1) * 100))
     assert "grey: each run against the baseline's median" in spec["title"]["subtitle"]
+    furthest = {c: max(d["pct"] for d in dots if d["comparison"] == c) for c in ("4k / libaio", "64k / libaio")}
+    labels = {v["comparison"]: v["label_at"] for v in _values(spec["layer"][4])}  # past the row's runs, not over them
+    assert all(labels[c] >= furthest[c] for c in labels) and labels
     shape = spec["layer"][1]["encoding"]["shape"]["scale"]  # by role, whichever name sorts first
     assert shape == {"domain": ["baseline run (psync)", "run of libaio"], "range": ["circle", "square"]}
     one = table.with_columns(pl.lit(1).alias("runs"), pl.lit(1).alias("runs_baseline"))  # each run is the change

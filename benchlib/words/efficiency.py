@@ -32,10 +32,11 @@ def efficiency_finding(table: pl.DataFrame, setting: str, value: str = "iops_per
     leaders = sorted(level for level, n in wins.items() if n == most)
     if len(leaders) == 1 and most == tests and len(last) == 1:  # one level always first, one always last
         span += f" {inline(setting)} {last.pop()}'s"
+        where = "in the one test" if tests == 1 else f"in {most} of {tests} tests"
+        each = "" if tests == 1 else " in each"
         return (
-            f"**{what}**: {label(setting)} {leaders[0]} was highest in {most} of {tests} tests, with {span} "
-            f"{what} in each. Medians over {inline('vm')}s, descriptive only: no significance test of CPU "
-            "efficiency here."
+            f"**{what}**: {label(setting)} {leaders[0]} was highest {where}, with {span} {what}{each}. "
+            f"Medians over {inline('vm')}s, descriptive only: no significance test of CPU efficiency here."
         )
     if len(leaders) == 1:
         who = f"{label(setting)} {leaders[0]} was highest in {most} of {tests} tests"
