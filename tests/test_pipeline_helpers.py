@@ -273,6 +273,21 @@ def test_a_long_paragraph_two_pages_share_is_said_in_full_on_the_first_alone() -
         assert "<a " not in _markdown(text)
 
 
+def test_a_host_side_the_page_cache_answered_everywhere_says_so_first_and_once() -> None:
+    """fio-sample ran buffered: fio saw less than the await at 4k and 64k. The page's finding says it, and
+    no second sentence explains the missing chart (its first screen had only 'No esxtop capture')."""
+    from benchlib.views import disk_view
+    from benchlib.words.hostside import disk_finding, split_not_drawn
+
+    view = disk_view("fio-sample", by=["block_size"])
+    assert view["cached"].all() and view.height == 2
+    said = disk_finding(view, ["block_size"])
+    assert said.startswith("In every configuration fio saw less latency than the block layer's await")
+    assert split_not_drawn(view) == ""
+    shared = disk_view("loopback-fio", by=AXES, only={"profile": ["randread", "randwrite"]})
+    assert disk_finding(shared, AXES).startswith("Deepest queue:") and not shared["cached"].all()
+
+
 def test_the_runs_to_settle_section_leaves_capped_rows_out_and_says_one_reason_once() -> None:
     """Capped comparisons are left out and said so; a table of one reason and no plan is that reason, once."""
     from benchlib.tables import settle_section

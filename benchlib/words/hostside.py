@@ -10,8 +10,9 @@ import polars as pl
 
 from benchlib.tables import levels_words, number
 
-#: the columns :func:`benchlib.stats.queueing.device_latency_split` gives for its notes alone
-_FOR_NOTES = ("busy_at_least_pct", "in_flight", "util_all_pct", "util_low_runs", "util_high_runs", "cached")
+#: the columns :func:`benchlib.stats.queueing.device_latency_split` gives for its notes alone (``cached`` is kept:
+#: where the page cache answered every configuration, that is the page's finding)
+_FOR_NOTES = ("busy_at_least_pct", "in_flight", "util_all_pct", "util_low_runs", "util_high_runs")
 
 
 def latency_split_notes(split: pl.DataFrame, figures: str = "one per host and run") -> pl.DataFrame:
@@ -113,6 +114,11 @@ def disk_finding(view: pl.DataFrame, by: list[str]) -> str:
     Rows where the page cache answered (no "above" figure) are left out; "" when fewer than two remain.
     """
     rows = view.filter(pl.col("above_device_ms").is_not_null() & (pl.col("app_latency_ms") > 0)).sort("device_queue")
+    if _all_cached(view):
+        return (
+            "In every configuration fio saw less latency than the block layer's await: the page cache answered "
+            "part of its I/Os (buffered I/O), so the await is not fio's latency and no split of it can be drawn."
+        )
     if rows.height < 2:
         return ""
 
@@ -208,9 +214,17 @@ def copies_note(copied: list[list[str]]) -> str:
     )
 
 
+def _all_cached(view: pl.DataFrame) -> bool:
+    return view.height > 0 and "cached" in view.columns and bool(view["cached"].fill_null(False).all())
+
+
 def split_not_drawn(view: pl.DataFrame) -> str:
-    """Say why the page has no chart of where the latency was spent ("" where it has no rows to chart either)."""
-    if view.is_empty():
+    """Say why the page has no chart of where the latency was spent.
+
+    "" where it has no rows to chart either, or where the page cache answered every configuration
+    (:func:`disk_finding` says so first).
+    """
+    if view.is_empty() or _all_cached(view):
         return ""
     return (
         "No chart of where the latency was spent: in every configuration a part of it is unknown "
