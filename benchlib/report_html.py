@@ -655,8 +655,7 @@ def _setting_change(a: dict, others: str) -> str:
         within = f" (within each {', '.join(map(inline, a['by']))})" if a["by"] else ""
         change = f"{value} changed by {_change(a['low'])}{within}"
     else:
-        low, high = (f" ({runs_read(a[k])})" if a.get(k) else "" for k in ("low_at", "high_at"))
-        change = f"{value} changed by {_change(a['low'])}{low} to {_change(a['high'])}{high} over {n} comparisons"
+        change = f"{value} changed by {_span({**a, 'n': n})} over {n} comparisons"
         if a.get("higher") and a.get("lower"):  # both ways: say how often each, plainly
             change += f": {others} higher in {a['higher']}, lower in {a['lower']}"
         elif n in (a.get("higher"), a.get("lower")):
