@@ -1,10 +1,14 @@
-"""How often the runs the comparison page plans give the verdict they plan for (issue 40's calibration).
+"""Issue 40's calibration: the rates a reader gets from the comparison page's plan and the interaction test.
 
 With the true spread and change plugged into :func:`benchlib.stats.compare.runs_for`, fresh experiments of
 that many runs per side (lognormal runs, seeded) are compared by :func:`comparison_table`; the share that
 reads the verdict sought is what a reader can expect from the page's 80% plan.
 
-    .venv/bin/python bench/bench_calibration.py [--reps 400]
+The interaction page's test (:func:`benchlib.stats.factorial.interaction_p`) on run totals without any
+interaction, each combination with its own run-to-run spread: the share of experiments with p <= 0.05, its
+own and the permutation test's alone; and with a true interaction, the share it finds.
+
+    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import polars as pl
 from _results import record
 
 from benchlib.stats.compare import SETTLE_POWER, comparison_table, runs_for
+from benchlib.stats.factorial import interaction_p
 
 #: (run-to-run CV, true change, the verdict planned for)
 CASES = ((0.05, 0.05, "improved"), (0.02, 0.0, "equivalent"), (0.10, -0.10, "regressed"), (0.03, 0.08, "improved"))
@@ -28,11 +33,65 @@ def _experiment(rng: np.random.Generator, runs: int, cv: float, change: float) -
     return pl.DataFrame({"side": ["a"] * runs + ["b"] * runs, "iops": [*base, *new]})
 
 
+#: (what it is, levels of a and b, runs per combination in a-major order, CV of each, noise, interaction)
+INTERACTION_CASES = (
+    ("2 x 2, 3 runs each, every CV 2%", 2, 2, [3] * 4, [0.02] * 4, "normal", 0.0),
+    ("2 x 2, 3 runs each, one CV 8%, the others 2%", 2, 2, [3] * 4, [0.02, 0.02, 0.02, 0.08], "normal", 0.0),
+    ("2 x 2, 5 runs each, one CV 8%", 2, 2, [5] * 4, [0.02, 0.02, 0.02, 0.08], "normal", 0.0),
+    ("2 x 2, 6 runs, the one at CV 8% 3 runs", 2, 2, [6, 6, 6, 3], [0.02, 0.02, 0.02, 0.08], "normal", 0.0),
+    ("3 x 2, 3 runs each, CVs 2, 2, 4, 4, 8, 8%", 3, 2, [3] * 6, [0.02, 0.02, 0.04, 0.04, 0.08, 0.08], "normal", 0.0),
+    ("2 x 2, 3 runs each, one CV 8%, t(3) noise", 2, 2, [3] * 4, [0.02, 0.02, 0.02, 0.08], "t3", 0.0),
+    ("2 x 2, 3 runs each, every CV 2%, a true +8% in one", 2, 2, [3] * 4, [0.02] * 4, "normal", 0.08),
+)
+
+
+def interaction_experiment(
+    rng: np.random.Generator, a: int, b: int, runs: list[int], cvs: list[float], noise: str, change: float
+) -> pl.DataFrame:
+    """One experiment's log run totals: main effects, each combination's own spread, ``change`` in the first."""
+    rows = []
+    for cell, (count, cv) in enumerate(zip(runs, cvs, strict=True)):
+        i, j = divmod(cell, b)
+        draws = rng.standard_t(3, count) / math.sqrt(3) if noise == "t3" else rng.normal(size=count)
+        centre = math.log(1000) + 0.3 * i + 0.2 * j + (math.log1p(change) if cell == 0 else 0.0)
+        rows += [{"a": f"a{i}", "b": f"b{j}", "log_iops": centre + cv * d} for d in draws]
+    return pl.DataFrame(rows)
+
+
+def interaction_rates(reps: int, *, resamples: int = 999, seed: int = 2) -> list[tuple[str, float, float]]:
+    """Per case: the share of experiments with the page's p <= 0.05, and with the permutation test's alone."""
+    out = []
+    for name, a, b, runs, cvs, noise, change in INTERACTION_CASES:
+        rng = np.random.default_rng(seed)
+        both = alone = 0
+        for _ in range(reps):
+            found = interaction_p(
+                interaction_experiment(rng, a, b, runs, cvs, noise, change),
+                "log_iops",
+                "a",
+                "b",
+                rng=rng,
+                n_resamples=resamples,
+            )
+            both += found["p"] <= 0.05
+            alone += found["p_permutation"] <= 0.05
+        out.append((name, both / reps, alone / reps))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
-    reps = parser.parse_args().reps
-    rows: list[tuple[str, object]] = [("experiments per case", reps), ("power planned for", SETTLE_POWER)]
+    parser.add_argument("--interaction", action="store_true", help="the interaction test's rates instead")
+    args = parser.parse_args()
+    reps = args.reps
+    if args.interaction:
+        rows: list[tuple[str, object]] = [("experiments per case", reps), ("alpha", 0.05)]
+        for name, both, alone in interaction_rates(reps):
+            rows += [(f"{name}: p <= 0.05, the page's test", both), (f"{name}: the permutation test alone", alone)]
+        record("interaction test: the share of experiments that call an interaction", rows)
+        return
+    rows = [("experiments per case", reps), ("power planned for", SETTLE_POWER)]
     for cv, change, verdict in CASES:
         runs, _ = runs_for(cv, math.log1p(change))
         rng = np.random.default_rng(1)

@@ -80,7 +80,15 @@ TERMS = (
         "Freedman-Lane",
         r"Freedman",
         "a permutation test of an interaction: it shuffles what the main effects leave "
-        "unexplained and counts how often chance gives as strong an interaction.",
+        "unexplained and counts how often chance gives as strong an interaction; exact when every "
+        "combination's runs spread alike.",
+    ),
+    (
+        "ANOVA-type test",
+        r"ANOVA-type",
+        "Brunner, Dette and Munk's test of an interaction that lets each combination's runs spread their "
+        "own way; it assumes each combination's mean is near normal. An interaction is called only where "
+        "it and the Freedman-Lane test both find one.",
     ),
     (
         "Interaction",

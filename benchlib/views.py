@@ -811,11 +811,12 @@ def interaction(
     """Two factors together: the median run total of every combination, and whether they interact.
 
     Returns ``(grid, tests)``. ``grid``: per ``by`` group and combination of ``x`` and ``trace``, the
-    median of the run totals (:func:`run_totals`) and ``runs``. ``tests``: per ``by`` group, the
-    Freedman-Lane permutation test of the ``x`` x ``trace`` interaction on the log of the run totals
-    (effects as ratios, METHODS G3: a tenfold IOPS gap between block sizes is no interaction by itself)
-    (:func:`benchlib.stats.factorial.interaction_permutation_test`, 9,999 permutations, a fixed
-    seed): ``F``, ``p``, ``floor`` (the p it gives an interaction without run-to-run noise:
+    median of the run totals (:func:`run_totals`) and ``runs``. ``tests``: per ``by`` group, two tests of
+    the ``x`` x ``trace`` interaction on the log of the run totals (effects as ratios, METHODS G3: a tenfold
+    IOPS gap between block sizes is no interaction by itself) and the larger of their p
+    (:func:`benchlib.stats.factorial.interaction_p`): ``F``, ``p_permutation`` (Freedman-Lane, 9,999
+    permutations, a fixed seed), ``p_spread`` (the ANOVA-type test, each combination its own spread), ``p``,
+    ``floor`` (the p the permutation test gives an interaction without run-to-run noise:
     :func:`benchlib.stats.factorial.interaction_floor`), ``p_holm`` over the ``family`` of tests made, and
     ``verdict``: what the test calls them (:func:`benchlib.stats.factorial.interaction_call`: interacts,
     cannot tell, no evidence), or why no test was made (rate-capped: the cap, not the settings, set the
@@ -825,7 +826,7 @@ def interaction(
     import numpy as np
 
     from benchlib.stats.compare import holm
-    from benchlib.stats.factorial import interaction_call, interaction_floor, interaction_permutation_test
+    from benchlib.stats.factorial import interaction_call, interaction_floor, interaction_p
 
     by = by or []
     totals = run_totals(study, value, [*by, x, trace], only)
@@ -836,7 +837,8 @@ def interaction(
         combos = part.group_by(x, trace).len()
         levels = part[x].n_unique() * part[trace].n_unique()
         row = dict(zip(by, key, strict=True)) | {"runs": part.height, "per_combination": combos["len"].min()}
-        row |= {"F": None, "p": None, "floor": None, "missing": levels - combos.height}
+        row |= {"F": None, "p_permutation": None, "p_spread": None, "p": None, "floor": None}
+        row["missing"] = levels - combos.height
         if tuple(key) in capped:
             row["verdict"] = "rate-capped"
         elif part[x].n_unique() < 2 or part[trace].n_unique() < 2:
@@ -850,11 +852,11 @@ def interaction(
         else:
             # on the log scale: effects are ratios, so 4k against 64k differing tenfold is no interaction by itself
             ordered = part.sort(x, trace).with_columns(pl.col(value).log().alias(value))
-            row["F"], row["p"] = interaction_permutation_test(ordered, value, x, trace, rng=np.random.default_rng(SEED))
+            row |= interaction_p(ordered, value, x, trace, rng=np.random.default_rng(SEED))
             row["floor"] = interaction_floor(ordered, value, x, trace, rng=np.random.default_rng(SEED))
             row["verdict"] = None  # called below, once the family's correction is known
         tests.append(row)
-    schema = {"F": pl.Float64, "p": pl.Float64, "floor": pl.Float64, "verdict": pl.String}
+    schema = {name: pl.Float64 for name in ("F", "p_permutation", "p_spread", "p", "floor")} | {"verdict": pl.String}
     table = pl.DataFrame(tests, schema_overrides=schema)
     made = table["p"].is_not_null().to_list()
     adjusted = iter(holm(table.filter(pl.col("p").is_not_null())["p"].to_numpy()))

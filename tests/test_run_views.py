@@ -278,11 +278,12 @@ def test_two_factors_together_are_tested_on_run_totals_or_said_untestable() -> N
     assert said.startswith("the effect of block size, as a ratio, depends on I/O engine") and "over 2 tests" in said
     # 3 runs per combination: a 2 x 2 interaction this clear is as significant as they allow (2 in 924)
     assert read["p"] == read["floor"]
-    assert "about the smallest p this test can give at 3 runs per combination" in said
+    assert "about the smallest p the permutation test can give at 3 runs per combination" in said
+    assert read["p"] == max(read["p_permutation"], read["p_spread"]) and read["p_spread"] < read["p_permutation"]
     # random write's p is a Monte Carlo estimate too: within its error of the floor, it is said to be at it
     write = rows[("randwrite", "off")]
     assert write["p"] != write["floor"]
-    assert "about the smallest p this test can give" in test_note(write, x="block_size", trace="ioengine"), write
+    assert "about the smallest p the permutation test can give" in test_note(write, x="block_size", trace="ioengine")
     assert rows[("randwrite", "on")]["verdict"] == "rate-capped"
     _, published = interaction("pvscsi-vs-lsi", "bandwidth_mib_s", x="controller", trace="sioc", by=["test"])
     verdicts = dict(zip(published["test"], published["verdict"], strict=True))
@@ -297,7 +298,8 @@ def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> N
     from benchlib.stats.factorial import interaction_call
     from benchlib.words.interaction import test_note
 
-    test = {"p": 0.0264, "floor": 0.0268, "per_combination": 2, "p_holm": 0.0528, "family": 2}
+    test = {"p": 0.0264, "p_permutation": 0.0264, "p_spread": 0.0011, "floor": 0.0268, "per_combination": 2}
+    test |= {"p_holm": 0.0528, "family": 2}
     test["verdict"] = interaction_call(test["p_holm"], test["floor"], test["family"])
     assert test["verdict"] == "cannot tell"
     said = test_note(test, x="block_size", trace="ioengine")
@@ -307,9 +309,11 @@ def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> N
     alone["verdict"] = interaction_call(alone["p_holm"], alone["floor"], alone["family"])
     assert alone["verdict"] == "interacts"
     assert test_note(alone, x="block_size", trace="ioengine").startswith(
-        "the effect of block size, as a ratio, depends on I/O engine (permutation p = 0.0264 (estimated from 9,999"
+        "the effect of block size, as a ratio, depends on I/O engine (p = 0.0264, the larger of the permutation "
+        "test's (9,999 random permutations) and the ANOVA-type test's: 0.0264 and 0.0011; 0.0264 after Holm over 1"
     )
-    weak = {"p": 0.4, "floor": 0.0018, "per_combination": 3, "p_holm": 0.8, "family": 2}
+    weak = {"p": 0.4, "p_permutation": 0.4, "p_spread": 0.3, "floor": 0.0018, "per_combination": 3}
+    weak |= {"p_holm": 0.8, "family": 2}
     weak["verdict"] = interaction_call(weak["p_holm"], weak["floor"], weak["family"])
     assert weak["verdict"] == "no evidence" and test_note(weak, x="bs", trace="rw").startswith("no evidence at this n")
 

@@ -10,6 +10,11 @@ from benchlib.stats.factorial import PERMUTATIONS, at_floor
 from benchlib.tables import inline, levels_words
 
 
+def _p(p: float) -> str:
+    """Say a p to four decimals; one that rounds to 0 is said as below 0.0001, not as 0."""
+    return f"{p:.4f}" if p >= 0.00005 else "< 0.0001"
+
+
 def test_note(test: Mapping, *, x: str, trace: str) -> str:
     """Say one group's interaction test (a row of :func:`benchlib.views.interaction`'s tests) at the n it had."""
     verdict = test["verdict"]
@@ -25,15 +30,17 @@ def test_note(test: Mapping, *, x: str, trace: str) -> str:
         return "a run total of 0: the test compares changes as ratios (on the log scale), which 0 has none of"
     runs, family = f"{test['per_combination']} runs per combination", test["family"]
     said = (
-        f"permutation p = {test['p']:.4f} (estimated from {PERMUTATIONS:,} random permutations), "
+        f"p = {test['p']:.4f}, the larger of the permutation test's ({PERMUTATIONS:,} random permutations) and "
+        f"the ANOVA-type test's: {test['p_permutation']:.4f} and {_p(test['p_spread'])}; "
         f"{test['p_holm']:.4f} after Holm over {family} tests, α = 0.05"
     )
     if verdict == "interacts":
-        floor = f"; about the smallest p this test can give at {runs}" if at_floor(test["p"], test["floor"]) else ""
+        smallest = f"; about the smallest p the permutation test can give at {runs}"
+        floor = smallest if at_floor(test["p_permutation"], test["floor"]) else ""
         return f"the effect of {inline(x)}, as a ratio, depends on {inline(trace)} ({said}{floor})"
     if verdict == "cannot tell":
         return (
-            f"cannot be told at {runs} (measured p = {test['p']:.4f}): this test gives even an interaction "
+            f"cannot be told at {runs} (measured p = {test['p']:.4f}): the permutation test gives even an interaction "
             f"without run-to-run noise p = {test['floor']:.4f}, {min(1.0, test['floor'] * family):.4f} "
             f"after Holm over {family} tests; more runs per combination can tell"
         )
