@@ -8,13 +8,18 @@ The interaction page's test (:func:`benchlib.stats.factorial.interaction_p`) on 
 interaction, each combination with its own run-to-run spread: the share of experiments with p <= 0.05, its
 own and the permutation test's alone; and with a true interaction, the share it finds.
 
-    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction]
+Run order: 8 comparisons of two identical levels, 10 runs a side under AR(1) drift (lag-1 correlation 0.6,
+CV 3%), any change counting (band 0): the share of tables with a false *improved* or *regressed*, run in two
+blocks and shuffled within each repetition, and the share the test alone would have called.
+
+    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from datetime import datetime, timedelta
 
 import numpy as np
 import polars as pl
@@ -22,6 +27,8 @@ from _results import record
 
 from benchlib.stats.compare import SETTLE_POWER, comparison_table, runs_for
 from benchlib.stats.factorial import interaction_p
+
+START = datetime(2026, 11, 28, 9, 0)
 
 #: (run-to-run CV, true change, the verdict planned for)
 CASES = ((0.05, 0.05, "improved"), (0.02, 0.0, "equivalent"), (0.10, -0.10, "regressed"), (0.03, 0.08, "improved"))
@@ -79,12 +86,56 @@ def interaction_rates(reps: int, *, resamples: int = 999, seed: int = 2) -> list
     return out
 
 
+def drifting(rng: np.random.Generator, blocks: bool, groups: int = 8, runs: int = 10) -> pl.DataFrame:
+    """Two identical levels under AR(1) drift, run in two blocks or shuffled within each repetition."""
+    rows = []
+    for group in range(groups):
+        noise = np.zeros(2 * runs)
+        noise[0] = rng.normal()
+        for i in range(1, 2 * runs):
+            noise[i] = 0.6 * noise[i - 1] + rng.normal() * math.sqrt(1 - 0.36)
+        sides = ["a"] * runs + ["b"] * runs if blocks else []
+        sides = sides or [s for _ in range(runs) for s in (("a", "b") if rng.random() < 0.5 else ("b", "a"))]
+        rows += [
+            {
+                "group": group,
+                "side": side,
+                "iops": 1000 * math.exp(0.03 * e),
+                "start_time": START + timedelta(minutes=i),
+            }
+            for i, (side, e) in enumerate(zip(sides, noise, strict=True))
+        ]
+    return pl.DataFrame(rows)
+
+
+def order_rates(reps: int, seed: int = 5) -> list[tuple[str, float]]:
+    """The share of tables with a false improved/regressed, and with a row the order made no verdict."""
+    out = []
+    for blocks in (True, False):
+        rng = np.random.default_rng(seed)
+        false = confounded = 0
+        for _ in range(reps):
+            table = comparison_table(drifting(rng, blocks), "iops", factor="side", baseline="a", by=["group"], band=0)
+            verdicts = set(table["verdict"])
+            false += bool(verdicts & {"improved", "regressed"})
+            confounded += "confounded with time" in verdicts
+        name = "two blocks" if blocks else "shuffled within each repetition"
+        out += [(f"{name}: tables with a false improved or regressed", false / reps)]
+        out += [(f"{name}: tables with a row confounded with time (the test alone: false)", confounded / reps)]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--interaction", action="store_true", help="the interaction test's rates instead")
+    parser.add_argument("--order", action="store_true", help="the comparisons' rates under drift instead")
     args = parser.parse_args()
     reps = args.reps
+    if args.order:
+        title = "run order: 8 comparisons, 10 runs a side, AR(1) drift, no true change"
+        record(title, [("tables per order", reps), *order_rates(reps)])
+        return
     if args.interaction:
         rows: list[tuple[str, object]] = [("experiments per case", reps), ("alpha", 0.05)]
         for name, both, alone in interaction_rates(reps):

@@ -19,6 +19,9 @@ TOO_FEW = "too few runs"
 #: the flag of the caveats that say fio ran buffered (direct=0): the page cache's figures as much as the storage's
 PAGE_CACHE = "page cache"
 
+#: the flag of the caveat that the runs carry no start times, so their order in time cannot be checked
+ORDER_UNKNOWN = "run order unknown"
+
 #: the comparison page, where every row is one run per side
 COMPARISON_ONCE = (
     "Every configuration was run once: the rows describe single runs, no test or interval is possible, and "

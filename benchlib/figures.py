@@ -52,6 +52,7 @@ VERDICT_COLOURS = {
     "not testable at this n": "#4527a0",
     "descriptive only": "#37474f",
     "rate-capped": "#f9a825",
+    "confounded with time": "#212121",
 }
 #: the runs drawn behind a summary of them
 RUNS_GREY = "#a6a6a6"

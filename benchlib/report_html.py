@@ -91,6 +91,13 @@ TERMS = (
         "it and the Freedman-Lane test both find one.",
     ),
     (
+        "Confounded with time",
+        r"confounded with time",
+        "a comparison whose two sides ran in blocks of time, one after the other: a drift over time (a cache "
+        "warming, a thin disk filling) would read the same as the setting's effect, so its test is shown but "
+        "is no verdict; runs in a shuffled order, as benchlib's plans run them, avoid it.",
+    ),
+    (
         "Interaction",
         r"\binteraction\b",
         "two factors interact when the effect of one depends on the level of the other (block size helping more "

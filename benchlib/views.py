@@ -775,7 +775,7 @@ def run_totals(study: StudyRef, value: str, factors: list[str], only: dict | Non
     are phases of a run, never added together: one row per run and ``phase``; a
     study whose runs have several phases compares them phase by phase (put ``phase``
     in the comparison's ``by``). ``rate_capped``: every job of the run had a rate cap (its total
-    is what the cap allowed).
+    is what the cap allowed); ``start_time``: when the run began (null where its files do not say).
     """
     return totals_of_runs(_study_rows(study, only), value, factors)
 
@@ -785,9 +785,10 @@ def totals_of_runs(rows: pl.DataFrame, value: str, factors: Collection[str] = ()
     keys = ["run_unit", "phase", *factors]
     rows = rows.with_columns(run_unit_expr(rows.columns), pl.col("group_id").fill_null(0).alias("phase"))
     capped = pl.col("rate_limited").fill_null(False).all() if "rate_limited" in rows.columns else pl.lit(False)
+    started = [pl.col("start_time").min()] if "start_time" in rows.columns and "start_time" not in keys else []
     return (
         rows.group_by(keys)
-        .agg(total_expr(value, rows.columns), capped.alias("rate_capped"))
+        .agg(total_expr(value, rows.columns), capped.alias("rate_capped"), *started)
         .drop_nulls(value)
         .sort(keys)
     )

@@ -25,6 +25,7 @@ CODES = {
     ("compare.py", "change_verdict"),
     ("compare.py", "_verdict"),
     ("factorial.py", "interaction_call"),
+    ("order.py", "sides_in_time"),
 }
 #: modules whose business is words
 WORDY = ("benchlib.words", "benchlib.tables", "benchlib.views", "benchlib.caveats", "benchlib.report_html")
@@ -87,6 +88,16 @@ def test_an_interaction_call_is_one_of_its_codes() -> None:
     grid = [(p, floor, family) for p in (0.001, 0.05, 0.3) for floor in (0.002, 0.03) for family in (1, 2)]
     calls = [interaction_call(*point) for point in grid]
     assert set(calls) == set(INTERACTION_CALLS)
+
+
+def test_a_run_order_is_one_of_its_codes() -> None:
+    from datetime import datetime, timedelta
+
+    from benchlib.stats.order import ORDERS, sides_in_time
+
+    at = [datetime(2026, 1, 1) + timedelta(minutes=m) for m in range(6)]
+    found = {sides_in_time(at[:3], at[3:]), sides_in_time(at[::2], at[1::2]), sides_in_time(at[:3], [None])}
+    assert found == {*ORDERS, None}
 
 
 def test_no_view_returns_a_sentence() -> None:

@@ -18,7 +18,9 @@ A comparison's verdict says only what its design can support (G3b):
 * ``descriptive only``: one run per configuration: no test, no interval;
 * ``rate-capped``: every run on both sides ran under a rate cap (the frame's ``rate_capped``
   column): the totals are what the cap allowed, so the row measures the cap, not the factor. It
-  gets no p, no effect, and is not in the family the correction counts.
+  gets no p, no effect, and is not in the family the correction counts;
+* ``confounded with time``: it would be improved, regressed or equivalent, but its two sides ran in
+  blocks of time (:mod:`benchlib.stats.order`), so a drift over time would read the same.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import polars as pl
 from scipy import optimize, stats
 
 from benchlib.stats.design import LAG_FROM, min_p, runs_to_test
+from benchlib.stats.order import sides_in_time
 
 #: Below this many runs no 95% order-statistic interval for the median exists.
 MIN_RUNS_FOR_MEDIAN_CI = 6
@@ -47,6 +50,7 @@ VERDICTS = (
     "not testable at this n",
     "descriptive only",
     "rate-capped",
+    "confounded with time",
 )
 #: the verdicts of rows no test was made for: no p, no effect, no delta
 UNTESTED = ("not testable at this n", "descriptive only", "rate-capped")
@@ -587,6 +591,7 @@ def comparison_table(
     higher_is_better: bool | None = None,
     confidence: float = 0.95,
     run: str = "run_unit",
+    time: str = "start_time",
 ) -> pl.DataFrame:
     """Return a benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
 
@@ -619,6 +624,12 @@ def comparison_table(
         The column naming each row's run, where the frame has it (:func:`benchlib.views.run_totals` gives
         ``run_unit``): a run with several rows in one group (its VMs, or its phases pooled) is refused,
         since a run's members are not replicates and would make p too small.
+    time
+        The column of each run's start time, where the frame has it (:func:`benchlib.views.run_totals` gives
+        ``start_time``): each row's ``order`` (:func:`benchlib.stats.order.sides_in_time`: ``in blocks``,
+        ``mixed``, or None where a time is missing). A row whose sides ran in blocks cannot tell a drift over
+        time from the change: an *improved*, *regressed* or *equivalent* it would have is *confounded with
+        time*.
 
     Returns
     -------
@@ -668,7 +679,10 @@ def comparison_table(
                 capped = "rate_capped" in group.columns and bool(
                     group.filter(pl.col(factor).is_in([baseline, level]))["rate_capped"].fill_null(False).all()
                 )
-                rows.append({**where, factor: level, **_compare_pair(base, new, confidence), "rate_capped": capped})
+                order = _order(group, factor, baseline, level, value, time)
+                rows.append(
+                    {**where, factor: level, **_compare_pair(base, new, confidence), "rate_capped": capped} | order
+                )
                 sides.append((base, new))
     if not rows:
         return pl.DataFrame()
@@ -690,6 +704,15 @@ def _with_band_intervals(rows: list[dict], sides: list[tuple], confidence: float
             _, low, high = shift_interval(np.sort(base), np.sort(new), wider)
         row |= {"band_low": low, "band_high": high, "band_confidence": wider}
     return rows
+
+
+def _order(group: pl.DataFrame, factor: str, baseline: object, level: object, value: str, time: str) -> dict:
+    """``order``: how the two sides' runs fell in time (:func:`benchlib.stats.order.sides_in_time`)."""
+    if time not in group.columns:
+        return {"order": None}
+    runs = group.filter(pl.col(value).is_not_null())
+    times = [runs.filter(pl.col(factor) == side)[time].to_list() for side in (baseline, level)]
+    return {"order": sides_in_time(*times)}
 
 
 def _values(group: pl.DataFrame, value: str, factor: str, level: object, where: dict) -> np.ndarray:
@@ -741,10 +764,12 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
     verdicts, effects, deltas = [], [], []
     for row in table.iter_rows(named=True):
         verdict = "rate-capped" if row["rate_capped"] else _verdict(row, alpha=alpha, band=band, better=better)
+        if row.get("order") == "in blocks" and verdict in ("improved", "regressed", "equivalent"):
+            verdict = "confounded with time"  # a drift over time would read the same
         verdicts.append(verdict)
         inside = abs(row["ratio"] - 1) < band
         effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
-        significant = verdict not in UNTESTED and row["p_holm"] <= alpha
+        significant = verdict not in (*UNTESTED, "confounded with time") and row["p_holm"] <= alpha
         change = row["median_change_pct"]
         deltas.append(f"{change:+.2f}%" if significant and change is not None else "~")
     table = table.with_columns(

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, TOO_FEW, Caveat
+from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, ORDER_UNKNOWN, TOO_FEW, Caveat
 from benchlib.stats.compare import SETTLE_MOST
 from benchlib.stats.design import LAG_FROM, runs_to_test
 from benchlib.tables import inline, level, number, signed
 
 
-def verdict_note(row: dict) -> str:
-    """Say what the design of one :func:`~benchlib.stats.compare.comparison_table` row can say, and why its verdict."""
+def _untested_note(row: dict) -> str | None:
+    """Say why no test was made of a row (rate-capped, one run a side, too few), None where one was."""
     n1, n2, verdict, alpha = row["runs_baseline"], row["runs"], row["verdict"], row["alpha"]
     if verdict == "rate-capped":
         return (
@@ -32,6 +32,15 @@ def verdict_note(row: dict) -> str:
             f"{n1} vs {n2} runs: the smallest p these runs allow is {row['p_min']:.3g}{corrected}, above "
             f"α = {alpha}; {runs_to_test(family, alpha)} runs per side would make the test possible"
         )
+    return None
+
+
+def verdict_note(row: dict) -> str:
+    """Say what the design of one :func:`~benchlib.stats.compare.comparison_table` row can say, and why its verdict."""
+    untested = _untested_note(row)
+    if untested is not None:
+        return untested
+    n1, n2, verdict, alpha, family = row["runs_baseline"], row["runs"], row["verdict"], row["alpha"], row["family"]
     low, high = row["ratio_low"], row["ratio_high"]
     if low is None or high is None:
         return f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
@@ -48,20 +57,46 @@ def verdict_note(row: dict) -> str:
     where = (
         f"{interval} is {100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%, the practical band ±{100 * row['band']:g}%"
     )
+    if verdict == "confounded with time":
+        return (
+            f"{n1} vs {n2} runs, each side in a block of time of its own: p = {row['p_holm']:.3g} after Holm; "
+            f"{where}; but a drift over time would read the same, so no verdict (run the levels in a shuffled "
+            "order, as benchlib's plans do)"
+        )
+    blocks = "; the sides ran in blocks of time" if row.get("order") == "in blocks" else ""
     if verdict in ("improved", "regressed"):
         return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
     if verdict == "equivalent":
         return f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
     band = row["band"]
+    held = f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm"
     if low - 1 > band or high - 1 < -band:  # outside the band, but the test did not reach alpha after Holm
-        return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm, above α = {alpha}; {where}: outside the band"
-    return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}: it straddles the band"
+        return f"{held}, above α = {alpha}; {where}: outside the band{blocks}"
+    return f"{held}; {where}: it straddles the band{blocks}"
 
 
 def with_notes(table: pl.DataFrame) -> pl.DataFrame:
     """Return a comparison table with each row's :func:`verdict_note` as ``note``."""
     notes = [verdict_note(row) for row in table.iter_rows(named=True)]
     return table.with_columns(pl.Series("note", notes, dtype=pl.String))
+
+
+def order_caveat(table: pl.DataFrame) -> Caveat | None:
+    """Return the caveat that no tested row's runs carry start times, so their order cannot be checked.
+
+    Flagged :data:`benchlib.caveats.ORDER_UNKNOWN`; None where a tested row has its order (in blocks or
+    mixed: :func:`benchlib.stats.order.sides_in_time`) or no row was tested.
+    """
+    untested = ("descriptive only", "rate-capped", "not testable at this n")
+    tested = table.filter(~pl.col("verdict").is_in(untested)) if table.height else table
+    if tested.is_empty() or "order" not in tested.columns or tested["order"].is_not_null().any():
+        return None
+    return Caveat(
+        ORDER_UNKNOWN,
+        "The runs carry no start times, so their order cannot be checked: whether each side's runs were mixed "
+        "in time with the other's (as a shuffled plan runs them) or ran in a block of their own, where a drift "
+        "over time would read as a change.",
+    )
 
 
 def design_caveat(table: pl.DataFrame) -> Caveat | None:
