@@ -114,6 +114,7 @@ def test_describe_states_cells_time_and_bytes(tmp_path: Path, fio_binary: str) -
     # what the design can show: 3 runs a side reach p = 0.1 at best; controller's comparisons are one family
     assert "design: 3 runs per configuration; the smallest p of one comparison is 0.1 (too few for any verdict" in text
     assert "a verdict needs 4 runs a side alone, 6 for" in text
+    assert "power: 3 runs a side cannot show any change as an effect, however large" in text
     assert "runtime: 2 s logs about 1 whole second; the steady-state check (SNIA PTS window) needs 5: too short" in text
     assert "the two-level plan needs 10: too short, give runtime_s >= 11" in text
     assert "randread-4k/block_size=64k/rate_cap=on/controller=lsi: bs=64k iodepth=32 rate_iops=500 rw=randread" in text

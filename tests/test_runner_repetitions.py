@@ -186,3 +186,5 @@ def test_an_unreachable_rule_runs_to_max_says_not_met_and_resumes_to_nothing(
     assert "adaptive, 2 to 3 per cell" in out and "3 runs" in out and "up to 0 more runs" in out
     met = sum(state.met for state, _ in summary.stopping.values())
     assert f"{met} of 2 cells meet the rule now" in out
+    assert "power: 2 runs a side cannot show any change as an effect, however large" in out  # the design's fewest
+    assert "  power: at the spread these cells show (median CV " in out  # the runs a 5% and a 10% change need

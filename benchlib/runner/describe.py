@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
@@ -130,6 +131,7 @@ def design_advice(plan: Plan) -> list[str]:
             f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "
             f"{most} comparison{'s' if most != 1 else ''} against its first level taken as one family"
         )
+        lines.append(power_line(n, most))
     else:
         lines.append(f"design: no factor has two levels, so the pages describe the {n} runs and compare nothing")
     whole_seconds = plan.runtime_s - 1
@@ -141,6 +143,28 @@ def design_advice(plan: Plan) -> list[str]:
             + ("" if ok else f": too short, give runtime_s >= {need + 1}")
         )
     return lines
+
+
+#: the run-to-run spreads (CV) the dry run's power line assumes before any run: a quiet array's, a busy one's
+ASSUMED_SPREADS = (0.02, 0.05)
+
+
+def power_line(runs: int, family: int, spreads: tuple[float, ...] = ASSUMED_SPREADS) -> str:
+    """Say the smallest change ``runs`` a side show 80% of the time, at each assumed spread (no run yet)."""
+    from benchlib.stats.compare import SETTLE_POWER, detectable_change
+
+    found = [(cv, detectable_change(cv, runs, family=family)) for cv in spreads]
+    if any(change is None for _, change in found):
+        return f"power: {runs} run{'s' if runs != 1 else ''} a side cannot show any change as an effect, however large"
+    (cv, change), *rest = found
+    said = f"{100 * change:.0f}% or more where the runs spread by {100 * cv:.0f}% (CV)"
+    said += "".join(f", {100 * c:.0f}% or more where they spread by {100 * v:.0f}%" for v, c in rest)
+    who = "a comparison" if family == 1 else f"each of {family} comparisons taken as one family"
+    return (
+        f"power: at {runs} runs a side, {who} calls a change improved or regressed "
+        f"{100 * SETTLE_POWER:.0f}% of the time if it is {said}; the comparison page plans from the spread "
+        "the runs show"
+    )
 
 
 def _time_line(plan: Plan, runs: int) -> str:
@@ -225,4 +249,30 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
         lines.append(f"  {s.cell}: {s.runs} runs, {now} now; {need}")
     met = sum(s.met for s in known)
     lines.append(f"  {met} of {len(known)} cells meet the rule now")
+    spreads = sorted(_log_spread(s.values) for s in known if min(s.values) > 0)
+    if spreads:
+        family = max(comparison_families(plan).values(), default=1)
+        cv = spreads[len(spreads) // 2]  # the middle cell's: a comparison's two sides spread about so
+        lines.append("  " + _measured_power(plan.max_repetitions, family, cv))
     return lines
+
+
+def _measured_power(runs: int, family: int, cv: float) -> str:
+    """Say what the plan's runs show at the spread earlier runs measured, or the runs a 5% and 10% change need."""
+    from benchlib.stats.compare import detectable_change, runs_for
+
+    if detectable_change(cv, runs, family=family) is not None:  # at the most runs the plan makes
+        return power_line(runs, family, (cv,)).replace("(CV)", "(CV: the median of these cells')")
+    five, ten = (runs_for(cv, math.log1p(change), family=family)[0] or "more than 1,000" for change in (0.05, 0.1))
+    together = f" ({family} comparisons as one family)" if family > 1 else ""
+    return (
+        f"power: at the spread these cells show (median CV {100 * cv:.1f}%), calling a 5% change improved or "
+        f"regressed 80% of the time takes about {five} runs a side, a 10% change {ten}{together}"
+    )
+
+
+def _log_spread(values: list[float]) -> float:
+    """Return the standard deviation of the logs of a cell's run totals: about their CV."""
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / len(logs)
+    return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))

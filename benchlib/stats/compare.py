@@ -858,6 +858,29 @@ def runs_for(
     return (int(n[np.argmax(enough)]) if enough.any() else None), goal
 
 
+def detectable_change(
+    spread: float,
+    runs: int,
+    *,
+    family: int = 1,
+    alpha: float = 0.05,
+    band: float = 0.02,
+    power: float = SETTLE_POWER,
+) -> float | None:
+    """Return the smallest change (a fraction) ``runs`` a side show as improved or regressed with ``power``.
+
+    The inverse of :func:`runs_for` for *improved*/*regressed*: the change ``c`` whose log clears the band's
+    edge by ``(t(2n−2, 1−α/(2m)) + z(power))·σ``, ``σ = spread·√(2/n)·√(π/3)``. ``spread``: the runs' standard
+    deviation on the log scale (about their CV). None with fewer than 2 runs a side, or where no p these runs
+    allow can reach α after the family's correction (:func:`benchlib.stats.design.min_p`).
+    """
+    if runs < 2 or min(1.0, family * min_p(runs, runs)) > alpha:
+        return None
+    sigma = spread * math.sqrt(2 / runs) * math.sqrt(_RANK_EFFICIENCY)
+    t = stats.t.ppf(1 - alpha / (2 * family), 2 * runs - 2)
+    return math.expm1(math.log1p(band) + (t + stats.norm.ppf(power)) * sigma)
+
+
 def runs_to_settle(
     frame: pl.DataFrame,
     value: str,
