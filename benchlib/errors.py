@@ -31,6 +31,17 @@ class FormatError(BenchlibError):
         super().__init__(f"{self.path}: {where}: {expected}")
 
 
+class ImpossibleValue(BenchlibError):
+    """A file's figures break a rule no real measurement can: a percentile below a lower one, a mean past its max.
+
+    The file is quarantined with the rule, the place and the values (:mod:`benchlib.schema`).
+    """
+
+    def __init__(self, where: str, found: str) -> None:
+        self.where, self.found = where, found
+        super().__init__(f"{where}: {found}")
+
+
 class StudyError(BenchlibError):
     """A study folder or its ``study.toml`` is missing or inconsistent."""
 
@@ -49,6 +60,11 @@ def file_failure(exc: BaseException) -> str | None:
     """
     if isinstance(exc, FormatError):
         return f"{exc.where}: {exc.expected}"
+    if isinstance(exc, ImpossibleValue):
+        return (
+            f"{exc.where}: {exc.found}: no real measurement gives that, so the file is not read (check it, or "
+            "the tool that wrote it)"
+        )
     if isinstance(exc, OSError):
         if exc.errno in MACHINE_ERRNOS:
             return None

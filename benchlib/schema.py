@@ -26,12 +26,13 @@ host_counters
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 
 import polars as pl
 
-from benchlib.errors import BenchlibError
+from benchlib.errors import BenchlibError, ImpossibleValue
 
 # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
 # 5: latency_bins stored one row per histogram, its bins as lists
@@ -197,6 +198,20 @@ _NON_NEGATIVE = {
 }
 
 
+#: more columns no real measurement makes negative: CPU shares, context switches, a mix, depths, job counts
+for _table, _columns in {
+    "results": ["usr_cpu_pct", "sys_cpu_pct", "context_switches", "rwmixread_pct", "iodepth", "numjobs", "jobs"],
+    "intervals": ["value"],  # every metric a log holds (bandwidth, IOPS, latencies, bytes, counts)
+}.items():
+    _NON_NEGATIVE[_table] += [c for c in _columns if c not in _NON_NEGATIVE[_table]]
+
+#: the times a measurement can carry: after 1990, before 2100 (a clock or a field gone wrong otherwise)
+TIME_RANGE = (datetime(1990, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+#: a run's rate above this multiple of its own count (or bytes) over its runtime is impossible; fio's own
+#: figures differ from the recomputed one by a few percent (a group's bw=, the ramp), never twofold
+RATE_SLACK = 2.0
+
+
 class SchemaError(BenchlibError):
     """A frame does not match the tidy schema (a bug in a reader, not user input)."""
 
@@ -245,14 +260,112 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     _check_columns(frame.schema, schema, table)
     if frame.height == 0:
         return frame
-    checks = _row_checks(table)
-    for col in _NON_NEGATIVE[table]:
-        checks[f"column {col!r} has negative values"] = (pl.col(col) < 0).any()
+    _raise_found(frame, _row_checks(table), table)
+    _raise_impossible(frame, table)
+    return frame
+
+
+def _number(value: object) -> str:
+    return f"{value:,.6g}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _rules(table: str) -> list[tuple[pl.Expr, Callable[[dict], str]]]:
+    """Return ``table``'s rules no real measurement breaks: (where it is broken, what to say of a row that does).
+
+    A value is finite, and not negative where it counts, measures or sizes something; a percentile is no lower
+    than the one below it; a mean lies within its [min, max]; a rate is at most :data:`RATE_SLACK` times the
+    run's own count (or bytes) over its runtime; a time lies within :data:`TIME_RANGE`.
+    """
+    schema = TABLES[table]
+    rules: list[tuple[pl.Expr, Callable[[dict], str]]] = []
     for col, dtype in schema.items():
         if dtype == pl.Float64:
-            checks[f"column {col!r} has NaN or infinite values"] = (~pl.col(col).is_finite()).any()
-    _raise_found(frame, checks, table)
-    return frame
+            rules.append((~pl.col(col).is_finite(), lambda r, c=col: f"{c} is {r[c]}"))
+    for col in _NON_NEGATIVE[table]:
+        rules.append((pl.col(col) < 0, lambda r, c=col: f"{c} is {_number(r[c])}, below 0"))
+    for col in ("time", "start_time"):
+        if col in schema:
+            low, high = TIME_RANGE
+            rules.append((~pl.col(col).is_between(low, high), lambda r, c=col: f"{c} is {r[c]}, not 1990 to 2100"))
+    if table == "results":
+        rules += _result_rules()
+    return rules
+
+
+def _result_rules() -> list[tuple[pl.Expr, Callable[[dict], str]]]:
+    """Return the relational rules of ``results``: percentiles in order, means within their range, rates possible."""
+    rules: list[tuple[pl.Expr, Callable[[dict], str]]] = [
+        (pl.col("rwmixread_pct") > 100, lambda r: f"rwmixread_pct is {_number(r['rwmixread_pct'])}, above 100")
+    ]
+    for col in ("clat_percentiles", "lat_percentiles"):
+        ordered = pl.element().sort_by(pl.element().struct.field("percentile")).struct.field("value_ns")
+        rules.append((pl.col(col).list.eval(ordered.diff()).list.min() < 0, lambda r, c=col: _falling(r[c], c)))
+    for kind in ("lat", "clat", "slat"):
+        low, mean, high = (pl.col(f"{kind}_{s}_ns") for s in ("min", "mean", "max"))
+        # fio's normal output prints min and max in whole us or ms (rounded down): allow the max one unit more
+        unit = pl.when((low % 1e6 == 0) & (high % 1e6 == 0)).then(1e6).when((low % 1e3 == 0) & (high % 1e3 == 0))
+        slack = unit.then(1e3).otherwise(0.0) + high.abs() * 1e-9
+        rules.append(((mean < low - low.abs() * 1e-9) | (mean > high + slack), lambda r, k=kind: _outside(r, k)))
+    seconds = pl.col("runtime_ns") / 1e9
+    for rate, amount in (("iops", "io_count"), ("bandwidth_bytes_per_s", "io_bytes")):
+        allowed = RATE_SLACK * pl.col(amount) / seconds + 1
+        rules.append(
+            ((pl.col("runtime_ns") > 0) & (pl.col(rate) > allowed), lambda r, a=rate, b=amount: _rate(r, a, b))
+        )
+    return rules
+
+
+def _falling(points: list[dict], column: str) -> str:
+    ordered = sorted(points, key=lambda p: p["percentile"])
+    for lower, upper in zip(ordered, ordered[1:], strict=False):
+        if upper["value_ns"] < lower["value_ns"]:
+            return (
+                f"{column}: the {upper['percentile']:g}th percentile ({_number(upper['value_ns'])} ns) is below the "
+                f"{lower['percentile']:g}th ({_number(lower['value_ns'])} ns)"
+            )
+    return f"{column}: a percentile below a lower one"
+
+
+def _outside(row: dict, kind: str) -> str:
+    low, mean, high = (row[f"{kind}_{s}_ns"] for s in ("min", "mean", "max"))
+    return f"{kind} mean {_number(mean)} ns outside its own min {_number(low)} and max {_number(high)} ns"
+
+
+def _rate(row: dict, rate: str, amount: str) -> str:
+    return (
+        f"{rate} is {_number(row[rate])}, over {RATE_SLACK:g} times what {_number(row[amount])} {amount} in "
+        f"{row['runtime_ns'] / 1e9:,.6g} s allow"
+    )
+
+
+def _raise_impossible(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
+    """Raise :class:`ImpossibleValue` at the first row that breaks one of ``table``'s :func:`_rules`."""
+    rules = _rules(table)
+    broken = pl.any_horizontal(mask.fill_null(False) for mask, _ in rules)
+    first = frame.lazy().with_row_index("_row").filter(broken).head(1).collect()
+    if first.is_empty():
+        return
+    row = first.row(0, named=True)
+    for mask, say in rules:
+        if first.select(mask.fill_null(False)).item():
+            raise ImpossibleValue(_place(row, table, row["_row"]), say(row))
+
+
+def check_stored(frame: pl.LazyFrame, table: str) -> None:
+    """Apply :func:`validate`'s rules of what no measurement gives to a table streamed straight to Parquet."""
+    _raise_impossible(frame, table)
+
+
+def _place(row: dict, table: str, index: int) -> str:
+    """Name a row for a reader: its table, its position, and the job, direction or counter it holds."""
+    named = [f"{k} {row[k]!r}" for k in ("job_name", "direction", "metric", "counter") if row.get(k) is not None]
+    return f"table {table}, row {index + 1}" + (f" ({', '.join(named)})" if named else "")
+
+
+def broken_rules(frame: pl.DataFrame, table: str) -> int:
+    """Return how many rows of a stored ``table`` break one of its rules (none should: the fuzz test's check)."""
+    rules = _rules(table)
+    return int(frame.select(pl.any_horizontal(mask.fill_null(False) for mask, _ in rules).sum()).item())
 
 
 def validate_stored_bins(frame: pl.DataFrame) -> pl.DataFrame:

@@ -156,7 +156,8 @@ def test_no_failure_of_one_file_escapes_it(tmp_path: Path, capsys: pytest.Captur
     the bad ones quarantined with the reason, exit 1 (some quarantined), no traceback."""
     import polars as pl
 
-    from benchlib.schema import SchemaError, Tables
+    from benchlib.errors import ImpossibleValue
+    from benchlib.schema import Tables
 
     study = tmp_path / "study"
     study.mkdir()
@@ -171,10 +172,11 @@ def test_no_failure_of_one_file_escapes_it(tmp_path: Path, capsys: pytest.Captur
     assert sorted(report.ingested) == sorted([p.name for p in good] + ["nan.json"])  # NaN read as unknown (null)
     reasons = dict(report.quarantined)
     assert set(reasons) == {"negative.json", "deep.json"}
-    assert "negative values" in reasons["negative.json"] and "RecursionError" in reasons["deep.json"]
+    assert "io_count is -" in reasons["negative.json"] and "below 0" in reasons["negative.json"]
+    assert "RecursionError" in reasons["deep.json"]
     assert main(["ingest", str(study), "--processed", str(tmp_path / "again"), "--quiet"]) == 1
     assert "Traceback" not in capsys.readouterr().err
-    with pytest.raises(SchemaError, match="NaN or infinite"):
+    with pytest.raises(ImpossibleValue, match="iops is inf"):
         Tables.build(results=pl.DataFrame({"run_id": ["r"], "iops": [float("inf")]}))
 
 
@@ -243,40 +245,55 @@ _FUZZ_SOURCES = [
 _BAD_NUMBERS = ["NaN", "nan", "-1", "-0.5", "1e309", "inf", "-inf", "", "99999999999999999999999", "abc", "0x1f"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _mutate(text: bytes, mutation: str, where: float, bad: str) -> bytes:
+    """Return a file's text with one mutation at ``where`` (a share of its numbers, lines or bytes)."""
+    import re
+
+    numbers = [m.span() for m in re.finditer(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+    at = int(where * (len(numbers) - 1)) if numbers else 0
+    if mutation == "number" and numbers:
+        start, end = numbers[at]
+        return text[:start] + bad.encode() + text[end:]
+    if mutation in ("sign", "grow") and numbers:
+        start, end = numbers[at]
+        number = text[start:end]
+        changed = number[1:] if number.startswith(b"-") else b"-" + number
+        return text[:start] + (changed if mutation == "sign" else number + b"e25") + text[end:]
+    if mutation == "swap" and len(numbers) > 1:
+        (a0, a1), (b0, b1) = numbers[min(at, len(numbers) - 2)], numbers[min(at, len(numbers) - 2) + 1]
+        return text[:a0] + text[b0:b1] + text[a1:b0] + text[a0:a1] + text[b1:]
+    if mutation == "truncate":
+        return text[: int(where * len(text))]
+    if mutation == "drop_line":
+        lines = text.split(b"\n")
+        del lines[int(where * (len(lines) - 1))]
+        return b"\n".join(lines)
+    at = int(where * len(text))
+    return text[:at] + b'\x00\xff{]",' + text[at:]
+
+
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     source=st.sampled_from(_FUZZ_SOURCES),
-    mutation=st.sampled_from(["number", "truncate", "drop_line", "garbage"]),
+    mutation=st.sampled_from(["number", "truncate", "drop_line", "garbage", "sign", "grow", "swap"]),
     where=st.floats(min_value=0.0, max_value=1.0),
     bad=st.sampled_from(_BAD_NUMBERS),
 )
 def test_a_mutated_corpus_file_never_escapes_ingest_nor_costs_the_others(
     source: tuple[str, str], mutation: str, where: float, bad: str
 ) -> None:
-    """Each example: one real corpus file, mutated (a number made NaN, negative, huge or text; the file cut
-    anywhere; a line dropped; bytes of garbage), beside two good files. Ingest never raises; the good files
-    are kept; no table holds NaN, an infinity or a negative count, size, time or rate."""
-    import re
+    """Each example: one real corpus file, mutated (a number made NaN, negative, huge or text; a number's sign
+    flipped, its exponent grown, or two neighbouring numbers swapped, as percentiles; the file cut anywhere; a
+    line dropped; bytes of garbage), beside two good files. Ingest never raises; the good files are kept; no
+    table holds NaN, an infinity, a negative count, size, time or rate, or a row that breaks a rule no real
+    measurement breaks (percentiles in order, a mean within its min and max, a rate its count allows)."""
     import tempfile
 
-    from benchlib.schema import _NON_NEGATIVE
+    from benchlib.schema import _NON_NEGATIVE, TABLES, broken_rules
     from benchlib.store import load_study_tables
 
     folder, name = source
-    text = (corpus_dir(folder) / name).read_bytes()
-    numbers = [m.span() for m in re.finditer(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
-    if mutation == "number" and numbers:
-        start, end = numbers[int(where * (len(numbers) - 1))]
-        text = text[:start] + bad.encode() + text[end:]
-    elif mutation == "truncate":
-        text = text[: int(where * len(text))]
-    elif mutation == "drop_line":
-        lines = text.split(b"\n")
-        del lines[int(where * (len(lines) - 1))]
-        text = b"\n".join(lines)
-    else:
-        at = int(where * len(text))
-        text = text[:at] + b'\x00\xff{]",' + text[at:]
+    text = _mutate((corpus_dir(folder) / name).read_bytes(), mutation, where, bad)
     with tempfile.TemporaryDirectory() as tmp:
         study = Path(tmp) / "study"
         study.mkdir()
@@ -297,6 +314,8 @@ def test_a_mutated_corpus_file_never_escapes_ingest_nor_costs_the_others(
                     assert not frame[column].is_nan().any() and not frame[column].is_infinite().any(), (table, column)
             for column in _NON_NEGATIVE[table]:
                 assert not (frame[column] < 0).any(), (table, column)
+            if table in TABLES:  # the stored bins' lists are checked as they are written
+                assert broken_rules(frame, table) == 0, (table, mutation)
 
 
 def test_a_latency_log_whose_unit_nothing_states_says_which_it_assumed(tmp_path: Path) -> None:

@@ -176,6 +176,31 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
     )
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_log_with_an_impossible_value_is_refused_streamed_or_not(
+    stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a bandwidth log with one value made negative is quarantined naming it, whether it is read in
+    memory or streamed straight to Parquet (a large log), and leaves no part behind; the good log is kept."""
+    import benchlib.ingest.reading as reading
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "logs"
+    study.mkdir(parents=True)
+    good = (corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log").read_text()
+    (study / "good_bw.1.log").write_text(good)
+    lines = good.splitlines()
+    fields = lines[3].split(",")
+    lines[3] = ",".join([fields[0], " -" + fields[1].strip(), *fields[2:]])
+    (study / "bad_bw.1.log").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0 if stream else 1 << 40)
+    report = ingest_study(study, tmp_path / "processed")
+    reasons = dict(report.quarantined)
+    assert report.ingested == ["good_bw.1.log"] and list(reasons) == ["bad_bw.1.log"]
+    assert "table intervals, row 4" in reasons["bad_bw.1.log"] and "value is -" in reasons["bad_bw.1.log"]
+    assert load_study_tables(report.processed).intervals.height == len(lines)  # the good log's rows only
+
+
 def _recorded_run(study: Path, cell: str, levels: dict, log: Path) -> Path:
     """A run folder as `benchlib run` leaves it: a manifest and a log of one host."""
     folder = study / cell / "r1" / "attempt-1"

@@ -6,7 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from benchlib.errors import ImpossibleValue, file_failure
 from benchlib.schema import (
+    RESULTS,
+    RUNS,
     SchemaError,
     Tables,
     conform,
@@ -46,12 +49,73 @@ def test_validate_catches_reader_bugs() -> None:
     validate(good, "results")
     with pytest.raises(SchemaError, match="missing"):
         validate(good.drop("iops"), "results")
-    with pytest.raises(SchemaError, match="negative"):
-        validate(good.with_columns(iops=pl.lit(-1.0)), "results")
     with pytest.raises(SchemaError, match="unknown direction"):
         validate(good.with_columns(direction=pl.lit("sideways")), "results")
     with pytest.raises(SchemaError, match="run_id is null"):
         validate(good.with_columns(run_id=pl.lit(None, pl.String)), "results")
+
+
+def _row(**values: object) -> pl.DataFrame:
+    frame = pl.DataFrame({"run_id": ["r"], "job_name": ["seq"], "direction": ["read"]}).with_columns(
+        pl.lit(v).alias(k) for k, v in values.items()
+    )
+    return conform(frame, "results")
+
+
+def _points(*pairs: tuple[float, float]) -> pl.Series:
+    return pl.Series("p", [[{"percentile": p, "value_ns": v} for p, v in pairs]], dtype=RESULTS["clat_percentiles"])
+
+
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [
+        ({"iops": -1.0}, "iops is -1, below 0"),
+        ({"usr_cpu_pct": -3.5}, "usr_cpu_pct is -3.5, below 0"),
+        ({"context_switches": -20}, "context_switches is -20, below 0"),
+        ({"rwmixread_pct": 130.0}, "rwmixread_pct is 130, above 100"),
+        ({"iops": float("nan")}, "iops is nan"),
+        ({"clat_min_ns": 1000.0, "clat_mean_ns": 900.0, "clat_max_ns": 5000.0}, "clat mean 900 ns outside its own min"),
+        ({"lat_min_ns": 1500.0, "lat_mean_ns": 2.3e9, "lat_max_ns": 9100.0}, "lat mean 2.3e+09 ns outside"),
+        (
+            {"iops": 1.23e29, "io_count": 30000, "runtime_ns": 3_000_000_000},
+            "iops is 1.23e+29, over 2 times what 30,000",
+        ),
+        ({"bandwidth_bytes_per_s": 5e12, "io_bytes": 1 << 30, "runtime_ns": 10**9}, "bandwidth_bytes_per_s is 5e+12"),
+    ],
+)
+def test_a_value_no_measurement_gives_is_refused_naming_the_row_and_the_rule(broken: dict, says: str) -> None:
+    """Issue 44: values a fuzz of real files let through. Each is refused with the row, the values and the rule."""
+    with pytest.raises(ImpossibleValue, match="table results, row 1 \\(job_name 'seq', direction 'read'\\)") as err:
+        validate(_row(**broken), "results")
+    assert says in err.value.found
+    reason = file_failure(err.value)
+    assert reason is not None and says in reason and "no real measurement gives that" in reason
+
+
+def test_percentiles_that_fall_are_refused_and_rounded_normal_output_is_not() -> None:
+    falling = _row().with_columns(_points((50.0, 4000.0), (95.0, 9000.0), (99.0, 7000.0)).alias("clat_percentiles"))
+    with pytest.raises(ImpossibleValue, match="the 99th percentile \\(7,000 ns\\) is below the 95th \\(9,000 ns\\)"):
+        validate(falling, "results")
+    flat = _row().with_columns(_points((1.0, 0.0), (50.0, 0.0), (99.0, 0.0)).alias("lat_percentiles"))
+    validate(flat, "results")  # a direction without I/O: every percentile 0
+    # fio's normal output in ms: min=1, max=1 (whole ms, rounded down), avg=1.42: the max may be up to 1 ms more
+    validate(_row(clat_min_ns=1e6, clat_mean_ns=1.42e6, clat_max_ns=1e6), "results")
+    with pytest.raises(ImpossibleValue):
+        validate(_row(clat_min_ns=1e6, clat_mean_ns=2.5e6, clat_max_ns=1e6), "results")
+    # a published table: no count, no runtime, no min or max, nothing to relate
+    validate(_row(iops=250_000.0, bandwidth_bytes_per_s=1e9), "results")
+
+
+def test_a_time_out_of_any_clock_is_refused() -> None:
+    from datetime import UTC, datetime
+
+    runs = conform(pl.DataFrame({"run_id": ["r"], "start_time": [datetime(2262, 4, 1, tzinfo=UTC)]}), "runs")
+    with pytest.raises(ImpossibleValue, match="start_time is 2262-04-01"):
+        validate(runs, "runs")
+    validate(
+        runs.with_columns(pl.lit(datetime(2026, 11, 28, tzinfo=UTC)).cast(RUNS["start_time"]).alias("start_time")),
+        "runs",
+    )
 
 
 def test_tables_build_and_percentile_expr() -> None:
