@@ -38,7 +38,7 @@ QUARANTINE = "quarantine.csv"
 RAW_STATE = "raw-files.json"
 #: Files of a study folder that are not tool output (notes, scripts, plans, benchlib's own records).
 NOT_OUTPUT = re.compile(
-    r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$)|\.(stderr|banner)\.txt$"
+    r"(^|/)(\.|README|LICENSE|benchlib-[^/]*\.json$|swat_mon[^/]*$)|\.(stderr|banner)\.txt$"
     r"|\.(md|toml|fio|job|conf|cfg|ini|sh|py|ipynb|yml|yaml)$",
     re.IGNORECASE,
 )

@@ -526,3 +526,70 @@ def test_a_run_without_its_length_weighs_latency_by_rate_and_never_prints_nan(ca
     assert summary["lat_mean_ns"].to_list() == [pytest.approx(1.9e6)]
     none = summarise_runs(runs, results.with_columns(pl.lit(None, pl.Float64).alias("iops")))
     assert none["lat_mean_ns"].to_list() == [None]
+
+
+def _fsd_dots_and_spacing(text: str) -> str:
+    """A file-system report whose header has other dots and spacing: ``.Interval.``, one space between words."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if "..Interval.." in line:
+            lines[i] = re.sub(
+                r"\s+", " ", line.replace("..Interval..", ".Interval.").replace(".ReqstdOps...", ".ReqstdOps.")
+            )
+            lines[i + 1] = re.sub(r"\s+", " ", lines[i + 1])
+    return "\n".join(lines) + "\n"
+
+
+def _fsd_without_cpu(text: str) -> str:
+    """A file-system report with no cpu% group: its header and every interval line without those two values."""
+    lines, out, header = text.splitlines(), [], False
+    for line in lines:
+        if "..Interval.." in line:
+            line, header = line.replace(" ...cpu%...", ""), True
+        elif header and re.match(r"^\s+rate\s+resp\s+total\s+sys", line):
+            line, header = re.sub(r"(rate\s+resp)\s+total\s+sys", r"\1", line), False
+        elif re.match(r"^\d\d:\d\d:\d\d\.\d{3}\s+(\d+|avg_\d+-\d+)\s", line):
+            parts = line.split()
+            line = " ".join(parts[:4] + parts[6:])
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _ingested(study: Path, processed: Path) -> tuple:
+    from benchlib.ingest import ingest_study
+    from benchlib.store import load_study_tables
+
+    report = ingest_study(study, processed)
+    return report, load_study_tables(report.processed)
+
+
+@pytest.mark.parametrize("variant", ["dots and spacing", "no cpu columns", "flatfile alone", "swat_mon beside"])
+def test_every_file_system_layout_read_before_is_read_still(variant: str, tmp_path: Path) -> None:
+    """Issue 44's layout regression set for vdbench's file-system runs (fsd/fwd): a header whose dots and spacing
+    differ (25 values a line, refused before as 'found 25'), a build without the cpu% group, the flatfile
+    alone in a folder, and swat_mon files beside the reports: each reads the runs and figures the corpus
+    folder gives, nothing quarantined."""
+    source = corpus_dir("vdbench") / "vdb__create_file_32T"
+    _, want = _ingested(source, tmp_path / "want")  # the corpus folder as it is, read in place
+    study = tmp_path / "raw" / "fs"
+    folder = study / "vdb__create_file_32T"
+    shutil.copytree(source, folder)
+    change = {"dots and spacing": _fsd_dots_and_spacing, "no cpu columns": _fsd_without_cpu}.get(variant)
+    for page in folder.glob("*.html"):
+        if change and page.name != "flatfile.html":
+            page.write_text(change(page.read_text()))
+    if change:
+        (folder / "flatfile.html").unlink()  # the reports alone: nothing to borrow rows from
+    if variant == "flatfile alone":
+        for page in folder.iterdir():
+            if page.name != "flatfile.html":
+                page.unlink()
+    if variant == "swat_mon beside":
+        (folder / "swat_mon.bin").write_bytes(b"\x00\x01swat\x00" * 64)
+    report, got = _ingested(study, tmp_path / "processed")
+    assert report.quarantined == [] and report.ok, report.quarantined
+    total = pl.col("host").is_null()
+    iops = [t.results.join(t.runs.filter(total), on="run_id")["iops"].sum() for t in (want, got)]
+    assert iops[1] == pytest.approx(iops[0], rel=1e-4) and iops[0] > 0
+    if variant == "swat_mon beside":
+        assert "swat_mon.bin" in " ".join(rel for rel, _ in report.skipped)

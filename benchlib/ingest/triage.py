@@ -75,6 +75,11 @@ _NOT_OUTPUT_KINDS = (
     (r"\.stderr\.txt$", "a run's standard error (benchlib run keeps it; a failed run's reason is in its manifest)"),
     (r"\.banner\.txt$", "fio's job lines, printed before its JSON (benchlib run keeps them beside it)"),
     (r"(^|/)benchlib-[^/]*\.json$", "benchlib's own record"),
+    (
+        r"(^|/)swat_mon[^/]*$",
+        "vdbench's monitor data for its SWAT workload analyser, written into every output folder (the runs "
+        "are in the folder's summary, totals and flatfile)",
+    ),
 )
 
 

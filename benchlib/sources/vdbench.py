@@ -261,7 +261,30 @@ def _settings(rest: str) -> tuple[dict[str, str], dict[str, str]]:
     return settings, loops
 
 
+#: the sub-columns a file-system header's group has, longest first (``read`` is a read share or a rate and time)
+_FSD_RUNS = (("rate", "resp"), ("total", "sys"), ("read", "write"), ("pct",), ("total",), ("size",))
+
+
 def _fsd_names(group_line: str, sub_line: str) -> list[str]:
+    """Column names of the file-system layout from its two header lines.
+
+    Each group of the upper line (``.ReqstdOps...``, ``..mb/sec...``; any dots, any spacing) takes the run of
+    sub-columns of the lower line it has (``rate resp``, ``total sys``, ``pct``), in order; a header whose
+    sub-columns no run fits is matched by position instead.
+    """
+    tokens = [g.strip(".").lower() for g in group_line.split()]
+    groups = tokens[tokens.index("interval") + 1 :] if "interval" in tokens else []
+    subs = [s.lower() for s in sub_line.split()]
+    names: list[str] = []
+    for group in groups:
+        run = next((r for r in _FSD_RUNS if tuple(subs[len(names) : len(names) + len(r)]) == r), None)
+        if run is None:
+            return _fsd_names_by_position(group_line, sub_line)
+        names += [_FSD_COLUMNS.get((group, sub)) or f"{group}_{sub}" for sub in run]
+    return names if groups and len(names) == len(subs) else _fsd_names_by_position(group_line, sub_line)
+
+
+def _fsd_names_by_position(group_line: str, sub_line: str) -> list[str]:
     """Column names of the file-system layout from its two header lines, matched by position."""
     groups = [(m.start(), m.end(), m.group(0).strip(".").lower()) for m in re.finditer(r"\S+", group_line)]
     names = []
@@ -273,6 +296,10 @@ def _fsd_names(group_line: str, sub_line: str) -> list[str]:
         name = _FSD_COLUMNS.get((group, match.group(0).lower()))
         names.append(name or f"{group}_{match.group(0).lower()}")
     return names
+
+
+#: the upper header line of the file-system layout: ``..Interval..`` (or ``.Interval.``) then dotted groups
+_FSD_HEADER = re.compile(r"(^|\s)\.+Interval\.+\s+\.*ReqstdOps", re.IGNORECASE)
 
 
 def _raw_names(upper: str, lower: str) -> list[str] | None:
@@ -306,7 +333,7 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
             blocks.append(Block(name=start.group(2), for_loops=loops, settings=settings, tod=start.group(1)))
             fsd_names = raw_names = None
             continue
-        if "..Interval.." in line and number < len(lines):
+        if _FSD_HEADER.search(line) and number < len(lines):
             fsd_names = _fsd_names(line, _TAG.sub("", lines[number]))
             continue
         if _RAW_HEADER_LINE.search(line) and number < len(lines):
