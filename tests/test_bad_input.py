@@ -504,3 +504,26 @@ def test_a_processed_folder_that_cannot_be_written_is_one_message(
         subprocess.run(["chattr", "-i", str(processed)], check=True)
     said = capsys.readouterr().err
     assert "Operation not permitted" in said and "--processed, or BENCHLIB_DATA" in said and "Traceback" not in said
+
+
+def test_refusals_quote_what_they_found(tmp_path: Path) -> None:
+    """Issue 44: fio's own error line verbatim where the run failed, the opening lines of a file no format
+    fits (a script's summary of a run), and a start time no clock gives, each named with where it was."""
+    import json
+
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "maxjobs.out").write_text(
+        "job1: (g=0): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=libaio, "
+        "iodepth=32\nfio-3.28\nStarting 9 processes\nerror: maximum number of jobs (8) reached.\n"
+    )
+    (study / "summary.txt").write_text("Benchmark summary\nMax read throughput: 32186 IOPS\n")
+    doc = json.loads((corpus_dir("fio-json") / "fio-plot-ceph-ssd__randwrite-4-1.json").read_text())
+    doc["timestamp_ms"] = 10**18
+    for job in doc["jobs"]:
+        job.pop("job_start", None)
+    (study / "far.json").write_text(json.dumps(doc))
+    reasons = dict(ingest_study(study, tmp_path / "processed").quarantined)
+    assert "fio said: error: maximum number of jobs (8) reached." in reasons["maxjobs.out"]
+    assert "found 'Benchmark summary' then 'Max read throughput: 32186 IOPS'" in reasons["summary.txt"]
+    assert reasons["far.json"].startswith("key timestamp_ms: 999,999,999,999,9") and "no clock" in reasons["far.json"]

@@ -145,7 +145,7 @@ def group_reporting(options: dict[str, str]) -> bool:
 #: option errors ("fio: unrecognized option '--x'", "Bad option <x>") and job file errors
 _FIO_ERROR = re.compile(
     r"^(?:\S*fio:\s.*(?:err=|error|unrecognized|invalid|dropped|failed|bad|not|no such).*"
-    r"|Bad option\b.*|.*\bjob dropped\b.*)$",
+    r"|Bad option\b.*|.*\bjob dropped\b.*|error:\s.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
 

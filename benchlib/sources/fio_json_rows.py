@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, ImpossibleValue
 from benchlib.sources._common import (
     SNIFF_BYTES,
     JsonDocument,
@@ -368,12 +368,20 @@ def _start_time(doc: dict) -> datetime | None:
     jobs = doc.get("jobs") or doc.get("client_stats") or []
     starts = [j["job_start"] for j in jobs if isinstance(j, dict) and j.get("job_start")]
     if starts:
-        return datetime.fromtimestamp(min(starts) / 1000, tz=UTC)
+        return _at(min(starts) / 1000, "jobs[].job_start")
     stamp = doc.get("timestamp_ms") or (doc.get("timestamp") and doc["timestamp"] * 1000)
     if not stamp:
         return None
     elapsed = max((int(j.get("elapsed", 0)) for j in jobs if isinstance(j, dict)), default=0)
-    return datetime.fromtimestamp(stamp / 1000 - elapsed, tz=UTC)
+    return _at(stamp / 1000 - elapsed, "timestamp_ms" if doc.get("timestamp_ms") else "timestamp")
+
+
+def _at(seconds: float, key: str) -> datetime:
+    """Return a Unix time as a UTC datetime; one no calendar holds is an impossible value, named with its key."""
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        raise ImpossibleValue(f"key {key}", f"{seconds:,.0f} s since 1970, a time no clock gives") from None
 
 
 def _ss_attained(entry: dict) -> bool | None:

@@ -325,10 +325,18 @@ def detect_text(path: str | Path, head: str) -> str:
             path,
             "first 64 KiB",
             "output of a supported tool (fio JSON/json+, normal, terse, a fio log, esxtop batch CSV, a vdbench output "
-            "folder's files or vdbench console text, HCIBench's -res.txt); "
-            f"supported formats: {', '.join(FORMATS)}",
+            f"folder's files or vdbench console text, HCIBench's -res.txt), found {_opening(head)}; "
+            f"supported formats: {', '.join(FORMATS)}. A summary a script wrote of a tool's output is not the "
+            "output: keep the tool's own file",
         )
     return found
+
+
+def _opening(head: str, most: int = 2) -> str:
+    """Quote the first lines of a file that is no format's, shortened and with control characters shown."""
+    lines = [line.strip() for line in head.splitlines() if line.strip()][:most]
+    quoted = [repr(line[:80] + ("..." if len(line) > 80 else "")) for line in lines]
+    return " then ".join(quoted) if quoted else "only blank lines"
 
 
 def read(path: str | Path, format: str | None = None) -> Tables:
