@@ -492,6 +492,10 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+#: the --processed option's help: the root it will use, and what moves it
+PROCESSED_HELP = "processed root (default: %(default)s; BENCHLIB_DATA or BENCHLIB_PROCESSED move it)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``benchlib`` command."""
     parser = argparse.ArgumentParser(
@@ -500,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True)
     ingest = verbs.add_parser("ingest", help="raw tool output -> tidy Parquet under data/processed/")
     ingest.add_argument("studies", nargs="*", help="study folders (default: every folder under data/raw/)")
-    ingest.add_argument("--processed", default=str(PROCESSED), help="processed root (default: %(default)s; BENCHLIB_DATA or BENCHLIB_PROCESSED move it)")
+    ingest.add_argument("--processed", default=str(PROCESSED), help=PROCESSED_HELP)
     ingest.add_argument("--quiet", action="store_true", help="no summary table")
     ingest.set_defaults(func=cmd_ingest)
     inspect = verbs.add_parser("inspect", help="detected format and a summary of one file")
@@ -562,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     copy.set_defaults(func=cmd_notebook)
     check = verbs.add_parser("verify", help="recompute every claim of a study's claims.toml: PASS / FAIL / UNSUPPORTED")
     check.add_argument("study", help="study folder with claims.toml, e.g. data/raw/pvscsi-vs-lsi")
-    check.add_argument("--processed", default=str(PROCESSED), help="processed root (default: %(default)s; BENCHLIB_DATA or BENCHLIB_PROCESSED move it)")
+    check.add_argument("--processed", default=str(PROCESSED), help=PROCESSED_HELP)
     check.add_argument("--json", metavar="FILE", help="write the verdicts as JSON to FILE ('-': standard output)")
     check.set_defaults(func=cmd_verify)
     bundle = verbs.add_parser("bundle", help="a verification bundle of a study for a peer")
@@ -570,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument(
         "--output", default=str(REPORTS / "bundles"), help="folder for <study>-bundle.tar.gz (default: reports/bundles)"
     )
-    bundle.add_argument("--processed", default=str(PROCESSED), help="processed root (default: %(default)s; BENCHLIB_DATA or BENCHLIB_PROCESSED move it)")
+    bundle.add_argument("--processed", default=str(PROCESSED), help=PROCESSED_HELP)
     bundle.set_defaults(func=cmd_bundle)
     vsphere = verbs.add_parser("vsphere", help="what vCenter says about the VMs: controllers, disks, SIOC, LUNs")
     vsphere_verbs = vsphere.add_subparsers(dest="vsphere_verb", required=True)
