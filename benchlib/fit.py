@@ -109,8 +109,11 @@ def shape(study: str | ProcessedStudy) -> Shape:
             if sweep and not _spanned(rows, sweep, varies, [f for f in factors if f in varied and f not in partial])
         ),
         depth_compared=_sweep_compared(rows, factors, sweeps_by["iodepth"], "iodepth"),
-        points=tuple(
-            f for f in varied if any(v in rows.columns and _follows(rows, f, v) for v in ("iodepth", "rwmixread_pct"))
+        points=tuple(  # two levels are no sweep: psync against libaio differ in depth (a sync engine keeps 1)
+            f
+            for f in varied
+            if rows[f].n_unique() >= SWEEP_POINTS
+            and any(v in rows.columns and _follows(rows, f, v) for v in ("iodepth", "rwmixread_pct"))
         ),
     )
 

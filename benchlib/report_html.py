@@ -549,7 +549,7 @@ def _answers(
         name += f"{html.escape(others)} against {html.escape(level(factor, a['baseline']))}"
         said.append((name, _setting_change(a, others), _design_can(a, support), left, caveat))
     # what the design can call the changes, said once where it is the same for every setting
-    shared = said[0][2] if (len(said) > 1 or support) and len({s[2] for s in said}) == 1 else ""
+    shared = said[0][2] if len(said) > 1 and len({s[2] for s in said}) == 1 else ""
     items = [
         f"<li>{name}: {html.escape(change + (f'; {can}' if can and not shared else '') + left)}."
         + (f" {_inline(caveat)}" if caveat else "")
@@ -561,13 +561,8 @@ def _answers(
         "(not the ratio of the sides' medians in the results below); those pages give each comparison.</p>"
         f"<ul>{''.join(items)}</ul>"
         + together
-        + (
-            _markdown(support)
-            if support
-            else f"<p>For every setting above, {html.escape(shared)}.</p>"
-            if shared
-            else ""
-        )
+        + (f"<p>For every setting above, {html.escape(shared)}.</p>" if shared else "")
+        + (_markdown(support) if support else "")
         if items
         else ""
     )

@@ -344,3 +344,52 @@ def test_a_run_of_other_work_filed_under_one_level_is_not_pooled_into_its_side()
     assert views.confounders(
         "loopback-fio", factor="ioengine", baseline="psync", by=engines["by"], only=engines["only"]
     )
+
+
+@pytest.mark.fio
+def test_a_two_level_engine_setting_is_answered_though_its_depth_follows_it(fio_binary: str, tmp_path) -> None:
+    """A study a test records with fio's normal output only: psync against libaio, 5 runs each, both asked for
+    depth 8 (a sync engine keeps 1). Two levels are no depth sweep: the index answers for the engine with its
+    verdict, and its comparison, whose runs carry no start time, says the order cannot be checked."""
+    import subprocess
+
+    from benchlib.ingest import ingest_study
+    from benchlib.results import compared_settings, factor_answers
+    from benchlib.stats.compare import comparison_table
+    from benchlib.words.compare import order_caveat
+
+    study = tmp_path / "raw" / "untimed"
+    for engine in ("psync", "libaio"):
+        for run in range(1, 6):
+            folder = study / engine / f"r{run}"
+            folder.mkdir(parents=True)
+            subprocess.run(
+                [fio_binary, "--name=job", f"--filename={tmp_path / 'scratch.dat'}", "--size=8m", "--rw=randread"]
+                + ["--bs=4k", f"--ioengine={engine}", "--iodepth=8", "--runtime=1", "--time_based"]
+                + [f"--output={folder / 'job.out'}"],
+                check=True,
+                capture_output=True,
+            )
+    (study / "study.toml").write_text(
+        '[study]\nname = "untimed"\nmembers = "host"\n[factors]\nengine = ["psync", "libaio"]\n'
+        '[[files]]\nglob = "{engine}/*/*.out"\n',
+        encoding="utf-8",
+    )
+    assert ingest_study(study, tmp_path / "processed").ok
+    opened = open_study(study, tmp_path / "processed")
+    assert shape(opened).points == ()
+    assert [factor for factor, _ in compared_settings(opened)] == ["engine"]
+    (answer,) = factor_answers(opened)
+    assert answer["factor"] == "engine" and answer["low"] is not None and answer["comparisons"] == 1
+    from benchlib.report_html import _answers
+
+    said = _answers([answer], support="**What it can support.** the design statement")
+    verdicts = "; ".join(f"{k} {v}" for v, k in sorted(answer["verdicts"].items()))  # said beside the change
+    assert f"verdicts: {verdicts}" in said and said.index("changed by") < said.index("What it can support")
+    units = views.run_totals(opened, "iops", ["engine"])
+    assert units["start_time"].is_null().all()  # fio's normal output: local time without a zone, not kept
+    table = comparison_table(units, "iops", factor="engine", baseline="psync")
+    caveat = order_caveat(table)
+    assert table["order"][0] is None and (caveat is not None) == (
+        table["verdict"][0] not in ("not testable at this n",)
+    )
