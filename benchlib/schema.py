@@ -37,7 +37,8 @@ from benchlib.errors import BenchlibError, ImpossibleValue
 # 4: fio JSON disk_util in host_counters; vdbench histograms in latency_bins
 # 5: latency_bins stored one row per histogram, its bins as lists
 # 7: runs.run_group: files of one run written per VM (a path's {vm}, HCIBench's worker files) share it
-SCHEMA_VERSION = 7
+# 8: results.printed_iops and printed_bandwidth_bytes_per_s: a file's own figures where benchlib recomputes them
+SCHEMA_VERSION = 8
 
 PERCENTILE = pl.Struct({"percentile": pl.Float64, "value_ns": pl.Float64})
 
@@ -107,6 +108,9 @@ RESULTS = pl.Schema(
         "usr_cpu_pct": pl.Float64,
         "sys_cpu_pct": pl.Float64,
         "context_switches": pl.Int64,
+        # what the file itself printed where benchlib recomputed iops and bandwidth (null elsewhere)
+        "printed_iops": pl.Float64,
+        "printed_bandwidth_bytes_per_s": pl.Float64,
     }
 )
 
@@ -200,7 +204,10 @@ _NON_NEGATIVE = {
 
 #: more columns no real measurement makes negative: CPU shares, context switches, a mix, depths, job counts
 for _table, _columns in {
-    "results": ["usr_cpu_pct", "sys_cpu_pct", "context_switches", "rwmixread_pct", "iodepth", "numjobs", "jobs"],
+    "results": [
+        *("usr_cpu_pct", "sys_cpu_pct", "context_switches", "rwmixread_pct", "iodepth", "numjobs", "jobs"),
+        "printed_iops",
+    ],
     "intervals": ["value"],  # every metric a log holds (bandwidth, IOPS, latencies, bytes, counts)
 }.items():
     _NON_NEGATIVE[_table] += [c for c in _columns if c not in _NON_NEGATIVE[_table]]

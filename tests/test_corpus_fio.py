@@ -425,3 +425,49 @@ def test_every_corpus_fio_file_has_expectations() -> None:
         if not p.name.endswith(COMPANIONS)
     }
     assert on_disk - covered == set()
+
+
+def test_a_file_whose_printed_figures_disagree_with_its_counts_says_so(tmp_path: Path) -> None:
+    """Issue 44: fio 2.2.10 with group_reporting prints a group's bw= about 6.4% above its issued count x block
+    size over its runtime. benchlib keeps the count's figure and records the printed one; the cell page and
+    inspect say both. No other corpus normal-output file differs beyond what printing 3 digits loses."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from benchlib.ingest import ingest_study
+    from benchlib.paths import PROJECT_ROOT
+    from benchlib.stats.plausibility import printed_apart
+
+    def apart(path: Path) -> pl.DataFrame:
+        tables = read(path)
+        return printed_apart(tables.results.join(tables.runs.select("run_id", "source"), on="run_id"))
+
+    odd = corpus_dir("fio-normal") / "HardwareTest__fio.log"
+    found = apart(odd)
+    assert found["figure"].to_list() == ["bandwidth_bytes_per_s"] * 2
+    assert [round(100 * a, 1) for a in found["apart"]] == [-6.4, -6.3]
+    from benchlib.sources.registry import detect_all
+
+    others = [p for p in sorted(corpus_dir("fio-normal").iterdir()) if p != odd and detect_all(p)[:1] == ["fio-normal"]]
+    assert others and all(apart(p).is_empty() for p in others)
+    study = tmp_path / "raw" / "odd"
+    study.mkdir(parents=True)
+    shutil.copyfile(odd, study / "fio.log")
+    (study / "study.toml").write_text('[study]\nname = "odd"\n', encoding="utf-8")
+    assert ingest_study(study, tmp_path / "processed").ok
+    out = tmp_path / "cell.ipynb"
+    subprocess.run(
+        [sys.executable, "-m", "papermill", "--log-level", "ERROR", str(PROJECT_ROOT / "notebooks" / "cell.ipynb")]
+        + [str(out), "-p", "study", "odd"],
+        env={**__import__("os").environ, "BENCHLIB_DATA": str(tmp_path)},
+        check=True,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        timeout=300,
+    )
+    cells = json.loads(out.read_text())["cells"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for c in cells for o in c.get("outputs", []))
+    assert "**The file's own figures disagree with its counts**: odd/fio.log, read64k-seq, read: bandwidth" in text
+    assert "printed 541 MiB/s, recomputed 506 MiB/s (-6.4%)" in text

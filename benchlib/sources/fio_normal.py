@@ -238,7 +238,8 @@ def _rows_of(inv: _Invocation, index: int, source: SourceText) -> list[dict[str,
             issued = block.get("issued", {}).get(direction["direction"])
             if issued:
                 row["io_count"] = issued
-                # the printed IOPS and BW are rounded to 3 digits; counts over runtime are exact
+                # the printed IOPS and BW are rounded to 3 digits; counts over runtime are exact (the printed kept)
+                row["printed_iops"], row["printed_bandwidth_bytes_per_s"] = row["iops"], row["bandwidth_bytes_per_s"]
                 row["iops"] = issued / (direction["runtime_ns"] / 1e9) if direction["runtime_ns"] else row["iops"]
                 if params.get("block_size_bytes"):
                     row["io_bytes"] = issued * params["block_size_bytes"]

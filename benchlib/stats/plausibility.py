@@ -41,6 +41,44 @@ NOT_BY_BENCHLIB = "not by benchlib"
 #: the rules, each a finding's ``rule`` code (the pages say what each likely means)
 RULES = ("apart", "too fast", "idle device", "apart in time", "not steady", "unwritten target")
 
+#: a file's printed IOPS or bandwidth this far from the figure benchlib recomputes is a disagreement: fio's normal
+#: output prints 3 significant digits (0.5% at most), so more than 1% is not its rounding
+PRINTED_APART = 0.01
+
+
+def printed_apart(rows: pl.DataFrame, share: float = PRINTED_APART) -> pl.DataFrame:
+    """Return the rows whose file printed IOPS or bandwidth more than ``share`` from benchlib's figure.
+
+    ``rows``: results (with ``source`` where the runs are joined). One row per result row and ``figure``
+    (``iops``, ``bandwidth_bytes_per_s``): ``printed``, ``recomputed`` (from the issued count over the
+    runtime) and ``apart`` (recomputed / printed - 1), where the two differ by more than ``share`` and more
+    than the printing loses (its third digit; a whole IOPS, which fio prints without decimals). None where the
+    reader kept the file's own figure.
+    """
+    keys = [c for c in ("source", "job_name", "direction") if c in rows.columns]
+    if "printed_iops" not in rows.columns:
+        return pl.DataFrame(schema={**{k: rows.schema[k] for k in keys}, "figure": pl.String})
+    parts = [
+        rows.select(
+            *keys,
+            pl.lit(figure).alias("figure"),
+            pl.col(f"printed_{figure}").alias("printed"),
+            pl.col(figure).alias("recomputed"),
+        )
+        for figure in ("iops", "bandwidth_bytes_per_s")
+    ]
+    found = pl.concat(parts).filter(pl.col("printed") > 0)
+    # what the printing itself may lose: its last of 3 digits, and a whole I/O per second (fio prints 35, not 35.8)
+    printed = pl.col("printed")
+    lost = pl.max_horizontal(
+        share * printed,
+        pl.lit(10.0).pow(printed.log10().floor() - 2),
+        pl.when(pl.col("figure") == "iops").then(1.0).otherwise(0.0),
+    )
+    found = found.with_columns((pl.col("recomputed") / printed - 1).alias("apart"))
+    return found.filter((pl.col("recomputed") - printed).abs() > lost).sort(*keys, "figure")
+
+
 FINDINGS = pl.Schema(
     {
         "run_unit": pl.String,

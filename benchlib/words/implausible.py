@@ -119,3 +119,26 @@ def implausible_words(found: pl.DataFrame, value: str, *, page: str = "cell") ->
             f"**{r['run'][0].capitalize()} may not have measured the storage**: {'; '.join(clauses)}. Likely: {cause}."
         )
     return "\n\n".join(said) + "\n\nThe figures on this page include these runs."
+
+
+def printed_apart_words(found: pl.DataFrame, most: int = 3) -> str:
+    """Say where a file's own IOPS or bandwidth differ from what benchlib recomputed (:func:`printed_apart`)."""
+    if found.is_empty():
+        return ""
+    words = {"iops": "IOPS", "bandwidth_bytes_per_s": "bandwidth"}
+    said = []
+    for row in found.head(most).iter_rows(named=True):
+        where = ", ".join(str(row[k]) for k in ("source", "job_name", "direction") if row.get(k) is not None)
+        scale, unit = (1, "") if row["figure"] == "iops" else (1 / 1048576, " MiB/s")
+        said.append(
+            f"{where}: {words[row['figure']]} printed {number(row['printed'] * scale)}{unit}, recomputed "
+            f"{number(row['recomputed'] * scale)}{unit} ({100 * row['apart']:+.1f}%)"
+        )
+    more = f"; and {found.height - most} more" if found.height > most else ""
+    return (
+        "**The file's own figures disagree with its counts**: "
+        + "; ".join(said)
+        + more
+        + ". The pages use the issued count over the runtime (fio prints 3 digits, so more than 1% apart is not "
+        "its rounding)."
+    )
