@@ -12,6 +12,7 @@ import pytest
 
 from benchlib.stats.compare import comparison_table
 from benchlib.stats.order import alternation_p, sides_in_time
+from tests.conftest import ROOT
 
 START = datetime(2026, 11, 28, 9, 0)
 
@@ -43,41 +44,21 @@ def test_sides_are_in_blocks_when_one_ran_before_the_other_and_unknown_without_t
     assert sides_in_time(_times([0, 1]), [None, START]) is None
 
 
-def _drifting(rng: np.random.Generator, order: str, groups: int = 8, runs: int = 10) -> pl.DataFrame:
-    """Log-normal runs of two levels with no difference, under AR(1) drift (lag-1 correlation 0.6, CV 3%)."""
-    rows = []
-    for group in range(groups):
-        noise = np.zeros(2 * runs)
-        noise[0] = rng.normal()
-        for i in range(1, 2 * runs):
-            noise[i] = 0.6 * noise[i - 1] + rng.normal() * math.sqrt(1 - 0.36)
-        if order == "in blocks":
-            sides = ["a"] * runs + ["b"] * runs
-        else:  # as benchlib's plans run them: every repetition holds one run of each, in a shuffled order
-            sides = [s for _ in range(runs) for s in (("a", "b") if rng.random() < 0.5 else ("b", "a"))]
-        rows += [
-            {
-                "group": group,
-                "side": side,
-                "iops": 1000 * math.exp(0.03 * e),
-                "start_time": START + timedelta(minutes=i),
-            }
-            for i, (side, e) in enumerate(zip(sides, noise, strict=True))
-        ]
-    return pl.DataFrame(rows)
-
-
-def test_a_drift_over_time_is_no_verdict_where_the_sides_ran_in_blocks() -> None:
+def test_a_drift_over_time_is_no_verdict_where_the_sides_ran_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Calibration (issue 40): 8 comparisons of two identical levels, 10 runs a side under AR(1) drift, the
     practical band 0 (any change counts). Run in two blocks (all baseline runs first), a table held a false
     improved or regressed about 60% of the time; now none, those rows read *confounded with time*. Shuffled
     within each repetition, as benchlib runs a plan, at most alpha + 2 SE (seeded, 150 tables each)."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from bench_calibration import drifting  # the runs bench/bench_calibration.py --order records the rates of
+
     rng, reps = np.random.default_rng(5), 150
     bound = 0.05 + 2 * math.sqrt(0.05 * 0.95 / reps)
     for order in ("in blocks", "mixed"):
         false = confounded = 0
         for _ in range(reps):
-            table = comparison_table(_drifting(rng, order), "iops", factor="side", baseline="a", by=["group"], band=0)
+            runs = drifting(rng, blocks=order == "in blocks")
+            table = comparison_table(runs, "iops", factor="side", baseline="a", by=["group"], band=0)
             verdicts = set(table["verdict"])
             false += bool(verdicts & {"improved", "regressed"})
             confounded += "confounded with time" in verdicts
