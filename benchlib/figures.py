@@ -664,6 +664,7 @@ def heatmap(
             f"{value}:Q",
             title=words(value) + (" (log scale)" if log else ""),
             scale=alt.Scale(scheme="blues", type="log") if log else alt.Scale(scheme="blues", zero=True),
+            legend=alt.Legend(titleLimit=0),  # the whole title: "Bandwidth (MiB/s) (log scale)" was cut short
         ),
         tooltip=["group:N", f"{x}:N", f"{y}:N", alt.Tooltip(f"{value}:Q", format=",.1f"), "runs:Q"],
     )

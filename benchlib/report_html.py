@@ -87,8 +87,7 @@ TERMS = (
         "ANOVA-type test",
         r"ANOVA-type",
         "Brunner, Dette and Munk's test of an interaction that lets each combination's runs spread their "
-        "own way; it assumes each combination's mean is near normal. An interaction is called only where "
-        "it and the Freedman-Lane test both find one.",
+        "own way, assuming each combination's mean is near normal.",
     ),
     (
         "Confounded with time",
@@ -408,6 +407,7 @@ def write_html(
         flag for flag, key in ((ONE_RUN, "runs_once"), (TOO_FEW, "too_few")) if front.get(key)
     }
     method: dict[str, str] = {}  # the pages' long paragraphs of method, each said on the first page alone
+    told_together = _together(together)  # the interaction's tests, said with the answers (not again as a finding)
     for execution in executions:
         page = f"{execution.slug}.html"
         title = _title(execution)
@@ -427,7 +427,10 @@ def write_html(
         link = f"<li><a href='{html.escape(page)}'>{html.escape(title)}</a> ({count})</li>"
         (cells if execution.levels else links).append(link)
         # the claims are said with the answers, first (:func:`_claims_answer`), not again among the findings
-        if not execution.levels and not (execution.notebook.stem == "claims" and claims is not None):
+        said_first = (execution.notebook.stem == "claims" and claims is not None) or (
+            execution.notebook.stem == "interaction" and told_together
+        )
+        if not execution.levels and not said_first:
             headline = _finding(*_headline(execution), said=flags)
             # a paragraph an earlier page's finding already gave (the same caveat on three pages) is said once
             fresh = [p for p in headline.split("\n\n") if p.strip() and p.strip() not in said]
@@ -455,7 +458,7 @@ def write_html(
     design = [p for p in (front.get("design", ""), "" if answers else front.get("support", "")) if p.strip()]
     support = front.get("support", "") if answers else ""
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
-    parts.append(_answers(answers, claims, claims_page, support, _together(together), [q[1:] for q in qualified]))
+    parts.append(_answers(answers, claims, claims_page, support, told_together, [q[1:] for q in qualified]))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if design:
         parts.append("<h2>The design</h2>" + _markdown("\n\n".join(design)))
@@ -557,8 +560,8 @@ def _answers(
         for name, change, can, left, caveat in said
     ]
     settings = (
-        "<p>Each change is the median of the run-to-run ratios of the two sides, as the comparison pages give it "
-        "(not the ratio of the sides' medians in the results below); those pages give each comparison.</p>"
+        "<p>Each change is the median of the run-to-run ratios of the two sides, computed as the comparison page "
+        "computes its own (not the ratio of the sides' medians in the results below).</p>"
         f"<ul>{''.join(items)}</ul>"
         + together
         + (f"<p>For every setting above, {html.escape(shared)}.</p>" if shared else "")
@@ -711,8 +714,8 @@ def _design_can(a: dict, support: str) -> str:
         return ""
     if a.get("one_side_capped", 0) == sum(tested.values()):  # the cap set one side: no test can add to it
         return "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
-    if support and set(tested) <= {"descriptive only", "not testable at this n"}:
-        return ""  # what the design can support, said once after the settings, says why no test was made
+    if support and set(tested) <= {"descriptive only", "not testable at this n"}:  # the design statement says why
+        return "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
     if set(tested) == {"descriptive only"}:
         return f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
     if set(tested) == {"not testable at this n"}:

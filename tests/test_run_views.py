@@ -309,8 +309,8 @@ def test_an_interaction_the_runs_could_not_show_is_said_untold_not_absent() -> N
     alone["verdict"] = interaction_call(alone["p_holm"], alone["floor"], alone["family"])
     assert alone["verdict"] == "interacts"
     assert test_note(alone, x="block_size", trace="ioengine").startswith(
-        "the effect of block size, as a ratio, depends on I/O engine (p = 0.0264, the larger of the permutation "
-        "test's (9,999 random permutations) and the ANOVA-type test's: 0.0264 and 0.0011; 0.0264 after Holm over 1"
+        "the effect of block size, as a ratio, depends on I/O engine (p = 0.0264 after Holm over 1 test, α = 0.05; "
+        "before it, permutation 0.0264 and ANOVA-type 0.0011, the larger counting"
     )
     weak = {"p": 0.4, "p_permutation": 0.4, "p_spread": 0.3, "floor": 0.0018, "per_combination": 3}
     weak |= {"p_holm": 0.8, "family": 2}

@@ -93,9 +93,9 @@ def order_caveat(table: pl.DataFrame) -> Caveat | None:
         return None
     return Caveat(
         ORDER_UNKNOWN,
-        "The runs carry no start times, so their order cannot be checked: whether each side's runs were mixed "
-        "in time with the other's (as a shuffled plan runs them) or ran in a block of their own, where a drift "
-        "over time would read as a change.",
+        "The runs carry no start times, so it cannot be checked whether each side's runs were interleaved with "
+        "the other's (as a shuffled plan runs them) or ran in a block of their own; if in a block, a drift over "
+        "time would read as the change.",
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from benchlib.stats.factorial import PERMUTATIONS, at_floor
+from benchlib.stats.factorial import at_floor
 from benchlib.tables import inline, levels_words
 
 
@@ -30,9 +30,8 @@ def test_note(test: Mapping, *, x: str, trace: str) -> str:
         return "a run total of 0: the test compares changes as ratios (on the log scale), which 0 has none of"
     runs, family = f"{test['per_combination']} runs per combination", test["family"]
     said = (
-        f"p = {test['p']:.4f}, the larger of the permutation test's ({PERMUTATIONS:,} random permutations) and "
-        f"the ANOVA-type test's: {test['p_permutation']:.4f} and {_p(test['p_spread'])}; "
-        f"{test['p_holm']:.4f} after Holm over {family} tests, α = 0.05"
+        f"p = {test['p_holm']:.4f} after Holm over {family} test{'s' if family != 1 else ''}, α = 0.05; before it, "
+        f"permutation {test['p_permutation']:.4f} and ANOVA-type {_p(test['p_spread'])}, the larger counting"
     )
     if verdict == "interacts":
         smallest = f"; about the smallest p the permutation test can give at {runs}"
