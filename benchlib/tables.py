@@ -405,7 +405,13 @@ def settle_section(
             "them uncapped to test the setting)."
         )
     if settle.height and settle["runs"].is_null().all() and settle["why"].n_unique() == 1:
-        which = f"For all {settle.height} comparisons" if settle.height > 1 else "For the one comparison"
+        which = (
+            "For both comparisons"
+            if settle.height == 2
+            else f"For all {settle.height} comparisons"
+            if settle.height > 2
+            else "For the one comparison"
+        )
         return [*said, f"{which}: {settle['why'][0]}."], None
     # estimates from a few runs' spread: two significant digits
     runs = [pl.col(c).map_elements(_two_digits, return_dtype=pl.Int64) for c in ("runs", "runs_high")]
