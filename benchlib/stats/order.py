@@ -4,7 +4,8 @@ A comparison's test takes its runs as independent draws of each side. Where ever
 and every other run after (or nearly so), anything that drifts with time (a cache warming, a thin disk
 filling, a neighbour's backup) moves one side and not the other, and the test reads the drift as the
 setting's effect: with AR(1) noise of lag-1 correlation 0.6, 10 runs a side run in two blocks, a family of 8
-comparisons held a false *improved* or *regressed* 58% of the time. benchlib's own plans shuffle the cells
+comparisons held a false *improved* or *regressed* 58% of the time in the audit, 62% in
+``bench/bench_calibration.py --order`` (any change counting). benchlib's own plans shuffle the cells
 within every repetition, so each repetition holds one run of each side and the sides never fall in blocks.
 
 :func:`sides_in_time` reads the order from the runs' start times: ``in blocks`` where the sequence of sides
