@@ -46,6 +46,10 @@ RULES = ("apart", "too fast", "idle device", "apart in time", "not steady", "unw
 PRINTED_APART = 0.01
 
 
+#: each figure benchlib recomputes, and the column keeping what the file printed
+PRINTED = {"iops": "printed_iops", "bandwidth_bytes_per_s": "printed_bandwidth_bytes_per_s"}
+
+
 def printed_apart(rows: pl.DataFrame, share: float = PRINTED_APART) -> pl.DataFrame:
     """Return the rows whose file printed IOPS or bandwidth more than ``share`` from benchlib's figure.
 
@@ -60,12 +64,9 @@ def printed_apart(rows: pl.DataFrame, share: float = PRINTED_APART) -> pl.DataFr
         return pl.DataFrame(schema={**{k: rows.schema[k] for k in keys}, "figure": pl.String})
     parts = [
         rows.select(
-            *keys,
-            pl.lit(figure).alias("figure"),
-            pl.col(f"printed_{figure}").alias("printed"),
-            pl.col(figure).alias("recomputed"),
+            *keys, pl.lit(figure).alias("figure"), pl.col(kept).alias("printed"), pl.col(figure).alias("recomputed")
         )
-        for figure in ("iops", "bandwidth_bytes_per_s")
+        for figure, kept in PRINTED.items()
     ]
     found = pl.concat(parts).filter(pl.col("printed") > 0)
     # what the printing itself may lose: its last of 3 digits, and a whole I/O per second (fio prints 35, not 35.8)
