@@ -708,19 +708,20 @@ def _change(pct: float) -> str:
 
 
 def _design_can(a: dict, support: str) -> str:
-    """Say what the design can call one setting's changes ("" where ``support``, said once, says it)."""
+    """Say what the design can call one setting's changes: its verdicts, or why none where ``support`` is not said."""
     tested = {v: k for v, k in a["verdicts"].items() if v != "rate-capped"}
     if not tested:  # every comparison under a rate cap: nothing for the design to call
         return ""
     if a.get("one_side_capped", 0) == sum(tested.values()):  # the cap set one side: no test can add to it
         return "one side of each ran under a rate cap, so its totals are what the cap allowed: the change is the cap's"
-    if support and set(tested) <= {"descriptive only", "not testable at this n"}:  # the design statement says why
-        return "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
+    tally = "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
+    if support:  # the design statement, said once after the settings, says why no test was made
+        return tally
     if set(tested) == {"descriptive only"}:
         return f"{_runs(a['runs'])} a side: descriptive only, the design cannot call any of it an effect"
     if set(tested) == {"not testable at this n"}:
         return f"{_runs(a['runs'])} a side: too few for a test to call any of it an effect"
-    return "verdicts: " + "; ".join(f"{k} {v}" for v, k in sorted(tested.items()))
+    return tally
 
 
 def _runs(n: int) -> str:

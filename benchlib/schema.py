@@ -268,7 +268,7 @@ def validate(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     if frame.height == 0:
         return frame
     _raise_found(frame, _row_checks(table), table)
-    _raise_impossible(frame, table)
+    check_rules(frame, table)
     return frame
 
 
@@ -345,8 +345,11 @@ def _rate(row: dict, rate: str, amount: str) -> str:
     )
 
 
-def _raise_impossible(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
-    """Raise :class:`ImpossibleValue` at the first row that breaks one of ``table``'s :func:`_rules`."""
+def check_rules(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
+    """Raise :class:`ImpossibleValue` at the first row that breaks one of ``table``'s :func:`_rules`.
+
+    :func:`validate` applies it; ingest applies it to a table streamed straight to Parquet.
+    """
     rules = _rules(table)
     broken = pl.any_horizontal(mask.fill_null(False) for mask, _ in rules)
     first = frame.lazy().with_row_index("_row").filter(broken).head(1).collect()
@@ -356,11 +359,6 @@ def _raise_impossible(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
     for mask, say in rules:
         if first.select(mask.fill_null(False)).item():
             raise ImpossibleValue(_place(row, table, row["_row"]), say(row))
-
-
-def check_stored(frame: pl.LazyFrame, table: str) -> None:
-    """Apply :func:`validate`'s rules of what no measurement gives to a table streamed straight to Parquet."""
-    _raise_impossible(frame, table)
 
 
 def _place(row: dict, table: str, index: int) -> str:

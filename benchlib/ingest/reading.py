@@ -24,7 +24,7 @@ from benchlib.ingest.batches import BATCH, Batches, worker_count
 from benchlib.ingest.parts import drop_source, forget_stale, write_parquet, write_part
 from benchlib.ingest.state import IngestReport, IngestState, Item
 from benchlib.ingest.triage import classify, copy_key, list_and_sort, route, sort_out
-from benchlib.schema import TABLES, Tables, check_stored
+from benchlib.schema import TABLES, Tables, check_rules
 from benchlib.sources.registry import FORMATS, Format, detect, folder_formats, read_file, rows_format
 from benchlib.study import Study
 
@@ -333,7 +333,7 @@ def _ingest_file(state: IngestState, path: Path, rel: str, sha: str, name: str, 
         target = state.processed / streamed.table / f"{part}.parquet"
         write_parquet(streamed.frame, target)
         try:  # a large log's or capture's values meet the rules a table read in memory meets
-            check_stored(pl.scan_parquet(target), streamed.table)
+            check_rules(pl.scan_parquet(target), streamed.table)
         except ImpossibleValue:
             target.unlink(missing_ok=True)
             raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, ORDER_UNKNOWN, TOO_FEW, Caveat
-from benchlib.stats.compare import SETTLE_MOST
+from benchlib.stats.compare import SETTLE_MOST, UNTESTED
 from benchlib.stats.design import LAG_FROM, runs_to_test
 from benchlib.tables import inline, level, number, signed
 
@@ -87,8 +87,7 @@ def order_caveat(table: pl.DataFrame) -> Caveat | None:
     Flagged :data:`benchlib.caveats.ORDER_UNKNOWN`; None where a tested row has its order (in blocks or
     mixed: :func:`benchlib.stats.order.sides_in_time`) or no row was tested.
     """
-    untested = ("descriptive only", "rate-capped", "not testable at this n")
-    tested = table.filter(~pl.col("verdict").is_in(untested)) if table.height else table
+    tested = table.filter(~pl.col("verdict").is_in(UNTESTED)) if table.height else table
     if tested.is_empty() or "order" not in tested.columns or tested["order"].is_not_null().any():
         return None
     return Caveat(
