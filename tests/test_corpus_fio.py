@@ -471,3 +471,4 @@ def test_a_file_whose_printed_figures_disagree_with_its_counts_says_so(tmp_path:
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for c in cells for o in c.get("outputs", []))
     assert "**The file's own figures disagree with its counts**: odd/fio.log, read64k-seq, read: bandwidth" in text
     assert "printed 541 MiB/s, recomputed 506 MiB/s (-6.4%)" in text
+    assert "****" not in text and text.count("1 host (host not recorded)") == 1  # no factors: no empty bold name

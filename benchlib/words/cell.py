@@ -30,6 +30,7 @@ def describe_cell(
     median, the figure the comparison and interaction pages use, not the sum of the members' medians.
     """
     where = levels_words(levels)
+    lead = f"**{where}**: " if where else ""  # a study of one configuration names none: no empty bold
     who, what = inline(member), inline(value)
     cap = (
         " The jobs were rate-capped (fio's rate or rate_iops): equal shares are the cap's doing, and the "
@@ -56,7 +57,7 @@ def describe_cell(
     if members.height < 2:
         named = f" ({members[member][0]})" if members.height else ""
         alone = f"{members.height} {who}{named}, {what} {total}"
-        return f"**{where}**: {alone}; fairness between {who}s needs two or more.{cap}"
+        return f"{lead}{alone}; fairness between {who}s needs two or more.{cap}"
     if within is None or within.get("jain_median") is None:
         stats = members.select(
             jain_expr(pl.col(value)).alias("jain"),
@@ -65,11 +66,11 @@ def describe_cell(
         ).row(0, named=True)
         basis = "in its one run" if runs == 1 else "by their medians over runs"
         return (
-            f"**{where}**: {members.height} {who}s; {basis}, the highest ({stats['top']}) got "
+            f"{lead}{members.height} {who}s; {basis}, the highest ({stats['top']}) got "
             f"{stats['spread']:.2f} times the lowest, Jain's index {stats['jain']:.4f}; {every}: {total}.{cap}"
         )
     said = _fairness_words(within, who, capped=capped)
-    return f"**{where}**: {members.height} {who}s; {said}; {every}: {total}.{cap}"
+    return f"{lead}{members.height} {who}s; {said}; {every}: {total}.{cap}"
 
 
 def _fairness_words(within: dict, who: str, *, capped: bool) -> str:
