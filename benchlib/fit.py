@@ -29,6 +29,9 @@ class PageLeftOut(BenchlibError):
 _JOB = ("rw", "block_size_bytes", "iodepth", "numjobs", "ioengine_job", "rwmixread_pct")
 #: a sweep needs this many points to have a shape
 SWEEP_POINTS = 3
+#: fio's reporting group of a row: where one run's groups ran one after another (``stonewall``), each is a
+#: phase of its own work (a 4k random read, then a 512k write), never repetitions of one configuration
+PHASE = "group_id"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class Shape:
     depth_compared: tuple[str, list[str]] | None = None
     #: varied factors whose levels are a job parameter's values (queue depth for iodepth): a sweep's points
     points: tuple[str, ...] = ()
+    #: fio's groups of one run (:data:`PHASE`), as text, where a run held two or more: a page each; else ()
+    phases: tuple[str, ...] = ()
 
 
 def _opened(study: str | ProcessedStudy) -> ProcessedStudy:
@@ -115,7 +120,33 @@ def shape(study: str | ProcessedStudy) -> Shape:
             if rows[f].n_unique() >= SWEEP_POINTS
             and any(v in rows.columns and _follows(rows, f, v) for v in ("iodepth", "rwmixread_pct"))
         ),
+        phases=_phases(rows),
     )
+
+
+def phase_work(study: str | ProcessedStudy) -> dict[str, list[tuple[str | None, int | None]]]:
+    """Return each phase (:data:`PHASE`, as text) with the work its jobs ran: (fio's ``rw``, block size in bytes).
+
+    Empty where no run held two phases.
+    """
+    from benchlib.views import _study_rows
+
+    rows = _study_rows(_opened(study), None)
+    if not _phases(rows):
+        return {}
+    rw = "rw_job" if "rw_job" in rows.columns else "rw"
+    work = [c if c in rows.columns else pl.lit(None).alias(c) for c in (rw, "block_size_bytes")]
+    held = rows.select(pl.col(PHASE).fill_null(0).cast(pl.String), *work).unique().sort(pl.all(), nulls_last=True)
+    return {phase: [(w, size) for _, w, size in group.iter_rows()] for (phase,), group in held.group_by(PHASE)}
+
+
+def _phases(rows: pl.DataFrame) -> tuple[str, ...]:
+    """Return fio's groups (:data:`PHASE`) as text, in order, where one run held two or more; else ()."""
+    if PHASE not in rows.columns or rows.is_empty():
+        return ()
+    phase = pl.col(PHASE).fill_null(0)
+    most = rows.with_columns(run_unit_expr(rows.columns)).group_by("run_unit").agg(phase.n_unique())[PHASE].max()
+    return tuple(str(p) for p in sorted(rows[PHASE].fill_null(0).unique())) if most and most >= 2 else ()
 
 
 def _is_workload(rows: pl.DataFrame, factor: str, varied: tuple[str, ...]) -> bool:
@@ -215,10 +246,12 @@ def axes(study: str | ProcessedStudy) -> list[str]:
     """Return the factors a report's cell pages span by default: every varied one (a page per configuration).
 
     A study whose factors each hold one level has one configuration: its declared factors with a level span
-    it (one page), so that it has its page too.
+    it (one page), so that it has its page too. Runs of fio groups that ran one after another add the
+    group (:data:`PHASE`): a page per phase.
     """
     found = shape(study)
-    return list(found.varied) or [f for f, levels in found.factors.items() if levels]
+    spanned = list(found.varied) or [f for f, levels in found.factors.items() if levels]
+    return spanned + ([PHASE] if found.phases else [])  # a phase's work is never pooled with another's
 
 
 def cell_only(study: str | ProcessedStudy) -> dict:
@@ -260,6 +293,7 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
         ]
         first = rows.sort(rank, nulls_last=True).head(1)
         levels = {k: v for k, v in (first.to_dicts()[0] if first.height else {}).items() if v is not None}
+        levels = {**levels, **({PHASE: found.phases[0]} if found.phases else {})}  # its first phase alone
     return {"levels": levels, "value": _given(value, found.value)}
 
 

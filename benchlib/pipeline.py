@@ -638,6 +638,8 @@ def build_report(
         pipeline = dataclasses.replace(pipeline, parameters={**pipeline.parameters, "value": fit.shape(study).value})
     runs = study.scan("runs").collect()
     factors = study.study.factors
+    if fit.PHASE in pipeline.axes:  # fio's groups that ran one after another: each phase a configuration
+        runs, factors = _with_phases(study, pipeline.axes, factors)
     planned = planned_combinations(study.study.folder, list(pipeline.axes))
     cells, missing, unplanned, declared = expand_cells(pipeline, runs, factors, planned)
     folder = reports / pipeline.name
@@ -684,6 +686,20 @@ def build_report(
     with study_words(study):  # the index says levels as the pages do; the words end with it
         _write_index(pipeline, folder, executions, missing, declared, study, unplanned, left_out)
     return ReportResult(folder, executions, missing, left_out)
+
+
+def _with_phases(study: ProcessedStudy, axes: tuple[str, ...], factors: dict) -> tuple[pl.DataFrame, dict]:
+    """Return each run's combinations of ``axes`` with its phases (fio's groups, as text), and the factors with them.
+
+    The runs table has a row per run; a run's phases are in its results.
+    """
+    from benchlib import fit
+    from benchlib.views import _study_rows
+
+    rows = _study_rows(study, None)
+    held = [a for a in axes if a != fit.PHASE]
+    combos = rows.select(*held, pl.col(fit.PHASE).fill_null(0).cast(pl.String)).unique()
+    return combos, {**factors, fit.PHASE: list(fit.shape(study).phases)}
 
 
 def _write_index(

@@ -49,6 +49,7 @@ LABELS = {
     "profile": "Profile",
     "controller": "Controller",
     "sioc": "SIOC",
+    "group_id": "Phase",
 }
 MISSING = "—"
 
@@ -94,6 +95,25 @@ def name_levels(words: Mapping[str, Mapping[str, str]]) -> None:
     LEVEL_WORDS.clear()
     LEVEL_WORDS.update({factor: dict(levels) for factor, levels in words.items()})
     LEVEL_WORDS["rw"] = {**FIO_RW_WORDS, **LEVEL_WORDS.get("rw", {})}
+
+
+def phase_words(work: Mapping[str, list[tuple[str | None, int | None]]]) -> dict[str, str]:
+    """Return each phase's level in words: fio's group and what it ran (``1 (sequential read, 512 KiB)``).
+
+    ``work``: :func:`benchlib.fit.phase_work`. Jobs of unlike work in one phase are joined with "and".
+    """
+
+    def size(n: int | None) -> str | None:
+        if n is None:
+            return None
+        unit = next((u for u, b in (("MiB", 1 << 20), ("KiB", 1 << 10)) if n >= b and n % b == 0), None)
+        return f"{n // (1 << 20 if unit == 'MiB' else 1 << 10)} {unit}" if unit else f"{n} B"
+
+    said = {}
+    for phase, jobs in work.items():
+        ran = " and ".join(", ".join(filter(None, (level("rw", rw) if rw else None, size(b)))) for rw, b in jobs)
+        said[phase] = f"{phase} ({ran})" if ran else phase
+    return said
 
 
 def level(factor: str, value: object) -> str:

@@ -69,10 +69,42 @@ FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
 def _at_levels(frame: FrameT, only: dict) -> FrameT:
-    """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels."""
+    """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels.
+
+    A factor ``frame`` does not have selects none of it (a column of results only, asked of the runs
+    table), except a phase (:data:`benchlib.fit.PHASE`): a run holds every phase it ran, so a frame of
+    runs keeps its runs, and their job-level rows are picked by :func:`_in_phase`.
+    """
+    from benchlib.fit import PHASE
+
+    names = frame.collect_schema().names()
     for factor, levels in only.items():
+        if factor not in names:
+            frame = frame if factor == PHASE else frame.filter(pl.lit(False))
+            continue
         frame = frame.filter(pl.col(factor).cast(pl.String).is_in([str(level) for level in levels]))
     return frame
+
+
+def _in_phase(opened: ProcessedStudy, jobs: pl.DataFrame, only: dict | None) -> pl.DataFrame:
+    """Return ``jobs`` (rows with ``run_id`` and ``job_index``: bins, intervals) with their phase, at ``only``'s.
+
+    The phase (:data:`benchlib.fit.PHASE`, as text) is the group fio's results give the job; rows are kept
+    as they are where the study's runs have no phases.
+    """
+    from benchlib.fit import PHASE
+
+    phases = (
+        opened.scan("results")
+        .filter(pl.col("run_id").is_in(jobs["run_id"].unique().implode()))
+        .select("run_id", "job_index", pl.col(PHASE).fill_null(0).cast(pl.String))
+        .unique()
+        .collect()
+    )
+    if phases[PHASE].n_unique() < 2 and PHASE not in (only or {}):
+        return jobs.with_columns(pl.lit("0").alias(PHASE))
+    placed = jobs.join(phases, on=["run_id", "job_index"], how="inner")
+    return _at_levels(placed, {PHASE: only[PHASE]} if PHASE in (only or {}) else {})
 
 
 def level_rank(study: StudyRef, frame: pl.DataFrame, column: str) -> pl.Expr:
@@ -279,7 +311,8 @@ class Design:
     smallest exact two-sided p of a comparison of two configurations at ``repeated_low`` runs each (None where
     every configuration ran once), ``repeated_low``: the fewest runs of a configuration run more than once
     (``runs_low`` where none ran once), ``runs_to_test``: runs per side that would make one comparison alone
-    testable.
+    testable. ``phases``: the most phases one run held (fio's groups, one after another); each phase is a
+    configuration of its own.
     """
 
     factors: dict[str, list]
@@ -302,6 +335,7 @@ class Design:
     min_p: float | None
     runs_to_test: int
     repeated_low: int | None = None
+    phases: int = 1
 
 
 def design(study: StudyRef) -> Design | None:
@@ -346,6 +380,17 @@ def design(study: StudyRef) -> Design | None:
     units = units.filter(pl.col("io")) if other < units.height else units
     per_config = units.group_by(keys).agg(pl.len().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
+    # fio's groups that ran one after another (fit.PHASE): each phase's work is a configuration of its own
+    phases = (
+        results.filter(~pl.col("is_aggregate"))
+        .select("run_id", pl.col("group_id").fill_null(0).alias("phase"))
+        .join(runs.select("run_id", run_unit_expr(runs.columns)), on="run_id")
+        .unique(["run_unit", "phase"])
+    )
+    most_phases = int(phases.group_by("run_unit").len()["len"].max() or 1) if phases.height else 1
+    configurations = (
+        units.join(phases, on="run_unit").unique([*keys, "phase"]).height if most_phases > 1 else per_config.height
+    )
     repeated = per_config["runs"].filter(per_config["runs"] > 1)
     repeated_low = int(repeated.min()) if repeated.len() else None
     hosts = units["hosts"].filter(units["hosts"] > 0)
@@ -362,7 +407,7 @@ def design(study: StudyRef) -> Design | None:
     }
     return Design(
         factors=dict(factors),
-        configurations=per_config.height,
+        configurations=configurations,
         runs=units.height,
         runs_low=low,
         runs_high=high,
@@ -381,6 +426,7 @@ def design(study: StudyRef) -> Design | None:
         min_p=min_p(repeated_low, repeated_low) if repeated_low else None,
         runs_to_test=runs_to_test(1),
         repeated_low=repeated_low,
+        phases=most_phases,
     )
 
 
@@ -1012,10 +1058,12 @@ def use_study_words(study: StudyRef) -> None:
     Sets, for this process, what tables, axes and titles call them (:func:`benchlib.tables.name_members`,
     :func:`benchlib.tables.name_levels`).
     """
-    from benchlib.tables import name_levels, name_members
+    from benchlib.fit import PHASE, phase_work
+    from benchlib.tables import name_levels, name_members, phase_words
 
     name_members(member_word(study))
-    name_levels(_open(study).study.level_words)
+    phases = phase_work(_open(study))  # fio's groups that ran one after another: each said with its work
+    name_levels({**_open(study).study.level_words, **({PHASE: phase_words(phases)} if phases else {})})
 
 
 @contextlib.contextmanager
@@ -1141,9 +1189,9 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
 
     opened = _open(study)
     only = {factor: [level] for factor, level in levels.items()}
-    logs = _at_levels(opened.scan("runs").filter(pl.col("format") == "fio-log"), only)
-    runs = logs.collect()
-    runs = runs.join(run_names(runs, list(levels)), on="run_id").select("run_id", "host", "run")
+    runs = _log_runs(opened, list(levels), only).join(
+        opened.scan("runs").select("run_id", "host").collect(), on="run_id"
+    )
     if runs.is_empty():
         return None
     run = run or sorted(runs["run"].unique().to_list())[0]
@@ -1250,8 +1298,9 @@ def run_seconds(
 def _log_runs(opened: ProcessedStudy, factors: list[str], only: dict | None) -> pl.DataFrame:
     """Return the study's fio logs at ``only``: ``run_id`` (one per log), ``run`` (:func:`run_names`), ``factors``."""
     logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
-    if set(only or {}) - set(logs.collect_schema().names()):  # a column of results only (a published table's)
-        logs, only = logs.filter(pl.lit(False)), {}  # no log run has it: none is selected
+    if {*(only or {}), *factors} - set(logs.collect_schema().names()):  # a column of results only: a published
+        # table's, or a phase (a log is one job's, and names no phase): no log run has it, none is selected
+        return pl.DataFrame(schema={"run_id": pl.String, "run": pl.String, **dict.fromkeys(factors, pl.String)})
     runs = _at_levels(logs, only or {}).collect()
     return runs.join(run_names(runs, factors), on="run_id").select("run_id", "run", *factors)
 
@@ -1465,21 +1514,26 @@ def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, memb
     interval's bins added; else, for vdbench, its response time histogram, which holds total
     latency whatever ``kind`` asks (vdbench measures no other).
     """
+    from benchlib.fit import PHASE
+
     opened = _open(study)
     runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
     runs = runs.collect()
-    runs = runs.join(run_names(runs, by), on="run_id").select(
-        "run_id", "tool", "format", "run", member_name, folder, *by
+    of_runs = [b for b in by if b != PHASE]  # a run holds its phases: each bin's is its job's (_in_phase)
+    runs = runs.join(run_names(runs, of_runs), on="run_id").select(
+        "run_id", "tool", "format", "run", member_name, folder, *of_runs
     )
     bins = (
         opened.scan("latency_bins")
         .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("latency_kind").is_in([kind, "lat"]))
-        .select("run_id", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
+        .select("run_id", "job_index", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
         .collect()
-        .join(runs, on="run_id")
     )
+    if PHASE in by or PHASE in (only or {}):
+        bins = _in_phase(opened, bins, only)
+    bins = bins.join(runs, on="run_id")
     origin = (
         pl.when((pl.col("tool") == "vdbench") & (pl.col("latency_kind") == "lat"))
         .then(pl.lit(BIN_ORIGINS[2]))
@@ -1959,6 +2013,10 @@ def _log_spans(opened: ProcessedStudy, named: pl.DataFrame, config: list[str], o
     the runs (``run_unit``, ``run`` and ``config``) the logs are matched to by name and levels.
     """
     logs = _log_runs(opened, config, only)
+    if logs.is_empty():
+        return pl.DataFrame(
+            schema={"run_unit": pl.String, "member": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64}
+        )
     spans = (
         opened.scan("runs")
         .filter(pl.col("run_id").is_in(logs["run_id"].implode()))

@@ -78,3 +78,59 @@ def test_fios_own_steady_state_check_is_kept(fio_binary: str, tmp_path: Path) ->
     jobs = {job["jobname"]: job for job in json.loads(out.read_text())["jobs"]}
     said = bool(jobs["steady"]["steadystate"]["attained"])  # what fio decided (a loaded machine may not settle)
     assert attained == {"steady": said, "plain": None}  # the job that asked carries fio's verdict; the other none
+
+
+PHASED_STUDY_JOB = """
+[global]
+filename={target}
+size=16m
+ioengine=psync
+direct=0
+time_based=1
+runtime=2
+
+[reads]
+rw=randread
+bs=4k
+rate_iops=1000
+
+[writes]
+stonewall
+rw=write
+bs=64k
+rate_iops=300
+"""
+
+
+def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
+    fio_binary: str, tmp_path: Path
+) -> None:
+    """A fio file of stonewalled groups (4k random reads, then 64k writes) in a study that declares no factor:
+    each phase is a configuration of its own, said with its work, its figures its own (not the median of
+    unlike work, not its histogram pooled with the other's)."""
+    from benchlib import fit
+    from benchlib.ingest import ingest_study
+    from benchlib.store import open_study
+    from benchlib.tables import phase_words
+    from benchlib.views import cell_frame, design, member_table, tail_latency
+
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "study.toml").write_text('[study]\nname = "phased"\n', encoding="utf-8")
+    run_job_file(fio_binary, study, "phases", PHASED_STUDY_JOB)
+    (study / "target.dat").unlink()
+    (study / "phases.fio").unlink()
+    ingest_study(study, tmp_path / "processed")
+    opened = open_study(study, tmp_path / "processed")
+
+    assert fit.axes(opened) == [fit.PHASE]
+    assert fit.cell(opened)["levels"] == {fit.PHASE: "0"}  # a page alone opens on the first phase
+    assert phase_words(fit.phase_work(opened)) == {"0": "0 (random read, 4 KiB)", "1": "1 (sequential write, 64 KiB)"}
+    found = design(opened)
+    assert (found.configurations, found.runs, found.phases) == (2, 1, 2)
+
+    writes = member_table(cell_frame(opened, {fit.PHASE: "1"}), "iops")
+    assert writes.height == 1 and writes["runs"][0] == 1
+    assert writes["iops"][0] == pytest.approx(300, rel=0.05)  # the writes' own rate: not the median of 1,000 and 300
+    tails = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["1"]})
+    assert tails.height == 1 and tails["ios"][0] == pytest.approx(600, rel=0.1)  # 2 s at 300: the reads' are not in

@@ -97,9 +97,12 @@ def design_statement(d: Design | None, *, interaction_page: bool = False, with_s
         else f"{d.hosts_low} to {d.hosts_high} {members} in the data of a run"
     )
     versions = ", ".join(d.tools) or "tool versions not stated"
+    # a run of phases (fio's stonewall groups) ran each phase once: a configuration per phase
+    upto = "up to " if d.runs > 1 else ""
+    phased = f" ({upto}{d.phases} phases one after another: fio's groups, each its own work)" if d.phases > 1 else ""
     lines = [
         f"**Design.** Factors: {levels}. {count(d.configurations, 'configuration')} with runs, "
-        f"{count(d.runs, 'run')}: {each} per configuration; {host_text}; {run_length(d)}; {versions}."
+        f"{count(d.runs, 'run')}{phased}: {each} per configuration; {host_text}; {run_length(d)}; {versions}."
         + (
             f" Besides the runs, the data hold {count(d.other_rows, 'row')} of other figures, such as a table of "
             "CPU use: they measured no IOPS, bandwidth or latency, so they count as no run."
