@@ -352,12 +352,12 @@ def rwmix_curve(
 def cpu_efficiency(
     frame: pl.DataFrame,
     *,
-    test: str = "test",
+    test: str = "configuration",
     setting: str = "controller",
     value: str = "iops_per_cpu_pct",
     title: str = "IOPS per CPU%",
 ) -> alt.TopLevelMixin:
-    """Draw grouped bars: the efficiency of each setting per test."""
+    """Draw grouped bars: the efficiency of each setting per configuration (the ``test`` column)."""
     data = frame.select(test, setting, value).drop_nulls().sort(test, setting)
     chart = (
         _chart(data)

@@ -50,6 +50,7 @@ LABELS = {
     "controller": "Controller",
     "sioc": "SIOC",
     "group_id": "Phase",
+    "configuration": "Configuration",
 }
 MISSING = "—"
 

@@ -981,10 +981,10 @@ def host_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None,
 
 
 def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: dict | None = None) -> pl.DataFrame:
-    """Return IOPS per CPU% per test and setting, guest and (where esxtop saw the VMs) host.
+    """Return IOPS per CPU% per configuration and setting, guest and (where esxtop saw the VMs) host.
 
-    Per test (the ``test`` factors joined into one label) and setting: the median over VMs of
-    :func:`member_efficiency`, with the number of VMs; then ``host_cpu_pct`` and
+    Per configuration (the ``test`` factors' levels joined into one label, ``configuration``) and setting: the
+    median over VMs of :func:`member_efficiency`, with the number of VMs; then ``host_cpu_pct`` and
     ``iops_per_host_cpu_pct``, the median over VMs of each VM's median over its runs of
     :func:`host_efficiency` (null where no run has a host figure), with ``host_vms``.
     """
@@ -1012,9 +1012,10 @@ def efficiency_table(study: StudyRef, *, test: list[str], setting: str, only: di
     table = table.sort([level_rank(study, table, c) for c in by])  # queue depth 1, 4, 16: not as text
     from benchlib.tables import level_expr
 
-    # the test's levels in the study's words (random read 4k), as every other page says them
+    # the configuration's levels in the study's words (random read 4k), as every other page says them; not named
+    # "test": a study's own factor may be (the PVSCSI study's is)
     named = pl.concat_str([level_expr(c) for c in test], separator=" ") if test else pl.lit("all runs")
-    return table.with_columns(named.alias("test"))
+    return table.with_columns(named.alias("configuration"))
 
 
 def on_vsphere(study: StudyRef) -> bool:

@@ -77,20 +77,24 @@ def test_the_efficiency_finding_names_the_level_and_the_spread() -> None:
 
     table = pl.DataFrame(
         {
-            "test": ["read 4k", "read 4k", "write 4k", "write 4k", "write 64k"],
+            "configuration": ["read 4k", "read 4k", "write 4k", "write 4k", "write 64k"],
             "ioengine": ["libaio", "psync", "libaio", "psync", "libaio"],
             "iops_per_cpu_pct": [1000.0, 500.0, 300.0, 600.0, 80.0],
         }
     )
     said = efficiency_finding(table, "ioengine")
     # a tie names both leaders; write 64k has one level and is not counted
-    assert "differs by test (libaio in 1, psync in 1 of 2)" in said and "2.00x" in said and "descriptive only" in said
-    won = efficiency_finding(table.filter(pl.col("test") != "write 4k"), "ioengine")
     assert (
-        "I/O engine libaio was highest in the one test, with 2.00x I/O engine psync's IOPS per % of one CPU. Medians"
-        in won
+        "differs by configuration (libaio in 1, psync in 1 of 2)" in said
+        and "2.00x" in said
+        and "descriptive only" in said
     )
-    assert "nothing is compared" in efficiency_finding(table.filter(pl.col("test") == "write 64k"), "ioengine")
+    won = efficiency_finding(table.filter(pl.col("configuration") != "write 4k"), "ioengine")
+    assert (
+        "I/O engine libaio was highest in the one configuration, with 2.00x I/O engine psync's IOPS per % of one "
+        "CPU. Medians" in won
+    )
+    assert "nothing is compared" in efficiency_finding(table.filter(pl.col("configuration") == "write 64k"), "ioengine")
     no_cpu = table.with_columns(pl.lit(None, dtype=pl.Float64).alias("iops_per_cpu_pct"))
     assert "nothing is compared" in efficiency_finding(no_cpu, "ioengine")
 

@@ -452,7 +452,9 @@ def test_vms_named_by_their_folders_are_members_of_one_run(written_report) -> No
         r"\*\*In the bytes moved\.\*\* .*: 64k \+\d+\.\d\d% \(I/O pattern random read\)", said("comparison")
     )
     # across block sizes, CPU efficiency is judged on the bytes moved, not on IOPS (different work)
-    assert said("efficiency").startswith("**MiB/s per % of one CPU**: Block size 64k was highest in 2 of 2 tests")
+    assert said("efficiency").startswith(
+        "**MiB/s per % of one CPU**: Block size 64k was highest in 2 of 2 configurations"
+    )
     # its members are fio jobs on one machine (study.toml's members = "job"): no guest CPU nor virtual controller,
     # though it holds esxtop captures
     assert "jobs" in said("efficiency") and "guest" not in said("efficiency") and "VM" not in said("efficiency")

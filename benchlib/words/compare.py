@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from benchlib.caveats import COMPARISON_ONCE, ONE_RUN, ORDER_UNKNOWN, TOO_FEW, Caveat
-from benchlib.stats.compare import SETTLE_MOST, UNTESTED
+from benchlib.stats.compare import SETTLE_MOST, UNTESTED, VERDICTS, summarised_verdicts
 from benchlib.stats.design import LAG_FROM, runs_to_test
 from benchlib.tables import inline, level, number, signed
 
@@ -289,3 +289,37 @@ def bytes_moved_line(table: pl.DataFrame, *, factor: str, baseline: str, by: lis
         f"**In the bytes moved.** The same runs compared in bandwidth (MiB/s), against {inline(factor)} "
         f"{level(factor, baseline)}: " + "; ".join(rows) + "."
     )
+
+
+#: what each verdict says, for the verdicts a page's table holds (:func:`verdict_key`)
+VERDICT_MEANINGS = {
+    "improved": "a change the Holm-adjusted p calls significant, its interval wholly beyond the band the better way",
+    "regressed": "a change the Holm-adjusted p calls significant, its interval wholly beyond the band the worse way",
+    "equivalent": "the change's interval lies wholly within the band",
+    "inconclusive": "neither: the interval is not wholly within the band, nor a significant change wholly beyond it",
+    "not testable at this n": "no data could have reached significance with these runs",
+    "descriptive only": "one run a side",
+    "rate-capped": "every run on both sides ran under a rate cap (the row measures the cap)",
+    "confounded with time": "one side's runs all came before the other's (a drift over time would read the same)",
+}
+
+
+def verdict_key(table: pl.DataFrame) -> str:
+    """Say what the verdicts a comparison table holds mean, each once, in :data:`VERDICTS`' order ("" for none).
+
+    A verdict the design summary already explains (:func:`~benchlib.stats.compare.summarised_verdicts`) is
+    not said again. Where a band verdict is possible, the band and the family's confidence are said.
+    """
+    held = set(table["verdict"].to_list()) - summarised_verdicts(table) if table.height else set()
+    said = [f"*{v}*: {VERDICT_MEANINGS[v]}" for v in VERDICTS if v in held]
+    if not said:
+        return ""
+    banded = held & {"improved", "regressed", "equivalent", "inconclusive"}
+    family = (
+        f" The band is ±{100 * table['band'][0]:g}% (a change within it counts as none), judged on each change's "
+        "interval at 1 - 0.05/m for a table of m comparisons, so that the table's band verdicts are all right at "
+        "least 95% of the time."
+        if banded
+        else ""
+    )
+    return "**Verdicts.** " + "; ".join(said) + "." + family

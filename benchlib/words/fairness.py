@@ -36,10 +36,12 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
     ]
     free = table.filter(pl.col("capped_runs") == 0)  # a cap evens its runs: they would only pad the count
     capped_runs = runs - int(free["runs_judged"].sum())
-    if capped_runs and free.height:
+    capped = table.filter(pl.col("capped_runs") > 0).height
+    if capped_runs and free.height:  # the cap said once, with the runs it leaves out
         text.append(
             f"{int(free['runs_below'].sum())} of the {runs - capped_runs} uncapped runs fell below Jain "
-            f"{UNFAIR_BELOW} (the {capped_runs} runs of rate-capped configurations are left out: the cap evened them)."
+            f"{UNFAIR_BELOW}; the {capped_runs} runs of the {capped} rate-capped configurations are left out: "
+            "their equal shares are the cap's doing."
         )
     else:
         text.append(f"{int(table['runs_below'].sum())} of {runs} runs fell below Jain {UNFAIR_BELOW}.")
@@ -63,7 +65,6 @@ def fairness_headline(table: pl.DataFrame, by: list[str]) -> str:
             f"{which} whose highest {who} got {UNEVEN_FROM:g}x the lowest or more, a different {who} came out on "
             "top in different runs."
         )
-    capped = table.filter(pl.col("capped_runs") > 0).height
-    if capped:
-        text.append(f"{capped} configurations were rate-capped: their equal shares are the cap's doing.")
+    if capped and not (capped_runs and free.height):
+        text.append(f"Rate-capped configurations: {capped}; their equal shares are the cap's doing.")
     return " ".join(text)
