@@ -142,7 +142,7 @@ def phase_work(study: str | ProcessedStudy) -> dict[str, list[tuple[str | None, 
 
 def _phases(rows: pl.DataFrame) -> tuple[str, ...]:
     """Return fio's groups (:data:`PHASE`) as text, in order, where one run held two or more; else ()."""
-    if PHASE not in rows.columns or rows.is_empty():
+    if PHASE not in rows.columns or rows[PHASE].fill_null(0).n_unique() < 2:  # one group: no phases (most studies)
         return ()
     phase = pl.col(PHASE).fill_null(0)
     most = rows.with_columns(run_unit_expr(rows.columns)).group_by("run_unit").agg(phase.n_unique())[PHASE].max()

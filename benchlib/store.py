@@ -288,9 +288,14 @@ def _stamp(parts: list[Path]) -> tuple:
     return tuple((p.name, s.st_mtime_ns, s.st_size) for p in parts for s in (p.stat(),))
 
 
+def parts_stamp(processed: str | Path, table: str) -> tuple:
+    """Return what changes when a table of a processed study is written again: its parts' names, times and sizes."""
+    return _stamp(_parts(Path(processed), table))
+
+
 def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLES)) -> Tables:
     """Return the tables of a processed study (all five, or ``only`` these; the others empty), sorted by run."""
-    frames = {table: empty(table) for table in TABLES}
+    frames = {}
     for table in only:
         parts = _parts(Path(processed), table)
         key, stamp = (str(Path(processed).resolve()), table), _stamp(parts)
@@ -307,4 +312,10 @@ def load_study_tables(processed: str | Path, only: tuple[str, ...] = tuple(TABLE
             _LOADED[key] = (stamp, frames[table])
             while len(_LOADED) > 8:  # a few studies at a time (a test suite opens hundreds)
                 del _LOADED[next(iter(_LOADED))]
-    return Tables(**frames)
+    return Tables(**{table: frames[table] if table in frames else _empty(table) for table in TABLES})
+
+
+@functools.cache
+def _empty(table: str) -> pl.DataFrame:
+    """Return :func:`benchlib.schema.empty`, made once: a page asks for the tables it does not read a dozen times."""
+    return empty(table)

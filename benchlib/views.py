@@ -96,7 +96,7 @@ def _in_phase(opened: ProcessedStudy, jobs: pl.DataFrame, only: dict | None) -> 
 
     phases = (
         opened.scan("results")
-        .filter(pl.col("run_id").is_in(jobs["run_id"].unique().implode()))
+        .filter(pl.col("run_id").is_in(jobs["run_id"].unique().to_list()))
         .select("run_id", "job_index", pl.col(PHASE).fill_null(0).cast(pl.String))
         .unique()
         .collect()
@@ -959,7 +959,7 @@ def host_efficiency(study: StudyRef, *, by: list[str], only: dict | None = None,
 
     opened = _open(study)
     guest = run_efficiency(_study_rows(study, only), member=member, by=by)
-    runs = opened.scan("runs").filter(pl.col("run_id").is_in(guest["run_id"].implode())).collect()
+    runs = opened.scan("runs").filter(pl.col("run_id").is_in(guest["run_id"].to_list())).collect()
     obj, counter = VM_CPU
     groups = opened.scan("host_counters").filter((pl.col("object") == obj) & (pl.col("counter") == counter)).collect()
     host = vm_cpu_during_runs(runs, groups).rename({"vm": "_world", "samples": "host_samples"})
@@ -1159,7 +1159,7 @@ def host_series(study: StudyRef, levels: dict, *, metric: str = "iops", repetiti
     picked = _at_levels(runs, {factor: [level] for factor, level in levels.items()}).select("run_id", "host").collect()
     series = (
         opened.scan("intervals")
-        .filter(pl.col("run_id").is_in(picked["run_id"].implode()), pl.col("metric") == metric)
+        .filter(pl.col("run_id").is_in(picked["run_id"].to_list()), pl.col("metric") == metric)
         .collect()
     )
     series = series.join(picked, on="run_id").group_by("host", "time_ns").agg(pl.col("value").sum())
@@ -1200,7 +1200,7 @@ def run_time_series(study: StudyRef, levels: dict, *, metric: str = "iops", run:
     series = (
         opened.scan("intervals")
         .filter(
-            pl.col("run_id").is_in(picked["run_id"].implode()),
+            pl.col("run_id").is_in(picked["run_id"].to_list()),
             pl.col("metric") == RUN_SECONDS_METRICS.get(metric, metric),
             ~pl.col("is_warmup").fill_null(False),
         )
@@ -1263,7 +1263,7 @@ def run_seconds(
     series = (
         opened.scan("intervals")
         .filter(
-            pl.col("run_id").is_in(runs["run_id"].implode()),
+            pl.col("run_id").is_in(runs["run_id"].to_list()),
             pl.col("metric") == metric,
             ~pl.col("is_warmup").fill_null(False),
         )
@@ -1508,6 +1508,11 @@ TAIL_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 BIN_ORIGINS = ("fio json+", "fio histogram log", "vdbench histogram (total latency)")
 
 
+#: the last :func:`_run_bins` asked, by its arguments and the stamp of the bins' parts: a cell page's tail
+#: table and its exceedance curve read the same bins (a 1,000-run study's are decoded once a page, not twice)
+_LAST_BINS: dict = {}
+
+
 def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, member: str | None) -> pl.DataFrame:
     """Whole-run latency bins with each run's label, ``by``, the member and ``origin`` (:data:`BIN_ORIGINS`).
 
@@ -1515,9 +1520,21 @@ def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, memb
     interval's bins added; else, for vdbench, its response time histogram, which holds total
     latency whatever ``kind`` asks (vdbench measures no other).
     """
-    from benchlib.fit import PHASE
+    from benchlib.store import parts_stamp
 
     opened = _open(study)
+    key = (str(opened.processed), parts_stamp(opened.processed, "latency_bins"), repr((by, only, kind, member)))
+    if _LAST_BINS.get("key") != key:
+        _LAST_BINS.update(key=key, bins=_read_run_bins(opened, by, only, kind, member))
+    return _LAST_BINS["bins"]
+
+
+def _read_run_bins(
+    opened: ProcessedStudy, by: list[str], only: dict | None, kind: str, member: str | None
+) -> pl.DataFrame:
+    """Read :func:`_run_bins`'s bins."""
+    from benchlib.fit import PHASE
+
     runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
@@ -1528,7 +1545,7 @@ def _run_bins(study: StudyRef, by: list[str], only: dict | None, kind: str, memb
     )
     bins = (
         opened.scan("latency_bins")
-        .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("latency_kind").is_in([kind, "lat"]))
+        .filter(pl.col("run_id").is_in(runs["run_id"].to_list()), pl.col("latency_kind").is_in([kind, "lat"]))
         .select("run_id", "job_index", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
         .collect()
     )
@@ -1786,7 +1803,7 @@ def esxtop_captures(study: StudyRef) -> pl.DataFrame:
     captures = _esxtop_runs(opened)
     every = (
         opened.scan("host_counters")
-        .filter(pl.col("run_id").is_in(captures["run_id"].implode()))
+        .filter(pl.col("run_id").is_in(captures["run_id"].to_list()))
         .select("run_id", "sample", "time")
         .unique()
         .collect()
@@ -1820,7 +1837,7 @@ def esxtop_copied(study: StudyRef) -> list[list[str]]:
     row = pl.struct("object", "instance", "counter", "sample", "value").hash() // 2**32  # 32 bits: sums never wrap
     prints = (
         opened.scan("host_counters")
-        .filter(pl.col("run_id").is_in(runs["run_id"].implode()), pl.col("sample") > 0)  # the first is always 0
+        .filter(pl.col("run_id").is_in(runs["run_id"].to_list()), pl.col("sample") > 0)  # the first is always 0
         .group_by("run_id")
         .agg(row.sum().alias("print"), pl.len().alias("rows"), pl.col("value").abs().sum().alias("_any"))
         .filter(pl.col("_any") > 0)  # captures of nothing but zeros are alike without being copies
@@ -2020,7 +2037,7 @@ def _log_spans(opened: ProcessedStudy, named: pl.DataFrame, config: list[str], o
         )
     spans = (
         opened.scan("runs")
-        .filter(pl.col("run_id").is_in(logs["run_id"].implode()))
+        .filter(pl.col("run_id").is_in(logs["run_id"].to_list()))
         .select("run_id", "host", "start_time", "duration_ns")
         .collect()
         .join(logs, on="run_id")

@@ -48,12 +48,18 @@ def _write_through(target: Path, write: Callable[[Path], object]) -> None:
         raise
 
 
-def write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path) -> None:
-    """Write a frame (a lazy one streamed) to ``target`` through a temporary file."""
+#: rows of stored latency bins (each a run's member, job, direction and kind, its bins as lists) per row group:
+#: sorted by run, a page that reads a few runs' bins decodes their groups alone (the statistics skip the
+#: rest), not every run's (0.11 s a page at 1,000 runs, 0.02 s so)
+BIN_ROWS_PER_GROUP = 64
+
+
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, target: Path, row_group_size: int | None = None) -> None:
+    """Write a frame (a lazy one streamed) to ``target`` through a temporary file, ``row_group_size`` rows a group."""
     if isinstance(frame, pl.LazyFrame):  # a large file streamed: the fastest zstd level, no page statistics
         _write_through(target, lambda tmp: frame.sink_parquet(tmp, compression_level=1, statistics=False))
     else:
-        _write_through(target, frame.write_parquet)
+        _write_through(target, lambda tmp: frame.write_parquet(tmp, row_group_size=row_group_size))
 
 
 def write_bytes(data: bytes, target: Path) -> None:
@@ -97,11 +103,12 @@ def write_part(
     check_levels(study, runs)
     runs = runs.select(list(tables.runs.columns) + list(study.factors))
     bins = nest_bins(tables.latency_bins) if bins is None else bins
-    stored = {"runs": runs, "latency_bins": validate_stored_bins(bins)}
+    stored = {"runs": runs, "latency_bins": validate_stored_bins(bins).sort("run_id", maintain_order=True)}
     for name, frame in tables.items():
         frame = stored.get(name, frame)
         if frame.height:
-            write_parquet(frame, processed / name / f"{part}.parquet")
+            grouped = BIN_ROWS_PER_GROUP if name == "latency_bins" else None
+            write_parquet(frame, processed / name / f"{part}.parquet", grouped)
 
 
 def drop_source(processed: Path, part: str, sha: str) -> None:
@@ -113,7 +120,7 @@ def drop_source(processed: Path, part: str, sha: str) -> None:
             continue
         kept = pl.read_parquet(path).filter(~pl.col("run_id").str.starts_with(prefix))
         if kept.height:
-            write_parquet(kept, path)
+            write_parquet(kept, path, BIN_ROWS_PER_GROUP if table == "latency_bins" else None)
         else:
             path.unlink()
 
