@@ -246,7 +246,7 @@ def test_fio_normal_corpus(name: str) -> None:
     assert detect(path) == "fio-normal"
     tables = read(path)
     assert tables.runs.height == n_runs
-    assert tables.results.height == n_rows
+    assert tables.results.filter(pl.col("job_index").is_not_null()).height == n_rows  # the jobs' (and All clients')
     assert tables.runs["tool_version"][0] == version
     row = _pick(tables.results, job, direction)
     if iops is not None:
@@ -275,7 +275,7 @@ def test_fio_normal_details() -> None:
     nfs = read(folder / "nfs-smb-bench__fio_output.txt")
     random_read = nfs.results.filter(pl.col("job_name") == "random_read")
     assert random_read["iops"].round(0).to_list()[0] == pytest.approx(7334, rel=0.001)
-    pve = read(folder / "pve-scripts__fio.out").results
+    pve = read(folder / "pve-scripts__fio.out").results.filter(~pl.col("is_aggregate"))
     assert pve.height == 8 and [round(v, -3) for v in sorted(pve["iops"].to_list())[-2:]] == [310000.0, 366000.0]
     disks = read(folder / "corsair_mp510__fio_results.txt").host_counters
     assert disks.filter((pl.col("instance") == "nvme0n1") & (pl.col("counter") == "write_ios"))["value"][0] == 23442312
@@ -472,3 +472,27 @@ def test_a_file_whose_printed_figures_disagree_with_its_counts_says_so(tmp_path:
     assert "**The file's own figures disagree with its counts**: odd/fio.log, read64k-seq, read: bandwidth" in text
     assert "printed 541 MiB/s, recomputed 506 MiB/s (-6.4%)" in text
     assert "****" not in text and text.count("1 host (host not recorded)") == 1  # no factors: no empty bold name
+
+
+def test_fio_normal_run_status_lines_are_each_groups_total_and_the_groups_ran_one_after_another() -> None:
+    """A group's "Run status group N (all jobs)" line is kept as its total (an aggregate row: bytes, rate, the
+    longest job's run), in fio 2.x's aggrb form and 3.x's bw form; a file of groups lasted them all."""
+    hw = read(corpus_dir("fio-normal") / "HardwareTest__fio.log")
+    totals = hw.results.filter(pl.col("job_index").is_null()).sort("group_id")
+    assert totals["is_aggregate"].all() and totals["job_name"].is_null().all()
+    assert totals["direction"].to_list() == ["read", "read", "write", "write"]
+    # READ: io=29854MB, aggrb=254726KB/s, ..., maxt=120014msec (fio 2.x's MB and KB are binary)
+    first = totals.row(0, named=True)
+    assert (first["io_bytes"], first["bandwidth_bytes_per_s"], first["runtime_ns"]) == (
+        29854 * 2**20,
+        254726 * 2**10,
+        120_014_000_000,
+    )
+    # four stonewalled groups of 120.0, 58.4, 95.6 and 68.4 s: the run lasted their sum, not its longest job
+    assert hw.runs["duration_ns"][0] == (120014 + 58410 + 95604 + 68428) * 1_000_000
+    nfs = read(corpus_dir("fio-normal") / "nfs-smb-bench__fio_output.txt").results
+    group = nfs.filter(pl.col("job_index").is_null()).row(0, named=True)
+    jobs = nfs.filter(pl.col("job_index").is_not_null(), pl.col("run_id") == group["run_id"])
+    assert group["io_bytes"] == pytest.approx(
+        jobs.filter(pl.col("direction") == group["direction"])["io_bytes"].sum(), rel=0.01
+    )

@@ -47,6 +47,16 @@ _CPU = re.compile(r"^\s+cpu\s*: usr=(?P<usr>[\d.]+)%, sys=(?P<sys>[\d.]+)%, ctx=
 _ISSUED_V3 = re.compile(r"^\s+issued rwts?: total=(?P<r>\d+),(?P<w>\d+),(?P<t>\d+)")
 _ISSUED_V2 = re.compile(r"^\s+issued\s*: total=r=(?P<r>\d+)/w=(?P<w>\d+)/d=(?P<t>\d+)")
 _RUN_STATUS = re.compile(r"^Run status group (?P<g>\d+) \(all jobs\):")
+# a group's total under its run status line: fio 3.x "READ: bw=111MiB/s (116MB/s), ..., io=4096MiB (4295MB),
+# run=36978-36978msec"; fio 2.x "READ: io=29854MB, aggrb=254726KB/s, minb=..., mint=120014msec, maxt=120014msec"
+_GROUP_V3 = re.compile(
+    r"^\s+(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>[\d.]+\s*[KMGTP]?i?B/s)\b.*?, io=(?P<io>[\d.]+\s*[KMGTP]?i?B)\b"
+    r".*?, run=(?P<mint>\d+)-(?P<maxt>\d+)msec"
+)
+_GROUP_V2 = re.compile(
+    r"^\s+(?P<dir>READ|WRITE|TRIM): io=(?P<io>[\d.]+\s*[KMGTP]?B), aggrb=(?P<bw>[\d.]+\s*[KMGTP]?B/s), "
+    r".*?mint=(?P<mint>\d+)msec, maxt=(?P<maxt>\d+)msec"
+)
 _DISK_HEAD = re.compile(r"^Disk stats \(read/write\):")
 _DISK = re.compile(
     r"^\s+(?P<dev>[\w\-./]+): ios=(?P<r>\d+)/(?P<w>\d+), merge=(?P<mr>\d+)/(?P<mw>\d+), "
@@ -60,6 +70,8 @@ class _Invocation:
     headers: dict[str, dict[str, Any]] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     disks: list[dict[str, Any]] = field(default_factory=list)
+    #: each run status group's total per direction (its line under "Run status group N (all jobs):")
+    groups: list[dict[str, Any]] = field(default_factory=list)
 
 
 def looks_like_fio_normal(head: str) -> bool:
@@ -95,6 +107,7 @@ class _Parser:
         self.direction: dict[str, Any] | None = None
         self.percentiles: tuple[str, float] | None = None
         self.in_disk_stats = False
+        self.group: int | None = None  # the run status group whose total lines follow
 
     @property
     def current(self) -> _Invocation:
@@ -129,9 +142,14 @@ class _Parser:
         if match := _BLOCK.match(line):
             self._start_block(match)
             return True
-        if _RUN_STATUS.match(line):
+        if match := _RUN_STATUS.match(line):
             self.block = self.direction = None
+            self.group = int(match["g"])
             return True
+        if self.group is not None and (match := (_GROUP_V3.match(line) or _GROUP_V2.match(line))):
+            self._group_total(match)
+            return True
+        self.group = None
         if _DISK_HEAD.match(line):
             self.in_disk_stats = True
             return True
@@ -140,6 +158,18 @@ class _Parser:
             return True
         self.in_disk_stats = False
         return False
+
+    def _group_total(self, match: re.Match[str]) -> None:
+        """Keep one direction's total of the current run status group (all its jobs): bytes, rate, longest run."""
+        self.current.groups.append(
+            {
+                "group_id": self.group,
+                "direction": match["dir"].lower(),
+                "io_bytes": int(parse_binary_size(match["io"])),
+                "bandwidth_bytes_per_s": parse_binary_size(match["bw"]),
+                "runtime_ns": int(match["maxt"]) * 1_000_000,
+            }
+        )
 
     def _start_block(self, match: re.Match[str]) -> None:
         name = match["name"]
@@ -248,6 +278,25 @@ def _rows_of(inv: _Invocation, index: int, source: SourceText) -> list[dict[str,
     return rows
 
 
+def _group_rows(inv: _Invocation, index: int) -> list[dict[str, Any]]:
+    """Return each run status group's total per direction as an aggregate row (the group's, not a job's)."""
+    return [{"job_name": None, "client": None, "is_aggregate": True, **total} for total in inv.groups]
+
+
+def _duration_ns(rows: list[dict[str, Any]]) -> int | None:
+    """Return how long an invocation's jobs ran: its groups one after another, each as long as its longest job.
+
+    fio runs a group after the one before it has ended (``stonewall``), so a file of four groups lasted the
+    four together, not its longest job alone.
+    """
+    longest: dict[int, int] = {}
+    for row in rows:
+        if not row.get("is_aggregate") and row.get("runtime_ns") is not None:
+            group = row.get("group_id") or 0
+            longest[group] = max(longest.get(group, 0), row["runtime_ns"])
+    return sum(longest.values()) if longest else None
+
+
 def _disk_rows(inv: _Invocation, index: int, source: SourceText) -> list[dict[str, Any]]:
     out = []
     for disk in inv.disks:
@@ -323,6 +372,7 @@ def read_fio_normal(path: str | Path) -> Tables:
     for index, inv in enumerate(invocations):
         rows = _rows_of(inv, index, source)
         results.extend(rows)
+        results.extend({"run_id": run_id(source.sha256, index, None), **row} for row in _group_rows(inv, index))
         disks.extend(_disk_rows(inv, index, source))
         runs.append(
             {
@@ -331,7 +381,7 @@ def read_fio_normal(path: str | Path) -> Tables:
                 "tool_version": f"fio-{inv.version}" if inv.version else None,
                 "format": "fio-normal",
                 "is_aggregate": False,
-                "duration_ns": max((r["runtime_ns"] for r in rows), default=None),
+                "duration_ns": _duration_ns(rows),
                 "source": str(source.path),
                 "sha256": source.sha256,
                 "document_index": index,
