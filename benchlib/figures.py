@@ -113,8 +113,18 @@ def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.Val
     return alt.Color(f"{series}:N", title=words(series), sort=levels)
 
 
+#: the significant digits a figure's data keep: two runs of a sum in another order differ in the 16th digit,
+#: and a figure must be the same bytes however its numbers were added (nbval compares them)
+FIGURE_DIGITS = 12
+
+
+def _values(frame: pl.DataFrame) -> list[dict]:
+    """Return a figure's rows, each float to :data:`FIGURE_DIGITS` significant digits."""
+    return frame.with_columns(pl.col(pl.Float32, pl.Float64).round_sig_figs(FIGURE_DIGITS)).to_dicts()
+
+
 def _chart(frame: pl.DataFrame) -> alt.Chart:
-    return alt.Chart(alt.Data(values=frame.to_dicts())).properties(width=WIDTH, height=HEIGHT)
+    return alt.Chart(alt.Data(values=_values(frame))).properties(width=WIDTH, height=HEIGHT)
 
 
 @_in_words
@@ -606,7 +616,7 @@ def interaction(
     log = bool(data[value].drop_nulls().len()) and bool((data[value].drop_nulls() > 0).all())
     # not rounded out to whole decades: 1,723-2,283 drawn on 1,000-10,000 left most of the axis empty
     scale = alt.Scale(type="log", nice=False, padding=10) if log else alt.Undefined
-    base = alt.Chart(alt.Data(values=data.to_dicts())).encode(
+    base = alt.Chart(alt.Data(values=_values(data))).encode(
         x=alt.X(f"{x}:N", sort=order, title=words(x)),
         # a short title: one longer than the panel stretched a facet's cell, leaving a blank band over the x axis
         y=alt.Y(f"{value}:Q", title=words(value) + (" (log scale)" if log else ""), scale=scale),
@@ -654,7 +664,7 @@ def heatmap(
     data = grid.with_columns((_joined(by) if by else pl.lit("all")).alias("group")).with_columns(
         pl.col(x).cast(pl.String), pl.col(y).cast(pl.String), (shade > middle).alias("dark")
     )
-    base = alt.Chart(alt.Data(values=data.to_dicts())).encode(
+    base = alt.Chart(alt.Data(values=_values(data))).encode(
         x=alt.X(f"{x}:N", sort=sorted(data[x].unique().to_list()), title=words(x)),
         y=alt.Y(f"{y}:N", sort=sorted(data[y].unique().to_list()), title=words(y)),
     )
@@ -706,7 +716,7 @@ def member_changes(
     column_order = data.select("column").unique(maintain_order=True)["column"].to_list()
     x = alt.X("column:N", sort=column_order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220))
     cells = (
-        alt.Chart(alt.Data(values=data.to_dicts()))
+        alt.Chart(alt.Data(values=_values(data)))
         .encode(x=x, y=alt.Y("vm:N", sort=order, title=words("vm")))
         .properties(width=max(120, 72 * len(column_order)), height=ROW_STEP * len(order) + 8)
     )
@@ -753,7 +763,7 @@ def member_changes(
         pl.lit("Jain's index").alias("row"),
     )
     strip = (
-        alt.Chart(alt.Data(values=jain.to_dicts()))
+        alt.Chart(alt.Data(values=_values(jain)))
         .mark_text(fontSize=10)
         .encode(x=alt.X("column:N", sort=column_order, axis=None), y=alt.Y("row:N", title=None), text="said:N")
         .properties(width=max(120, 72 * len(column_order)), height=18)
