@@ -9,11 +9,11 @@ are (the notebooks' tables, which polars escapes).
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
 import polars as pl
 
 from benchlib.caveats import ONE_RUN, PAGE_CACHE, TOO_FEW, flag_of
@@ -270,7 +270,7 @@ def _outputs_html(
     added with ``link`` (this page, as a Markdown link).
     """
     parts, figure = [], 0
-    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+    for cell in orjson.loads(notebook.read_bytes())["cells"]:
         if "parameters" in cell.get("metadata", {}).get("tags", []) or "injected-parameters" in cell.get(
             "metadata", {}
         ).get("tags", []):
@@ -339,7 +339,7 @@ def _headline(execution: Execution) -> tuple[str, list[tuple[str, str]]]:
     notebook = execution.output_dir / execution.notebook.name
     if not notebook.is_file():
         return "", []
-    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    cells = orjson.loads(notebook.read_bytes())["cells"]
     tagged = [c for c in cells if "headline" in c.get("metadata", {}).get("tags", [])]
     for cell in tagged or cells:
         texts, caveats = [], []
