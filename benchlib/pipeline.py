@@ -488,6 +488,10 @@ def _ready_client() -> type:
     return ReadyClient
 
 
+#: the warm kernels' arguments: no IPython input history (:meth:`WarmKernels._kernel`)
+NO_HISTORY = ["--HistoryManager.enabled=False"]
+
+
 class WarmKernels:
     """One kernel per worker thread, kept warm for the cell notebook's executions.
 
@@ -536,7 +540,9 @@ class WarmKernels:
             manager = KernelManager(kernel_name="python3", transport="ipc")
             manager.client_factory = _ready_client()
             manager.ip = str(Path(folder) / "kernel")
-            manager.start_kernel(cwd=str(PROJECT_ROOT), env=self._env)
+            # no input history: IPython writes each cell to a SQLite file the pages never read (a tenth of a
+            # cell page's kernel CPU; the two workers' kernels also wait on each other's writes to it)
+            manager.start_kernel(cwd=str(PROJECT_ROOT), env=self._env, extra_arguments=NO_HISTORY)
             self._local.manager = manager
             with self._lock:
                 self._started.append((manager, folder))

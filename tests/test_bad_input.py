@@ -526,4 +526,23 @@ def test_refusals_quote_what_they_found(tmp_path: Path) -> None:
     reasons = dict(ingest_study(study, tmp_path / "processed").quarantined)
     assert "fio said: error: maximum number of jobs (8) reached." in reasons["maxjobs.out"]
     assert "found 'Benchmark summary' then 'Max read throughput: 32186 IOPS'" in reasons["summary.txt"]
+    assert "summary a script wrote" in reasons["summary.txt"]
     assert reasons["far.json"].startswith("key timestamp_ms: 999,999,999,999,9") and "no clock" in reasons["far.json"]
+
+
+def test_a_file_no_format_fits_is_told_the_step_its_content_calls_for(tmp_path: Path) -> None:
+    """Each refusal quotes what it found, and what to do follows from it: a script's summary is told to keep the
+    tool's own file, a CSV how a write-up's table is declared, anything else to leave the study folder; none is
+    told it is a summary when it is not."""
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "latency.txt").write_text("read: 4.2 ms average\nwrite: 6.1 ms average\n")
+    (study / "table.csv").write_text("vm,iops\nvm1,1200\n")
+    (study / "page.html").write_text("<html><body>results</body></html>\n")
+    reasons = dict(ingest_study(study, tmp_path / "processed").quarantined)
+    assert "found 'read: 4.2 ms average' then 'write: 6.1 ms average'" in reasons["latency.txt"]
+    assert "summary a script wrote" in reasons["latency.txt"]
+    assert "found 'vm,iops' then 'vm1,1200'" in reasons["table.csv"]
+    assert "'# benchlib published table'" in reasons["table.csv"] and "a script wrote" not in reasons["table.csv"]
+    assert "found '<html><body>results</body></html>'" in reasons["page.html"]
+    assert "outside the study folder" in reasons["page.html"] and "a script wrote" not in reasons["page.html"]

@@ -326,10 +326,29 @@ def detect_text(path: str | Path, head: str) -> str:
             "first 64 KiB",
             "output of a supported tool (fio JSON/json+, normal, terse, a fio log, esxtop batch CSV, a vdbench output "
             f"folder's files or vdbench console text, HCIBench's -res.txt), found {_opening(head)}; "
-            f"supported formats: {', '.join(FORMATS)}. A summary a script wrote of a tool's output is not the "
-            "output: keep the tool's own file",
+            f"supported formats: {', '.join(FORMATS)}. {_next_step(head)}",
         )
     return found
+
+
+#: a line a script or a person wrote of a measurement: a number with a rate's or a latency's unit
+_SUMMARY_LINE = re.compile(r"\d\s*(IOPS|[KMGT]i?B/s|[KMGT]B/sec|ms|us|µs|usec|msec)\b", re.IGNORECASE)
+
+
+def _next_step(head: str) -> str:
+    """Say what to do with a file that is no format's, from what its first lines look like."""
+    lines = [line.strip() for line in head.splitlines() if line.strip()][:20]
+    if any(_SUMMARY_LINE.search(line) for line in lines):
+        return (
+            "It reads like a summary a script wrote of a tool's output, which is not the output: keep the tool's "
+            "own file"
+        )
+    if lines and lines[0].count(",") >= 1 and not lines[0].startswith("#"):
+        return (
+            "A write-up's table is read when it starts with '# benchlib published table' and a '# citation: ...' "
+            "line (README, published tables); any other file goes outside the study folder"
+        )
+    return "Move a file that is no tool's output outside the study folder"
 
 
 def _opening(head: str, most: int = 2) -> str:
