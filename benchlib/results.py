@@ -90,7 +90,9 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     )
     present = [c for c in FIGURES if c in table.columns and table[c].drop_nulls().len() > 0]
     table = table.select(*group, "runs", "members", *present)
-    return table.sort([level_rank(study, table, c) for c in group]) if group else table
+    # a run's phases in the order they ran, then the rest as the study declares them
+    order = sorted(group, key=lambda c: c != "phase")
+    return table.sort([level_rank(study, table, c) for c in order]) if group else table
 
 
 #: job parameters that make runs of one set of factor levels different configurations (a sweep's points)

@@ -252,8 +252,14 @@ def cache_answered_most(study: StudyRef, configurations: list[dict], only: dict 
 
 
 def buffered_runs(study: StudyRef, by: list[str], only: dict | None = None) -> Buffered | None:
-    """Return :func:`buffered` for the study's rows at ``only`` (a summary page's runs)."""
-    return buffered(_study_rows(study, only), by, disk_ios(study))
+    """Return :func:`buffered` for the study's rows at ``only`` (a summary page's runs).
+
+    A phase's page (:data:`benchlib.fit.PHASE` in ``only``) gets no disk shares: fio's disk statistics cover
+    the whole run, every phase of it, and cannot be set against one phase's I/Os.
+    """
+    from benchlib.fit import PHASE
+
+    return buffered(_study_rows(study, only), by, None if PHASE in (only or {}) else disk_ios(study))
 
 
 def cell_capped(frame: pl.DataFrame) -> bool:
@@ -1742,17 +1748,24 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
         total_expr("iops").alias("run_iops"),
         total_expr("lat_mean_ms", rows.columns).alias("run_latency_ms"),  # all its hosts' I/Os together
     )
+    # the disk's counters run through the ramp too, and through every phase of the run (fio's groups one after
+    # another): their rates are over the phases' spans added, each its longest job's ramp and runtime
+    ramp = pl.col("ramp_time_ns").fill_null(0) if "ramp_time_ns" in rows.columns else pl.lit(0)
+    phase = pl.col("group_id").fill_null(0) if "group_id" in rows.columns else pl.lit(0)
+    spans = (
+        rows.group_by("run_id", phase.alias("_phase"))
+        .agg((pl.col("runtime_ns") + ramp).max().alias("disk_span_ns"))
+        .group_by("run_id")
+        .agg(pl.col("disk_span_ns").sum())
+    )
     guest = (
         rows.group_by("run_id", "run_unit", *by)
         .agg(
             total_expr("lat_mean_ms", rows.columns).alias("app_latency_ms"),
             total_expr("iops"),
             pl.col("runtime_ns").max(),
-            # the disk's counters run through the ramp too: their rates are over ramp and runtime
-            (pl.col("runtime_ns") + (pl.col("ramp_time_ns").fill_null(0) if "ramp_time_ns" in rows.columns else 0))
-            .max()
-            .alias("disk_span_ns"),
         )
+        .join(spans, on="run_id")
         .join(depth, on="run_unit")
     )
     joined = guest.join(counters, on="run_id", how="inner")

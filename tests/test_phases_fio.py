@@ -112,7 +112,7 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     from benchlib.ingest import ingest_study
     from benchlib.store import open_study
     from benchlib.tables import phase_words
-    from benchlib.views import cell_frame, design, member_table, tail_latency
+    from benchlib.views import buffered_runs, cell_frame, design, disk_ios, disk_view, member_table, tail_latency
 
     study = tmp_path / "study"
     study.mkdir()
@@ -134,3 +134,10 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     assert writes["iops"][0] == pytest.approx(300, rel=0.05)  # the writes' own rate: not the median of 1,000 and 300
     tails = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["1"]})
     assert tails.height == 1 and tails["ios"][0] == pytest.approx(600, rel=0.1)  # 2 s at 300: the reads' are not in
+    # fio's disk statistics cover the whole run: never set against one phase's I/Os, and their rates are over
+    # both phases' time, not the longest job's
+    assert buffered_runs(opened, [fit.PHASE], {fit.PHASE: ["1"]}).shares == {}
+    disk = disk_ios(opened)
+    ran_s = opened.tables(only=("results",)).results.group_by("group_id").agg(pl.col("runtime_ns").max())
+    counted = (disk["read_ios"] + disk["write_ios"])[0] / (ran_s["runtime_ns"].sum() / 1e9)
+    assert disk_view(opened, by=[])["device_ios_per_s"][0] == pytest.approx(counted)
