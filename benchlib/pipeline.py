@@ -705,7 +705,7 @@ def _with_phases(study: ProcessedStudy, axes: tuple[str, ...], factors: dict) ->
     rows = _study_rows(study, None)
     held = [a for a in axes if a != fit.PHASE]
     combos = rows.select(*held, pl.col(fit.PHASE).fill_null(0).cast(pl.String)).unique()
-    return combos, {**factors, fit.PHASE: list(fit.shape(study).phases)}
+    return combos, {**factors, fit.PHASE: sorted(combos[fit.PHASE].unique().to_list(), key=int)}
 
 
 def _write_index(

@@ -77,6 +77,8 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
     """
     from benchlib.fit import PHASE
 
+    if not only:  # every page reads the whole study somewhere: no schema to resolve for it
+        return frame
     names = frame.collect_schema().names()
     for factor, levels in only.items():
         if factor not in names:
@@ -1069,8 +1071,9 @@ def use_study_words(study: StudyRef) -> None:
     from benchlib.tables import name_levels, name_members, phase_words
 
     name_members(member_word(study))
-    phases = phase_work(_open(study))  # fio's groups that ran one after another: each said with its work
-    name_levels({**_open(study).study.level_words, **({PHASE: phase_words(phases)} if phases else {})})
+    opened = _open(study)
+    phases = phase_work(opened)  # fio's groups that ran one after another: each said with its work
+    name_levels({**opened.study.level_words, **({PHASE: phase_words(phases)} if phases else {})})
 
 
 @contextlib.contextmanager
