@@ -680,8 +680,10 @@ def build_report(
     checked = {**checked, "POLARS_MAX_THREADS": threads}
     kernels = WarmKernels(checked)
     try:
+        # the summary pages first: each takes a fresh kernel and seconds, and at the end it would run alone
+        ordered = sorted(executions, key=lambda e: bool(e.levels))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for execution in pool.map(lambda e: _execute(e, study, kernels, checked), executions):
+            for execution in pool.map(lambda e: _execute(e, study, kernels, checked), ordered):
                 finished += 1
                 if progress:
                     progress(finished, len(executions), execution.slug)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 VEGALITE = ("application/vnd.vegalite.v6+json", "application/vnd.vegalite.v5+json")  # see figures.use_in_notebooks
 
 _STYLE = (
-    "body{font-family:'DejaVu Sans',sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+    "body{font-family:'Liberation Sans',Arial,Helvetica,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
     "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
     ".figure svg{max-width:100%;height:auto}pre{background:#f6f6f6;padding:6px;overflow-x:auto}"
     ".benchlib-table{overflow-x:auto;margin:0.8em 0}th{background:#f3f3f3}"
