@@ -773,6 +773,7 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
                 f" In {above} row{'s' if above > 1 else ''} the mean latency is above the p99: fewer than 1% of the "
                 "I/Os took long enough to pull the mean past 99% of them (a stall); the p99 is the typical slow I/O."
             )
+    holes = f"{MISSING}: the data hold no such figure. " if any(shown[c].null_count() for c in shown.columns) else ""
     # where rows hold different numbers of members (a published table listing one VM of five), say why
     fewer = (
         "; a published table may list fewer than ran: the members column says how many"
@@ -782,8 +783,7 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     return (
         "<h2>Results</h2><p>One row per configuration: each run's total over the members the data hold of it "
         f"(rates add, latencies weighted by I/Os{fewer}), the median over the configuration's runs.{p99} "
-        f"{MISSING}: the data hold no such "
-        "figure. Download: <a href='results.csv'>results.csv</a> (9 significant digits), "
+        f"{holes}Download: <a href='results.csv'>results.csv</a> (9 significant digits), "
         "<a href='results.md'>results.md</a>.</p>" + table._repr_html_()
     )
 

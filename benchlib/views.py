@@ -1555,7 +1555,7 @@ def _read_run_bins(
     bins = (
         opened.scan("latency_bins")
         .filter(pl.col("run_id").is_in(runs["run_id"].to_list()), pl.col("latency_kind").is_in([kind, "lat"]))
-        .select("run_id", "job_index", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
+        .select("run_id", "job_index", "direction", "latency_kind", "time_ns", "bin_index", "bin_value_ns", "count")
         .collect()
     )
     if PHASE in by or PHASE in (only or {}):
@@ -1578,7 +1578,36 @@ def _read_run_bins(
     bins = bins.filter(~((pl.col("origin") == BIN_ORIGINS[1]) & pl.col("folder").is_in(with_json)))
     rank = pl.col("origin").replace_strict(BIN_ORIGINS, range(len(BIN_ORIGINS)), return_dtype=pl.Int8)
     bins = bins.filter(rank == rank.min().over(keep))
-    return bins.select("run_id", *dict.fromkeys(keep), "origin", "bin_index", "bin_value_ns", "count")
+    return bins.select("run_id", *dict.fromkeys(keep), "origin", "direction", "bin_index", "bin_value_ns", "count")
+
+
+def runs_without_histograms(study: StudyRef, *, by: list[str], only: dict | None = None) -> list[str]:
+    """Return the runs at ``only`` that :func:`tail_latency` leaves out: their output holds no latency histogram.
+
+    Named as its rows name runs (:func:`run_names`), in the order the runs were read. fio's normal and plain
+    json output print each job's own percentiles, which cannot be pooled into a run's.
+    """
+    from benchlib.fit import PHASE
+
+    opened = _open(study)
+    runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate")).collect()
+    if runs.is_empty():
+        return []
+    named = run_names(runs, [b for b in by if b != PHASE])["run"].unique(maintain_order=True).to_list()
+    bins = _run_bins(study, by, only, "clat", None)
+    binned = set(bins["run"].to_list()) if bins.height else set()
+    return [run for run in named if run not in binned]
+
+
+def _directions_apart(bins: pl.DataFrame) -> list[str]:
+    """Return ``["direction"]`` where a run's bins hold reads and writes (a mix), else [].
+
+    fio gives a mix's percentiles per direction: a read's latency and a write's are not one distribution.
+    """
+    if "direction" not in bins.columns or bins.is_empty():
+        return []
+    ways = bins.filter(pl.col("count") > 0).group_by("run_id").agg(pl.col("direction").drop_nulls().n_unique())
+    return ["direction"] if (ways["direction"] > 1).any() else []
 
 
 #: The fewest I/Os beyond a percentile for :func:`tail_latency` to give it (p99 needs 1,000 I/Os, p99.9 10,000).
@@ -1603,10 +1632,10 @@ def tail_latency(
     where fewer than :data:`TAIL_BEYOND` I/Os lie beyond it (p99.9 needs 10,000 I/Os): from fewer it
     is one or two slow I/Os, not a tail.
     """
-    keys = [*by, "run", *([member] if member else []), "origin"]
     bins = _run_bins(study, by, only, kind, member)
     if bins.is_empty():
         return pl.DataFrame()
+    keys = [*by, "run", *([member] if member else []), *_directions_apart(bins), "origin"]
     long = pooled_percentiles(bins, list(percentiles), by=keys)
     # a percentile with only a few I/Os beyond it is those few I/Os (p99.9 of 1,500 is the second slowest): unknown
     beyond = pl.col("count") * (1 - pl.col("percentile") / 100)
@@ -1619,7 +1648,8 @@ def tail_latency(
         return table.sort(keys)
     from benchlib.tables import natural_rank
 
-    return table.sort([*by, natural_rank(table, "run"), natural_rank(table, member), "origin"])  # run 2 before 10
+    apart = [c for c in ("direction",) if c in table.columns]
+    return table.sort([*by, natural_rank(table, "run"), natural_rank(table, member), *apart, "origin"])  # 2 before 10
 
 
 def tails_across_members(tails: pl.DataFrame, by: list[str], member: str) -> pl.DataFrame:
@@ -1632,7 +1662,7 @@ def tails_across_members(tails: pl.DataFrame, by: list[str], member: str) -> pl.
     """
     from benchlib.tables import natural_rank
 
-    keys = [*by, "run", "origin"]
+    keys = [*by, "run", *[c for c in ("direction",) if c in tails.columns], "origin"]  # a mix's reads and writes
     percentiles = [c for c in tails.columns if c.startswith("p") and c.endswith("_ms")]
     worst = tails.sort("p99_ms", descending=True, nulls_last=True).group_by(keys, maintain_order=True).first()
     table = tails.group_by(keys).agg(
@@ -1661,10 +1691,10 @@ def latency_exceedance(
     Drawn only as far as :data:`TAIL_BEYOND` I/Os lie beyond a point, as far as the percentile table
     gives figures: a curve's last steps down to single I/Os are noise.
     """
-    keys = [*by, *([member] if member else [])]
     bins = _run_bins(study, by, only, kind, member)
     if bins.is_empty():
         return pl.DataFrame()
+    keys = [*by, *([member] if member else []), *_directions_apart(bins)]
     curve = exceedance(bins, by=keys).filter(pl.col("slower_ios").round(6) >= TAIL_BEYOND)
     return curve.with_columns((pl.col("value_ns") / 1e6).alias("latency_ms"))
 

@@ -141,3 +141,89 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     ran_s = opened.tables(only=("results",)).results.group_by("group_id").agg(pl.col("runtime_ns").max())
     counted = (disk["read_ios"] + disk["write_ios"])[0] / (ran_s["runtime_ns"].sum() / 1e9)
     assert disk_view(opened, by=[])["device_ios_per_s"][0] == pytest.approx(counted)
+
+
+MIXED_FORMATS_JOB = """
+[global]
+filename={target}
+size=16m
+ioengine=psync
+direct=0
+time_based=1
+runtime=1
+
+[reads]
+rw=randread
+bs=4k
+rate_iops=1000
+
+[writes]
+stonewall
+rw=write
+bs=64k
+rate_iops=300
+
+[mix]
+stonewall
+rw=randrw
+rwmixread=70
+bs=8k
+rate_iops=500
+"""
+
+
+def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_per_phase(
+    fio_binary: str, tmp_path: Path
+) -> None:
+    """The same phased job run twice as json+ and once as normal output: normal output prints no read share,
+    but a job that does not mix has one (100 or 0), and a mix's is the one every run that prints it gives.
+    Each phase is one configuration of three runs, in the design and in the results table, as on its page
+    (before: the normal run was a configuration of its own in every phase, '1 of 6 configurations run once')."""
+    import subprocess
+
+    from benchlib import fit
+    from benchlib.ingest import ingest_study
+    from benchlib.results import configuration_results
+    from benchlib.store import open_study
+    from benchlib.views import design, runs_without_histograms, tail_latency
+
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "study.toml").write_text('[study]\nname = "formats"\n', encoding="utf-8")
+    for run in ("r1", "r2"):
+        (study / run).mkdir()
+        run_job_file(fio_binary, study / run, "fio", MIXED_FORMATS_JOB)
+        (study / run / "fio.fio").unlink()
+    job = study / "job.fio"
+    job.write_text(MIXED_FORMATS_JOB.format(target=tmp_path / "target.dat"), encoding="utf-8")
+    (study / "normal").mkdir()
+    subprocess.run(
+        [fio_binary, "--output-format=normal", f"--output={study / 'normal' / 'fio.txt'}", str(job)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    job.unlink()
+    for leftover in study.rglob("target.dat"):
+        leftover.unlink()
+    ingest_study(study, tmp_path / "processed")
+    opened = open_study(study, tmp_path / "processed")
+
+    tables = opened.tables(only=("runs", "results"))
+    normal_runs = tables.runs.filter(pl.col("format") == "fio-normal")["run_id"].to_list()
+    normal = tables.results.filter(pl.col("run_id").is_in(normal_runs), ~pl.col("is_aggregate"))
+    shares = dict(normal.select("rw", "rwmixread_pct").unique().iter_rows())
+    assert shares == {"randread": 100.0, "write": 0.0, "randrw": None}  # a mix's share is not printed
+    found = design(opened)
+    assert (found.configurations, found.runs, found.once, found.phases) == (3, 3, 0, 3)
+    table = configuration_results(opened, list(fit.shape(opened).varied)).sort("phase")
+    assert table["runs"].to_list() == [3, 3, 3]
+    assert table["rwmixread_pct"].to_list() == [100.0, 0.0, 70.0]
+
+    # the mix's tail: reads and writes apart, as fio gives them; the normal run's absence is said, not silent
+    mix = {fit.PHASE: ["2"]}
+    tails = tail_latency(opened, by=[fit.PHASE], only=mix, member="vm")
+    assert sorted(tails["direction"].to_list()) == ["read", "read", "write", "write"]
+    assert runs_without_histograms(opened, by=[fit.PHASE], only=mix) == ["normal"]
+    reads = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["0"]}, member="vm")
+    assert "direction" not in reads.columns and reads.height == 2  # one direction: no split

@@ -24,6 +24,17 @@ _MIXED = {"rw", "readwrite", "randrw", "trimwrite", "randtrimwrite"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+def read_share(rw_mode: str | None) -> int | None:
+    """Return the percentage of reads a job of one direction issues (100 or 0); None for a mix or an unknown mode.
+
+    What fio's ``rwmixread`` means for a job that does not mix: its own output never says it, so each reader
+    says it from ``rw`` alike (a study of json+ and normal output of one job is one configuration, not two).
+    """
+    if rw_mode in {"read", "randread"}:
+        return 100
+    return 0 if rw_mode in {"write", "randwrite", "trim", "randtrim"} else None
+
+
 def plat_idx_to_val(index: int) -> float:
     """Value of latency bucket ``index`` as fio reports it (the bucket's midpoint).
 
@@ -96,11 +107,7 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
     if mix_read is None and rw_mode in _MIXED and apply_defaults:
         mix_read = 50
     if rw_mode is not None and rw_mode not in _MIXED:
-        mix_read = (
-            None
-            if rw_mode not in {"read", "randread", "write", "randwrite", "trim", "randtrim"}
-            else (100 if rw_mode in {"read", "randread"} else 0)
-        )
+        mix_read = read_share(rw_mode)
     direct = _flag(options, "direct")
     if direct is None and "buffered" in options:
         buffered = _flag(options, "buffered")

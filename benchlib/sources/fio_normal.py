@@ -18,7 +18,7 @@ import polars as pl
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources._common import SourceText, read_source, run_id
-from benchlib.sources.fio_common import fio_error_lines
+from benchlib.sources.fio_common import fio_error_lines, read_share
 from benchlib.units import latency_factor_ns, parse_binary_size, parse_decimal_count, parse_job_size
 
 _VERSION = re.compile(r"^fio-(\d[\w.\-]*)\s*$")
@@ -85,8 +85,10 @@ def _header_params(match: re.Match[str]) -> dict[str, Any]:
     first = re.sub(r"^\(R\)\s*", "", bs_text).split(",")[0].split("/")[0]
     low, _, high = first.partition("-")
     size = parse_job_size(low) if low == high or not high else None
+    share = read_share(match["rw"])  # a mix's share is not printed: unknown
     return {
         "rw": match["rw"],
+        "rwmixread_pct": None if share is None else float(share),
         "block_size_bytes": size,
         "ioengine": match["engine"],
         "iodepth": int(match["depth"]),

@@ -194,3 +194,14 @@ def member_caption(table: pl.DataFrame) -> str:
         f"Each figure is the median over the {inline('vm')}'s runs{two}, column by column: a row need not be "
         "any one run, so its figures need not agree as one run's do (IOPS × mean latency = the I/Os held at once)."
     )
+
+
+def runs_without_histograms_note(runs: list[str]) -> str:
+    """Say which runs a configuration's tail table leaves out and why; "" where it leaves none out."""
+    if not runs:
+        return ""
+    named = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+    return (
+        f"Not in it: {named} (no latency histogram in {'its' if len(runs) == 1 else 'their'} output: fio's normal "
+        "and plain json output print each job's own percentiles, which cannot be pooled into a run's)."
+    )
