@@ -8,18 +8,23 @@ The interaction page's test (:func:`benchlib.stats.factorial.interaction_p`) on 
 interaction, each combination with its own run-to-run spread: the share of experiments with p <= 0.05, its
 own and the permutation test's alone; and with a true interaction, the share it finds.
 
+The suite (``--suite``): the rates ``tests/test_calibration_suite.py`` asserts, over more tables, for each way runs
+spread (:data:`tests.calibration_cases.KINDS`).
+
 Run order: 8 comparisons of two identical levels, 10 runs a side under AR(1) drift (lag-1 correlation 0.6,
 CV 3%), any change counting (band 0): the share of tables with a false *improved* or *regressed*, run in two
 blocks and shuffled within each repetition, and the share the test alone would have called.
 
-    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order]
+    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order | --suite]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -27,6 +32,9 @@ from _results import record
 
 from benchlib.stats.compare import SETTLE_POWER, comparison_table, runs_for
 from benchlib.stats.factorial import interaction_p
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's cases live beside its tests
+from tests.calibration_cases import KINDS, calibration_study  # noqa: E402
 
 START = datetime(2026, 11, 28, 9, 0)
 
@@ -125,13 +133,45 @@ def order_rates(reps: int, seed: int = 5) -> list[tuple[str, float]]:
     return out
 
 
+def suite_rates(reps: int) -> list[tuple[str, float]]:
+    """Each kind's family-wise false change (no change, band 0), interval coverage (+5%) and band-edge errors."""
+    out = []
+    for kind in KINDS:
+        rng = np.random.default_rng(17)
+        false = wrong = covered = intervals = 0
+        for _ in range(reps):
+            table = comparison_table(
+                calibration_study(rng, kind, 0.0), "iops", factor="side", baseline="a", by=["group"], band=0
+            )
+            false += bool(set(table["verdict"]) & {"improved", "regressed"})
+            table = comparison_table(
+                calibration_study(rng, kind, 0.05), "iops", factor="side", baseline="a", by=["group"], band=0
+            )
+            covered += int(((table["ratio_low"] <= 1.05) & (table["ratio_high"] >= 1.05)).sum())
+            intervals += table.height
+            edge = calibration_study(rng, kind, 0.02, cv=0.02)
+            table = comparison_table(edge, "iops", factor="side", baseline="a", by=["group"], band=0.02)
+            wrong += bool(set(table["verdict"]) & {"improved", "equivalent"})
+        out += [
+            (f"{kind}: no change, tables with a false improved or regressed", false / reps),
+            (f"{kind}: a true +5%, intervals that cover it", covered / intervals),
+            (f"{kind}: a true +2% on the band's edge, tables with an improved or equivalent", wrong / reps),
+        ]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--interaction", action="store_true", help="the interaction test's rates instead")
     parser.add_argument("--order", action="store_true", help="the comparisons' rates under drift instead")
+    parser.add_argument("--suite", action="store_true", help="the calibration suite's rates, every kind of runs")
     args = parser.parse_args()
     reps = args.reps
+    if args.suite:
+        title = "calibration suite: 8 comparisons of 10 runs a side, CV 3% (2% at the band's edge), alpha 0.05"
+        record(title, [("tables per kind and case", reps), *suite_rates(reps)])
+        return
     if args.order:
         title = "run order: 8 comparisons, 10 runs a side, AR(1) drift, no true change"
         record(title, [("tables per order", reps), *order_rates(reps)])

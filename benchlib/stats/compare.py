@@ -802,11 +802,21 @@ def _verdict(row: dict, *, alpha: float, band: float, better: bool) -> str:
     if low is None or high is None:
         return "inconclusive"
     low, high = low - 1, high - 1
-    if row["p_holm"] <= alpha and (low > band or high < -band):
-        return "improved" if (low > band) == better else "regressed"
-    if -band <= low and high <= band:
+    above, below = _past(low, band), _past(-band, high)
+    if row["p_holm"] <= alpha and (above or below):
+        return "improved" if above == better else "regressed"
+    if _past(low, -band) and _past(band, high):  # wholly inside: an end on the edge may be a change of the band
         return "equivalent"
     return "inconclusive"
+
+
+def _past(value: float, edge: float) -> bool:
+    """Return whether ``value`` lies beyond ``edge``, not on it.
+
+    Runs a tool prints to a few digits give intervals whose ends fall on the band's edge (1020 / 1000) up to
+    the last bit of a float: on the edge is not past it, however the division rounded.
+    """
+    return value > edge and not math.isclose(value, edge, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def summarised_verdicts(table: pl.DataFrame) -> set[str]:
