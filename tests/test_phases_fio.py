@@ -143,26 +143,7 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     assert disk_view(opened, by=[])["device_ios_per_s"][0] == pytest.approx(counted)
 
 
-MIXED_FORMATS_JOB = """
-[global]
-filename={target}
-size=16m
-ioengine=psync
-direct=0
-time_based=1
-runtime=1
-
-[reads]
-rw=randread
-bs=4k
-rate_iops=1000
-
-[writes]
-stonewall
-rw=write
-bs=64k
-rate_iops=300
-
+MIXED_FORMATS_JOB = PHASED_STUDY_JOB.replace("runtime=2", "runtime=1") + """
 [mix]
 stonewall
 rw=randrw
