@@ -129,7 +129,8 @@ def _values(frame: pl.DataFrame) -> list[dict]:
 class _Rows(alt.Data):
     """Rows of numbers, text and booleans: the spec takes them as they are.
 
-    altair's ``to_dict`` walks every value of inline data (a protocol check each): 0.06 s of a cell page's 0.5.
+    altair's ``to_dict`` walks every value of inline data (a protocol check each): 0.1 s for a cell page's
+    exceedance curve (3,600 values), of the page's 0.5 s.
     """
 
     def to_dict(self, *args: object, **kwargs: object) -> dict:
