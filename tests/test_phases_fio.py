@@ -208,3 +208,62 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     assert runs_without_histograms(opened, by=[fit.PHASE], only=mix) == ["normal"]
     reads = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["0"]}, member="vm")
     assert "direction" not in reads.columns and reads.height == 2  # one direction: no split
+
+
+TWO_JOBS_ONE_GROUP = """
+[global]
+filename={target}
+size=16m
+rw=randread
+bs=4k
+ioengine=psync
+direct=0
+time_based=1
+runtime=1
+
+[a]
+rate_iops=500
+
+[b]
+rate_iops=300
+"""
+
+
+def test_a_run_status_groups_total_is_checked_against_its_own_jobs(fio_binary: str, tmp_path: Path) -> None:
+    """Issue 44: fio's "Run status group" line is the group's total; with two jobs in the group it is set
+    against their bytes added over the group's longest run (fio's own arithmetic). A real file agrees; the same
+    file with the total's bw raised 20% is said to disagree, named as the group's total, not a job."""
+    import re
+    import subprocess
+
+    from benchlib.sources.fio_normal import read_fio_normal
+    from benchlib.stats.plausibility import printed_apart
+    from benchlib.words.implausible import printed_apart_words
+
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS_ONE_GROUP.format(target=tmp_path / "target.dat"), encoding="utf-8")
+    out = tmp_path / "fio.txt"
+    subprocess.run([fio_binary, "--output-format=normal", f"--output={out}", str(job)], check=True, timeout=120)
+
+    def checked(path: Path) -> tuple[dict, pl.DataFrame]:
+        tables = read_fio_normal(path)
+        results = tables.results.join(tables.runs.select("run_id", "source"), on="run_id")
+        return results.filter(pl.col("is_aggregate"), pl.col("direction") == "read").row(0, named=True), results
+
+    total, results = checked(out)
+    jobs = results.filter(~pl.col("is_aggregate"), pl.col("direction") == "read")
+    assert jobs.height == 2 and total["io_bytes"] == jobs["io_bytes"].sum()
+    assert total["bandwidth_bytes_per_s"] == pytest.approx(total["io_bytes"] / (total["runtime_ns"] / 1e9))
+    assert total["bandwidth_bytes_per_s"] == pytest.approx(total["printed_bandwidth_bytes_per_s"], rel=0.01)
+    assert printed_apart(results).is_empty()
+
+    text = out.read_text(encoding="utf-8")
+    line = re.search(r"^\s+READ: bw=([\d.]+)KiB/s", text, flags=re.MULTILINE)
+    assert line, text
+    raised = text.replace(line.group(0), line.group(0).replace(line.group(1), f"{float(line.group(1)) * 1.2:.0f}"))
+    edited = tmp_path / "edited.txt"
+    edited.write_text(raised, encoding="utf-8")
+    found = printed_apart(checked(edited)[1])
+    assert found.height == 1 and found["job_name"][0] is None and found["group_id"][0] == 0
+    assert round(100 * found["apart"][0]) == -17  # 1 / 1.2 - 1
+    assert "run status group 0's total, read: bandwidth printed" in printed_apart_words(found)

@@ -280,9 +280,29 @@ def _rows_of(inv: _Invocation, index: int, source: SourceText) -> list[dict[str,
     return rows
 
 
-def _group_rows(inv: _Invocation, index: int) -> list[dict[str, Any]]:
-    """Return each run status group's total per direction as an aggregate row (the group's, not a job's)."""
-    return [{"job_name": None, "client": None, "is_aggregate": True, **total} for total in inv.groups]
+def _group_rows(inv: _Invocation, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return each run status group's total per direction as an aggregate row (the group's, not a job's).
+
+    Where the group has two job rows or more in that direction, all with their bytes, its rate is theirs
+    added over the group's longest run (as fio computes it) and the printed one is kept beside it, so a
+    total that disagrees with its own jobs is found (:func:`benchlib.stats.plausibility.printed_apart`).
+    """
+    rows = []
+    for total in inv.groups:
+        mine = [
+            job.get("io_bytes")
+            for job in jobs
+            if not job.get("is_aggregate")
+            and job.get("group_id") == total["group_id"]
+            and job.get("direction") == total["direction"]
+        ]
+        row = {"job_name": None, "client": None, "is_aggregate": True, **total}
+        if len(mine) >= 2 and None not in mine and total["runtime_ns"]:
+            row["printed_bandwidth_bytes_per_s"] = row["bandwidth_bytes_per_s"]
+            row["io_bytes"] = sum(mine)
+            row["bandwidth_bytes_per_s"] = sum(mine) / (total["runtime_ns"] / 1e9)
+        rows.append(row)
+    return rows
 
 
 def _duration_ns(rows: list[dict[str, Any]]) -> int | None:
@@ -374,7 +394,7 @@ def read_fio_normal(path: str | Path) -> Tables:
     for index, inv in enumerate(invocations):
         rows = _rows_of(inv, index, source)
         results.extend(rows)
-        results.extend({"run_id": run_id(source.sha256, index, None), **row} for row in _group_rows(inv, index))
+        results.extend({"run_id": run_id(source.sha256, index, None), **row} for row in _group_rows(inv, rows))
         disks.extend(_disk_rows(inv, index, source))
         runs.append(
             {

@@ -128,7 +128,9 @@ def printed_apart_words(found: pl.DataFrame, most: int = 3) -> str:
     words = {"iops": "IOPS", "bandwidth_bytes_per_s": "bandwidth"}
     said = []
     for row in found.head(most).iter_rows(named=True):
-        where = ", ".join(str(row[k]) for k in ("source", "job_name", "direction") if row.get(k) is not None)
+        group = row.get("group_id")
+        whose = row.get("job_name") or (f"run status group {group}'s total" if group is not None else None)
+        where = ", ".join(str(part) for part in (row.get("source"), whose, row.get("direction")) if part is not None)
         scale, unit = (1, "") if row["figure"] == "iops" else (1 / 1048576, " MiB/s")
         said.append(
             f"{where}: {words[row['figure']]} printed {number(row['printed'] * scale)}{unit}, recomputed "
@@ -139,6 +141,6 @@ def printed_apart_words(found: pl.DataFrame, most: int = 3) -> str:
         "**The file's own figures disagree with its counts**: "
         + "; ".join(said)
         + more
-        + ". The pages use the issued count over the runtime (fio prints 3 digits, so more than 1% apart is not "
-        "its rounding)."
+        + ". The pages use the issued count over the runtime, a group's total its jobs' added (fio prints 3 "
+        "digits, so more than 1% apart is not its rounding)."
     )
