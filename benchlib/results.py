@@ -28,7 +28,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     the run, percent of one CPU) and ``iops_max_over_min`` (the largest run's IOPS over the smallest's: null
     for one run). A study whose runs ran in phases (fio's ``stonewall``) has a row per phase.
     """
-    from benchlib.views import _study_rows, level_rank, run_totals
+    from benchlib.views import _study_rows, known_job, level_rank, run_totals
 
     rows = _study_rows(study, only)
     factors = [f for f in by if f in rows.columns]
@@ -62,7 +62,7 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     )
     phases = runs["phase"].n_unique() > 1
     group = [*by, *(["phase"] if phases else [])]
-    runs = _known_job(runs, [c for c in by if c not in factors], group)
+    runs = known_job(runs, [c for c in by if c not in factors], group)
     figures = [c for c in ("iops", "bandwidth_mib_s", "lat_mean_ms") if c in runs.columns]
     table = runs.group_by(group or pl.lit(0), maintain_order=True).agg(
         pl.col("run_unit").n_unique().alias("runs"),
@@ -108,24 +108,6 @@ def _varying_job(rows: pl.DataFrame, by: list[str]) -> list[str]:
         for c in _JOB
         if c in rows.columns and c not in by and (grouped.agg(pl.col(c).drop_nulls().n_unique())[c] > 1).any()
     ]
-
-
-def _known_job(runs: pl.DataFrame, job: list[str], group: list[str]) -> pl.DataFrame:
-    """Give a run a job parameter its output does not print where every run that prints it agrees on one value.
-
-    fio's normal output does not print a mix's read share; a phase of the same job in json+ does. The
-    phase's page pools its runs, so its row in the table does too (its spread shows where they differ).
-    """
-    for column in job:
-        same = [c for c in group if c != column] or [pl.lit(0)]
-        known = pl.col(column).drop_nulls()
-        runs = runs.with_columns(
-            pl.when(pl.col(column).is_null() & (known.n_unique().over(same) == 1))
-            .then(known.first().over(same))
-            .otherwise(pl.col(column))
-            .alias(column)
-        )
-    return runs
 
 
 def _with(table: pl.DataFrame, extra: pl.DataFrame, group: list[str]) -> pl.DataFrame:

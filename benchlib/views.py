@@ -363,18 +363,21 @@ def design(study: StudyRef) -> Design | None:
     present = [f for f in factors if f in runs.columns]
     params = ["rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs"]
     results = opened.tables(only=("results",)).results
+    # each phase of a run (fio's groups that ran one after another) has its own work: a configuration of its own
     jobs = (
         results.filter(~pl.col("is_aggregate"))
-        .group_by("run_id")
+        .with_columns(pl.col("group_id").fill_null(0).alias("phase"))
+        .group_by("run_id", "phase")
         .agg(*(pl.col(c).drop_nulls().first() for c in [*params, "runtime_setting_ns", "ramp_time_ns"]))
         .join(_measured_io(results), on="run_id")
     )
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
     timing = ["runtime_setting_ns", "ramp_time_ns"]
-    runs = runs.join(jobs.select("run_id", *params, *timing, "io"), on="run_id", how="left")
+    runs = runs.join(jobs.select("run_id", "phase", *params, *timing, "io"), on="run_id", how="left")
     keys = [*present, *params]
     end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
-    units = runs.group_by(run_unit_expr(runs.columns)).agg(
+    phased = runs.with_columns(run_unit_expr(runs.columns), pl.col("phase").fill_null(0))
+    units = phased.group_by("run_unit", "phase").agg(
         *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
         pl.col("duration_ns").max(),
@@ -384,21 +387,16 @@ def design(study: StudyRef) -> Design | None:
         # hosts of one run that never ran at once: the last started after the first had finished
         (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
     )
-    other = units.filter(~pl.col("io")).height  # rows of other figures (a published CPU table): no I/O measured
-    units = units.filter(pl.col("io")) if other < units.height else units
-    per_config = units.group_by(keys).agg(pl.len().alias("runs"))
+    other = units.filter(~pl.col("io"))["run_unit"].n_unique()  # rows of other figures (a published CPU table)
+    units = units.filter(pl.col("io")) if units.filter(pl.col("io")).height else units
+    # a job parameter a run's output does not print (normal output: a mix's read share) is the one the same
+    # phase's other runs agree on, as the results table and the phase's page take it
+    units = known_job(units, params, [*keys, "phase"])
+    per_config = units.group_by([*keys, "phase"]).agg(pl.col("run_unit").n_unique().alias("runs"))
     low, high = int(per_config["runs"].min()), int(per_config["runs"].max())
-    # fio's groups that ran one after another (fit.PHASE): each phase's work is a configuration of its own
-    phases = (
-        results.filter(~pl.col("is_aggregate"))
-        .select("run_id", pl.col("group_id").fill_null(0).alias("phase"))
-        .join(runs.select("run_id", run_unit_expr(runs.columns)), on="run_id")
-        .unique(["run_unit", "phase"])
-    )
-    most_phases = int(phases.group_by("run_unit").len()["len"].max() or 1) if phases.height else 1
-    configurations = (
-        units.join(phases, on="run_unit").unique([*keys, "phase"]).height if most_phases > 1 else per_config.height
-    )
+    most_phases = int(units.group_by("run_unit").agg(pl.col("phase").n_unique())["phase"].max() or 1)
+    configurations = per_config.height
+    units = units.sort("phase").unique("run_unit", keep="first", maintain_order=True)  # a run once, by its first phase
     repeated = per_config["runs"].filter(per_config["runs"] > 1)
     repeated_low = int(repeated.min()) if repeated.len() else None
     hosts = units["hosts"].filter(units["hosts"] > 0)
@@ -436,6 +434,27 @@ def design(study: StudyRef) -> Design | None:
         repeated_low=repeated_low,
         phases=most_phases,
     )
+
+
+def known_job(runs: pl.DataFrame, job: list[str], group: list[str]) -> pl.DataFrame:
+    """Give a run a job parameter its output does not print where every run that prints it agrees on one value.
+
+    ``job``: the parameters to fill; ``group``: what makes a configuration (the factors, the job parameters,
+    the phase): a run is filled from the runs alike in every other column of ``group``.
+
+    fio's normal output does not print a mix's read share; a phase of the same job in json+ does. The
+    phase's page pools its runs, so its row in the table does too (its spread shows where they differ).
+    """
+    for column in job:
+        same = [c for c in group if c != column] or [pl.lit(0)]
+        known = pl.col(column).drop_nulls()
+        runs = runs.with_columns(
+            pl.when(pl.col(column).is_null() & (known.n_unique().over(same) == 1))
+            .then(known.first().over(same))
+            .otherwise(pl.col(column))
+            .alias(column)
+        )
+    return runs
 
 
 def claim_table(study: StudyRef) -> pl.DataFrame:

@@ -143,7 +143,9 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     assert disk_view(opened, by=[])["device_ios_per_s"][0] == pytest.approx(counted)
 
 
-MIXED_FORMATS_JOB = PHASED_STUDY_JOB.replace("runtime=2", "runtime=1") + """
+MIXED_FORMATS_JOB = (
+    PHASED_STUDY_JOB.replace("runtime=2", "runtime=1")
+    + """
 [mix]
 stonewall
 rw=randrw
@@ -151,10 +153,45 @@ rwmixread=70
 bs=8k
 rate_iops=500
 """
+)
 
 
+MIX_FIRST_JOB = """
+[global]
+filename={target}
+size=16m
+ioengine=psync
+direct=0
+time_based=1
+runtime=1
+
+[mix]
+rw=randrw
+rwmixread=70
+bs=8k
+rate_iops=500
+
+[reads]
+stonewall
+rw=randread
+bs=4k
+rate_iops=1000
+
+[writes]
+stonewall
+rw=write
+bs=64k
+rate_iops=300
+"""
+
+
+@pytest.mark.parametrize(
+    ("job_text", "shares", "mix"),
+    [(MIXED_FORMATS_JOB, [100.0, 0.0, 70.0], "2"), (MIX_FIRST_JOB, [70.0, 100.0, 0.0], "0")],
+    ids=["mix-last", "mix-first"],
+)
 def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_per_phase(
-    fio_binary: str, tmp_path: Path
+    fio_binary: str, tmp_path: Path, job_text: str, shares: list[float], mix: str
 ) -> None:
     """The same phased job run twice as json+ and once as normal output: normal output prints no read share,
     but a job that does not mix has one (100 or 0), and a mix's is the one every run that prints it gives.
@@ -173,10 +210,10 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     (study / "study.toml").write_text('[study]\nname = "formats"\n', encoding="utf-8")
     for run in ("r1", "r2"):
         (study / run).mkdir()
-        run_job_file(fio_binary, study / run, "fio", MIXED_FORMATS_JOB)
+        run_job_file(fio_binary, study / run, "fio", job_text)
         (study / run / "fio.fio").unlink()
     job = study / "job.fio"
-    job.write_text(MIXED_FORMATS_JOB.format(target=tmp_path / "target.dat"), encoding="utf-8")
+    job.write_text(job_text.format(target=tmp_path / "target.dat"), encoding="utf-8")
     (study / "normal").mkdir()
     subprocess.run(
         [fio_binary, "--output-format=normal", f"--output={study / 'normal' / 'fio.txt'}", str(job)],
@@ -193,20 +230,20 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     tables = opened.tables(only=("runs", "results"))
     normal_runs = tables.runs.filter(pl.col("format") == "fio-normal")["run_id"].to_list()
     normal = tables.results.filter(pl.col("run_id").is_in(normal_runs), ~pl.col("is_aggregate"))
-    shares = dict(normal.select("rw", "rwmixread_pct").unique().iter_rows())
-    assert shares == {"randread": 100.0, "write": 0.0, "randrw": None}  # a mix's share is not printed
+    printed = dict(normal.select("rw", "rwmixread_pct").unique().iter_rows())
+    assert printed == {"randread": 100.0, "write": 0.0, "randrw": None}  # a mix's share is not printed
     found = design(opened)
     assert (found.configurations, found.runs, found.once, found.phases) == (3, 3, 0, 3)
     table = configuration_results(opened, list(fit.shape(opened).varied)).sort("phase")
     assert table["runs"].to_list() == [3, 3, 3]
-    assert table["rwmixread_pct"].to_list() == [100.0, 0.0, 70.0]
+    assert table["rwmixread_pct"].to_list() == shares  # the design counted phase 0's share for every phase
 
     # the mix's tail: reads and writes apart, as fio gives them; the normal run's absence is said, not silent
-    mix = {fit.PHASE: ["2"]}
-    tails = tail_latency(opened, by=[fit.PHASE], only=mix, member="vm")
+    mixed = {fit.PHASE: [mix]}
+    tails = tail_latency(opened, by=[fit.PHASE], only=mixed, member="vm")
     assert sorted(tails["direction"].to_list()) == ["read", "read", "write", "write"]
-    assert runs_without_histograms(opened, by=[fit.PHASE], only=mix) == ["normal"]
-    reads = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["0"]}, member="vm")
+    assert runs_without_histograms(opened, by=[fit.PHASE], only=mixed) == ["normal"]
+    reads = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["1" if mix == "0" else "0"]}, member="vm")
     assert "direction" not in reads.columns and reads.height == 2  # one direction: no split
 
 
