@@ -765,7 +765,12 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
     labels = {**RESULT_LABELS, "members": f"{label('vm')}s in the data of a run"}
     table = show(shown, labels=labels, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
     (folder / "results.md").write_text(table.markdown(), encoding="utf-8")
-    p99 = " p99: of all the run's I/Os together, from its latency histogram." if "p99_ms" in results.columns else ""
+    p99 = (
+        " p99: of all the run's I/Os together, from its latency histogram; a configuration has one where each of"
+        " its runs does."
+        if "p99_ms" in results.columns
+        else ""
+    )
     if {"p99_ms", "lat_mean_ms"} <= set(results.columns):  # a mean above the p99: a few I/Os took very long
         above = results.filter(pl.col("lat_mean_ms") > pl.col("p99_ms")).height
         if above:

@@ -123,11 +123,16 @@ def _with(table: pl.DataFrame, extra: pl.DataFrame, group: list[str]) -> pl.Data
 
 
 def _per_run(figures: pl.DataFrame, units: pl.DataFrame, group: list[str], name: str) -> pl.DataFrame:
-    """Return each configuration's median over its runs of a figure per run (``run_unit``, ``name``)."""
+    """Return each configuration's median over its runs of a figure per run (``run_unit``, ``name``).
+
+    Null where a run of the configuration has none (no histogram, too few I/Os for a p99): a median of the
+    runs left would be another configuration's figure than the row's other columns, over all its runs.
+    """
     if figures.is_empty():
         return pl.DataFrame()
-    joined = figures.join(units, on="run_unit")
-    return joined.group_by(group or pl.lit(0)).agg(pl.col(name).median()).drop("literal", strict=False)
+    joined = units.join(figures, on="run_unit", how="left")
+    every = pl.when(pl.col(name).null_count() == 0).then(pl.col(name).median()).alias(name)
+    return joined.group_by(group or pl.lit(0)).agg(every).drop("literal", strict=False)
 
 
 def _tails(study: object, rows: pl.DataFrame, factors: list[str], only: dict | None) -> pl.DataFrame:

@@ -304,3 +304,37 @@ def test_a_run_status_groups_total_is_checked_against_its_own_jobs(fio_binary: s
     assert found.height == 1 and found["job_name"][0] is None and found["group_id"][0] == 0
     assert round(100 * found["apart"][0]) == -17  # 1 / 1.2 - 1
     assert "run status group 0's total, read: bandwidth printed" in printed_apart_words(found)
+
+
+def test_a_configurations_p99_is_said_only_where_each_of_its_runs_gives_one(fio_binary: str, tmp_path: Path) -> None:
+    """The results table's p99 is the median over the configuration's runs: where one run has no histogram
+    (normal output), a median of the others would stand beside IOPS of all three; it is unknown instead."""
+    import subprocess
+
+    from benchlib.ingest import ingest_study
+    from benchlib.results import configuration_results
+    from benchlib.store import open_study
+
+    job = TWO_JOBS_ONE_GROUP.replace("runtime=1", "runtime=2")
+    tables = {}
+    for with_normal in (False, True):
+        study = tmp_path / f"study-{with_normal}"
+        study.mkdir()
+        (study / "study.toml").write_text('[study]\nname = "tails"\n', encoding="utf-8")
+        for run in ("r1", "r2"):
+            (study / run).mkdir()
+            run_job_file(fio_binary, study / run, "fio", job)
+            (study / run / "fio.fio").unlink()
+            (study / run / "target.dat").unlink()
+        if with_normal:
+            (study / "normal").mkdir()
+            text = tmp_path / "job.fio"
+            text.write_text(job.format(target=tmp_path / "target.dat"), encoding="utf-8")
+            out = study / "normal" / "fio.txt"
+            normal = [fio_binary, "--output-format=normal", f"--output={out}", str(text)]
+            subprocess.run(normal, check=True, timeout=120)
+        ingest_study(study, tmp_path / f"processed-{with_normal}")
+        tables[with_normal] = configuration_results(open_study(study, tmp_path / f"processed-{with_normal}"), [])
+    assert tables[False]["runs"][0] == 2 and tables[False]["p99_ms"][0] > 0
+    unknown = tables[True].get_column("p99_ms", default=None)  # a column no row has is not shown
+    assert tables[True]["runs"][0] == 3 and (unknown is None or unknown[0] is None)
