@@ -441,13 +441,7 @@ def write_html(
     gaps = _gaps_table(missing)
     axes = " × ".join(map(inline, pipeline.axes))
     scope = _without_runs(len(missing), declared, axes, unplanned)
-    spanned = (
-        f"a page for each combination of {html.escape(' × '.join(map(inline, pipeline.axes)))}"
-        if len(pipeline.axes) > 1
-        else f"a page for each {html.escape(inline(pipeline.axes[0]))}"
-        if pipeline.axes
-        else "a page for its one configuration"
-    )
+    spanned = _spanned(pipeline)
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>From the study <code>{html.escape(pipeline.study)}</code>: a "
         f"summary page for each analysis, and {spanned}.</p>"
@@ -477,7 +471,8 @@ def write_html(
     if pipeline.only:  # the study's design above counts every configuration; say which this report draws
         kept = runs_read(pipeline.only)
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
-    parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>")
+    # a study with no factor and one phase has none (said at the top)
+    parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>" if cells else "")
     listed = gaps
     parts.append(f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{listed}")
     used.update(used_terms("".join(parts)))
@@ -834,6 +829,18 @@ def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None)
     else:
         scope = f"Every one of the {declared} combinations of {axes} has runs"
     return scope
+
+
+def _spanned(pipeline: Pipeline) -> str:
+    """Say what the report's configuration pages span (HTML), or why it has none."""
+    if len(pipeline.axes) > 1:
+        return f"a page for each combination of {html.escape(' × '.join(map(inline, pipeline.axes)))}"
+    if pipeline.axes:
+        return f"a page for each {html.escape(inline(pipeline.axes[0]))}"
+    return (
+        "no page per configuration (the study declares no factor and its runs ran in one phase: "
+        f"<code>benchlib notebook cell --study {html.escape(pipeline.study)}</code> gives one of all its runs)"
+    )
 
 
 def _title(execution: Execution) -> str:

@@ -338,3 +338,42 @@ def test_a_configurations_p99_is_said_only_where_each_of_its_runs_gives_one(fio_
     assert tables[False]["runs"][0] == 2 and tables[False]["p99_ms"][0] > 0
     unknown = tables[True].get_column("p99_ms", default=None)  # a column no row has is not shown
     assert tables[True]["runs"][0] == 3 and (unknown is None or unknown[0] is None)
+
+
+def test_a_study_with_no_factor_and_one_phase_says_it_has_no_configuration_page(
+    fio_binary: str, tmp_path: Path
+) -> None:
+    """Two runs of one job, nothing declared: the index says there is no page per configuration and how to
+    get one of all the runs, rather than promising 'a page for its one configuration' and listing none."""
+    import os
+    import subprocess
+    import sys
+
+    from benchlib.ingest import ingest_study
+    from benchlib.paths import PROJECT_ROOT
+
+    data = tmp_path / "data"
+    study = data / "raw" / "plain"
+    study.mkdir(parents=True)
+    (study / "study.toml").write_text('[study]\nname = "plain"\n', encoding="utf-8")
+    for run in ("r1", "r2"):
+        (study / run).mkdir()
+        run_job_file(fio_binary, study / run, "fio", TWO_JOBS_ONE_GROUP)
+        (study / run / "fio.fio").unlink()
+        (study / run / "target.dat").unlink()
+    ingest_study(study, data / "processed")
+    pipeline = tmp_path / "plain.toml"
+    pipeline.write_text('[pipeline]\nstudy = "plain"\n', encoding="utf-8")
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
+    )
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    command = [sys.executable, "-c", build, str(pipeline), str(tmp_path / "reports")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "reports" / "plain"
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert "no page per configuration (the study declares no factor" in index
+    assert "benchlib notebook cell --study plain" in index and "One page per configuration" not in index
+    assert (folder / "results.csv").is_file()
