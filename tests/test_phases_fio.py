@@ -143,6 +143,28 @@ def test_a_study_of_one_phased_run_gets_a_page_per_phase_never_a_median_of_them(
     assert disk_view(opened, by=[])["device_ios_per_s"][0] == pytest.approx(counted)
 
 
+def _study_of_runs(fio: str, study: Path, name: str, job: str, *, normal: bool) -> Path:
+    """Write a study ``name`` of ``job`` run twice as json+ (r1, r2) and, with ``normal``, once as normal output."""
+    import subprocess
+
+    study.mkdir(parents=True)
+    (study / "study.toml").write_text(f'[study]\nname = "{name}"\n', encoding="utf-8")
+    for run in ("r1", "r2"):
+        (study / run).mkdir()
+        run_job_file(fio, study / run, "fio", job)
+        (study / run / "fio.fio").unlink()
+    if normal:
+        text = study.parent / f"{name}.fio"
+        text.write_text(job.format(target=study / "target.dat"), encoding="utf-8")
+        (study / "normal").mkdir()
+        command = [fio, "--output-format=normal", f"--output={study / 'normal' / 'fio.txt'}", str(text)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        text.unlink()
+    for scratch in study.rglob("target.dat"):
+        scratch.unlink()
+    return study
+
+
 MIXED_FORMATS_JOB = (
     PHASED_STUDY_JOB.replace("runtime=2", "runtime=1")
     + """
@@ -156,33 +178,9 @@ rate_iops=500
 )
 
 
-MIX_FIRST_JOB = """
-[global]
-filename={target}
-size=16m
-ioengine=psync
-direct=0
-time_based=1
-runtime=1
-
-[mix]
-rw=randrw
-rwmixread=70
-bs=8k
-rate_iops=500
-
-[reads]
-stonewall
-rw=randread
-bs=4k
-rate_iops=1000
-
-[writes]
-stonewall
-rw=write
-bs=64k
-rate_iops=300
-"""
+MIX_FIRST_JOB = PHASED_STUDY_JOB.replace("runtime=2", "runtime=1").replace(
+    "[reads]\n", "[mix]\nrw=randrw\nrwmixread=70\nbs=8k\nrate_iops=500\n\n[reads]\nstonewall\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -197,7 +195,6 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     but a job that does not mix has one (100 or 0), and a mix's is the one every run that prints it gives.
     Each phase is one configuration of three runs, in the design and in the results table, as on its page
     (before: the normal run was a configuration of its own in every phase, '1 of 6 configurations run once')."""
-    import subprocess
 
     from benchlib import fit
     from benchlib.ingest import ingest_study
@@ -205,25 +202,7 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     from benchlib.store import open_study
     from benchlib.views import design, runs_without_histograms, tail_latency
 
-    study = tmp_path / "study"
-    study.mkdir()
-    (study / "study.toml").write_text('[study]\nname = "formats"\n', encoding="utf-8")
-    for run in ("r1", "r2"):
-        (study / run).mkdir()
-        run_job_file(fio_binary, study / run, "fio", job_text)
-        (study / run / "fio.fio").unlink()
-    job = study / "job.fio"
-    job.write_text(job_text.format(target=tmp_path / "target.dat"), encoding="utf-8")
-    (study / "normal").mkdir()
-    subprocess.run(
-        [fio_binary, "--output-format=normal", f"--output={study / 'normal' / 'fio.txt'}", str(job)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    job.unlink()
-    for leftover in study.rglob("target.dat"):
-        leftover.unlink()
+    study = _study_of_runs(fio_binary, tmp_path / "study", "formats", job_text, normal=True)
     ingest_study(study, tmp_path / "processed")
     opened = open_study(study, tmp_path / "processed")
 
@@ -247,23 +226,7 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     assert "direction" not in reads.columns and reads.height == 2  # one direction: no split
 
 
-TWO_JOBS_ONE_GROUP = """
-[global]
-filename={target}
-size=16m
-rw=randread
-bs=4k
-ioengine=psync
-direct=0
-time_based=1
-runtime=1
-
-[a]
-rate_iops=500
-
-[b]
-rate_iops=300
-"""
+TWO_JOBS_ONE_GROUP = JOB.replace("stonewall\n", "").replace("runtime=2", "runtime=1")  # one group of two jobs
 
 
 def test_a_run_status_groups_total_is_checked_against_its_own_jobs(fio_binary: str, tmp_path: Path) -> None:
@@ -295,9 +258,9 @@ def test_a_run_status_groups_total_is_checked_against_its_own_jobs(fio_binary: s
     assert printed_apart(results).is_empty()
 
     text = out.read_text(encoding="utf-8")
-    line = re.search(r"^\s+READ: bw=([\d.]+)KiB/s", text, flags=re.MULTILINE)
+    line = re.search(r"^\s+READ: bw=([\d.]+)[KMG]iB/s", text, flags=re.MULTILINE)
     assert line, text
-    raised = text.replace(line.group(0), line.group(0).replace(line.group(1), f"{float(line.group(1)) * 1.2:.0f}"))
+    raised = text.replace(line.group(0), line.group(0).replace(line.group(1), f"{float(line.group(1)) * 1.2:.4g}"))
     edited = tmp_path / "edited.txt"
     edited.write_text(raised, encoding="utf-8")
     found = printed_apart(checked(edited)[1])
@@ -309,7 +272,6 @@ def test_a_run_status_groups_total_is_checked_against_its_own_jobs(fio_binary: s
 def test_a_configurations_p99_is_said_only_where_each_of_its_runs_gives_one(fio_binary: str, tmp_path: Path) -> None:
     """The results table's p99 is the median over the configuration's runs: where one run has no histogram
     (normal output), a median of the others would stand beside IOPS of all three; it is unknown instead."""
-    import subprocess
 
     from benchlib.ingest import ingest_study
     from benchlib.results import configuration_results
@@ -318,21 +280,7 @@ def test_a_configurations_p99_is_said_only_where_each_of_its_runs_gives_one(fio_
     job = TWO_JOBS_ONE_GROUP.replace("runtime=1", "runtime=2")
     tables = {}
     for with_normal in (False, True):
-        study = tmp_path / f"study-{with_normal}"
-        study.mkdir()
-        (study / "study.toml").write_text('[study]\nname = "tails"\n', encoding="utf-8")
-        for run in ("r1", "r2"):
-            (study / run).mkdir()
-            run_job_file(fio_binary, study / run, "fio", job)
-            (study / run / "fio.fio").unlink()
-            (study / run / "target.dat").unlink()
-        if with_normal:
-            (study / "normal").mkdir()
-            text = tmp_path / "job.fio"
-            text.write_text(job.format(target=tmp_path / "target.dat"), encoding="utf-8")
-            out = study / "normal" / "fio.txt"
-            normal = [fio_binary, "--output-format=normal", f"--output={out}", str(text)]
-            subprocess.run(normal, check=True, timeout=120)
+        study = _study_of_runs(fio_binary, tmp_path / f"study-{with_normal}", "tails", job, normal=with_normal)
         ingest_study(study, tmp_path / f"processed-{with_normal}")
         tables[with_normal] = configuration_results(open_study(study, tmp_path / f"processed-{with_normal}"), [])
     assert tables[False]["runs"][0] == 2 and tables[False]["p99_ms"][0] > 0
@@ -353,14 +301,7 @@ def test_a_study_with_no_factor_and_one_phase_says_it_has_no_configuration_page(
     from benchlib.paths import PROJECT_ROOT
 
     data = tmp_path / "data"
-    study = data / "raw" / "plain"
-    study.mkdir(parents=True)
-    (study / "study.toml").write_text('[study]\nname = "plain"\n', encoding="utf-8")
-    for run in ("r1", "r2"):
-        (study / run).mkdir()
-        run_job_file(fio_binary, study / run, "fio", TWO_JOBS_ONE_GROUP)
-        (study / run / "fio.fio").unlink()
-        (study / run / "target.dat").unlink()
+    study = _study_of_runs(fio_binary, data / "raw" / "plain", "plain", TWO_JOBS_ONE_GROUP, normal=False)
     ingest_study(study, data / "processed")
     pipeline = tmp_path / "plain.toml"
     pipeline.write_text('[pipeline]\nstudy = "plain"\n', encoding="utf-8")

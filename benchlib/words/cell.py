@@ -203,5 +203,5 @@ def runs_without_histograms_note(runs: list[str]) -> str:
     named = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
     return (
         f"Not in it: {named} (no latency histogram in {'its' if len(runs) == 1 else 'their'} output: fio's normal "
-        "and plain json output print each job's own percentiles, which cannot be pooled into a run's)."
+        "and plain json output print percentiles, not the histogram this table pools)."
     )
