@@ -102,7 +102,9 @@ def _joined(columns: list[str]) -> pl.Expr:
     return pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=" / ")
 
 
-def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.ValueChannelMixin:
+def _series_color(
+    data: pl.DataFrame, series: str | None, title: str | None = None
+) -> alt.Color | alt.ValueChannelMixin:
     """One colour per level of ``series`` (in a reader's order: ``host 2`` before ``host 10``), or the first colour.
 
     Every level is in the legend, in columns past :data:`MANY_MEMBERS` (Vega-Lite drops entries past 30).
@@ -112,8 +114,8 @@ def _series_color(data: pl.DataFrame, series: str | None) -> alt.Color | alt.Val
     levels = natural_sort(data.select(pl.col(series).unique().drop_nulls()), series)[series].to_list()
     if len(levels) > 30:
         legend = alt.Legend(symbolLimit=0, columns=math.ceil(len(levels) / MANY_MEMBERS))
-        return alt.Color(f"{series}:N", title=words(series), sort=levels, legend=legend)
-    return alt.Color(f"{series}:N", title=words(series), sort=levels)
+        return alt.Color(f"{series}:N", title=title or words(series), sort=levels, legend=legend)
+    return alt.Color(f"{series}:N", title=title or words(series), sort=levels)
 
 
 #: the significant digits a figure's data keep: two runs of a sum in another order differ in the 16th digit,
@@ -825,8 +827,16 @@ def exceedance_curve(
 ) -> alt.TopLevelMixin:
     """Draw :func:`benchlib.views.latency_exceedance`: the share of I/Os slower than each latency, log-log.
 
-    One line per ``series`` (a VM); the tail is the right end: how slow the slowest 1%, 0.1%... were.
+    One line per ``series`` (a VM), and per direction where the curve keeps a mix's reads and writes apart;
+    the tail is the right end: how slow the slowest 1%, 0.1%... were.
     """
+    legend = lines = None
+    if "direction" in curve.columns:  # a mix: a line per member and direction, the legend saying both
+        parts = [pl.col(series).cast(pl.String)] if series else []
+        curve = curve.with_columns(pl.concat_str([*parts, pl.col("direction")], separator=", ").alias("_line"))
+        legend = f"{words(series)}, direction" if series else "Direction"
+        lines = f"curves (a {inline(series)}'s reads or writes each)" if series else "curves"
+        series = "_line"
     keys = [series] if series else []
     data = (
         curve.filter(pl.col("slower") > 0)
@@ -836,20 +846,23 @@ def exceedance_curve(
     )
     cut = "each curve stops where fewer than 10 I/Os lie beyond it; the slowest I/Os are past its end"
     if series and data[series].n_unique() > len(PALETTE):  # more lines than colours: grey, two tails named
-        return _many_exceedances(data, series, title, cut)
-    x, y, tooltip = _exceedance_encoding(data, keys)
+        return _many_exceedances(data, series, title, cut, lines=lines)
+    x, y, tooltip = _exceedance_encoding(data, keys, legend)
     chart = (
         _chart(data)
         .mark_line(interpolate="step-after")
-        .encode(x=x, y=y, color=_series_color(data, series), tooltip=tooltip)
+        .encode(x=x, y=y, color=_series_color(data, series, legend), tooltip=tooltip)
     )
     # the curves stop where fewer than 10 I/Os lie beyond (their last steps would be single I/Os): say so,
     # so that a maximum the page quotes is not looked for on the chart
     return chart.properties(title=alt.TitleParams(title, subtitle=[cut]))
 
 
-def _exceedance_encoding(data: pl.DataFrame, keys: list[str]) -> tuple[alt.X, alt.Y, list]:
-    """Return the log-log axes of an exceedance curve (latency, share slower) and its tooltip."""
+def _exceedance_encoding(data: pl.DataFrame, keys: list[str], named: str | None = None) -> tuple[alt.X, alt.Y, list]:
+    """Return the log-log axes of an exceedance curve (latency, share slower) and its tooltip.
+
+    ``named``: the words for its one key, where they are not the key's own.
+    """
     x = alt.X("latency_ms:Q", scale=alt.Scale(type="log"), title="latency (ms)", axis=_decades(data["latency_ms"]))
     y = alt.Y(
         "slower_pct:Q",
@@ -858,14 +871,16 @@ def _exceedance_encoding(data: pl.DataFrame, keys: list[str]) -> tuple[alt.X, al
         axis=_decades(data["slower_pct"]),
     )
     tooltip = [
-        *(f"{k}:N" for k in keys),
+        *(alt.Tooltip(f"{k}:N", title=named) if named else f"{k}:N" for k in keys),
         alt.Tooltip("latency_ms:Q", format=".4f"),
         alt.Tooltip("slower_pct:Q", format=".4f"),
     ]
     return x, y, tooltip
 
 
-def _many_exceedances(data: pl.DataFrame, series: str, title: str, cut: str) -> alt.TopLevelMixin:
+def _many_exceedances(
+    data: pl.DataFrame, series: str, title: str, cut: str, lines: str | None = None
+) -> alt.TopLevelMixin:
     """Every member's curve in grey, the slowest and the fastest at 1% (their p99) drawn in colour and named.
 
     More members than colours: a colour per member would repeat, and a legend of them all says nothing.
@@ -896,7 +911,8 @@ def _many_exceedances(data: pl.DataFrame, series: str, title: str, cut: str) -> 
             .mark_line(interpolate="step-after", strokeWidth=2)
             .encode(x=x, y=y, color=alt.Color("_named:N", title=None, sort=order), tooltip=tooltip)
         )
-    members = f"{data[series].n_unique()} {inline(series)}s in grey; the slowest and fastest at 1% in colour"
+    lines = lines or f"{inline(series)}s"
+    members = f"{data[series].n_unique()} {lines} in grey; the slowest and fastest at 1% in colour"
     return alt.layer(*layers).properties(title=alt.TitleParams(title, subtitle=[members, cut]))
 
 

@@ -196,11 +196,11 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     Each phase is one configuration of three runs, in the design and in the results table, as on its page
     (before: the normal run was a configuration of its own in every phase, '1 of 6 configurations run once')."""
 
-    from benchlib import fit
+    from benchlib import figures, fit
     from benchlib.ingest import ingest_study
     from benchlib.results import configuration_results
     from benchlib.store import open_study
-    from benchlib.views import design, runs_without_histograms, tail_latency
+    from benchlib.views import design, latency_exceedance, runs_without_histograms, study_words, tail_latency
 
     study = _study_of_runs(fio_binary, tmp_path / "study", "formats", job_text, normal=True)
     ingest_study(study, tmp_path / "processed")
@@ -222,6 +222,11 @@ def test_one_job_saved_as_json_plus_and_as_normal_output_is_one_configuration_pe
     tails = tail_latency(opened, by=[fit.PHASE], only=mixed, member="vm")
     assert sorted(tails["direction"].to_list()) == ["read", "read", "write", "write"]
     assert runs_without_histograms(opened, by=[fit.PHASE], only=mixed) == ["normal"]
+    curve = latency_exceedance(opened, by=[fit.PHASE], only=mixed, member="vm")
+    with study_words(opened):  # fio runs on one machine: its members are hosts
+        drawn = figures.exceedance_curve(curve, series="vm").to_dict()  # a curve per host and direction, said so
+    assert drawn["encoding"]["color"]["title"] == "Host, direction"
+    assert {row["_line"] for row in drawn["data"]["values"]} == {"host not recorded, read", "host not recorded, write"}
     reads = tail_latency(opened, by=[fit.PHASE], only={fit.PHASE: ["1" if mix == "0" else "0"]}, member="vm")
     assert "direction" not in reads.columns and reads.height == 2  # one direction: no split
 
