@@ -1794,16 +1794,27 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     )
     rows = _study_rows(study, only)
     rows = rows.with_columns(run_unit_expr(rows.columns), configured_depth_expr(rows.columns))
-    # the I/Os all hosts of a run kept in flight at most: they share the disk whose counters each reports
-    depth = rows.group_by("run_unit").agg(
-        pl.col("configured_depth").sum(),
-        total_expr("iops").alias("run_iops"),
-        total_expr("lat_mean_ms", rows.columns).alias("run_latency_ms"),  # all its hosts' I/Os together
+    # the I/Os all hosts of a run kept in flight at most: they share the disk whose counters each reports; a
+    # run's phases (fio's groups) ran one after another, so its most is its busiest phase's, not their sum
+    phase = pl.col("group_id").fill_null(0) if "group_id" in rows.columns else pl.lit(0)
+    job = [c for c in ("run_id", "client", "job_index", "job_name") if c in rows.columns]  # a mix's 2 rows: 1 job
+    held = (
+        rows.group_by("run_unit", phase.alias("_phase"), *job)
+        .agg(pl.col("configured_depth").max())
+        .group_by("run_unit", "_phase")
+        .agg(pl.col("configured_depth").sum())
+    )
+    depth = (
+        rows.group_by("run_unit")
+        .agg(
+            total_expr("iops").alias("run_iops"),
+            total_expr("lat_mean_ms", rows.columns).alias("run_latency_ms"),  # all its hosts' I/Os together
+        )
+        .join(held.group_by("run_unit").agg(pl.col("configured_depth").max()), on="run_unit")
     )
     # the disk's counters run through the ramp too, and through every phase of the run (fio's groups one after
     # another): their rates are over the phases' spans added, each its longest job's ramp and runtime
     ramp = pl.col("ramp_time_ns").fill_null(0) if "ramp_time_ns" in rows.columns else pl.lit(0)
-    phase = pl.col("group_id").fill_null(0) if "group_id" in rows.columns else pl.lit(0)
     spans = (
         rows.group_by("run_id", phase.alias("_phase"))
         .agg((pl.col("runtime_ns") + ramp).max().alias("disk_span_ns"))
