@@ -1604,7 +1604,7 @@ def runs_without_histograms(study: StudyRef, *, by: list[str], only: dict | None
     """Return the runs at ``only`` that :func:`tail_latency` leaves out: their output holds no latency histogram.
 
     Named as its rows name runs (:func:`run_names`), in the order the runs were read. fio's normal and plain
-    json output print each job's own percentiles, which cannot be pooled into a run's.
+    json output print percentiles, not the histogram the table pools.
     """
     from benchlib.fit import PHASE
 
@@ -1667,7 +1667,7 @@ def tail_latency(
         return table.sort(keys)
     from benchlib.tables import natural_rank
 
-    apart = [c for c in ("direction",) if c in table.columns]
+    apart = ["direction"] if "direction" in table.columns else []  # a mix's reads and writes
     return table.sort([*by, natural_rank(table, "run"), natural_rank(table, member), *apart, "origin"])  # 2 before 10
 
 
@@ -1681,7 +1681,7 @@ def tails_across_members(tails: pl.DataFrame, by: list[str], member: str) -> pl.
     """
     from benchlib.tables import natural_rank
 
-    keys = [*by, "run", *[c for c in ("direction",) if c in tails.columns], "origin"]  # a mix's reads and writes
+    keys = [*by, "run", *(["direction"] if "direction" in tails.columns else []), "origin"]  # a mix's reads, writes
     percentiles = [c for c in tails.columns if c.startswith("p") and c.endswith("_ms")]
     worst = tails.sort("p99_ms", descending=True, nulls_last=True).group_by(keys, maintain_order=True).first()
     table = tails.group_by(keys).agg(
