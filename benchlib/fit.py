@@ -246,12 +246,49 @@ def axes(study: str | ProcessedStudy) -> list[str]:
     """Return the factors a report's cell pages span by default: every varied one (a page per configuration).
 
     A study whose factors each hold one level has one configuration: its declared factors with a level span
-    it (one page), so that it has its page too. Runs of fio groups that ran one after another add the
-    group (:data:`PHASE`): a page per phase.
+    it (one page), so that it has its page too. Runs of unlike work under one configuration add the job
+    parameters that tell them apart (:func:`work_axes`), and runs of fio groups that ran one after another
+    add the group (:data:`PHASE`): a page per phase.
     """
     found = shape(study)
     spanned = list(found.varied) or [f for f, levels in found.factors.items() if levels]
-    return spanned + ([PHASE] if found.phases else [])  # a phase's work is never pooled with another's
+    work = work_axes(study, spanned, cell_only(study))  # runs of unlike work under one configuration: apart
+    return spanned + work + ([PHASE] if found.phases else [])  # a phase's work is never pooled with another's
+
+
+#: fio's job parameters that tell one run's work from another's, as the results table has them
+WORK = ("rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs")
+
+
+def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = None) -> list[str]:
+    """Return the job parameters (:data:`WORK`) in which runs of one configuration of ``axes`` differ.
+
+    A folder of other work filed under one level (fio-sample's 70/30 mix under 4k, beside its random reads)
+    would be pooled into that configuration's page: its medians and percentiles would be of two jobs. Each
+    such parameter is one more axis: a page per value, as the results table has a row per value. Only where
+    every run holds one value of it (per phase: fio's groups are pages of their own already) and every run
+    of the configuration prints it (fio's normal output prints no read share); a parameter a factor of
+    ``axes`` names (a block-size factor's bytes) follows that factor, and is never one.
+    """
+    from benchlib.views import _SAME_AS, _study_rows
+
+    rows = _study_rows(_opened(study), only)
+    held = [a for a in axes if a in rows.columns]  # a factor named as fio's parameter (rw) is the factor
+    chosen = {a.lower() for a in axes}
+    unit = [run_unit_expr(rows.columns), pl.col(PHASE).fill_null(0) if PHASE in rows.columns else pl.lit(0)]
+    found = []
+    for param in WORK:
+        column = "rw_job" if param == "rw" and "rw_job" in rows.columns else param  # a factor named rw keeps it
+        if column not in rows.columns or column in axes or (_SAME_AS.get(param, set()) | {param}) & chosen:
+            continue
+        value = pl.col(column).cast(pl.String)
+        per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"), value.null_count().alias("nulls"))
+        if per_run.height and (per_run["values"] == 1).all() and (per_run["nulls"] == 0).all():
+            apart = rows.group_by(*held, unit[1]) if held else rows.group_by(unit[1])
+            if (apart.agg(value.n_unique())[column] > 1).any():
+                found.append(column)
+                held.append(column)
+    return found
 
 
 def cell_only(study: str | ProcessedStudy) -> dict:
@@ -286,12 +323,13 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
         return {"levels": levels, "value": value}
     found = shape(study)
     if levels is None:
-        rows = _study_rows(_opened(study), None).select(list(found.varied)).unique()
+        work = work_axes(study, list(found.varied), cell_only(study))  # a page never pools unlike work
+        rows = _study_rows(_opened(study), None).select(*found.varied, *work).unique()
         rank = [
             pl.col(f).replace_strict(levels, list(range(len(levels))), default=None)
             for f, levels in ((f, found.factors[f]) for f in found.varied)
         ]
-        first = rows.sort(rank, nulls_last=True).head(1)
+        first = rows.sort([*rank, *work], nulls_last=True).head(1)
         levels = {k: v for k, v in (first.to_dicts()[0] if first.height else {}).items() if v is not None}
         levels = {**levels, **({PHASE: found.phases[0]} if found.phases else {})}  # its first phase alone
     return {"levels": levels, "value": _given(value, found.value)}
@@ -315,7 +353,18 @@ def comparison(
     found = shape(study)
     candidates = _settings(found)
     if factor is None and not candidates:
-        raise PageLeftOut("no factor has two levels in the runs: there is nothing to compare")
+        from benchlib.tables import inline
+
+        undeclared = work_axes(study, list(found.varied), cell_only(study))  # the runs differ in a job's parameter
+        raise PageLeftOut(
+            "no factor has two levels in the runs: there is nothing to compare"
+            + (
+                f" (the runs differ in {' and '.join(map(inline, undeclared))}, which study.toml does not declare: "
+                "declare it as a factor, with each folder's level, to compare it)"
+                if undeclared
+                else ""
+            )
+        )
     factor = _given(factor, candidates[0] if candidates else None)
     if factor not in found.factors:
         raise PageLeftOut(f"{factor!r} is not a factor of this study")
@@ -478,6 +527,7 @@ def fairness(
         raise PageLeftOut("every run has one member: there is no share to judge")
     if by is None or only is None:
         wanted, kept = _complete(_opened(study), list(found.varied), _given(only, _without_sweeps(found)))
+        wanted += work_axes(study, wanted, kept)  # runs of unlike work under one configuration: apart
         by, only = _given(by, wanted), _given(only, kept)
     return {"value": _given(value, found.value), "by": by, "only": only}
 
@@ -489,6 +539,7 @@ def host_side(study: str | ProcessedStudy, *, by: list[str] | None = None, only:
         raise PageLeftOut("no disk statistics (fio's disk_util) and no esxtop capture")
     if by is None or only is None:
         wanted, kept = _complete(_opened(study), list(found.varied), _given(only, _without_sweeps(found)))
+        wanted += work_axes(study, wanted, kept)  # runs of unlike work under one configuration: apart
         by, only = _given(by, wanted), _given(only, kept)
     return {"by": by, "only": only}
 

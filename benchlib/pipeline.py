@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,7 +241,12 @@ def planned_combinations(folder: Path, axes: list[str]) -> set[tuple[str, ...]] 
 
 
 def expand_cells(
-    pipeline: Pipeline, runs: pl.DataFrame, factors: dict[str, list], planned: set[tuple[str, ...]] | None = None
+    pipeline: Pipeline,
+    runs: pl.DataFrame,
+    factors: dict[str, list],
+    planned: set[tuple[str, ...]] | None = None,
+    *,
+    work: Sequence[str] = (),
 ) -> tuple[list[dict], list[dict], int | None, int]:
     """Return the combinations drawn, the declared ones without runs, how many were never planned, and how many.
 
@@ -256,13 +261,16 @@ def expand_cells(
     The missing ones are of the whole declared matrix, whatever the pipeline draws: an index that said
     "none" for the configurations it draws let a reader believe every declared one was run. Where
     ``benchlib run`` recorded its plan, a combination it never planned is not missing, only counted.
+
+    ``work``: axes that are a job's parameters (:func:`benchlib.fit.work_axes`), not declared factors: their
+    values split the configurations drawn, and no combination of them is declared, so none is missing.
     """
     from benchlib.runner.plan import level_in_folder
 
-    axes = list(pipeline.axes)
-    if not axes:  # no factor varies: the summary pages describe the runs; there is no configuration to page
+    if not pipeline.axes:  # no factor varies: the summary pages describe the runs; there is no configuration to page
         return [], [], None, 1
-    seen = {tuple(c[a] for a in axes) for c in runs.select(axes).unique().to_dicts()}
+    axes = [a for a in pipeline.axes if a not in work]
+    seen = {tuple(c[a] for a in axes) for c in runs.select(axes).unique().to_dicts()} if axes else {()}
     # "without it" is a level only where a recorded plan says which combinations were meant (a sweep's own
     # factor); published tables that leave a factor out of some rows declare no such combination
     without = planned is not None
@@ -274,6 +282,7 @@ def expand_cells(
     missing = [{a: v for a, v in zip(axes, combo, strict=True) if v is not None} for combo in meant]
     for factor, levels in pipeline.only.items():
         runs = runs.filter(pl.col(factor).is_in(levels))
+    axes = list(pipeline.axes)
     # with a recorded plan, a run without one of the axes (a sweep's own factor, outside the sweep) is a
     # configuration without it; without one, rows that leave an axis out are not drawn as configurations
     combos = runs.select(axes).unique()
@@ -639,15 +648,20 @@ def build_report(
         pipeline = dataclasses.replace(
             pipeline, axes=tuple(fit.axes(study)), only=pipeline.only or fit.cell_only(study)
         )
+    else:  # runs of unlike work under one of the author's configurations: a page each, never one median
+        work = fit.work_axes(study, list(pipeline.axes), pipeline.only)
+        pipeline = dataclasses.replace(pipeline, axes=(*pipeline.axes, *work)) if work else pipeline
     chosen = "value" in pipeline.parameters  # a figure the author chose stands on every page
     if not chosen:  # the figure every page shows, said once for the index too
         pipeline = dataclasses.replace(pipeline, parameters={**pipeline.parameters, "value": fit.shape(study).value})
     runs = study.scan("runs").collect()
     factors = study.study.factors
-    if fit.PHASE in pipeline.axes:  # fio's groups that ran one after another: each phase a configuration
-        runs, factors = _with_phases(study, pipeline.axes, factors)
-    planned = planned_combinations(study.study.folder, list(pipeline.axes))
-    cells, missing, unplanned, declared = expand_cells(pipeline, runs, factors, planned)
+    derived = [a for a in pipeline.axes if a == fit.PHASE or a not in factors]  # fio's groups, a job's parameters
+    if derived:  # each phase and each job parameter's value a configuration: the results hold them, not the runs
+        runs, factors = _with_derived(study, pipeline.axes, derived, factors)
+    work = [a for a in derived if a != fit.PHASE]  # a job's parameters: the study declared no such levels
+    planned = planned_combinations(study.study.folder, [a for a in pipeline.axes if a not in work])
+    cells, missing, unplanned, declared = expand_cells(pipeline, runs, factors, planned, work=work)
     folder = reports / pipeline.name
     base = {"study": pipeline.study, **pipeline.parameters}
     shared = _shared_scale(pipeline, study)
@@ -696,18 +710,23 @@ def build_report(
     return ReportResult(folder, executions, missing, left_out)
 
 
-def _with_phases(study: ProcessedStudy, axes: tuple[str, ...], factors: dict) -> tuple[pl.DataFrame, dict]:
-    """Return each run's combinations of ``axes`` with its phases (fio's groups, as text), and the factors with them.
+def _with_derived(
+    study: ProcessedStudy, axes: tuple[str, ...], derived: list[str], factors: dict
+) -> tuple[pl.DataFrame, dict]:
+    """Return each run's combinations of ``axes``, and the factors with the ``derived`` axes' values as levels.
 
-    The runs table has a row per run; a run's phases are in its results.
+    Derived: fio's groups (:data:`benchlib.fit.PHASE`) and job parameters (:func:`benchlib.fit.work_axes`),
+    as text. The runs table has a row per run; a run's phases and job parameters are in its results.
     """
     from benchlib import fit
+    from benchlib.tables import natural_rank
     from benchlib.views import _study_rows
 
     rows = _study_rows(study, None)
-    held = [a for a in axes if a != fit.PHASE]
-    combos = rows.select(*held, pl.col(fit.PHASE).fill_null(0).cast(pl.String)).unique()
-    return combos, {**factors, fit.PHASE: sorted(combos[fit.PHASE].unique().to_list(), key=int)}
+    text = {a: (pl.col(a).fill_null(0) if a == fit.PHASE else pl.col(a)).cast(pl.String) for a in derived}
+    combos = rows.select(*(a for a in axes if a not in derived), *(v.alias(a) for a, v in text.items())).unique()
+    levels = {a: combos.select(a).unique().drop_nulls() for a in derived}
+    return combos, {**factors, **{a: f.sort(natural_rank(f, a))[a].to_list() for a, f in levels.items()}}
 
 
 def _write_index(
@@ -756,6 +775,7 @@ def _write_index(
         answers=factor_answers(study),
         together=together,
         claims=claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None,
+        matrix=tuple(a for a in pipeline.axes if a == fit.PHASE or a in study.study.factors),
     )
 
 

@@ -379,6 +379,7 @@ def write_html(
     answers: list[dict] | None = None,
     claims: pl.DataFrame | None = None,
     together: dict | None = None,
+    matrix: tuple[str, ...] | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -391,7 +392,8 @@ def write_html(
     setting did (:func:`benchlib.results.factor_answers`); ``claims``: the write-up's claims recomputed
     (:func:`benchlib.views.claim_table`), their verdicts said with the answers; ``together``: the interaction
     page's tests (:func:`benchlib.views.interaction`: ``tests``, ``x``, ``trace``, ``by``, its ``page``),
-    said with the answers where any was made. Every string
+    said with the answers where any was made; ``matrix``: the axes the study declares (default: the pipeline's;
+    not a job parameter that splits a configuration's runs, :func:`benchlib.fit.work_axes`). Every string
     from data, study.toml, a README or the pipeline is escaped.
     """
     front = front or {}
@@ -438,9 +440,6 @@ def write_html(
             headline = "\n\n".join(fresh)
             if headline:
                 findings.append(f"<h3>{html.escape(title)}</h3>" + _markdown(headline))
-    gaps = _gaps_table(missing)
-    axes = " × ".join(map(inline, pipeline.axes))
-    scope = _without_runs(len(missing), declared, axes, unplanned)
     spanned = _spanned(pipeline)
     parts = [
         f"<h1>{html.escape(pipeline.title)}</h1><p>From the study <code>{html.escape(pipeline.study)}</code>: a "
@@ -473,8 +472,7 @@ def write_html(
         drawn = f"<p>This report draws only the configurations with {html.escape(kept)}.</p>"
     # a study with no factor and one phase has none (said at the top)
     parts.append(f"<h2>One page per configuration</h2>{drawn}<ul>{''.join(cells)}</ul>" if cells else "")
-    listed = gaps
-    parts.append(f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{listed}")
+    parts.append(_matrix_gaps(pipeline.axes if matrix is None else matrix, missing, declared, unplanned))
     used.update(used_terms("".join(parts)))
     parts.append(_terms("".join(parts)))
     if front.get("provenance"):
@@ -496,7 +494,7 @@ RESULT_LABELS = {
     "iodepth": "iodepth",
     "rwmixread_pct": "Reads (%)",
     "numjobs": "Jobs",
-    "block_size_bytes": "Block size (bytes)",
+    "block_size_bytes": "Block size",
     "phase": "Phase",
 }
 
@@ -755,8 +753,12 @@ def _results(results: pl.DataFrame | None, folder: Path) -> str:
         said = pl.col("iops_max_over_min").map_elements(lambda v: f"{number(v)}x", return_dtype=pl.String)
         spread = pl.when(pl.col("runs") < 2).then(pl.lit("one run")).otherwise(said)
         shown = shown.with_columns(spread.alias("iops_max_over_min"))
-    from benchlib.tables import label
+    from benchlib.tables import label, level
 
+    if "block_size_bytes" in shown.columns:  # a job's bytes as fio's job files say them (4 KiB); the CSV keeps bytes
+        shown = shown.with_columns(
+            pl.col("block_size_bytes").map_elements(lambda b: level("block_size_bytes", b), return_dtype=pl.String)
+        )
     labels = {**RESULT_LABELS, "members": f"{label('vm')}s in the data of a run"}
     table = show(shown, labels=labels, significant=[c for c in ("lat_mean_ms", "p99_ms") if c in shown.columns])
     (folder / "results.md").write_text(table.markdown(), encoding="utf-8")
@@ -794,6 +796,17 @@ def _source(source: str) -> str:
     if not source:
         return ""
     return f"<p><strong>Source.</strong> {html.escape(source if source.endswith('.') else source + '.')}</p>"
+
+
+def _matrix_gaps(matrix: tuple[str, ...], missing: list[dict], declared: int, unplanned: int | None) -> str:
+    """Return the index's section on the declared combinations without runs (HTML); none without a matrix.
+
+    A study that declares no factor has no matrix: its pages are the work its runs ran.
+    """
+    if not matrix and not missing:
+        return ""
+    scope = _without_runs(len(missing), declared, " × ".join(map(inline, matrix)), unplanned)
+    return f"<h2>Combinations of the matrix without runs</h2><p>{html.escape(scope)}.</p>{_gaps_table(missing)}"
 
 
 def _without_runs(missing: int, declared: int, axes: str, unplanned: int | None) -> str:

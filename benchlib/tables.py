@@ -103,23 +103,30 @@ def phase_words(work: Mapping[str, list[tuple[str | None, int | None]]]) -> dict
 
     ``work``: :func:`benchlib.fit.phase_work`. Jobs of unlike work in one phase are joined with "and".
     """
-
-    def size(n: int | None) -> str | None:
-        if n is None:
-            return None
-        unit = next((u for u, b in (("MiB", 1 << 20), ("KiB", 1 << 10)) if n >= b and n % b == 0), None)
-        return f"{n // (1 << 20 if unit == 'MiB' else 1 << 10)} {unit}" if unit else f"{n} B"
-
     said = {}
     for phase, jobs in work.items():
-        ran = " and ".join(", ".join(filter(None, (level("rw", rw) if rw else None, size(b)))) for rw, b in jobs)
+        ran = " and ".join(
+            ", ".join(filter(None, (level("rw", rw) if rw else None, None if b is None else _bytes_words(b))))
+            for rw, b in jobs
+        )
         said[phase] = f"{phase} ({ran})" if ran else phase
     return said
 
 
+def _bytes_words(n: int) -> str:
+    """Return a block size in bytes as fio's job files give it: ``4 KiB``, ``1 MiB``, ``512 B``."""
+    unit = next((u for u, b in (("MiB", 1 << 20), ("KiB", 1 << 10)) if n >= b and n % b == 0), None)
+    return f"{n // (1 << 20 if unit == 'MiB' else 1 << 10)} {unit}" if unit else f"{n} B"
+
+
 def level(factor: str, value: object) -> str:
     """Return one level of ``factor`` as the study words it (``queue depth sweep``), else as the data names it."""
-    return LEVEL_WORDS.get(factor, {}).get(str(value), str(value))
+    said = LEVEL_WORDS.get(factor, {}).get(str(value))
+    if said is None and factor == "block_size_bytes" and str(value).isdigit():  # a job's bytes, as fio says them
+        said = _bytes_words(int(value))
+    elif said is None and factor in ("rwmixread_pct", "iodepth", "numjobs") and str(value).endswith(".0"):
+        said = str(value).removesuffix(".0")  # a whole share read as a float: 70, not 70.0
+    return str(value) if said is None else said
 
 
 def level_expr(column: str) -> pl.Expr:
@@ -491,7 +498,11 @@ LABELS |= {
     "runs_pair": "Runs (baseline / new)",
     "table": "Published table",
     "rw": "I/O pattern",
+    "rw_job": "I/O pattern",
     "bs": "Block size",
+    "block_size_bytes": "Block size",
+    "rwmixread_pct": "Read share (%)",
+    "numjobs": "Jobs (numjobs)",
 }
 
 

@@ -10,7 +10,7 @@ live in :mod:`benchlib.stats`, once.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -86,6 +86,32 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
             continue
         frame = frame.filter(pl.col(factor).cast(pl.String).is_in([str(level) for level in levels]))
     return frame
+
+
+def _runs_at(opened: ProcessedStudy, runs: FrameT, only: dict | None, by: Sequence[str] = ()) -> FrameT:
+    """Return the rows of ``runs`` (the runs table, eager or lazy) at ``only``'s levels, with ``by``'s columns.
+
+    A job parameter that splits a configuration (:func:`benchlib.fit.work_axes`: fio's ``rw`` of a run filed
+    with other work) is in the results, not the runs table: each run gets the value its results ran (one,
+    where it splits pages), and a run of logs (:data:`LOG_FORMATS`) the value every run its folder holds ran.
+    """
+    from benchlib.fit import WORK
+
+    names = runs.collect_schema().names()
+    job = [k for k in dict.fromkeys([*(only or {}), *by]) if k not in names and k in (*WORK, "rw_job")]
+    if not job:
+        return _at_levels(runs, only or {})
+    folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
+    rows = _study_rows(opened, None).select("run_id", folder, *job)
+    of_run = rows.group_by("run_id").agg(pl.col(job).first())
+    held = rows.group_by("folder").agg(*(pl.col(k).first() for k in job), pl.struct(job).n_unique().alias("works"))
+    of_folder = held.filter(pl.col("works") == 1).drop("works")
+    lazy = isinstance(runs, pl.LazyFrame)
+    logs = runs.filter(pl.col("format").is_in(LOG_FORMATS)).with_columns(folder)
+    logs = logs.join(of_folder.lazy() if lazy else of_folder, on="folder").drop("folder")
+    outputs = runs.filter(~pl.col("format").is_in(LOG_FORMATS))
+    outputs = outputs.join(of_run.lazy() if lazy else of_run, on="run_id", how="left")
+    return _at_levels(pl.concat([outputs, logs], how="diagonal_relaxed"), only or {})
 
 
 def _in_phase(opened: ProcessedStudy, jobs: pl.DataFrame, only: dict | None) -> pl.DataFrame:
@@ -1184,7 +1210,8 @@ def host_series(study: StudyRef, levels: dict, *, metric: str = "iops", repetiti
     """Per-interval values of one cell and repetition, per host (fio's logs; directions added per interval)."""
     opened = _open(study)
     runs = opened.scan("runs").filter(pl.col("format") == "fio-log", pl.col("repetition") == repetition)
-    picked = _at_levels(runs, {factor: [level] for factor, level in levels.items()}).select("run_id", "host").collect()
+    picked = _runs_at(opened, runs, {factor: [level] for factor, level in levels.items()})
+    picked = picked.select("run_id", "host").collect()
     series = (
         opened.scan("intervals")
         .filter(pl.col("run_id").is_in(picked["run_id"].to_list()), pl.col("metric") == metric)
@@ -1326,11 +1353,11 @@ def run_seconds(
 
 def _log_runs(opened: ProcessedStudy, factors: list[str], only: dict | None) -> pl.DataFrame:
     """Return the study's fio logs at ``only``: ``run_id`` (one per log), ``run`` (:func:`run_names`), ``factors``."""
-    logs = opened.scan("runs").filter(pl.col("format") == "fio-log")
+    logs = _runs_at(opened, opened.scan("runs").filter(pl.col("format") == "fio-log"), only, factors)
     if {*(only or {}), *factors} - set(logs.collect_schema().names()):  # a column of results only: a published
         # table's, or a phase (a log is one job's, and names no phase): no log run has it, none is selected
         return pl.DataFrame(schema={"run_id": pl.String, "run": pl.String, **dict.fromkeys(factors, pl.String)})
-    runs = _at_levels(logs, only or {}).collect()
+    runs = logs.collect()
     return runs.join(run_names(runs, factors), on="run_id").select("run_id", "run", *factors)
 
 
@@ -1563,7 +1590,7 @@ def _read_run_bins(
     """Read :func:`_run_bins`'s bins."""
     from benchlib.fit import PHASE
 
-    runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate"))
+    runs = _runs_at(opened, opened.scan("runs"), only, by).filter(~pl.col("is_aggregate"))
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
     runs = runs.collect()
@@ -1609,7 +1636,7 @@ def runs_without_histograms(study: StudyRef, *, by: list[str], only: dict | None
     from benchlib.fit import PHASE
 
     opened = _open(study)
-    runs = _at_levels(opened.scan("runs"), only or {}).filter(~pl.col("is_aggregate")).collect()
+    runs = _runs_at(opened, opened.scan("runs"), only, by).filter(~pl.col("is_aggregate")).collect()
     if runs.is_empty():
         return []
     named = run_names(runs, [b for b in by if b != PHASE])["run"].unique(maintain_order=True).to_list()
@@ -1937,7 +1964,8 @@ def _placed(
     from benchlib.stats.hostside import counters_during_runs
 
     runs = opened.tables(only=("runs",)).runs.filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
-    runs = _at_levels(runs, only or {}).with_columns(run_unit_expr(runs.columns))
+    runs = _runs_at(opened, runs, only, by)
+    runs = runs.with_columns(run_unit_expr(runs.collect_schema().names()))
     end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
     windows = runs.group_by("run_unit").agg(
         *(pl.col(b).first() for b in by),

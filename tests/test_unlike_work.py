@@ -1,0 +1,104 @@
+"""Runs of unlike work under one configuration: a page each, never one median of both (issue 39, any study)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.fio_helpers import run_job_file
+
+
+def test_a_folder_of_other_work_filed_under_one_level_is_a_configuration_of_its_own() -> None:
+    """fio-sample files its 70/30 mix (the formats folder) under block size 4k beside three runs of random
+    reads: the cell pages split them as the results table does, each page's figures are its own runs', and
+    the mix's logs go with the mix."""
+    from benchlib import fit
+    from benchlib.results import configuration_results
+    from benchlib.store import open_study
+    from benchlib.views import cell_frame, member_table, run_steadiness_table, tail_latency
+
+    opened = open_study("fio-sample")
+    assert fit.axes(opened) == ["block_size", "rw"]
+    assert fit.cell(opened)["levels"] == {"block_size": "4k", "rw": "randread"}
+    assert fit.host_side(opened)["by"] == ["block_size", "rw"]  # its table has a row per work too
+    table = configuration_results(opened, by=["block_size"])
+    for (size, rw), runs in {("4k", "randread"): 3, ("4k", "randrw"): 1, ("64k", "randread"): 3}.items():
+        levels = {"block_size": size, "rw": rw}
+        only = {k: [v] for k, v in levels.items()}
+        row = table.filter(pl.col("block_size") == size, pl.col("rw") == rw)
+        page = member_table(cell_frame(opened, levels), "iops")
+        assert (page["runs"][0], row["runs"][0]) == (runs, runs)
+        assert page["iops"][0] == pytest.approx(row["iops"][0])  # one host: its median is the run totals'
+        tails = tail_latency(opened, by=list(levels), only=only, member="vm")
+        assert tails["run"].n_unique() == runs
+        assert ("direction" in tails.columns) == (rw == "randrw")  # only the mix has writes
+        logged = run_steadiness_table(opened, list(levels), only=only)
+        assert logged.height == (1 if rw == "randrw" else 0)  # the formats folder's logs are the mix's
+
+
+TWO_SIZES = """
+[global]
+filename={{target}}
+size=8m
+rw=randread
+bs={size}
+ioengine=psync
+direct=0
+time_based=1
+runtime=1
+
+[reads]
+"""
+
+
+@pytest.mark.fio
+def test_a_study_that_declares_nothing_gets_a_page_per_work_its_runs_ran(fio_binary: str, tmp_path: Path) -> None:
+    """Two runs at 4 KiB and two at 16 KiB, no factor declared: a page for each block size with its two runs
+    (before: no page at all, and the summary pages took one median of both sizes), and no combination said
+    to be missing, since the study declared none."""
+    from benchlib.ingest import ingest_study
+    from benchlib.paths import PROJECT_ROOT
+
+    data = tmp_path / "data"
+    study = data / "raw" / "sizes"
+    study.mkdir(parents=True)
+    (study / "study.toml").write_text('[study]\nname = "sizes"\n', encoding="utf-8")
+    for size in ("4k", "16k"):
+        for run in ("a", "b"):
+            folder = study / f"{size}-{run}"
+            folder.mkdir()
+            run_job_file(fio_binary, folder, "fio", TWO_SIZES.format(size=size))
+            (folder / "fio.fio").unlink()
+            (folder / "target.dat").unlink()
+    ingest_study(study, data / "processed")
+    pipeline = tmp_path / "sizes.toml"
+    pipeline.write_text('[pipeline]\nstudy = "sizes"\n', encoding="utf-8")
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
+    )
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    command = [sys.executable, "-c", build, str(pipeline), str(tmp_path / "reports")]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "reports" / "sizes"
+    pages = sorted(p.name for p in folder.glob("block_size_bytes=*.html"))
+    assert pages == ["block_size_bytes=16384.html", "block_size_bytes=4096.html"]
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert "Block size 4 KiB" in index and "Block size 16 KiB" in index
+    assert "without runs" not in index  # the study declares no combination: none is missing
+    assert "the runs differ in block size, which study.toml does not declare" in index  # how to compare them
+    from benchlib.store import open_study
+    from benchlib.views import cell_frame, member_table, tail_latency
+
+    opened = open_study(study, data / "processed")
+    for size in ("4096", "16384"):
+        levels = {"block_size_bytes": size}
+        assert member_table(cell_frame(opened, levels), "iops")["runs"].to_list() == [2]
+        tails = tail_latency(opened, by=list(levels), only={"block_size_bytes": [size]})
+        assert tails["run"].n_unique() == 2  # its own two runs' histograms, not the other size's
