@@ -101,13 +101,19 @@ def name_levels(words: Mapping[str, Mapping[str, str]]) -> None:
 def phase_words(work: Mapping[str, list[tuple[str | None, int | None]]]) -> dict[str, str]:
     """Return each phase's level in words: fio's group and what it ran (``1 (sequential read, 512 KiB)``).
 
-    ``work``: :func:`benchlib.fit.phase_work`. Jobs of unlike work in one phase are joined with "and".
+    ``work``: :func:`benchlib.fit.phase_work`. Jobs of unlike work in one phase are joined with "and". Where
+    runs ran one pattern at several block sizes (a run of other work filed beside them), the phase is said by
+    its patterns alone: the block sizes are pages of their own (:func:`benchlib.fit.work_axes`).
     """
     said = {}
     for phase, jobs in work.items():
+        sizes: dict[str | None, set] = {}
+        for rw, b in jobs:
+            sizes.setdefault(rw, set()).add(b)
+        one_each = all(len(s) == 1 for s in sizes.values())
         ran = " and ".join(
             ", ".join(filter(None, (level("rw", rw) if rw else None, None if b is None else _bytes_words(b))))
-            for rw, b in jobs
+            for rw, b in (jobs if one_each else [(rw, None) for rw in sizes])
         )
         said[phase] = f"{phase} ({ran})" if ran else phase
     return said
@@ -480,6 +486,10 @@ def verdict_lines(table: pl.DataFrame, *, by: list[str], factor: str) -> list[st
 LABELS |= {
     "latency_ms": "Mean latency (ms)",
     "total_latency_ms": "Mean total latency, submission + completion (ms)",
+    "read_total_latency_ms": "Reads: mean total latency, submission + completion (ms)",
+    "write_total_latency_ms": "Writes: mean total latency, submission + completion (ms)",
+    "read_latency_ms": "Reads: mean latency (ms)",
+    "write_latency_ms": "Writes: mean latency (ms)",
     "device_await_ms": "in the block layer and the device (await, its queue included)",
     "above_device_ms": "above the block layer (file system, fio)",
     "origin": "Histogram from",

@@ -166,21 +166,30 @@ def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[st
 def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataFrame:
     """Return a cell's members with ``value`` and their mean latency in ms (each the median over runs).
 
-    The latency is each run's I/O-weighted mean (:func:`per_member`), left out when no row has one.
+    The latency is each run's I/O-weighted mean (:func:`per_member`), left out when no row has one. A mix's
+    reads and writes have a mean each (``read_...``, ``write_...``): fio gives them apart, and one mean of
+    both would be neither's (a write absorbed by the cache beside a read from the disk).
     """
     from benchlib.tables import natural_sort
 
     members = natural_sort(per_member(rows, value, member), member)
     if value == "lat_mean_ns" or "lat_mean_ns" not in rows.columns:
         return members
-    latency = per_member(rows, "lat_mean_ns", member).select(member, (pl.col("lat_mean_ns") / 1e6).alias("latency_ms"))
-    table = members.join(latency, on=member, how="left", maintain_order="left")
-    if table["latency_ms"].is_null().all():
-        return members
     # fio's lat is its total latency, submission and completion (its percentiles are completion alone); a
     # published table's mean latency says no more than that
     fio = "format" in rows.columns and rows["format"].cast(pl.String).str.starts_with("fio").all()
-    return table.select(member, value, pl.col("latency_ms").alias("total_latency_ms" if fio else "latency_ms"), "runs")
+    name = "total_latency_ms" if fio else "latency_ms"
+    timed = rows.filter(pl.col("lat_mean_ns").is_not_null())
+    ways = timed["direction"].drop_nulls().unique().sort().to_list() if "direction" in rows.columns else []
+    apart = {f"{way}_{name}": timed.filter(pl.col("direction") == way) for way in ways} if len(ways) > 1 else {}
+    columns = []
+    for column, part in (apart or {name: rows}).items():
+        latency = per_member(part, "lat_mean_ns", member).select(member, (pl.col("lat_mean_ns") / 1e6).alias(column))
+        members = members.join(latency, on=member, how="left", maintain_order="left")
+        columns.append(column)
+    if all(members[c].is_null().all() for c in columns):
+        return members.drop(columns)
+    return members.select(member, value, *columns, "runs")
 
 
 @dataclass(frozen=True)

@@ -102,3 +102,36 @@ def test_a_study_that_declares_nothing_gets_a_page_per_work_its_runs_ran(fio_bin
         assert member_table(cell_frame(opened, levels), "iops")["runs"].to_list() == [2]
         tails = tail_latency(opened, by=list(levels), only={"block_size_bytes": [size]})
         assert tails["run"].n_unique() == 2  # its own two runs' histograms, not the other size's
+
+
+def test_a_phase_whose_runs_ran_several_block_sizes_is_said_by_its_patterns() -> None:
+    """A phase's words name its work; where its runs ran one pattern at two sizes (a run of other work filed
+    beside them) the sizes are pages of their own, and the phase is not said as 'mix, 4 KiB and mix, 64 KiB'."""
+    from benchlib.tables import phase_words
+
+    work = {
+        "0": [("randrw", 4096), ("randrw", 65536)],
+        "1": [("read", 131072)],
+        "2": [("randread", 4096), ("write", 65536)],
+    }
+    assert phase_words(work) == {
+        "0": "0 (random read/write mix)",
+        "1": "1 (sequential read, 128 KiB)",
+        "2": "2 (random read, 4 KiB and sequential write, 64 KiB)",  # two jobs of one run: both said, each its size
+    }
+
+
+def test_a_mixs_member_table_gives_reads_and_writes_their_own_mean_latency() -> None:
+    """fio-sample's 70/30 mix: reads took 0.032 ms, writes (absorbed by the cache) 0.006 ms; one mean of
+    both (0.0245 ms) was neither's. A job of one direction keeps its one column."""
+    from benchlib.views import cell_frame, member_table
+
+    mix = member_table(cell_frame("fio-sample", {"block_size": "4k", "rw": "randrw"}), "iops")
+    assert mix.columns == ["vm", "iops", "read_total_latency_ms", "write_total_latency_ms", "runs"]
+    rows = cell_frame("fio-sample", {"block_size": "4k", "rw": "randrw"})
+    for way in ("read", "write"):
+        side = rows.filter(pl.col("direction") == way)
+        weighted = (side["lat_mean_ns"] * side["iops"]).sum() / side["iops"].sum() / 1e6  # its jobs, by I/Os
+        assert mix[f"{way}_total_latency_ms"][0] == pytest.approx(weighted, rel=1e-3)  # by I/O counts, not rates
+    reads = member_table(cell_frame("fio-sample", {"block_size": "4k", "rw": "randread"}), "iops")
+    assert reads.columns == ["vm", "iops", "total_latency_ms", "runs"]
