@@ -153,6 +153,29 @@ def test_buffered_io_spends_nothing_above_the_device_it_never_waited_for() -> No
     assert "buffered" in spec["title"]["subtitle"][-1]
 
 
+def test_direct_io_below_the_await_is_other_io_on_the_disk_not_the_page_cache() -> None:
+    """fio saw 0.05 ms with direct=1 while the disk's await was 0.2 ms: the cache cannot have answered (fio
+    bypassed it), so the counters hold someone else's I/O; the note and the page's finding say that, and
+    the same figures from a buffered run still say the page cache."""
+    from benchlib.stats.queueing import device_latency_split
+    from benchlib.words.hostside import disk_finding, latency_split_notes
+
+    one = {"app_latency_ms": 0.05, "runtime_ns": 10**9, "read_ios": 1000, "write_ios": 0, "read_ticks_ms": 200}
+    one |= {"write_ticks_ms": 0, "in_queue_ms": 200, "util_pct": 20.0, "instance": "vda", "configured_depth": 1.0}
+    one |= {"run_iops": 1000.0}
+    runs = pl.DataFrame([one | {"cell": "direct", "direct_io": True}, one | {"cell": "buffered", "direct_io": False}])
+    split = device_latency_split(runs, ["cell"])
+    flags = {r["cell"]: (r["cached"], r["other_io"], r["above_device_ms"]) for r in split.iter_rows(named=True)}
+    assert flags == {"direct": (False, True, None), "buffered": (True, False, None)}
+    notes = {r["cell"]: r["note"] for r in latency_split_notes(split).iter_rows(named=True)}
+    assert "bypassed the page cache (direct=1): the disk's counters hold other I/O" in notes["direct"]
+    assert notes["buffered"].startswith("fio's latency is below the await: the page cache answered")
+    direct = latency_split_notes(split.filter(pl.col("cell") == "direct"))
+    assert "hold other I/O than fio's" in disk_finding(direct, ["cell"]) and "buffered" not in disk_finding(
+        direct, ["cell"]
+    )
+
+
 def test_the_page_says_where_latency_went_at_the_deepest_and_shallowest_queue() -> None:
     """Libaio 64k: 123 requests queued, all of fio's 12.7 ms in the device; psync capped: a third above it."""
     from benchlib.words.hostside import disk_finding

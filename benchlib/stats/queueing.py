@@ -366,7 +366,8 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ``instance``; optionally ``disk_span_ns``, the time the counters cover (fio's ramp and runtime:
     without it ``runtime_ns``, and a ramp's I/Os would inflate the rates by its share);
     ``configured_depth``, the I/Os the run's jobs kept in flight at most,
-    and ``run_iops``, their rate (all its hosts). Per run: the block layer's time per I/O (``device_await_ms``,
+    ``run_iops``, their rate (all its hosts), and ``direct_io``, whether the run's jobs all bypassed the page
+    cache (fio's direct=1). Per run: the block layer's time per I/O (``device_await_ms``,
     iostat's await), the mean number of I/Os in the device queue
     (``device_queue``, iostat's aqu-sz) and ``device_ios_per_s``; then the
     median per group, ``util_low`` and ``util_high`` (fio's util over the group's runs, which can
@@ -375,9 +376,10 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
     Figures the row itself contradicts are unknown (null), with the reason in ``note``:
     fio's latency below the await (by ``CACHED_BELOW``) means the page cache answered and the
-    device's I/Os were the write-back's, so nothing was spent "above" it; a busy share below what the
-    queue implies (under ``UNDERCOUNT_BELOW`` of it), or above what it allows (over ``OVERCOUNT_ABOVE``
-    times it), is the kernel's io_ticks, not the device's time: such a run's util is left out of the
+    device's I/Os were the write-back's (``cached``), or, where every run bypassed the cache, that the
+    disk's counters hold other I/O than fio's (``other_io``): nothing was spent "above" it either way; a busy
+    share below what the queue implies (under ``UNDERCOUNT_BELOW`` of it), or above what it allows (over
+    ``OVERCOUNT_ABOVE`` times it), is the kernel's io_ticks, not the device's time: such a run's util is left out of the
     median and range (unknown when every run's is), and ``note`` says so, counting ``figures`` (what a
     row of ``runs`` is, in words). A queue of aqu-sz requests keeps the device busy at most aqu-sz of the
     time (one request or more whenever busy) and at least aqu-sz / depth, where depth is the most
@@ -399,10 +401,13 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     view = view.with_columns(
         (100 * pl.col("device_queue") / (depth * split)).alias("_busy_at_least"), (depth * split).alias("_in_flight")
     )
-    # the page cache answered (fio saw less than the await): per run, and per group on the medians
-    cached = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
+    # fio saw less than the await: the page cache answered, or (its jobs bypassed the cache) the disk's counters
+    # hold other I/O than fio's; per run, and per group on the medians
+    below = pl.col("app_latency_ms") < CACHED_BELOW * pl.col("device_await_ms")
+    direct = pl.col("direct_io").fill_null(False) if "direct_io" in runs.columns else pl.lit(False)
+    cached = below & ~direct
     # each run's util judged on its own: below what its own queue needs, or above what it allows, says nothing
-    low_run = (~cached & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
+    low_run = (~below & (pl.col("util_pct") < UNDERCOUNT_BELOW * pl.col("_busy_at_least"))).fill_null(False)
     high_run = (pl.col("util_pct") > OVERCOUNT_ABOVE * 100 * pl.col("device_queue")).fill_null(False)
     kept = pl.when(~low_run & ~high_run).then(pl.col("util_pct"))
     medians = view.group_by(*by).agg(
@@ -421,14 +426,16 @@ def device_latency_split(runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         pl.col("_in_flight").median(),
         pl.col("instance").first().alias("device"),
         pl.len().alias("host_runs"),
+        direct.all().alias("direct_io"),  # every run of the group bypassed the page cache
     )
     above = pl.col("app_latency_ms") - pl.col("device_await_ms")
     return (
         medians.with_columns(
-            pl.when(cached).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
+            pl.when(below).then(None).otherwise(above.clip(lower_bound=0)).alias("above_device_ms"),
             cached.alias("cached"),
-            # fio saw less than the await without the page cache: measurement noise, nothing spent above it
-            pl.when(~cached)
+            (below & pl.col("direct_io")).alias("other_io"),
+            # fio saw a little less than the await: measurement noise, nothing spent above it
+            pl.when(~below)
             .then(100 * (1 - pl.col("app_latency_ms") / pl.col("device_await_ms")))
             .alias("fio_below_await_pct"),
         )

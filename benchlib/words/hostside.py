@@ -27,7 +27,18 @@ def latency_split_notes(split: pl.DataFrame, figures: str = "one per host and ru
             pl.col("fio_below_await_pct").round(1),
         )
     )
-    note = pl.when(pl.col("cached")).then(_cached_note()).otherwise(_joined(near, _util_note(figures)))
+    other = (
+        "fio's latency is below the await though its jobs bypassed the page cache (direct=1): the disk's counters "
+        "hold other I/O than fio's, so the await is not fio's"
+    )
+    other_io = pl.col("other_io") if "other_io" in split.columns else pl.lit(False)
+    note = (
+        pl.when(pl.col("cached"))
+        .then(_cached_note())
+        .when(other_io)
+        .then(pl.lit(other))
+        .otherwise(_joined(near, _util_note(figures)))
+    )
     return split.with_columns(note.alias("note")).drop(*_FOR_NOTES, "fio_below_await_pct")
 
 
@@ -118,6 +129,12 @@ def disk_finding(view: pl.DataFrame, by: list[str]) -> str:
         return (
             "In every configuration fio saw less latency than the block layer's await: the page cache answered "
             "part of its I/Os (buffered I/O), so the await is not fio's latency and no split of it can be drawn."
+        )
+    if _all_below(view):
+        return (
+            "In every configuration fio saw less latency than the block layer's await, some of it with its jobs "
+            "bypassing the page cache (direct=1): the disk's counters hold other I/O than fio's, so the await is "
+            "not fio's latency and no split of it can be drawn."
         )
     if rows.height < 2:
         return ""
@@ -218,13 +235,20 @@ def _all_cached(view: pl.DataFrame) -> bool:
     return view.height > 0 and "cached" in view.columns and bool(view["cached"].fill_null(False).all())
 
 
+def _all_below(view: pl.DataFrame) -> bool:
+    """Whether fio saw less than the await everywhere: the page cache answered, or the disk held other I/O."""
+    if view.is_empty() or "other_io" not in view.columns:
+        return False
+    return bool((view["cached"].fill_null(False) | view["other_io"].fill_null(False)).all())
+
+
 def split_not_drawn(view: pl.DataFrame) -> str:
     """Say why the page has no chart of where the latency was spent.
 
     "" where it has no rows to chart either, or where the page cache answered every configuration
     (:func:`disk_finding` says so first).
     """
-    if view.is_empty() or _all_cached(view):
+    if view.is_empty() or _all_cached(view) or _all_below(view):
         return ""
     return (
         "No chart of where the latency was spent: in every configuration a part of it is unknown "
