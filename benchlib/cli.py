@@ -193,7 +193,8 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
         from benchlib.stats.plausibility import printed_apart
         from benchlib.words.implausible import printed_apart_words
 
-        apart = printed_apart(tables.results.join(tables.runs.select("run_id", "source"), on="run_id", how="left"))
+        runs = tables.runs.select("run_id", "source", "format")
+        apart = printed_apart(tables.results.join(runs, on="run_id", how="left"))
         if apart.height:  # the file's own figures against its counts: said, not hidden behind the recomputed ones
             console.print(escape(printed_apart_words(apart).replace("**", "")))
     if tables.intervals.height:

@@ -595,3 +595,31 @@ def test_every_file_system_layout_read_before_is_read_still(variant: str, tmp_pa
     assert iops[1] == pytest.approx(iops[0], rel=1e-4) and iops[0] > 0
     if variant == "swat_mon beside":
         assert "swat_mon.bin" in " ".join(rel for rel, _ in report.skipped)
+
+
+def test_a_totals_line_apart_from_its_own_intervals_is_said_with_both_figures(tmp_path: Path) -> None:
+    """Issue 44: a real vdbench folder (flatfile left out, so the report's own rows are read) whose avg_ line
+    is edited 10% above its intervals keeps vdbench's totals and the intervals' mean beside them; the words
+    name both. Every corpus folder as published has none: its lines and intervals agree within printing."""
+    import shutil
+
+    from benchlib.stats.plausibility import printed_apart
+    from benchlib.words.implausible import printed_apart_words
+
+    folder = tmp_path / "vdb"
+    shutil.copytree(corpus_dir("vdbench") / "vdb__random_read_128T_4K_8HOST", folder)
+    (folder / "flatfile.html").unlink()
+    summary = folder / "summary.html"
+    line = "avg_2-12 1104872  0.115   1.3 0.83 100.0 1104872"  # total rate, resp, cpu, read %, read rate
+    assert summary.read_text().count(line) == 1
+    summary.write_text(summary.read_text().replace(line, line.replace("1104872", "1215359")))
+    tables = read(summary)
+    rows = tables.results.join(tables.runs.select("run_id", "source", "format"), on="run_id")
+    total = rows.filter(pl.col("is_aggregate"), pl.col("direction") == "read").row(0, named=True)
+    assert total["iops"] == 1215359 and total["printed_iops"] == pytest.approx(1104872, rel=1e-4)  # the intervals'
+    said = printed_apart_words(printed_apart(rows))
+    assert "rd1, read: IOPS 1,215,359 in its totals line, its intervals' mean 1,104,8" in said
+    assert said.count("vdbench's totals line") == 1 and "issued count" not in said
+    for name in ("vdb__random_read_128T_4K_8HOST", "vdb__output1"):
+        published = read(corpus_dir("vdbench") / name / "summary.html").results
+        assert published["printed_iops"].is_null().all()  # vdbench's own lines agree with their intervals

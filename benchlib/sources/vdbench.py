@@ -532,6 +532,37 @@ def direction_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+#: what vdbench's printing loses: rates and MB/s to two decimals at the finest (0.01 of either)
+_PRINTED_STEP = 0.01
+
+
+def _intervals_apart(block: Block, average: dict[str, Any], first: int, last: int) -> dict[str, dict[str, float]]:
+    """Return, per direction, the measured intervals' mean IOPS and bandwidth where the totals line differs.
+
+    vdbench's ``avg_<first>-<last>`` line is the rate over those intervals; their own rates, each equally
+    long, average to it but for the printing (two decimals at the finest). Where the two differ by more than
+    1% and more than the printing loses, the file disagrees with itself: the intervals' figures are kept as
+    ``printed_iops`` and ``printed_bandwidth_bytes_per_s`` beside the totals line's (the figures benchlib keeps,
+    vdbench's own count), and :func:`benchlib.stats.plausibility.printed_apart` finds them.
+    """
+    steps = [r for r in block.rows if r["interval"].isdigit() and first <= int(r["interval"]) <= last]
+    if not steps:
+        return {}
+    numbers = [
+        k for k, v in average.items() if isinstance(v, float) and all(isinstance(r.get(k), float) for r in steps)
+    ]
+    mean = {**average, **{k: sum(r[k] for r in steps) / len(steps) for k in numbers}}
+    kept, theirs = direction_rows(average), direction_rows(mean)
+    # the run's totals (its directions added) set against each other: a direction's share of a mean of
+    # per-interval shares is not the totals line's share
+    apart = []
+    for figure, step in (("iops", _PRINTED_STEP), ("bandwidth_bytes_per_s", _PRINTED_STEP * MIB)):
+        ours, other = (sum(r[figure] or 0.0 for r in rows) for rows in (kept, theirs))
+        if ours > 0 and other > 0 and abs(other - ours) > max(0.01 * ours, step):
+            apart.append(figure)
+    return {row["direction"]: {f"printed_{figure}": row[figure] for figure in apart} for row in theirs} if apart else {}
+
+
 _INTERVAL_METRICS = (
     ("iops", "iops", "iops"),
     ("bw", "bytes_per_s", "bandwidth_bytes_per_s"),
@@ -718,6 +749,7 @@ def blocks_to_rows(
         if averages:
             average = averages[-1]
             first, last = (int(x) for x in _AVG.match(average["interval"]).groups())
+            apart = _intervals_apart(block, average, first, last)  # the totals line against its own intervals
             measured = None if seconds is None or last < first else int(round((last - first + 1) * seconds * 1e9))
             cpu = average.get("cpu_total")
             workload = _workload(block, average, context.parm)
@@ -741,6 +773,7 @@ def blocks_to_rows(
                         else int(round(row["bandwidth_bytes_per_s"] * measured / 1e9)),
                         "usr_cpu_pct": None if cpu is None else cpu - (average.get("cpu_sys") or 0.0),
                         "sys_cpu_pct": average.get("cpu_sys"),
+                        **apart.get(row["direction"], {}),
                     }
                 )
         steps = [r for r in block.rows if r["interval"].isdigit()]

@@ -53,14 +53,15 @@ PRINTED = {"iops": "printed_iops", "bandwidth_bytes_per_s": "printed_bandwidth_b
 def printed_apart(rows: pl.DataFrame, share: float = PRINTED_APART) -> pl.DataFrame:
     """Return the rows whose file printed IOPS or bandwidth more than ``share`` from benchlib's figure.
 
-    ``rows``: results (with ``source`` where the runs are joined). One row per result row and ``figure``
-    (``iops``, ``bandwidth_bytes_per_s``): ``printed``, ``recomputed`` (from the issued count over the
-    runtime; a run status group's total from its jobs' bytes, where ``job_name`` is null) and ``apart``
+    ``rows``: results (with ``source`` and ``format`` where the runs are joined). One row per result row and
+    ``figure`` (``iops``, ``bandwidth_bytes_per_s``): ``printed``, ``recomputed`` (fio: from the issued count
+    over the runtime; a run status group's total from its jobs' bytes, where ``job_name`` is null; vdbench:
+    its totals line, ``printed`` its measured intervals' mean) and ``apart``
     (recomputed / printed - 1), where the two differ by more than ``share`` and more
     than the printing loses (its third digit; a whole IOPS, which fio prints without decimals). None where the
     reader kept the file's own figure.
     """
-    keys = [c for c in ("source", "group_id", "job_name", "direction") if c in rows.columns]
+    keys = [c for c in ("source", "format", "group_id", "job_name", "direction") if c in rows.columns]
     if "printed_iops" not in rows.columns:
         return pl.DataFrame(schema={**{k: rows.schema[k] for k in keys}, "figure": pl.String})
     parts = [

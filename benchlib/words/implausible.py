@@ -127,20 +127,38 @@ def printed_apart_words(found: pl.DataFrame, most: int = 3) -> str:
         return ""
     words = {"iops": "IOPS", "bandwidth_bytes_per_s": "bandwidth"}
     said = []
+    tools = set()
     for row in found.head(most).iter_rows(named=True):
         group = row.get("group_id")
         whose = row.get("job_name") or (f"run status group {group}'s total" if group is not None else None)
         where = ", ".join(str(part) for part in (row.get("source"), whose, row.get("direction")) if part is not None)
         scale, unit = (1, "") if row["figure"] == "iops" else (1 / 1048576, " MiB/s")
-        said.append(
-            f"{where}: {words[row['figure']]} printed {number(row['printed'] * scale)}{unit}, recomputed "
-            f"{number(row['recomputed'] * scale)}{unit} ({100 * row['apart']:+.1f}%)"
-        )
+        printed, recomputed = (f"{number(row[k] * scale)}{unit}" for k in ("printed", "recomputed"))
+        if str(row.get("format") or "").startswith("vdbench"):  # its totals line kept, its intervals beside it
+            tools.add("vdbench")
+            off = 100 * (row["printed"] / row["recomputed"] - 1)
+            said.append(
+                f"{where}: {words[row['figure']]} {recomputed} in its totals line, its intervals' mean "
+                f"{printed} ({off:+.1f}%)"
+            )
+        else:
+            tools.add("fio")
+            said.append(
+                f"{where}: {words[row['figure']]} printed {printed}, recomputed {recomputed} "
+                f"({100 * row['apart']:+.1f}%)"
+            )
     more = f"; and {found.height - most} more" if found.height > most else ""
+    kept = {
+        "fio": "The pages use the issued count over the runtime, a group's total its jobs' added (fio prints 3 "
+        "digits, so more than 1% apart is not its rounding).",
+        "vdbench": "The pages use vdbench's totals line, its count over the measured intervals (the intervals are "
+        "printed to two decimals, so more than 1% apart is not their rounding).",
+    }
+    head = "disagree with its counts" if tools == {"fio"} else "disagree with each other"
     return (
-        "**The file's own figures disagree with its counts**: "
+        f"**The file's own figures {head}**: "
         + "; ".join(said)
         + more
-        + ". The pages use the issued count over the runtime, a group's total its jobs' added (fio prints 3 "
-        "digits, so more than 1% apart is not its rounding)."
+        + ". "
+        + " ".join(kept[t] for t in sorted(tools))
     )
