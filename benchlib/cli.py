@@ -163,7 +163,10 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
     if path.is_dir():  # a vdbench output folder is read as one unit: inspect it through any of its files
         members = output_files(path)
         if not members:
-            raise FormatError(path, "folder", "a vdbench output folder (summary.html, totals.html, flatfile.html)")
+            held = ", ".join(sorted(p.name for p in path.iterdir())[:6]) or "nothing"
+            raise FormatError(
+                path, "folder", "a vdbench output folder (summary.html, totals.html, flatfile.html)", found=held
+            )
         path = members[0]
     formats = detect_all(path)
     tables = read(path, args.format)

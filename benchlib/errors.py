@@ -21,14 +21,23 @@ class FormatError(BenchlibError):
         The place in the file: ``"line 12"``, ``"key jobs[0].read"``, ``"byte 0"``.
     expected
         What the reader expected to find there, and what to do about it.
+    found
+        What it found instead, quoted (:func:`quoted`): the reason then names its evidence. Kept in
+        ``expected`` (``...; found 'x'``), which is what ingest and ``inspect`` print.
 
     """
 
-    def __init__(self, path: str | Path, where: str, expected: str) -> None:
+    def __init__(self, path: str | Path, where: str, expected: str, *, found: str | None = None) -> None:
         self.path = str(path)
         self.where = where
-        self.expected = expected
-        super().__init__(f"{self.path}: {where}: {expected}")
+        self.expected = expected if found is None else f"{expected}; found {found}"
+        super().__init__(f"{self.path}: {where}: {self.expected}")
+
+
+def quoted(text: object, limit: int = 60) -> str:
+    """Return ``text`` as a refusal quotes it: its first ``limit`` characters in quotes, '...' where cut."""
+    text = str(text)
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
 class ImpossibleValue(BenchlibError):

@@ -49,6 +49,7 @@ def decode(path: Path, data: bytes, *, partial: bool = False) -> str:
             path,
             f"line {line}, byte {exc.start}",
             "text that is not UTF-8; re-save the file as UTF-8 (fio writes UTF-8)",
+            found=f"bytes {data[exc.start : exc.start + 4]!r}",
         ) from None
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import SNIFF_BYTES, run_id, sha256_of
 
@@ -43,11 +43,15 @@ def _first_lines(path: Path) -> tuple[str, str]:
             header = handle.readline()
             first = handle.readline()
     except UnicodeDecodeError:
-        raise FormatError(path, "line 1", "UTF-8 text (esxtop writes ASCII)") from None
+        raise FormatError(
+            path, "line 1", "UTF-8 text (esxtop writes ASCII)", found="bytes that are not UTF-8"
+        ) from None
     if not header.strip():
         raise FormatError(path, "byte 0", "esxtop batch output, but the file is empty")
     if not looks_like_esxtop(header):
-        raise FormatError(path, "line 1", "esxtop batch output starting with '(PDH-CSV 4.0) (UTC)(0)'")
+        raise FormatError(
+            path, "line 1", "esxtop batch output starting with '(PDH-CSV 4.0) (UTC)(0)'", found=quoted(header.strip())
+        )
     return header, first
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from benchlib.errors import FormatError, ImpossibleValue
+from benchlib.errors import FormatError, ImpossibleValue, quoted
 from benchlib.sources._common import (
     SNIFF_BYTES,
     JsonDocument,
@@ -268,9 +268,17 @@ def _job_entries(doc: dict, source: SourceText, start_line: int) -> tuple[list[d
         entries = doc["jobs"]
         server_mode = False
     else:
-        raise FormatError(source.path, f"JSON document at line {start_line}", 'a "jobs" or "client_stats" list')
+        keys = ", ".join(map(str, list(doc)[:8]))
+        raise FormatError(
+            source.path, f"JSON document at line {start_line}", 'a "jobs" or "client_stats" list', found=f"keys {keys}"
+        )
     if not isinstance(entries, list):
-        raise FormatError(source.path, f"JSON document at line {start_line}", '"jobs" to be a list')
+        raise FormatError(
+            source.path,
+            f"JSON document at line {start_line}",
+            '"jobs" to be a list',
+            found=f"a {type(entries).__name__}: {quoted(entries)}",
+        )
     return entries, server_mode
 
 
@@ -339,7 +347,9 @@ def _document_rows(
                 except ValueError:
                     job = entry.get("jobname")
                     where = f"JSON document at line {doc.start_line}, job {job!r}, {direction} {kind} bins"
-                    raise FormatError(source.path, where, "a map of bucket -> count, both whole numbers") from None
+                    raise FormatError(
+                        source.path, where, "a map of bucket -> count, both whole numbers", found=quoted(block)
+                    ) from None
                 if found is None or not found[0]:
                     continue
                 keys, counts, to_ns, is_index = found
@@ -410,14 +420,15 @@ def _span_ns(doc: dict, client: str | None, server_mode: bool) -> int | None:
     return int(max(elapsed) * 1_000_000_000) if elapsed else None
 
 
-def _failure_message(doc: JsonDocument, results: list[dict], entries: list[dict]) -> str:
+def _failure_found(doc: JsonDocument, entries: list[dict]) -> str:
+    """Say what a document whose jobs did no I/O holds instead: fio's error numbers and its own error lines."""
     errors = sorted({e.get("error") for e in entries if isinstance(e, dict) and e.get("error")})
     messages = [
         line.strip() for line in doc.preamble.splitlines() if line.strip().startswith("fio:") or "error" in line
     ]
     detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
     said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
-    return f"at least one job that did I/O, but every job did none{detail}{said}; fix the job and re-run it"
+    return f"{len(entries)} jobs, each with no I/O{detail}{said}"
 
 
 def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host: str | None) -> list[dict]:
@@ -463,14 +474,20 @@ def extract_fio_json(path: str | Path, *, source: SourceText | None = None) -> d
         host, source = strip_host_prefix(source)
         documents = [d for d in find_json_documents(source) if "fio version" in d.data] if host else []
     if not documents:
-        raise FormatError(source.path, "whole file", 'a fio JSON document (an object with "fio version")')
+        first = next((line for line in source.text.splitlines() if line.strip()), "")
+        raise FormatError(
+            source.path, "whole file", 'a fio JSON document (an object with "fio version")', found=quoted(first)
+        )
     final_index = len(documents) - 1
     final = documents[final_index]
     rows = _document_rows(final, final_index, source, host, cut)
     if not rows["results"]:
         entries, _ = _job_entries(final.data, source, final.start_line)
         raise FormatError(
-            source.path, f"JSON document at line {final.start_line}", _failure_message(final, rows["results"], entries)
+            source.path,
+            f"JSON document at line {final.start_line}",
+            "at least one job that did I/O; fix the job and re-run it",
+            found=_failure_found(final, entries),
         )
     start = _start_time(final.data)
     durations: dict[tuple[str, str | None, bool], int | None] = {}

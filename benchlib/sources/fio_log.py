@@ -31,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import INTERVAL_UNITS, LATENCY_BINS, Tables
 from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, run_id, sha256_of
 from benchlib.sources.fio_common import PLAT_GROUPS_V2, PLAT_GROUPS_V3, PLAT_VAL, plat_idx_to_val
@@ -111,6 +111,7 @@ def _metric_of(path: Path, metric: str | None) -> tuple[str, int | None]:
             "file name",
             "fio's log naming '<prefix>_<bw|iops|lat|clat|slat|clat_hist>[.<job>].log' (the rows do not say "
             "which metric they hold); keep fio's name or pass metric=",
+            found=quoted(path.name),
         )
     return match["metric"], job
 
@@ -159,7 +160,12 @@ def scan_fio_log(
     path = Path(path)
     metric, job = _metric_of(path, metric)
     if metric.endswith("_hist"):
-        raise FormatError(path, "file name", "a bw/iops/lat log; histogram logs are read by read_fio_hist_log")
+        raise FormatError(
+            path,
+            "file name",
+            "a bw/iops/lat log; histogram logs are read by read_fio_hist_log",
+            found=f"a histogram log's name, {quoted(path.name)}",
+        )
     lines = _sniff(path)
     width = lines[0].count(",") + 1
     if width < 4:

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import SourceText, read_source, run_id
 from benchlib.sources.fio_common import fio_error_lines, read_share
@@ -382,11 +382,12 @@ def read_fio_normal(path: str | Path) -> Tables:
                 "whole file",
                 f"fio results, but the run failed and fio said: {' | '.join(said)}; fix the job and re-run it",
             )
-        detail = "; every job block reported no I/O (see fio's error lines in the file)" if failed else ""
+        first = next((line for line in source.text.splitlines() if line.strip()), "")
         raise FormatError(
             source.path,
             "whole file",
-            f"a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line){detail}",
+            "a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line)",
+            found=f"{len(failed)} job blocks, each with no I/O" if failed else f"none; line 1 {quoted(first)}",
         )
     results: list[dict] = []
     disks: list[dict] = []

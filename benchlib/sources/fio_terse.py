@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import SourceText, read_source, run_id
 
@@ -136,7 +136,10 @@ def read_fio_terse(path: str | Path) -> Tables:
     for line_no, line in enumerate(source.text.splitlines(), start=1):
         if line.startswith("2;") and line.count(";") > 100:
             raise FormatError(
-                source.path, f"line {line_no}", "terse version 3, 4 or 5; re-run fio with --terse-version=3"
+                source.path,
+                f"line {line_no}",
+                "terse version 3, 4 or 5; re-run fio with --terse-version=3",
+                found=f"version 2: {quoted(line, 30)}",
             )
         if not _TERSE_LINE.match(line):
             continue
@@ -155,9 +158,17 @@ def read_fio_terse(path: str | Path) -> Tables:
         results.extend(rows)
         disks.extend({**d, "run_id": run_id(source.sha256, 0, None), "object": "fio disk stats"} for d in line_disks)
     if not terse_lines:
-        raise FormatError(source.path, "whole file", "fio terse lines ('3;fio-3.33;job;0;0;...')")
+        first = next((line for line in source.text.splitlines() if line.strip()), "")
+        raise FormatError(
+            source.path,
+            "whole file",
+            "fio terse lines ('3;fio-3.33;job;0;0;...')",
+            found=f"none; line 1 {quoted(first)}",
+        )
     if not results:
-        raise FormatError(source.path, "whole file", "terse lines of jobs that did I/O; every job did none")
+        raise FormatError(
+            source.path, "whole file", "terse lines of jobs that did I/O", found=f"{terse_lines} jobs, each with no I/O"
+        )
     runs = pl.DataFrame(
         [
             {

@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import read_source, run_id
 
@@ -87,7 +87,10 @@ def parse_summary(path: Path, text: str) -> list[dict[str, Any]]:
             records.append(current)
         if current is None:
             raise FormatError(
-                path, f"line {number}", "'Version:', 'Run Def:' or 'JOB_NAME =' before the figures of a run"
+                path,
+                f"line {number}",
+                "'Version:', 'Run Def:' or 'JOB_NAME =' before the figures of a run",
+                found=quoted(line),
             )
         current[key] = value if key in ("VERSION", "RUN DEF", "JOB_NAME", "VMS") else _number(path, number, value)
     for record in records:
@@ -148,7 +151,10 @@ def read_hcibench_summary(path: str | Path) -> Tables:
         rid = run_id(source.sha256, index, None)
         engine = "fio" if "JOB_NAME" in record else "vdbench"
         if "IOPS" not in record:
-            raise FormatError(source.path, f"line {record['line']}", "an 'IOPS = ... IO/S' line for this run")
+            held = ", ".join(k for k in record if k not in ("datastore", "line", "usage"))
+            raise FormatError(
+                source.path, f"line {record['line']}", "an 'IOPS = ... IO/S' line for this run", found=f"only {held}"
+            )
         labels = {
             "datastore": record["datastore"],
             "engine": engine,
@@ -195,7 +201,10 @@ def read_hcibench_summary(path: str | Path) -> Tables:
                 )
     if not runs:
         raise FormatError(
-            source.path, "file", "at least one run (a 'Version:'/'Run Def:' or 'JOB_NAME =' block with IOPS)"
+            source.path,
+            "file",
+            "at least one run (a 'Version:'/'Run Def:' or 'JOB_NAME =' block with IOPS)",
+            found=f"{len(records)} blocks, none with IOPS" if records else "no such block",
         )
     return Tables.from_rows({"runs": runs, "results": results})
 

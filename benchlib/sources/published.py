@@ -29,7 +29,7 @@ import csv
 import io
 from pathlib import Path
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import read_source, run_id, sha256_of
 from benchlib.units import parse_job_size
@@ -130,12 +130,22 @@ def read_published(path: str | Path) -> Tables:
     citation = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# citation:")), None)
     body = [(n, ln) for n, ln in enumerate(lines, 1) if ln.strip() and not ln.startswith("#")]
     if not body:
-        raise FormatError(path, "line 1", "a CSV header after the comment lines")
+        raise FormatError(path, "line 1", "a CSV header after the comment lines", found=f"{len(lines)} comment lines")
     header_line, header = body[0][0], next(csv.reader([body[0][1]]))
     if not set(header) & set(_MEASURES):
-        raise FormatError(path, f"line {header_line}", f"a header naming at least one of {', '.join(_MEASURES)}")
+        raise FormatError(
+            path,
+            f"line {header_line}",
+            f"a header naming at least one of {', '.join(_MEASURES)}",
+            found=quoted(body[0][1]),
+        )
     if citation is None and "source" not in header:
-        raise FormatError(path, f"line {header_line}", "a citation: a '# citation: ...' line or a 'source' column")
+        raise FormatError(
+            path,
+            f"line {header_line}",
+            "a citation: a '# citation: ...' line or a 'source' column",
+            found=f"columns {quoted(', '.join(header))} and no such line",
+        )
     sha = sha256_of(path)
     runs, results = [], []
     runs_of: dict[tuple, int] = {}  # (configuration, repeat of a host in it) -> document index
@@ -154,5 +164,7 @@ def read_published(path: str | Path) -> Tables:
         runs.append(run)
         results.append(result)
     if not runs:
-        raise FormatError(path, f"line {header_line}", "at least one row of figures under the header")
+        raise FormatError(
+            path, f"line {header_line}", "at least one row of figures under the header", found="the header alone"
+        )
     return Tables.from_rows({"runs": runs, "results": results})

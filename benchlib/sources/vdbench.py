@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
 from benchlib.sources._common import read_source, run_id
 from benchlib.sources.vdbench_parm import ParmFile, expand_run, looks_like_parmfile, parse_parmfile, size_bytes
@@ -445,7 +445,12 @@ def _flat_table(path: Path, text: str) -> tuple[list[str], list[list[str]]]:
             raise FormatError(path, f"line {number}", f"{len(header)} columns as in the header, found {len(fields)}")
         rows.append(fields)
     if header is None or "run" not in header or "interval" not in header:
-        raise FormatError(path, "header", "a vdbench flatfile header with 'Run' and 'Interval' columns")
+        raise FormatError(
+            path,
+            "header",
+            "a vdbench flatfile header with 'Run' and 'Interval' columns",
+            found="no header line" if header is None else quoted(" ".join(header)),
+        )
     return header, rows
 
 
@@ -802,7 +807,10 @@ def tables_from_rows(path: Path, rows: dict[str, list]) -> Tables:
     """Tables from the rows of :func:`blocks_to_rows` (a FormatError when there is no run at all)."""
     if not rows["runs"]:
         raise FormatError(
-            path, "rows", "vdbench runs (a 'Starting RD=' line followed by interval lines, or flatfile rows)"
+            path,
+            "rows",
+            "vdbench runs (a 'Starting RD=' line followed by interval lines, or flatfile rows)",
+            found="no run: no such line, or no interval line after one",
         )
     return Tables.from_rows(rows)
 

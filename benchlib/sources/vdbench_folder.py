@@ -175,8 +175,9 @@ def read_vdbench_folder(files: list[tuple[Path, str]], key: str) -> FolderResult
         raise FormatError(
             first.parent,
             "folder",
-            "a vdbench output folder with summary.html, totals.html or flatfile.html holding at least one run"
-            + "".join(f"; {p.name}: {r}" for p, r in result.problems.items()),
+            "a vdbench output folder with summary.html, totals.html or flatfile.html holding at least one run",
+            found="; ".join(f"{p.name}: {r}" for p, r in result.problems.items())
+            or f"no such file among {', '.join(sorted(p.name for p, _ in files)[:6]) or 'none'}",
         )
     result.tables = tables_from_rows(first.parent, rows)
     return result

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 from benchlib.units import parse_job_size
 
 KINDS = ("hd", "sd", "wd", "rd", "fsd", "fwd")
@@ -101,7 +101,12 @@ def _statements(path: Path, text: str) -> list[tuple[int, str]]:
             continue
         if line.startswith(","):
             if not statements:
-                raise FormatError(path, f"line {number}", "a definition before a continuation line starting with ','")
+                raise FormatError(
+                    path,
+                    f"line {number}",
+                    "a definition before a continuation line starting with ','",
+                    found=quoted(line),
+                )
             statements[-1] = (statements[-1][0], statements[-1][1] + line)
         else:
             statements.append((number, line))

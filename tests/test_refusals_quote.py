@@ -1,0 +1,67 @@
+"""Issue 44: a refusal quotes what it found, beside what it expected and what to do."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from benchlib.errors import FormatError
+from benchlib.paths import PROJECT_ROOT
+from benchlib.sources import read
+
+
+def _quotes_its_evidence(call: ast.Call) -> bool:
+    """Whether a ``FormatError(...)`` call names what it found: ``found=``, or a reason that quotes it.
+
+    A reason quotes it where it says "found ..." or "..., but ...", names a value it refused ("not {x!r}"),
+    or carries the error that stopped the read (an exception's own words: ``exc``, ``reason``).
+    """
+    if any(k.arg == "found" for k in call.keywords):
+        return True
+    reason = call.args[2] if len(call.args) >= 3 else None
+    if reason is None:
+        return False
+    text = ast.unparse(reason)
+    names = {n.id for n in ast.walk(reason) if isinstance(n, ast.Name)}
+    return "found" in text or " but " in text or "not {" in text or bool(names & {"exc", "reason", "said"})
+
+
+def test_every_refusal_in_the_code_names_what_it_found() -> None:
+    """Every place that refuses a file (60 today) quotes its evidence: a new one that only says what it
+    expected ('a CSV header after the comment lines') fails here."""
+    calls = [
+        (path.relative_to(PROJECT_ROOT), node)
+        for path in sorted((PROJECT_ROOT / "benchlib").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "FormatError"
+    ]
+    assert len(calls) >= 50  # the walk found the readers' refusals
+    silent = [f"{path}:{node.lineno}" for path, node in calls if not _quotes_its_evidence(node)]
+    assert silent == []
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "quoted"),
+    [
+        ("published-table", "# citation: x\nvm,colour\na,red\n", "found 'vm,colour'"),
+        ("published-table", "vm,iops\na,1\n", "found columns 'vm, iops' and no such line"),
+        ("published-table", "# citation: x\nvm,iops\n", "found the header alone"),
+        ("fio-terse", "2;fio-2.1;job" + ";0" * 120 + "\n", "found version 2: '2;fio-2.1;job"),
+        ("fio-terse", "hello\n", "found none; line 1 'hello'"),
+        ("fio-json", '{"fio version": "fio-3.33", "jobs": {"a": 1}}\n', "found a dict: \"{'a': 1}\""),
+        ("fio-json", '{"fio version": "fio-3.33", "time": 1}\n', "found keys fio version, time"),
+        ("fio-json", "Starting 1 process\n", "found 'Starting 1 process'"),
+        ("fio-normal", "Starting 1 process\n", "found none; line 1 'Starting 1 process'"),
+        ("esxtop", "Time,CPU\n1,2\n", "found 'Time,CPU'"),
+        ("hcibench-summary", "IOPS = 5 IO/S\n", "found 'IOPS = 5 IO/S'"),
+    ],
+)
+def test_a_refused_file_is_quoted_in_its_reason(fmt: str, text: str, quoted: str, tmp_path: Path) -> None:
+    """Files handed to a reader that cannot read them: the reason quotes the line or keys it found."""
+    path = tmp_path / "file.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as refused:
+        read(path, fmt)
+    assert quoted in str(refused.value)
