@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,26 @@ def corpus_dir(name: str) -> Path:
             pytest.fail(f"the shared corpus is missing at {CORPUS} (CI must have ../shared)")
         pytest.skip(f"no shared corpus at {CORPUS}")
     return folder
+
+
+def build_study_report(data: Path, study: str, reports: Path) -> Path:
+    """Build the default report of ``study`` (a pipeline naming only it) from ``data``, in a process of its own.
+
+    Returns the report's folder; fails with the build's own error output.
+    """
+    from benchlib.paths import PROJECT_ROOT
+
+    pipeline = reports.parent / f"{study}.toml"
+    pipeline.write_text(f'[pipeline]\nstudy = "{study}"\n', encoding="utf-8")
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
+    )
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    command = [sys.executable, "-c", build, str(pipeline), str(reports)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return reports / study
 
 
 @pytest.fixture(scope="session")

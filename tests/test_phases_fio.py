@@ -12,6 +12,7 @@ import pytest
 from benchlib.sources import read
 from benchlib.stats import summarise_runs
 from benchlib.stats.aggregate import rate_over_runs
+from tests.conftest import build_study_report
 from tests.fio_helpers import run_job_file
 
 pytestmark = pytest.mark.fio
@@ -298,27 +299,12 @@ def test_a_study_with_no_factor_and_one_phase_says_it_has_no_configuration_page(
 ) -> None:
     """Two runs of one job, nothing declared: the index says there is no page per configuration and how to
     get one of all the runs, rather than promising 'a page for its one configuration' and listing none."""
-    import os
-    import subprocess
-    import sys
-
     from benchlib.ingest import ingest_study
-    from benchlib.paths import PROJECT_ROOT
 
     data = tmp_path / "data"
     study = _study_of_runs(fio_binary, data / "raw" / "plain", "plain", TWO_JOBS_ONE_GROUP, normal=False)
     ingest_study(study, data / "processed")
-    pipeline = tmp_path / "plain.toml"
-    pipeline.write_text('[pipeline]\nstudy = "plain"\n', encoding="utf-8")
-    build = (
-        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
-        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
-    )
-    env = {**os.environ, "BENCHLIB_DATA": str(data)}
-    command = [sys.executable, "-c", build, str(pipeline), str(tmp_path / "reports")]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    folder = tmp_path / "reports" / "plain"
+    folder = build_study_report(data, "plain", tmp_path / "reports")
     index = (folder / "index.html").read_text(encoding="utf-8")
     assert "no page per configuration (the study declares no factor" in index
     assert "benchlib notebook cell --study plain" in index and "One page per configuration" not in index

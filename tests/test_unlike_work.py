@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from tests.conftest import build_study_report
 from tests.fio_helpers import run_job_file
 
 
@@ -62,7 +60,6 @@ def test_a_study_that_declares_nothing_gets_a_page_per_work_its_runs_ran(fio_bin
     (before: no page at all, and the summary pages took one median of both sizes), and no combination said
     to be missing, since the study declared none."""
     from benchlib.ingest import ingest_study
-    from benchlib.paths import PROJECT_ROOT
 
     data = tmp_path / "data"
     study = data / "raw" / "sizes"
@@ -76,17 +73,7 @@ def test_a_study_that_declares_nothing_gets_a_page_per_work_its_runs_ran(fio_bin
             (folder / "fio.fio").unlink()
             (folder / "target.dat").unlink()
     ingest_study(study, data / "processed")
-    pipeline = tmp_path / "sizes.toml"
-    pipeline.write_text('[pipeline]\nstudy = "sizes"\n', encoding="utf-8")
-    build = (
-        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
-        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
-    )
-    env = {**os.environ, "BENCHLIB_DATA": str(data)}
-    command = [sys.executable, "-c", build, str(pipeline), str(tmp_path / "reports")]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    folder = tmp_path / "reports" / "sizes"
+    folder = build_study_report(data, "sizes", tmp_path / "reports")
     pages = sorted(p.name for p in folder.glob("block_size_bytes=*.html"))
     assert pages == ["block_size_bytes=16384.html", "block_size_bytes=4096.html"]
     index = (folder / "index.html").read_text(encoding="utf-8")
