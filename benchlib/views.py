@@ -20,6 +20,7 @@ from benchlib.schema import UNNAMED_HOST, Tables, measured_io_expr, run_unit_exp
 from benchlib.stats import total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
+from benchlib.stats.order import Drift
 from benchlib.stats.queueing import configured_depth_expr, device_latency_split
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import ProcessedStudy, open_study
@@ -379,6 +380,25 @@ class Design:
     runs_to_test: int
     repeated_low: int | None = None
     phases: int = 1
+
+
+def drift(study: StudyRef) -> Drift | None:
+    """Return how the study's run totals moved with time within its configurations (the drift check).
+
+    The configurations are the report's (:func:`benchlib.fit.axes`), the totals its figure's
+    (:func:`benchlib.fit.shape`); :func:`benchlib.stats.order.drift_within` pools the trend. None where no
+    configuration has three runs with start times (a published table, runs once each).
+    """
+    from benchlib import fit
+    from benchlib.stats.order import drift_within
+
+    opened = _open(study)
+    axes, value = [a for a in fit.axes(opened) if a != fit.PHASE], fit.shape(opened).value
+    totals = run_totals(opened, value, axes)
+    if totals.is_empty() or "start_time" not in totals.columns:
+        return None
+    groups = totals.group_by([*axes, "phase"]).agg(pl.col("start_time"), pl.col(value))
+    return drift_within([list(zip(g["start_time"], g[value], strict=True)) for g in groups.iter_rows(named=True)])
 
 
 def design(study: StudyRef) -> Design | None:

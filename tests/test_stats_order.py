@@ -93,3 +93,50 @@ def test_the_page_says_once_that_tested_runs_without_times_have_no_order_to_chec
     assert "each side in a block of time of its own" in verdict_note(blocked.row(0, named=True))
     once = comparison_table(runs.head(1).vstack(runs.tail(1)), "iops", factor="side", baseline="a")
     assert once["verdict"][0] == "descriptive only" and order_caveat(once) is None  # nothing tested to doubt
+
+
+def _shuffled_study(rng: np.random.Generator, per_hour: float) -> list[list[tuple]]:
+    """8 configurations x 10 runs, shuffled in time 90 s apart, CV 3% noise, and a trend ``per_hour``."""
+    order = [c for c in range(8) for _ in range(10)]
+    rng.shuffle(order)
+    groups: list[list[tuple]] = [[] for _ in range(8)]
+    for k, c in enumerate(order):
+        noise = rng.normal()
+        hours = 1.5 * k / 60
+        groups[c].append(
+            (START + timedelta(hours=hours), 1000 * (1 + c / 10) * math.exp(per_hour * hours + 0.03 * noise))
+        )
+    return groups
+
+
+def test_the_drift_check_finds_a_trend_within_configurations_and_none_where_there_is_none() -> None:
+    """Calibration (issue 40): shuffled studies with no trend are called drifting at most alpha + 2 SE of
+    the time; a trend of +5% an hour is found and its interval covers it; a configuration's level never
+    enters (the levels differ by 10% each, and no trend is read from them). Seeded, 200 studies each."""
+    from benchlib.stats.order import drift_within
+
+    rng, reps = np.random.default_rng(11), 200
+    bound = 0.05 + 2 * math.sqrt(0.05 * 0.95 / reps)
+    still = [drift_within(_shuffled_study(rng, 0.0)) for _ in range(reps)]
+    assert sum(d.drifted for d in still) / reps <= bound
+    trend = math.log1p(0.05)
+    moving = [drift_within(_shuffled_study(rng, trend)) for _ in range(reps)]
+    assert sum(d.drifted for d in moving) / reps > 0.95
+    assert sum(d.low <= 0.05 <= d.high for d in moving) / reps >= 0.95 - 2 * math.sqrt(0.05 * 0.95 / reps)
+    assert drift_within([[(START, 1.0), (START + timedelta(hours=1), 2.0)]]) is None  # 2 runs: no trend of its own
+
+
+def test_the_index_says_the_drift_over_a_configurations_span_once() -> None:
+    """The bundled loopback study: 29 configurations of 3 runs over about 6 minutes each; the design section says
+    the change over that span with its interval, and 'no trend shows' where the interval holds none."""
+    from benchlib.pipeline import front_matter
+    from benchlib.stats.order import Drift
+    from benchlib.store import open_study
+    from benchlib.words.design import drift_words
+
+    design = front_matter(open_study("loopback-fio"))["design"]
+    assert design.count("**Drift.** Within configurations, run totals moved") == 1
+    assert "configurations of 3 runs or more, 87 runs): no trend shows." in design
+    moved = Drift(per_hour=0.05, low=0.03, high=0.07, confidence=0.95, configurations=8, runs=80, hours=2.0)
+    assert "moved +10.2% over the 2.0 hours" in drift_words(moved) and "the system changed" in drift_words(moved)
+    assert drift_words(None) == ""

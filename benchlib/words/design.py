@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from benchlib.stats.order import DRIFT_RUNS, Drift
 from benchlib.tables import inline, level
 from benchlib.views import Design
 
@@ -120,3 +123,26 @@ def design_statement(d: Design | None, *, interaction_page: bool = False, with_s
         )
     said = support(d, interaction_page=interaction_page) if with_support else []
     return "\n\n".join([*lines, *said])
+
+
+def drift_words(d: Drift | None) -> str:
+    """Say how the run totals moved with time within configurations (:func:`benchlib.views.drift`); "" for none.
+
+    Said as the change over the time a configuration's runs span (a trend an hour over six minutes would
+    read as a large number nobody saw), with its interval.
+    """
+    if d is None:
+        return ""
+    span = f"{d.hours * 60:,.0f} minutes" if d.hours < 1 else f"{d.hours:,.1f} hours"
+    moved, low, high = (math.expm1(math.log1p(x) * d.hours) for x in (d.per_hour, d.low, d.high))
+    said = (
+        f"**Drift.** Within configurations, run totals moved {100 * moved:+.1f}% over the {span} a "
+        f"configuration's runs span ({100 * d.confidence:g}% interval {100 * low:+.1f}% to {100 * high:+.1f}%; "
+        f"{count(d.configurations, 'configuration')} of {DRIFT_RUNS} runs or more, {count(d.runs, 'run')})"
+    )
+    if not d.drifted:
+        return said + ": no trend shows."
+    return (
+        said + ": the system changed while the study ran. A comparison is fair to it only where its levels' runs "
+        "were interleaved in time, as benchlib's plans shuffle them; one whose sides ran in blocks says so."
+    )
