@@ -1883,8 +1883,8 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
             total_expr("lat_mean_ms", rows.columns).alias("app_latency_ms"),
             total_expr("iops"),
             pl.col("runtime_ns").max(),
-            # fio's direct=1 on every job: the page cache cannot have answered (null: a job did not say)
-            (pl.col("direct").all() if "direct" in rows.columns else pl.lit(None, pl.Boolean)).alias("direct_io"),
+            # fio's direct=1 on every job: the page cache cannot have answered (a job that did not say: unknown)
+            (pl.col("direct").fill_null(False).all() if "direct" in rows.columns else pl.lit(False)).alias("direct_io"),
         )
         .join(spans, on="run_id")
         .join(depth, on="run_unit")
