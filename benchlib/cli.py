@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError, StudyError
+from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError, StudyError, file_failure
 from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
@@ -169,7 +169,14 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             )
         path = members[0]
     formats = detect_all(path)
-    tables = read(path, args.format)
+    try:
+        tables = read(path, args.format)
+    except Exception as exc:  # a value a reader did not expect is the file's, said as ingest says it
+        reason = file_failure(exc)
+        if reason is None or isinstance(exc, FormatError):
+            raise
+        _print_error(f"{path}: {reason}")
+        return 2
     console.print(f"[bold]{escape(str(args.file))}[/]")
     console.print(f"  formats found: {', '.join(formats) or 'none'}; read as {tables.runs['format'][0]}")
     for name, frame in tables.items():

@@ -82,6 +82,6 @@ def file_failure(exc: BaseException) -> str | None:
         return None
     detail = str(exc).splitlines()[0][:200] if str(exc) else ""
     return (
-        f"file: content benchlib can read ({type(exc).__name__}{': ' + detail if detail else ''}); the rest of "
-        "the study was read. If the file is a real tool output, please report it with the file"
+        f"file: content benchlib can read, found what its reader could not take ({type(exc).__name__}"
+        f"{': ' + detail if detail else ''}). If the file is a real tool output, please report it with the file"
     )
