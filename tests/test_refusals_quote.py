@@ -65,3 +65,26 @@ def test_a_refused_file_is_quoted_in_its_reason(fmt: str, text: str, quoted: str
     with pytest.raises(FormatError) as refused:
         read(path, fmt)
     assert quoted in str(refused.value)
+
+
+def test_an_esxtop_capture_whose_sample_times_cannot_be_read_is_refused_at_the_first_bad_one(tmp_path: Path) -> None:
+    """A real capture with one sample's time mangled: before, a bad first time left every sample unplaced
+    (all 22,890 times null, exit 0) and a later one left that sample unplaced silently. Now the line and
+    the cell are quoted; a header alone is refused too. A spreadsheet's time-of-day resave is still read."""
+    from tests.conftest import corpus_dir
+
+    lines = (corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv").read_text().splitlines(keepends=True)
+    cases = {
+        "first.csv": (1, "line 2, column 1", "found '13/45/2018 99:99:99'"),
+        "later.csv": (3, "line 4, column 1", "found '13/45/2018 99:99:99'"),
+    }
+    for name, (row, where, quoted) in cases.items():
+        cells = lines[row].split(",", 1)
+        mangled = [*lines[:row], '"13/45/2018 99:99:99",' + cells[1], *lines[row + 1 :]]
+        (tmp_path / name).write_text("".join(mangled))
+        with pytest.raises(FormatError) as refused:
+            read(tmp_path / name, "esxtop")
+        assert f"{where}: " in str(refused.value) and quoted in str(refused.value)
+    (tmp_path / "header.csv").write_text(lines[0])
+    with pytest.raises(FormatError, match="esxtop samples after the header; found the header alone"):
+        read(tmp_path / "header.csv", "esxtop")

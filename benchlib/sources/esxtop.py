@@ -29,6 +29,8 @@ from benchlib.sources._common import SNIFF_BYTES, run_id, sha256_of
 _FIRST_CELL = re.compile(r'^"?\(PDH-CSV 4\.0\)')
 _COLUMN = re.compile(r"^\\\\(?P<host>[^\\]+)\\(?P<object>[^\\(]+?)(?:\((?P<instance>.*)\))?\\(?P<counter>[^\\]+)$")
 _TIME_FORMATS = ("%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M")
+#: a spreadsheet's resave of a capture may keep only the time of day: its samples are read undated
+_TIME_OF_DAY = re.compile(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?")
 
 
 def looks_like_esxtop(head: str) -> bool:
@@ -152,7 +154,20 @@ class _Capture:
         fields = ("host", "object", "instance", "counter")
         self.names = {f: pl.Series(f, [c[f] for c in parsed], pl.Categorical) for f in fields}
         self.values = {self.labels[i]: pl.Float64 for i in self.kept[1:]}
+        if not first_sample.strip():
+            raise FormatError(path, "line 2", "esxtop samples after the header", found="the header alone")
         fmt = _time_format(first_sample)
+        stamp = next(csv.reader([first_sample]), [""])[0].strip()
+        # a spreadsheet's resave may keep the time of day alone: its samples are undated (read, with no time);
+        # anything else in the time column would leave every sample unplaced against the runs
+        if fmt is None and not _TIME_OF_DAY.fullmatch(stamp):
+            raise FormatError(
+                path,
+                "line 2, column 1",
+                "a sample time as esxtop writes it ('04/17/2018 10:55:44')",
+                found=quoted(stamp),
+            )
+        self.path, self.dated = path, fmt is not None
         time = pl.col("column_0").str.strip_chars()
         self.time = time.str.strptime(pl.Datetime("ms", "UTC"), fmt, strict=False) if fmt else pl.lit(None)
 
@@ -172,6 +187,15 @@ class _Capture:
         counter = pl.Series(np.repeat(np.arange(k, dtype=np.int32), n))
         sample = np.arange(first, first + n, dtype=np.int32)
         times = wide.with_columns(self.time.cast(pl.Datetime("ms", "UTC")).alias("column_0"))["column_0"]
+        unread = (times.is_null() & wide["column_0"].is_not_null()).arg_true() if self.dated else pl.Series([])
+        if unread.len():  # a sample of unknown time would fall outside every run, or inside the wrong one
+            at = int(unread[0])
+            raise FormatError(
+                self.path,
+                f"line {first + at + 2}, column 1",
+                "a sample time in the format of the capture's first",
+                found=quoted(wide["column_0"][at]),
+            )
         return pl.DataFrame(
             {
                 **{name: series.gather(counter) for name, series in self.names.items()},
