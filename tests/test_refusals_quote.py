@@ -88,3 +88,22 @@ def test_an_esxtop_capture_whose_sample_times_cannot_be_read_is_refused_at_the_f
     (tmp_path / "header.csv").write_text(lines[0])
     with pytest.raises(FormatError, match="esxtop samples after the header; found the header alone"):
         read(tmp_path / "header.csv", "esxtop")
+
+
+def test_a_job_or_interval_line_whose_figures_do_not_read_is_refused_not_left_out(tmp_path: Path) -> None:
+    """fio normal output with one job's 'read: IOPS=abc' line, and a vdbench report with a garbled avg_ line:
+    before, that job (16 rows to 15) or that run's results vanished with exit 0; now the line is quoted."""
+    from tests.conftest import corpus_dir
+
+    text = (corpus_dir("fio-normal") / "pve-scripts__fio.out").read_text()
+    assert "IOPS=2043," in text
+    (tmp_path / "fio.out").write_text(text.replace("IOPS=2043,", "IOPS=abc,", 1))
+    with pytest.raises(FormatError, match=r"line 13: a direction line as fio prints it .*; found 'read: IOPS=abc,"):
+        read(tmp_path / "fio.out", "fio-normal")
+    report = (corpus_dir("vdbench") / "vdb__output1" / "summary.html").read_text()
+    line = next(x for x in report.splitlines() if "avg_" in x)
+    figures = line.split("avg_", 1)[1].split()
+    garbled = line.replace(figures[1], "XX" + figures[1], 1)
+    (tmp_path / "summary.html").write_text(report.replace(line, garbled))
+    with pytest.raises(FormatError, match="an interval line of numbers .*; found '"):
+        read(tmp_path / "summary.html", "vdbench-console")

@@ -36,6 +36,8 @@ _DIR_V2 = re.compile(
     r"^\s+(?P<dir>read|write|trim)\s*: io=(?P<io>[\d.]+\s*[KMGTP]?B), bw=(?P<bw>[\d.]+\s*[KMGTP]?B/s), "
     r"iops=(?P<iops>[\d.]+), runt=\s*(?P<run>\d+)msec"
 )
+#: the start of a direction line, whatever follows: one that :data:`_DIR_V3` and :data:`_DIR_V2` do not read is refused
+_DIR_LIKE = re.compile(r"^\s+(read|write|trim)\s*: (IOPS|io)=")
 _LAT = re.compile(
     r"^\s+(?P<kind>slat|clat|lat)\s*\((?P<unit>nsec|usec|msec)\): min=\s*(?P<min>\S+?), max=\s*(?P<max>\S+?), "
     r"avg=\s*(?P<avg>\S+?), stdev=\s*(?P<std>\S+?)\s*$"
@@ -193,6 +195,13 @@ class _Parser:
         if match := (_DIR_V3.match(line) or _DIR_V2.match(line)):
             self._start_direction(match)
             return True
+        if _DIR_LIKE.match(line):  # a job's figures that do not read: refused, never a job silently left out
+            raise FormatError(
+                self.source.path,
+                f"line {line_no}",
+                "a direction line as fio prints it ('read: IOPS=23.3k, BW=91.0MiB/s (95.4MB/s)(5459MiB/60001msec)')",
+                found=quoted(line.strip()),
+            )
         if (match := _LAT.match(line)) and self.direction is not None:
             factor = latency_factor_ns(match["unit"])
             kind = match["kind"]

@@ -48,6 +48,8 @@ _TAG = re.compile(r"<[^>]+>")
 _TOD = r"\d{1,2}:\d\d:\d\d\.\d{3}"
 _START = re.compile(rf"^(?:.*?\s)?({_TOD})\s+Starting RD=([^;\s]+)(.*)$", re.MULTILINE)
 _ROW = re.compile(rf"^({_TOD})\s*(\d+|avg_\d+-\d+|std_\d+-\d+|max_\d+-\d+)\s+(-?[\d.]+(?:\s+-?[\d.]+)+)\s*$")
+#: the start of an interval line (its time, then an interval number or avg_/std_/max_), whatever follows
+_ROW_LIKE = re.compile(rf"^({_TOD})\s*(\d+|avg_\d+-\d+|std_\d+-\d+|max_\d+-\d+)\s")
 _VERSION = re.compile(r"Vdbench distribution:\s*(vdbench\S+)")
 
 #: Raw-device report columns after the interval label, by count (vdbench50407 splits ``resp max``).
@@ -340,6 +342,13 @@ def parse_report_text(path: Path, text: str) -> list[Block]:
             raw_names = _raw_names(line, _TAG.sub("", lines[number]))
             continue
         row = _ROW.match(line.strip())
+        if not row and blocks and _ROW_LIKE.match(line.strip()):  # an interval or avg_ line whose values do not read
+            raise FormatError(
+                path,
+                f"line {number}",
+                "an interval line of numbers after its time and interval ('13:45:18.019  avg_2-5  107.5  0.10 ...')",
+                found=quoted(line.strip()),
+            )
         if not row or not blocks:
             continue
         values = row.group(3).split()
