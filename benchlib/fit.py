@@ -267,8 +267,9 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
     would be pooled into that configuration's page: its medians and percentiles would be of two jobs. Each
     such parameter is one more axis: a page per value, as the results table has a row per value. Only where
     every run holds one value of it (per phase: fio's groups are pages of their own already) and every run
-    of the configuration prints it (fio's normal output prints no read share); a parameter a factor of
-    ``axes`` names (a block-size factor's bytes) follows that factor, and is never one.
+    of the configuration prints it (fio's normal output prints no read share), and never a measured figure (a
+    read share with fractions: vdbench's of one setting differs run to run); a parameter a factor of ``axes``
+    names (a block-size factor's bytes) follows that factor, and is never one.
     """
     from benchlib.views import _SAME_AS, _study_rows
 
@@ -281,6 +282,8 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
         column = "rw_job" if param == "rw" and "rw_job" in rows.columns else param  # a factor named rw keeps it
         if column not in rows.columns or column in axes or (_SAME_AS.get(param, set()) | {param}) & chosen:
             continue
+        if rows[column].dtype.is_float() and (rows[column].drop_nulls() % 1 != 0).any():
+            continue  # a measured share (vdbench's 69.9, 70.1 of one 70/30 setting) would make each run a page
         value = pl.col(column).cast(pl.String)
         per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"), value.null_count().alias("nulls"))
         if per_run.height and (per_run["values"] == 1).all() and (per_run["nulls"] == 0).all():
@@ -324,14 +327,16 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
     found = shape(study)
     if levels is None:
         work = work_axes(study, list(found.varied), cell_only(study))  # a page never pools unlike work
-        rows = _study_rows(_opened(study), None).select(*found.varied, *work).unique()
+        rows = _study_rows(_opened(study), None)
+        phase = [pl.col(PHASE).fill_null(0).cast(pl.String).alias(PHASE)] if found.phases else []
+        rows = rows.select(*found.varied, *(pl.col(w).cast(pl.String) for w in work), *phase).unique()
         rank = [
             pl.col(f).replace_strict(levels, list(range(len(levels))), default=None)
             for f, levels in ((f, found.factors[f]) for f in found.varied)
         ]
-        first = rows.sort([*rank, *work], nulls_last=True).head(1)
+        order = [*rank, *work, *([pl.col(PHASE).cast(pl.Int64)] if found.phases else [])]  # its first phase alone
+        first = rows.sort(order, nulls_last=True).head(1)
         levels = {k: v for k, v in (first.to_dicts()[0] if first.height else {}).items() if v is not None}
-        levels = {**levels, **({PHASE: found.phases[0]} if found.phases else {})}  # its first phase alone
     return {"levels": levels, "value": _given(value, found.value)}
 
 

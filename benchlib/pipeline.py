@@ -658,7 +658,7 @@ def build_report(
     factors = study.study.factors
     derived = [a for a in pipeline.axes if a == fit.PHASE or a not in factors]  # fio's groups, a job's parameters
     if derived:  # each phase and each job parameter's value a configuration: the results hold them, not the runs
-        runs, factors = _with_derived(study, pipeline.axes, derived, factors)
+        runs, factors = _with_derived(study, (*pipeline.axes, *pipeline.only), derived, factors)
     work = [a for a in derived if a != fit.PHASE]  # a job's parameters: the study declared no such levels
     planned = planned_combinations(study.study.folder, [a for a in pipeline.axes if a not in work])
     cells, missing, unplanned, declared = expand_cells(pipeline, runs, factors, planned, work=work)
@@ -713,7 +713,7 @@ def build_report(
 def _with_derived(
     study: ProcessedStudy, axes: tuple[str, ...], derived: list[str], factors: dict
 ) -> tuple[pl.DataFrame, dict]:
-    """Return each run's combinations of ``axes``, and the factors with the ``derived`` axes' values as levels.
+    """Return each run's combinations of ``axes`` (and what ``only`` keeps), the factors with ``derived`` levels.
 
     Derived: fio's groups (:data:`benchlib.fit.PHASE`) and job parameters (:func:`benchlib.fit.work_axes`),
     as text. The runs table has a row per run; a run's phases and job parameters are in its results.
@@ -724,7 +724,8 @@ def _with_derived(
 
     rows = _study_rows(study, None)
     text = {a: (pl.col(a).fill_null(0) if a == fit.PHASE else pl.col(a)).cast(pl.String) for a in derived}
-    combos = rows.select(*(a for a in axes if a not in derived), *(v.alias(a) for a, v in text.items())).unique()
+    held = [a for a in dict.fromkeys(axes) if a not in derived and a in rows.columns]  # the axes, and what only keeps
+    combos = rows.select(*held, *(v.alias(a) for a, v in text.items())).unique()
     levels = {a: combos.select(a).unique().drop_nulls() for a in derived}
     return combos, {**factors, **{a: f.sort(natural_rank(f, a))[a].to_list() for a, f in levels.items()}}
 

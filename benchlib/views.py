@@ -102,8 +102,12 @@ def _runs_at(opened: ProcessedStudy, runs: FrameT, only: dict | None, by: Sequen
     job = [k for k in dict.fromkeys([*(only or {}), *by]) if k not in names and k in (*WORK, "rw_job")]
     if not job:
         return _at_levels(runs, only or {})
+    from benchlib.fit import PHASE
+
     folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
-    rows = _study_rows(opened, None).select("run_id", folder, *job)
+    # on a phase's page a run's value is that phase's (a run's phases ran unlike work, one after another)
+    rows = _study_rows(opened, {PHASE: only[PHASE]} if PHASE in (only or {}) else None)
+    rows = rows.select("run_id", folder, *job)
     of_run = rows.group_by("run_id").agg(pl.col(job).first())
     held = rows.group_by("folder").agg(*(pl.col(k).first() for k in job), pl.struct(job).n_unique().alias("works"))
     of_folder = held.filter(pl.col("works") == 1).drop("works")
@@ -181,8 +185,9 @@ def member_table(rows: pl.DataFrame, value: str, member: str = "vm") -> pl.DataF
     fio = "format" in rows.columns and rows["format"].cast(pl.String).str.starts_with("fio").all()
     name = "total_latency_ms" if fio else "latency_ms"
     timed = rows.filter(pl.col("lat_mean_ns").is_not_null())
-    ways = timed["direction"].drop_nulls().unique().sort().to_list() if "direction" in rows.columns else []
-    apart = {f"{way}_{name}": timed.filter(pl.col("direction") == way) for way in ways} if len(ways) > 1 else {}
+    ways = set(timed["direction"].drop_nulls().to_list()) if "direction" in rows.columns else set()
+    mix = {"read", "write"} <= ways  # a mix: its reads' and writes' latency apart (a sync or trim is no third)
+    apart = {f"{way}_{name}": timed.filter(pl.col("direction") == way) for way in ("read", "write")} if mix else {}
     columns = []
     for column, part in (apart or {name: rows}).items():
         latency = per_member(part, "lat_mean_ns", member).select(member, (pl.col("lat_mean_ns") / 1e6).alias(column))
@@ -385,9 +390,10 @@ class Design:
 def drift(study: StudyRef) -> Drift | None:
     """Return how the study's run totals moved with time within its configurations (the drift check).
 
-    The configurations are the report's (:func:`benchlib.fit.axes`), the totals its figure's
-    (:func:`benchlib.fit.shape`); :func:`benchlib.stats.order.drift_within` pools the trend. None where no
-    configuration has three runs with start times (a published table, runs once each).
+    The configurations are the study's (:func:`benchlib.fit.axes`), the totals its figure's
+    (:func:`benchlib.fit.shape`), rate-capped runs left out (their totals are the cap's, and would read as no
+    trend); :func:`benchlib.stats.order.drift_within` pools the trend. None where no configuration has three
+    runs with start times (a published table, runs once each).
     """
     from benchlib import fit
     from benchlib.stats.order import drift_within
@@ -397,6 +403,7 @@ def drift(study: StudyRef) -> Drift | None:
     totals = run_totals(opened, value, axes)
     if totals.is_empty() or "start_time" not in totals.columns:
         return None
+    totals = totals.filter(~pl.col("rate_capped"))  # a capped run's total is the cap's: it cannot drift
     groups = totals.group_by([*axes, "phase"]).agg(pl.col("start_time"), pl.col(value))
     return drift_within([list(zip(g["start_time"], g[value], strict=True)) for g in groups.iter_rows(named=True)])
 
@@ -1894,7 +1901,7 @@ def disk_view(study: StudyRef, *, by: list[str], only: dict | None = None) -> pl
     if joined["host"].n_unique() > 1 and joined.select(_loopback(pl.col("host")).fill_null(False).all()).item():
         # fio servers on one machine each report the one disk they share: one figure per run, their median
         numeric = [c for c, t in joined.schema.items() if t.is_numeric()]
-        joined = joined.group_by("run_unit", "instance", *by).agg(pl.col(numeric).median())
+        joined = joined.group_by("run_unit", "instance", *by).agg(pl.col(numeric).median(), pl.col("direct_io").all())
         # the latency the shared disk's counters are set against: the run's, as the results table gives it
         joined = joined.with_columns(pl.col("run_latency_ms").alias("app_latency_ms"))
         figures = "one per run; its hosts share one disk"

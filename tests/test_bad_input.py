@@ -75,7 +75,7 @@ EXPECTED = {
     "binary": r"byte 0: .*binary",
     "latin1": r"line 1, byte \d+: .*not UTF-8",
     "long-line": r"first 64 KiB: .*supported tool",
-    "zero-io": r"each with no I/O \(fio error 21\)",
+    "zero-io": r"none with I/O \(fio error 21\)",
 }
 
 

@@ -122,3 +122,37 @@ def test_a_mixs_member_table_gives_reads_and_writes_their_own_mean_latency() -> 
         assert mix[f"{way}_total_latency_ms"][0] == pytest.approx(weighted, rel=1e-3)  # by I/O counts, not rates
     reads = member_table(cell_frame("fio-sample", {"block_size": "4k", "rw": "randread"}), "iops")
     assert reads.columns == ["vm", "iops", "total_latency_ms", "runs"]
+
+
+def test_a_pipeline_whose_only_keeps_a_factor_that_is_not_an_axis_still_expands(tmp_path: Path) -> None:
+    """Reviewer's case: loopback with axes = block_size and only = ioengine libaio. Its runs differ in job
+    parameters under one block size, so work axes join; the cells must still keep only libaio's runs (the
+    combinations carried only the axes' columns, and the only filter failed on ioengine)."""
+    import dataclasses
+
+    from benchlib import fit
+    from benchlib.pipeline import _with_derived, expand_cells, load_pipeline
+    from benchlib.store import open_study
+
+    path = tmp_path / "p.toml"
+    path.write_text('[pipeline]\nstudy = "loopback-fio"\naxes = ["block_size"]\nonly = { ioengine = ["libaio"] }\n')
+    pipeline = load_pipeline(path)
+    study = open_study("loopback-fio")
+    work = fit.work_axes(study, list(pipeline.axes), pipeline.only)
+    assert work  # the profiles' unlike work under one block size
+    axes = (*pipeline.axes, *work)
+    runs, factors = _with_derived(study, (*axes, *pipeline.only), work, study.study.factors)
+    cells, missing, _, _ = expand_cells(dataclasses.replace(pipeline, axes=axes), runs, factors, None, work=work)
+    assert cells and all(set(c) == set(axes) for c in cells)
+    kept = {c["block_size"] for c in cells}
+    assert kept == {"4k", "64k"} and not missing
+
+
+def test_a_member_table_splits_reads_and_writes_only() -> None:
+    """A job with fsync has a 'sync' direction beside its reads: no second latency column for it."""
+    from benchlib.views import cell_frame, member_table
+
+    reads = cell_frame("fio-sample", {"block_size": "4k", "rw": "randread"})
+    rows = pl.concat([reads, reads.with_columns(pl.lit("sync").alias("direction"), pl.col("lat_mean_ns") / 4)])
+    table = member_table(rows, "iops")
+    assert [c for c in table.columns if c.endswith("_ms")] == ["total_latency_ms"]

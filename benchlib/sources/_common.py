@@ -44,12 +44,13 @@ def decode(path: Path, data: bytes, *, partial: bool = False) -> str:
     except UnicodeDecodeError as exc:
         if partial and exc.start >= len(data) - 3:  # the first bytes of a file: a character cut at the end
             return data[: exc.start].decode("utf-8-sig")
-        line = data[: exc.start].count(b"\n") + 1
+        at = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)  # counted after a BOM
+        line = data[:at].count(b"\n") + 1
         raise FormatError(
             path,
-            f"line {line}, byte {exc.start}",
+            f"line {line}, byte {at}",
             "text that is not UTF-8; re-save the file as UTF-8 (fio writes UTF-8)",
-            found=f"bytes {data[exc.start : exc.start + 4]!r}",
+            found=f"bytes {data[at : at + 4]!r}",
         ) from None
 
 

@@ -428,7 +428,7 @@ def _failure_found(doc: JsonDocument, entries: list[dict]) -> str:
     ]
     detail = f" (fio error {', '.join(map(str, errors))})" if errors else ""
     said = f"; fio said: {' | '.join(messages[:3])}" if messages else ""
-    return f"{len(entries)} jobs, each with no I/O{detail}{said}"
+    return f"{len(entries)} job{'' if len(entries) == 1 else 's'}, none with I/O{detail}{said}"
 
 
 def _snapshot_intervals(doc: JsonDocument, index: int, source: SourceText, host: str | None) -> list[dict]:

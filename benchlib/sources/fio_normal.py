@@ -396,7 +396,9 @@ def read_fio_normal(path: str | Path) -> Tables:
             source.path,
             "whole file",
             "a fio job result block ('name: (groupid=0, jobs=1): err= 0: ...' followed by a read/write line)",
-            found=f"{len(failed)} job blocks, each with no I/O" if failed else f"none; line 1 {quoted(first)}",
+            found=f"{len(failed)} fio run{'' if len(failed) == 1 else 's'} whose every job did no I/O"
+            if failed
+            else f"none; the first line is {quoted(first)}",
         )
     results: list[dict] = []
     disks: list[dict] = []

@@ -163,11 +163,14 @@ def read_fio_terse(path: str | Path) -> Tables:
             source.path,
             "whole file",
             "fio terse lines ('3;fio-3.33;job;0;0;...')",
-            found=f"none; line 1 {quoted(first)}",
+            found=f"none; the first line is {quoted(first)}",
         )
     if not results:
         raise FormatError(
-            source.path, "whole file", "terse lines of jobs that did I/O", found=f"{terse_lines} jobs, each with no I/O"
+            source.path,
+            "whole file",
+            "terse lines of jobs that did I/O",
+            found=f"{terse_lines} job{'' if terse_lines == 1 else 's'}, none with I/O",
         )
     runs = pl.DataFrame(
         [

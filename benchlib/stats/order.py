@@ -136,7 +136,8 @@ def drift_within(groups: Sequence[Sequence[tuple[datetime, float]]], confidence:
     spread = sum(float(np.sum(r * r)) for r in residuals)
     r = min(0.9, max(0.0, lagged / spread)) if spread > 0 else 0.0
     reach = norm.ppf(1 - (1 - confidence) / 2) * math.sqrt(variance * (1 + r) / (1 - r))
-    low, high = math.floor((ordered.size - reach) / 2), math.ceil((ordered.size + reach) / 2)
+    # Sen (1968): the M1-th smallest slope and the (M2 + 1)-th, M1 = (N - C) / 2 and M2 = (N + C) / 2 (0-based here)
+    low, high = round((ordered.size - reach) / 2) - 1, round((ordered.size + reach) / 2)
     if low < 0 or high >= ordered.size:
         return None
     return Drift(
