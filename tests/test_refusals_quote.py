@@ -107,3 +107,23 @@ def test_a_job_or_interval_line_whose_figures_do_not_read_is_refused_not_left_ou
     (tmp_path / "summary.html").write_text(report.replace(line, garbled))
     with pytest.raises(FormatError, match="an interval line of numbers .*; found '"):
         read(tmp_path / "summary.html", "vdbench-console")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "quoted"),
+    [
+        ("fio-log", "500, 288, 9, 0\n1000, 290, 9, 0\n", "line 1, column 3: fio's direction there"),  # ddir 9
+        ("fio-log", "0, 0, 288, 500\n0, 0, 290, 1000\n", "found '0, 0, 288, 500'"),  # columns swapped
+        ("published-table", "# citation: x\ntest,iops,iops\na,1,2\n", "found iops twice"),
+        ("published-table", "# citation:\ntest,iops\na,1\n", "and an empty one"),
+    ],
+)
+def test_a_file_read_as_the_wrong_figures_is_refused(fmt: str, text: str, quoted: str, tmp_path: Path) -> None:
+    """Files that were read with exit 0 as other figures than they hold: a log with fio's columns swapped or a
+    direction fio never writes (values read as zeros and null directions), a table naming a column twice (the
+    second silently stood for the first), a citation line that cites nothing."""
+    path = tmp_path / ("x_bw.1.log" if fmt == "fio-log" else "x.csv")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as refused:
+        read(path, fmt)
+    assert quoted in str(refused.value)

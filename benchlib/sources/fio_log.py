@@ -116,6 +116,22 @@ def _metric_of(path: Path, metric: str | None) -> tuple[str, int | None]:
     return match["metric"], job
 
 
+def _check_directions(path: Path, lines: list[str], *, column: int) -> None:
+    """Refuse a log whose first rows name a direction fio never writes (0 read, 1 write, 2 trim).
+
+    Its columns are not fio's (swapped, or another tool's): its values would be read as the wrong figures.
+    """
+    for number, line in enumerate(lines, start=1):
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) > column and fields[column] not in ("0", "1", "2"):
+            raise FormatError(
+                path,
+                f"line {number}, column {column + 1}",
+                "fio's direction there (0 read, 1 write, 2 trim): the log's columns in fio's order",
+                found=quoted(line.strip()),
+            )
+
+
 def _direction(ddir: pl.Expr) -> pl.Expr:
     # when/then over three literals costs a third of replace_strict on a billion-byte log
     return (
@@ -170,6 +186,7 @@ def scan_fio_log(
     width = lines[0].count(",") + 1
     if width < 4:
         raise FormatError(path, "line 1", f"at least 4 comma-separated columns (time, value, ddir, bs), found {width}")
+    _check_directions(path, lines, column=2)
     factor = _LATENCY_FACTOR[latency_unit] if metric in ("lat", "clat", "slat") else _VALUE_FACTOR[metric]
     names = ["time_ms", "value", "ddir", "bs", "c5", "c6", "c7"][:width]
     dtypes = [pl.Int64, pl.Float64, pl.Int32, pl.Int64] + [pl.Int64] * (width - 4)
@@ -219,6 +236,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
     lines = _sniff(path)
     width = lines[0].count(",") + 1
     bins = width - 3
+    _check_directions(path, lines, column=1)
     if bins not in (_BINS_V2, _BINS_V3) and latency_unit is None:
         raise FormatError(
             path, "line 1", f"a histogram log with {_BINS_V2} (fio 2.x) or {_BINS_V3} (fio 3.x) bins, found {bins}"

@@ -132,6 +132,11 @@ def read_published(path: str | Path) -> Tables:
     if not body:
         raise FormatError(path, "line 1", "a CSV header after the comment lines", found=f"{len(lines)} comment lines")
     header_line, header = body[0][0], next(csv.reader([body[0][1]]))
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # a second 'iops' would silently stand for the first
+        raise FormatError(
+            path, f"line {header_line}", "each column named once in the header", found=f"{', '.join(twice)} twice"
+        )
     if not set(header) & set(_MEASURES):
         raise FormatError(
             path,
@@ -139,12 +144,12 @@ def read_published(path: str | Path) -> Tables:
             f"a header naming at least one of {', '.join(_MEASURES)}",
             found=quoted(body[0][1]),
         )
-    if citation is None and "source" not in header:
+    if not citation and "source" not in header:  # an empty '# citation:' line cites nothing
         raise FormatError(
             path,
             f"line {header_line}",
             "a citation: a '# citation: ...' line or a 'source' column",
-            found=f"columns {quoted(', '.join(header))} and no such line",
+            found=f"columns {quoted(', '.join(header))} and {'an empty one' if citation == '' else 'no such line'}",
         )
     sha = sha256_of(path)
     runs, results = [], []
