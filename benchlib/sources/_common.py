@@ -102,8 +102,10 @@ def find_json_documents(source: SourceText) -> list[JsonDocument]:
     documents: list[JsonDocument] = []
     position = 0
     start = 0 if text.startswith("{") else _next_object(text, 0)
+    line, counted = 1, 0  # lines counted up to ``counted`` once, not again from the top for each document
     while start >= 0:
-        line = text.count("\n", 0, start) + 1
+        line += text.count("\n", counted, start)
+        counted = start
         try:
             data, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
