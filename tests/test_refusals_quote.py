@@ -127,3 +127,23 @@ def test_a_file_read_as_the_wrong_figures_is_refused(fmt: str, text: str, quoted
     with pytest.raises(FormatError) as refused:
         read(path, fmt)
     assert quoted in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("2;fio-2.1;job" + ";0" * 120 + "\n", "fio's terse output of version 2: benchlib reads versions 3, 4 and 5"),
+        (
+            "Datastore     = ds1\n=====\nVersion:\tvdbench50407\nRun Def:\tRD=run1\nVMs\t\t= 8\nTHROUGHPUT\t= 1 MB/s\n",
+            "HCIBench's -res.txt with no run's figures",
+        ),
+    ],
+)
+def test_a_file_no_reader_takes_is_told_what_it_looks_like(text: str, said: str, tmp_path: Path) -> None:
+    """Detection's refusal names what the file is: terse output of a version benchlib does not read (it had the
+    generic 'no format' message), an HCIBench summary with no figures (it had been called a script's summary)."""
+    path = tmp_path / "file.out"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as refused:
+        read(path)
+    assert said in str(refused.value) and "found '" in str(refused.value)

@@ -338,6 +338,18 @@ _SUMMARY_LINE = re.compile(r"\d\s*(IOPS|[KMGT]i?B/s|[KMGT]B/sec|ms|us|µs|usec|m
 def _next_step(head: str) -> str:
     """Say what to do with a file that is no format's, from what its first lines look like."""
     lines = [line.strip() for line in head.splitlines() if line.strip()][:20]
+    if lines and re.match(r"^\d+;fio-", lines[0]):  # fio's terse output of a version benchlib does not read
+        return (
+            f"It is fio's terse output of version {lines[0].split(';', 1)[0]}: benchlib reads versions 3, 4 and 5; "
+            "re-run fio with --terse-version=3 (or --output-format=json+)"
+        )
+    if any(line.startswith(("Datastore", "Run Def:", "JOB_NAME")) for line in lines) and not any(
+        line.upper().startswith("IOPS") for line in lines
+    ):  # an HCIBench summary whose runs hold no IOPS line
+        return (
+            "It reads like HCIBench's -res.txt with no run's figures (no 'IOPS = ... IO/S' line), as a test that did "
+            "not finish leaves it: re-run the test, or move the file outside the study folder"
+        )
     if any(_SUMMARY_LINE.search(line) for line in lines):
         return (
             "It reads like a summary a script wrote of a tool's output, which is not the output: keep the tool's "
