@@ -89,6 +89,11 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
     return frame
 
 
+def _folder() -> pl.Expr:
+    """Return the folder of each row's ``source`` file, as ``folder``: a run's logs are its folder's."""
+    return pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
+
+
 def _runs_at(opened: ProcessedStudy, runs: FrameT, only: dict | None, by: Sequence[str] = ()) -> FrameT:
     """Return the rows of ``runs`` (the runs table, eager or lazy) at ``only``'s levels, with ``by``'s columns.
 
@@ -96,15 +101,13 @@ def _runs_at(opened: ProcessedStudy, runs: FrameT, only: dict | None, by: Sequen
     with other work) is in the results, not the runs table: each run gets the value its results ran (one,
     where it splits pages), and a run of logs (:data:`LOG_FORMATS`) the value every run its folder holds ran.
     """
-    from benchlib.fit import WORK
+    from benchlib.fit import PHASE, WORK
 
     names = runs.collect_schema().names()
     job = [k for k in dict.fromkeys([*(only or {}), *by]) if k not in names and k in (*WORK, "rw_job")]
     if not job:
         return _at_levels(runs, only or {})
-    from benchlib.fit import PHASE
-
-    folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
+    folder = _folder()
     # on a phase's page a run's value is that phase's (a run's phases ran unlike work, one after another)
     rows = _study_rows(opened, {PHASE: only[PHASE]} if PHASE in (only or {}) else None)
     rows = rows.select("run_id", folder, *job)
@@ -415,6 +418,7 @@ def design(study: StudyRef) -> Design | None:
     configurations of their own even where the study does not declare them as a factor); what can be inferred
     at its n follows METHODS.md G3b.
     """
+    from benchlib.fit import WORK
     from benchlib.stats.compare import min_p, runs_to_test
 
     opened = _open(study)
@@ -423,7 +427,7 @@ def design(study: StudyRef) -> Design | None:
     if runs.is_empty():
         return None
     present = [f for f in factors if f in runs.columns]
-    params = ["rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs"]
+    params = list(WORK)
     results = opened.tables(only=("results",)).results
     # each phase of a run (fio's groups that ran one after another) has its own work: a configuration of its own
     jobs = (
@@ -1628,7 +1632,7 @@ def _read_run_bins(
 
     runs = _runs_at(opened, opened.scan("runs"), only, by).filter(~pl.col("is_aggregate"))
     member_name = pl.col("host").fill_null(UNNAMED_HOST).alias("vm")  # as claims_frame names it
-    folder = pl.col("source").str.replace(r"/[^/]*$", "").alias("folder")
+    folder = _folder()
     runs = runs.collect()
     of_runs = [b for b in by if b != PHASE]  # a run holds its phases: each bin's is its job's (_in_phase)
     runs = runs.join(run_names(runs, of_runs), on="run_id").select(
