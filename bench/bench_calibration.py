@@ -11,11 +11,16 @@ own and the permutation test's alone; and with a true interaction, the share it 
 The suite (``--suite``): the rates ``tests/test_calibration_suite.py`` asserts, over more tables, for each way runs
 spread (:data:`tests.calibration_cases.KINDS`).
 
+Repeated until settled (``--sequential``): 8 comparisons looked at after every round from 5 to 20 runs a side
+(lognormal, CV 3%), each stopping once improved, regressed or equivalent: the family's false verdicts with the
+looks' spending (:mod:`benchlib.stats.sequential`) and with each look read as a fixed table (peeking); and per
+comparison, the share reaching the right verdict and the runs a side it took, against a fixed 20 runs.
+
 Run order: 8 comparisons of two identical levels, 10 runs a side under AR(1) drift (lag-1 correlation 0.6,
 CV 3%), any change counting (band 0): the share of tables with a false *improved* or *regressed*, run in two
 blocks and shuffled within each repetition, and the share the test alone would have called.
 
-    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order | --suite]
+    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order | --suite | --sequential]
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from benchlib.stats.compare import SETTLE_POWER, comparison_table, runs_for
 from benchlib.stats.factorial import interaction_p
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's cases live beside its tests
-from tests.calibration_cases import KINDS, calibration_study  # noqa: E402
+from benchlib.stats.sequential import Looks  # noqa: E402
+from tests.calibration_cases import KINDS, calibration_study, sequential_table  # noqa: E402
 
 START = datetime(2026, 11, 28, 9, 0)
 
@@ -160,17 +166,57 @@ def suite_rates(reps: int) -> list[tuple[str, float]]:
     return out
 
 
+#: (true change, band, the right verdict) of the sequential rates
+SEQUENTIAL_CASES = (
+    (0.0, 0.0, None),
+    (0.05, 0.02, "improved"),
+    (0.10, 0.02, "improved"),
+    (0.20, 0.02, "improved"),
+    (0.0, 0.05, "equivalent"),
+)
+
+
+def sequential_rates(reps: int) -> list[tuple[str, float]]:
+    """Each case's rates repeated until settled (looks 5..20), peeking without spending, and fixed at 20 runs."""
+    looks, out = Looks(5, 20), []
+    for change, band, right in SEQUENTIAL_CASES:
+        rng = np.random.default_rng(23)
+        tables = {"settled": [], "peeking": [], "fixed 20": []}
+        for _ in range(reps):
+            study = calibration_study(rng, "lognormal", change, runs=20)
+            tables["settled"].append(sequential_table(study, looks, band))
+            tables["peeking"].append(sequential_table(study, looks, band, spend=False))
+            tables["fixed 20"].append(
+                comparison_table(study, "iops", factor="side", baseline="a", by=["group"], band=band)
+            )
+        case = f"{change:+.0%}, band {band:.0%}"
+        for how, done in tables.items():
+            if right is None:
+                false = np.mean([bool(set(t["verdict"]) & {"improved", "regressed"}) for t in done])
+                out.append((f"{case}, {how}: tables with a false improved or regressed", float(false)))
+                continue
+            verdicts = [v for t in done for v in t["verdict"]]
+            out.append((f"{case}, {how}: comparisons reading {right}", verdicts.count(right) / len(verdicts)))
+            out.append((f"{case}, {how}: runs a side, mean", float(np.mean([n for t in done for n in t["runs"]]))))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--interaction", action="store_true", help="the interaction test's rates instead")
     parser.add_argument("--order", action="store_true", help="the comparisons' rates under drift instead")
     parser.add_argument("--suite", action="store_true", help="the calibration suite's rates, every kind of runs")
+    parser.add_argument("--sequential", action="store_true", help="repeated until settled: rates and runs")
     args = parser.parse_args()
     reps = args.reps
     if args.suite:
         title = "calibration suite: 8 comparisons of 10 runs a side, CV 3% (2% at the band's edge), alpha 0.05"
         record(title, [("tables per kind and case", reps), *suite_rates(reps)])
+        return
+    if args.sequential:
+        title = "repeated until settled: 8 comparisons, 5 to 20 runs a side, lognormal CV 3%, alpha 0.05"
+        record(title, [("tables per case", reps), *sequential_rates(reps)])
         return
     if args.order:
         title = "run order: 8 comparisons, 10 runs a side, AR(1) drift, no true change"

@@ -880,8 +880,8 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
     from datetime import UTC, datetime
 
     from benchlib import __version__
-    from benchlib.views import design, drift
-    from benchlib.words.design import design_statement, drift_words, support
+    from benchlib.views import design, drift, settled_rule
+    from benchlib.words.design import design_statement, drift_words, settled_words, support
 
     found = design(study)
     readme = study.study.folder / "README.md"
@@ -901,7 +901,16 @@ def front_matter(study: ProcessedStudy, *, interaction_page: bool = False) -> di
     ]
     return {
         "source": study.study.citation,
-        "design": "\n\n".join(filter(None, (design_statement(found, with_support=False), drift_words(drift(study))))),
+        "design": "\n\n".join(
+            filter(
+                None,
+                (
+                    design_statement(found, with_support=False),
+                    settled_words(settled_rule(study)),
+                    drift_words(drift(study)),
+                ),
+            )
+        ),
         "support": "\n\n".join(support(found, interaction_page=interaction_page)) if found else "",
         "runs_once": found is not None and found.runs_high == 1,
         "too_few": found is not None

@@ -191,7 +191,7 @@ def factor_answers(study: object) -> list[dict]:
     from benchlib import fit
     from benchlib.schema import run_unit_expr
     from benchlib.stats.compare import comparison_table
-    from benchlib.views import _open, _study_rows, buffered_runs, confounders, run_totals, unlike_sizes
+    from benchlib.views import _open, _study_rows, buffered_runs, confounders, run_totals, settled_looks, unlike_sizes
 
     levels = fit.shape(study).factors
     answers = []
@@ -200,7 +200,11 @@ def factor_answers(study: object) -> list[dict]:
         by = [*page["by"], "phase"] if units["phase"].n_unique() > 1 else page["by"]
         if units[factor].drop_nulls().n_unique() < 2:
             continue
-        table = comparison_table(units, page["value"], factor=factor, baseline=page["baseline"], by=by)
+        looks = settled_looks(study, factor)
+        band = looks.band if looks is not None and looks.band is not None else 0.02  # the rule's, as the page's
+        table = comparison_table(
+            units, page["value"], factor=factor, baseline=page["baseline"], by=by, band=band, looks=looks
+        )
         if table.is_empty():
             continue
         # the change as the comparison pages give it (the median run-to-run ratio), so both say one number

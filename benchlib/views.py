@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
@@ -22,10 +22,14 @@ from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_pe
 from benchlib.stats.efficiency import run_efficiency
 from benchlib.stats.order import Drift
 from benchlib.stats.queueing import configured_depth_expr, device_latency_split
+from benchlib.stats.sequential import Looks
 from benchlib.stats.steady import run_steadiness
 from benchlib.store import ProcessedStudy, open_study
 from benchlib.words.hostside import latency_split_notes
 from benchlib.words.steady import steadiness_note
+
+if TYPE_CHECKING:
+    from benchlib.runner.repetitions import SettleRule
 
 #: Formats whose files are not runs: a per-second log belongs to the run of its json output, an esxtop
 #: capture is the host's view beside the runs.
@@ -879,8 +883,27 @@ def bytes_moved(
     units = run_totals(study, "bandwidth_mib_s", [factor, *by], only=only)
     if units.is_empty() or units["bandwidth_mib_s"].is_null().all():
         return pl.DataFrame()
-    table = comparison_table(units, "bandwidth_mib_s", factor=factor, baseline=baseline, by=by, band=band)
+    looks = settled_looks(study, factor)
+    table = comparison_table(units, "bandwidth_mib_s", factor=factor, baseline=baseline, by=by, band=band, looks=looks)
     return table.drop_nulls("change_pct")
+
+
+def settled_looks(study: StudyRef, factor: str) -> Looks | None:
+    """Return the looks its plan took at ``factor``'s comparisons where runs were repeated until they settled.
+
+    :func:`benchlib.runner.repetitions.recorded_looks`; None for a study whose repetitions were fixed, or
+    stopped by another rule: its comparisons are read as a fixed design's.
+    """
+    from benchlib.runner.repetitions import recorded_looks
+
+    return recorded_looks(_open(study).study.folder, factor)
+
+
+def settled_rule(study: StudyRef) -> tuple[SettleRule, Looks] | None:
+    """Return the rule its plan repeated runs by until a factor's comparisons settled, and its looks; or None."""
+    from benchlib.runner.repetitions import recorded_rule
+
+    return recorded_rule(_open(study).study.folder)
 
 
 def unlike_sizes_of_two(

@@ -15,6 +15,9 @@ from datetime import datetime, timedelta
 import numpy as np
 import polars as pl
 
+from benchlib.stats.compare import comparison_table
+from benchlib.stats.sequential import Looks
+
 KINDS = ("normal", "lognormal", "tied", "heavy-tailed", "drifting")
 START = datetime(2026, 11, 28, 9, 0)
 
@@ -59,3 +62,31 @@ def calibration_study(
                 }
             )
     return pl.DataFrame(rows)
+
+
+#: the verdicts that stop a comparison's runs under a ``settled`` rule
+SETTLED = ("improved", "regressed", "equivalent")
+
+
+def sequential_table(study: pl.DataFrame, looks: Looks, band: float, *, spend: bool = True) -> pl.DataFrame:
+    """Return the comparison table a ``settled`` rule ends with on ``study`` (runs in the order they ran).
+
+    Every group starts with ``looks.first`` runs a side; after each look a group whose verdict is
+    :data:`SETTLED` keeps the runs it has, and the others take one more run a side, up to ``looks.last``.
+    ``spend=False``: each look read as a fixed design's table (what peeking without spending does).
+    """
+    study = study.sort("start_time").with_columns(nth=pl.int_range(pl.len()).over("group", "side") + 1)
+    upto = dict.fromkeys(study["group"].unique().to_list(), looks.first)
+    while True:
+        taken = study.filter(pl.col("nth") <= pl.col("group").replace_strict(upto))
+        table = comparison_table(
+            taken, "iops", factor="side", baseline="a", by=["group"], band=band, looks=looks if spend else None
+        )
+        going = [
+            g
+            for g, verdict in zip(table["group"], table["verdict"], strict=True)
+            if verdict not in SETTLED and upto[g] < looks.last
+        ]
+        if not going:
+            return table
+        upto |= {g: upto[g] + 1 for g in going}

@@ -4,7 +4,9 @@ ways real runs spread (:data:`tests.calibration_cases.KINDS`), 8 comparisons of 
 Each promise is asserted within two standard errors of its simulation: the family's false *improved* or
 *regressed* at most α under no change; the change interval covering the true change at least 95% of the
 time; a change exactly on the band's edge called *improved* or *equivalent* (both wrong) at most α of the
-tables. The rates themselves are in ``bench/results.md`` (``bench/bench_calibration.py --suite``).
+tables. The first and the last hold too where the runs are repeated until each comparison settles
+(:mod:`benchlib.stats.sequential`), looked at after every round. The rates themselves are in
+``bench/results.md`` (``bench/bench_calibration.py --suite`` and ``--sequential``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import numpy as np
 import pytest
 
 from benchlib.stats.compare import comparison_table
-from tests.calibration_cases import KINDS, calibration_study
+from benchlib.stats.sequential import Looks
+from tests.calibration_cases import KINDS, calibration_study, sequential_table
 
 ALPHA = 0.05
 
@@ -61,3 +64,45 @@ def test_a_change_on_the_band_edge_is_called_improved_or_equivalent_in_at_most_a
         for _ in range(reps)
     )
     assert wrong / reps <= ALPHA + _two_se(ALPHA, reps)
+
+
+#: the looks of the sequential promises: 5 to 12 runs a side, a look after every round
+LOOKS = Looks(5, 12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_runs_repeated_until_settled_read_no_change_as_a_change_in_at_most_alpha_of_the_tables(kind: str) -> None:
+    """Looking after every round and stopping a comparison once it is settled: the family's rate stays at α."""
+    rng, reps = np.random.default_rng(17), 60
+    false = sum(
+        bool(
+            set(sequential_table(calibration_study(rng, kind, 0.0, runs=12), LOOKS, 0)["verdict"])
+            & {"improved", "regressed"}
+        )
+        for _ in range(reps)
+    )
+    assert false / reps <= ALPHA + _two_se(ALPHA, reps)
+
+
+@pytest.mark.parametrize("kind", ["normal", "tied"])
+def test_runs_repeated_until_settled_call_a_change_on_the_band_edge_improved_or_equivalent_in_at_most_alpha(
+    kind: str,
+) -> None:
+    rng, reps = np.random.default_rng(18), 60
+    wrong = sum(
+        bool(
+            set(sequential_table(calibration_study(rng, kind, 0.02, runs=12, cv=0.02), LOOKS, 0.02)["verdict"])
+            & {"improved", "equivalent"}
+        )
+        for _ in range(reps)
+    )
+    assert wrong / reps <= ALPHA + _two_se(ALPHA, reps)
+
+
+def test_a_clear_change_settles_before_the_last_look() -> None:
+    """+20% at a 3% spread: every comparison improved, most of them at the first look that can spend enough."""
+    rng = np.random.default_rng(19)
+    tables = [sequential_table(calibration_study(rng, "lognormal", 0.2, runs=12), LOOKS, 0.02) for _ in range(10)]
+    verdicts = [v for t in tables for v in t["verdict"]]
+    runs = np.array([n for t in tables for n in t["runs"]])
+    assert set(verdicts) == {"improved"} and np.mean(runs) < 10 and runs.max() <= LOOKS.last

@@ -66,11 +66,11 @@ def test_rules_parse(text: str, metric: str, statistic: str, within: float, conf
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("iops < 5%", "is not a precision rule"),
+        ("iops < 5%", "is neither a precision rule"),
         ("cpu within 5%", "not 'cpu'"),
         ("iops within 0%", "above 0"),
         ("iops within 5% at 30%", "50%"),
-        ("__import__('os') within 5%", "is not a precision rule"),
+        ("__import__('os') within 5%", "is neither a precision rule"),
     ],
 )
 def test_bad_rules_say_what_to_write(text: str, says: str) -> None:

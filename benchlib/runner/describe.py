@@ -7,7 +7,7 @@ from collections import Counter
 
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan
-from benchlib.runner.repetitions import PrecisionRule, parse_rule
+from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
 from benchlib.stats.design import LAG_FROM, PTS_ROUNDS, min_p, runs_to_test
 
 #: The precision the dry run plans for when the plan sets none (Hoefler & Belli's example wording).
@@ -52,13 +52,13 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     if adaptive:
         most = 0
         for cell in one:  # what the rounds may still add, given the runs already recorded
-            state = cell_stopping(plan, cell, adaptive.maximum)
-            if not state.met:
+            state = cell_stopping(plan, cell, adaptive.maximum, rule=_counting(plan))
+            if not state.met or isinstance(adaptive.rule, SettleRule):  # a comparison's: counted as if none settles
                 most += adaptive.maximum - max(state.runs, plan.repetitions)
         lines.append(
             f"repetitions: adaptive, {plan.repetitions} to {adaptive.maximum} per cell, until "
-            f"{adaptive.rule.text!r} ({adaptive.rule.describe()}); each round reruns only the cells "
-            f"not yet there: up to {most} more runs, about {_duration(most * cell_seconds(plan))} more; "
+            f"{adaptive.rule.text!r} ({adaptive.rule.describe()}){_first_settling(plan)}; each round reruns only "
+            f"the cells not yet there: up to {most} more runs, about {_duration(most * cell_seconds(plan))} more; "
             f"decisions go to benchlib-repetitions.json"
         )
     writing = [c for c in one if c.key in reading.writing]
@@ -227,8 +227,7 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
     """
     from benchlib.stats.compare import runs_needed
 
-    rule = rule or (plan.adaptive.rule if plan.adaptive else DEFAULT_RULE)
-    assert isinstance(rule, PrecisionRule)
+    rule = rule or _counting(plan)
     states = [cell_stopping(plan, c, plan.max_repetitions, rule=rule) for c in plan.cells()]
     known = [s for s in states if s.runs >= 2]
     if not known:
@@ -255,6 +254,36 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
         cv = spreads[len(spreads) // 2]  # the middle cell's: a comparison's two sides spread about so
         lines.append("  " + _measured_power(plan.max_repetitions, family, cv))
     return lines
+
+
+def _first_settling(plan: Plan) -> str:
+    """Say at how many runs a side a settled rule's look can first reach a verdict ("" for a precision rule)."""
+    assert plan.adaptive is not None
+    rule = plan.adaptive.rule
+    if not isinstance(rule, SettleRule):
+        return ""
+    from benchlib.stats.sequential import Looks
+
+    family = comparison_families(plan).get(rule.factor, 1)
+    looks = Looks(plan.repetitions, plan.adaptive.maximum, rule.alpha)
+    can = [n for n in range(looks.first, looks.last + 1) if min_p(n, n) <= looks.level(n, n, family)]
+    among = f" among {family} comparisons" if family > 1 else ""
+    if not can:
+        last = looks.level(looks.last, looks.last, family)
+        return (
+            f"; no look{among} can reach a verdict: even the last's level, {last:.2g}, is below the smallest p "
+            f"{looks.last} runs a side allow; raise max"
+        )
+    return f"; the first look that can reach a verdict{among} is at {can[0]} runs a side"
+
+
+def _counting(plan: Plan) -> PrecisionRule:
+    """Return the plan's precision rule; for a plan without one (fixed, or settled by comparisons) ``iops within 5%``.
+
+    A settled rule's cells are said as precise as this; the rounds they may add are counted as if none settled.
+    """
+    rule = plan.adaptive.rule if plan.adaptive else None
+    return rule if isinstance(rule, PrecisionRule) else DEFAULT_RULE
 
 
 def _measured_power(runs: int, family: int, cv: float) -> str:

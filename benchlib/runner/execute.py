@@ -20,6 +20,7 @@ attempts; a rerun runs only the hosts still missing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -42,7 +43,17 @@ from benchlib import __version__
 from benchlib.errors import BenchlibError, FormatError
 from benchlib.runner.plan import Cell, Plan, PlanError, vcenter_problem
 from benchlib.runner.reading import files_of, writing_jobs
-from benchlib.runner.repetitions import CellStopping, PrecisionRule, outcome, run_total, stopping, write_record
+from benchlib.runner.repetitions import (
+    CellStopping,
+    PrecisionRule,
+    SettleRule,
+    comparisons,
+    outcome,
+    run_total,
+    stopping,
+    write_record,
+    write_settle_record,
+)
 from benchlib.runner.safety import UnsafeTargetError, replace_file
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
@@ -373,7 +384,8 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         record["repetitions"] = {
             "min": plan.repetitions,
             "max": plan.adaptive.maximum,
-            "until": plan.adaptive.rule.text,
+            # a settled rule with its baseline named: the report reads its comparisons by it
+            "until": rule.spelled_out() if isinstance(rule := plan.adaptive.rule, SettleRule) else rule.text,
             "decisions": REPETITIONS_RECORD,
         }
     path = plan.output / PLAN_RECORD
@@ -1161,9 +1173,9 @@ def _adaptive_rounds(
     cells = plan.cells()
     totals: dict = {}
     maximum = plan.adaptive.maximum
+    judge = _settle_round if isinstance(plan.adaptive.rule, SettleRule) else _precision_round
     for repetition in range(plan.repetitions + 1, maximum + 1):
-        states = [cell_stopping(plan, c, repetition - 1, totals) for c in cells]
-        write_record(plan.output / REPETITIONS_RECORD, plan.adaptive.rule, plan.repetitions, maximum, states)
+        states = judge(plan, repetition - 1, totals)
         going = {s.cell for s in states if s.complete and not s.met and s.runs == repetition - 1}
         if not going:
             break
@@ -1174,9 +1186,55 @@ def _adaptive_rounds(
             if missing:
                 label = f"round {repetition} ({position + 1}/{len(round_cells)}) {cell.key} r{repetition}"
                 run_one(base + position, repetition, cell, missing, label)
-    states = [cell_stopping(plan, c, maximum, totals) for c in cells]
-    write_record(plan.output / REPETITIONS_RECORD, plan.adaptive.rule, plan.repetitions, maximum, states)
-    return {s.cell: (s, outcome(s, plan.adaptive.rule, maximum)) for s in states}
+    states = judge(plan, maximum, totals)
+    return {s.cell: (s, _outcome(plan, s)) for s in states}
+
+
+def _precision_round(plan: Plan, upto: int, totals: dict) -> list[CellStopping]:
+    """Judge every cell against the precision rule after repetitions ``1 .. upto``; record the decisions."""
+    assert plan.adaptive is not None and isinstance(plan.adaptive.rule, PrecisionRule)
+    states = [cell_stopping(plan, c, upto, totals) for c in plan.cells()]
+    write_record(plan.output / REPETITIONS_RECORD, plan.adaptive.rule, plan.repetitions, plan.adaptive.maximum, states)
+    return states
+
+
+def _settle_round(plan: Plan, upto: int, totals: dict) -> list[CellStopping]:
+    """Judge every comparison of a settled rule after repetitions ``1 .. upto``; a cell is done when all of its are.
+
+    A cell in no comparison of the rule's factor (a profile that holds it at one level) keeps its fixed runs.
+    """
+    from benchlib.stats.sequential import Looks
+
+    assert plan.adaptive is not None and isinstance(plan.adaptive.rule, SettleRule)
+    rule, maximum = plan.adaptive.rule, plan.adaptive.maximum
+    count = PrecisionRule(rule.metric, "mean", 1.0, 0.95, "")  # reads the run totals only
+    states = {c.key: cell_stopping(plan, c, upto, totals, rule=count) for c in plan.cells()}
+    looked = comparisons(
+        rule,
+        {c.key: (c.profile, c.levels) for c in plan.cells()},
+        {key: s.values for key, s in states.items()},
+        Looks(plan.repetitions, maximum, rule.alpha),
+    )
+    open_cells = {key for c in looked if not c.settled for key in (c.baseline, c.other)}
+    done = [dataclasses.replace(s, half_width=None, met=key not in open_cells) for key, s in states.items()]
+    write_settle_record(plan.output / REPETITIONS_RECORD, rule, plan.repetitions, maximum, done, looked)
+    return done
+
+
+def _outcome(plan: Plan, state: CellStopping) -> str:
+    """Say how a cell's adaptive repetitions ended, under either rule."""
+    assert plan.adaptive is not None
+    rule, maximum = plan.adaptive.rule, plan.adaptive.maximum
+    if isinstance(rule, PrecisionRule):
+        return outcome(state, rule, maximum)
+    if not state.complete:
+        return f"incomplete after {state.runs} complete runs (a host's result is missing)"
+    if state.met:
+        return f"every comparison of {rule.factor} it is in settled after {state.runs} runs, or it is in none"
+    return (
+        f"NOT settled: stopped at the maximum of {maximum} runs with a comparison of {rule.factor} still "
+        "inconclusive; benchlib-repetitions.json has its interval"
+    )
 
 
 def _tally(

@@ -88,7 +88,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError, StudyError
-from benchlib.runner.repetitions import PrecisionRule, parse_rule
+from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
 from benchlib.runner.vocabulary import file_target_problem, name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
 from benchlib.study import check_level_words
@@ -244,7 +244,7 @@ class Adaptive:
     """Repetitions beyond the fixed ones: each cell once more per round until ``rule`` holds or it has ``maximum``."""
 
     maximum: int
-    rule: PrecisionRule
+    rule: PrecisionRule | SettleRule
 
 
 @dataclass(frozen=True)
@@ -922,7 +922,25 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     except StudyError as exc:
         raise PlanError(str(exc)) from None
     _check_cells(path, plan.cells())
-    return plan
+    return _settled_against(plan)
+
+
+def _settled_against(plan: Plan) -> Plan:
+    """Check a ``settled`` rule's factor and baseline against the matrix; name the baseline where it was left out."""
+    rule = plan.adaptive.rule if plan.adaptive else None
+    if not isinstance(rule, SettleRule):
+        return plan
+    where = f"{plan.path}: [run] repetitions until {rule.text!r}"
+    levels = {f.name: [str(level) for level in f.levels] for f in plan.factors if len(f.levels) > 1}
+    if rule.factor not in levels:
+        raise PlanError(
+            f"{where}: {rule.factor!r} is not a matrix factor with two levels or more "
+            f"(the plan's: {', '.join(levels) or 'none'})"
+        )
+    if rule.baseline is not None and rule.baseline not in levels[rule.factor]:
+        raise PlanError(f"{where}: {rule.factor} has no level {rule.baseline!r} (its levels: {levels[rule.factor]})")
+    named = dataclasses.replace(rule, baseline=rule.baseline or levels[rule.factor][0])
+    return dataclasses.replace(plan, adaptive=dataclasses.replace(plan.adaptive, rule=named))
 
 
 def chosen_levels(plan: Plan, given: list[str]) -> dict[str, list[str]]:

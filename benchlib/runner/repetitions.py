@@ -37,10 +37,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from benchlib.errors import FormatError
+
+if TYPE_CHECKING:
+    from benchlib.stats.sequential import Looks
 
 #: What a rule may read, and the column of the ``results`` table behind it.
 METRICS = {"iops": "iops", "bandwidth": "bandwidth_bytes_per_s", "latency": "lat_mean_ns"}
@@ -49,6 +53,12 @@ _RULE = re.compile(
     r"(?:\s+at\s+(?P<confidence>\d+(?:\.\d+)?)\s*%)?\s*"
 )
 RULE_EXAMPLES = '"iops within 5%", "latency median within 3%", "bandwidth within 2% at 99%"'
+_SETTLE = re.compile(
+    r"\s*(?P<factor>[A-Za-z0-9_-]+)\s+settled(?:\s+on\s+(?P<metric>[A-Za-z0-9_]+))?"
+    r"(?:\s+against\s+(?P<baseline>\S+?))?(?:\s+band\s+(?P<band>\d+(?:\.\d+)?)\s*%)?\s*",
+    re.IGNORECASE,
+)
+SETTLE_EXAMPLES = '"controller settled", "controller settled on latency against pvscsi band 5%"'
 
 
 @dataclass(frozen=True)
@@ -67,11 +77,52 @@ class PrecisionRule:
         return f"{self.metric} run total: {self.confidence:.0%} {kind} within ±{self.within * 100:.4g}% of it"
 
 
-def parse_rule(text: str) -> PrecisionRule | str:
+@dataclass(frozen=True)
+class SettleRule:
+    """Stop repeating a comparison's cells once its verdict is settled (:mod:`benchlib.stats.sequential`).
+
+    Each comparison of ``factor`` against ``baseline`` (None: the factor's first level), between cells alike
+    in all else, on the run total of ``metric``; settled when it is improved, regressed or equivalent against
+    the band of ±``band``, each look spending part of ``alpha`` (the family's, split over its comparisons).
+    """
+
+    factor: str
+    metric: str
+    baseline: str | None
+    band: float  # fraction: 0.02 for 2%
+    text: str
+    alpha: float = 0.05
+
+    def spelled_out(self) -> str:
+        """Return the rule with every part said (the baseline named where the plan left it to the factor)."""
+        against = f" against {self.baseline}" if self.baseline else ""
+        return f"{self.factor} settled on {self.metric}{against} band {self.band * 100:g}%"
+
+    def describe(self) -> str:
+        """Say the rule in words."""
+        against = f"against {self.baseline}" if self.baseline else "against its first level"
+        return (
+            f"each comparison of {self.factor} {against} on the {self.metric} run total stops once it is improved, "
+            f"regressed or equivalent (band ±{self.band * 100:.4g}%), each look spending part of α = {self.alpha:g} "
+            "(O'Brien-Fleming-type)"
+        )
+
+
+def parse_rule(text: str) -> PrecisionRule | SettleRule | str:
     """Return the rule ``text`` states, or a sentence saying what is wrong with it."""
+    if settle := _SETTLE.fullmatch(text):
+        metric = (settle["metric"] or "iops").lower()
+        if metric not in METRICS:
+            return f"{text!r}: a comparison can be settled on {', '.join(METRICS)}, not {metric!r}"
+        band = float(settle["band"] or 2) / 100
+        if not 0 <= band < 1:
+            return f"{text!r}: 'band' must be a percentage from 0 to below 100"
+        return SettleRule(settle["factor"], metric, settle["baseline"], band, text.strip())
     match = _RULE.fullmatch(text.lower())
     if not match:
-        return f"{text!r} is not a precision rule; write one like {RULE_EXAMPLES}"
+        return (
+            f"{text!r} is neither a precision rule (like {RULE_EXAMPLES}) nor a comparison's (like {SETTLE_EXAMPLES})"
+        )
     metric = match["metric"]
     if metric not in METRICS:
         return f"{text!r}: the rule can read {', '.join(METRICS)}, not {metric!r}"
@@ -227,3 +278,144 @@ def write_record(path: Path, rule: PrecisionRule, minimum: int, maximum: int, st
     partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     with contextlib.suppress(FileNotFoundError):
         partial.replace(path)
+
+
+#: the verdicts that settle a comparison (:class:`SettleRule`)
+SETTLED = ("improved", "regressed", "equivalent")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison a :class:`SettleRule` watches: the baseline's cell and the other level's, at one look."""
+
+    baseline: str  # the cells' keys
+    other: str
+    runs: tuple[int, int]
+    level: float | None  # the look's nominal two-sided level (None: no test at these runs)
+    low: float | None  # the ratio's repeated confidence interval at that level
+    high: float | None
+    change_pct: float
+    verdict: str
+
+    @property
+    def settled(self) -> bool:
+        """Whether its verdict stops its cells."""
+        return self.verdict in SETTLED
+
+
+def comparisons(
+    rule: SettleRule, cells: dict[str, tuple[str, dict[str, str]]], values: dict[str, tuple[float, ...]], looks: Looks
+) -> list[Comparison]:
+    """Return each comparison of ``rule.factor`` against its baseline between cells alike in all else.
+
+    ``cells``: each cell's key, profile and levels; ``values``: its complete run totals in the order run.
+    The verdicts are :func:`benchlib.stats.compare.comparison_table`'s at each comparison's look: the report
+    reads the same runs the same way.
+    """
+    import polars as pl
+
+    from benchlib.stats.compare import comparison_table
+
+    rows, keys = [], {}
+    for key, (profile, levels) in cells.items():
+        if rule.factor not in levels:
+            continue
+        group = "/".join([profile, *(f"{k}={v}" for k, v in sorted(levels.items()) if k != rule.factor)])
+        keys[(group, levels[rule.factor])] = key
+        rows += [
+            {"group": group, "level": levels[rule.factor], "value": v, "run_unit": f"{key}#{i}"}
+            for i, v in enumerate(values.get(key, ()))
+        ]
+    if not rows:
+        return []
+    frame = pl.DataFrame(rows)
+    if rule.baseline not in set(frame["level"]):
+        return []
+    table = comparison_table(
+        frame,
+        "value",
+        factor="level",
+        baseline=rule.baseline,
+        by=["group"],
+        band=rule.band,
+        alpha=rule.alpha,
+        higher_is_better=rule.metric != "latency",
+        looks=looks,
+    )
+    return [
+        Comparison(
+            keys[(row["group"], rule.baseline)],
+            keys[(row["group"], row["level"])],
+            (row["runs_baseline"], row["runs"]),
+            row["look_level"],
+            row["band_low"],
+            row["band_high"],
+            row["change_pct"],
+            row["verdict"],
+        )
+        for row in table.iter_rows(named=True)
+    ]
+
+
+def write_settle_record(
+    path: Path,
+    rule: SettleRule,
+    minimum: int,
+    maximum: int,
+    states: list[CellStopping],
+    looked: list[Comparison],
+) -> None:
+    """Write where a :class:`SettleRule`'s comparisons and cells stand (``benchlib-repetitions.json``) atomically."""
+    record = {
+        "rule": rule.text,
+        "meaning": rule.describe(),
+        "min": minimum,
+        "max": maximum,
+        "cells": {
+            s.cell: {"runs": s.runs, "run_totals": list(s.values), "met": s.met, "complete": s.complete} for s in states
+        },
+        "comparisons": [
+            {
+                "baseline": c.baseline,
+                "other": c.other,
+                "runs": list(c.runs),
+                "look_level": c.level,
+                "interval": [c.low, c.high],
+                "change_pct": round(c.change_pct, 4),
+                "verdict": c.verdict,
+                "settled": c.settled,
+            }
+            for c in looked
+        ],
+    }
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    with contextlib.suppress(FileNotFoundError):
+        partial.replace(path)
+
+
+def recorded_rule(folder: Path) -> tuple[SettleRule, Looks] | None:
+    """Return the ``settled`` rule the runs under ``folder`` were repeated by, and its looks; None for any other.
+
+    ``benchlib run`` records its plan's repetitions in ``benchlib-plan.json``; a study whose runs were
+    repeated until a factor's comparisons settled must read each of them at its look's level
+    (:mod:`benchlib.stats.sequential`). None for a fixed or precision-rule study, or where the record cannot
+    be read.
+    """
+    try:
+        recorded = json.loads((folder / "benchlib-plan.json").read_text(encoding="utf-8"))["repetitions"]
+        rule = parse_rule(str(recorded["until"]))
+        first, last = int(recorded["min"]), int(recorded["max"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(rule, SettleRule) or not 1 <= first < last:
+        return None
+    from benchlib.stats.sequential import Looks
+
+    return rule, Looks(first, last, rule.alpha, rule.band)
+
+
+def recorded_looks(folder: Path, factor: str) -> Looks | None:
+    """Return the looks a recorded ``settled`` rule took at ``factor``'s comparisons (:func:`recorded_rule`)."""
+    found = recorded_rule(folder)
+    return found[1] if found is not None and found[0].factor == factor else None

@@ -35,6 +35,7 @@ from scipy import optimize, stats
 
 from benchlib.stats.design import LAG_FROM, min_p, runs_to_test
 from benchlib.stats.order import sides_in_time
+from benchlib.stats.sequential import Looks
 
 #: Below this many runs no 95% order-statistic interval for the median exists.
 MIN_RUNS_FOR_MEDIAN_CI = 6
@@ -592,6 +593,7 @@ def comparison_table(
     confidence: float = 0.95,
     run: str = "run_unit",
     time: str = "start_time",
+    looks: Looks | None = None,
 ) -> pl.DataFrame:
     """Return a benchstat-style comparison of ``value`` between levels of ``factor``, per ``by`` group.
 
@@ -630,6 +632,11 @@ def comparison_table(
         ``mixed``, or None where a time is missing). A row whose sides ran in blocks cannot tell a drift over
         time from the change: an *improved*, *regressed* or *equivalent* it would have is *confounded with
         time*.
+    looks
+        Where the runs were repeated until the comparisons settled (:mod:`benchlib.stats.sequential`): each
+        verdict rests on the row's repeated confidence interval, at the nominal level ``look_level`` its look
+        may spend (the family's α split evenly, O'Brien–Fleming-type spending over the looks), not on the
+        Holm-adjusted p, which assumes the runs were not counted while they came in.
 
     Returns
     -------
@@ -688,23 +695,31 @@ def comparison_table(
                 sides.append((base, new))
     if not rows:
         return pl.DataFrame()
-    table = pl.DataFrame(_with_band_intervals(rows, sides, confidence))
+    table = pl.DataFrame(
+        _with_band_intervals(rows, sides, confidence, looks), schema_overrides={"look_level": pl.Float64}
+    )
     return _verdicts(table, alpha=alpha, band=band, better=better)
 
 
-def _with_band_intervals(rows: list[dict], sides: list[tuple], confidence: float) -> list[dict]:
+def _with_band_intervals(
+    rows: list[dict], sides: list[tuple], confidence: float, looks: Looks | None = None
+) -> list[dict]:
     """Add the interval each row's band verdict rests on: ``band_low``, ``band_high``, ``band_confidence``.
 
     The band's verdicts are under the family's control too (Bonferroni): with m comparisons (the rate-capped
     ones left out) each rests on the interval at ``1 - (1 - confidence) / m``, the table's own where m is 1.
+    With ``looks``, at ``1 - look_level``: the row's repeated confidence interval at its look.
     """
     family = max(1, sum(not row["rate_capped"] for row in rows))
     wider = 1 - (1 - confidence) / family
     for row, (base, new) in zip(rows, sides, strict=True):
-        low, high = row["ratio_low"], row["ratio_high"]
-        if family > 1 and not row["rate_capped"]:
-            _, low, high = shift_interval(np.sort(base), np.sort(new), wider)
-        row |= {"band_low": low, "band_high": high, "band_confidence": wider}
+        low, high, level, at = row["ratio_low"], row["ratio_high"], None, wider
+        if looks is not None and not row["rate_capped"]:
+            level = looks.level(len(base), len(new), family)
+            at = 1 - level
+        if at != confidence and not row["rate_capped"]:
+            _, low, high = shift_interval(np.sort(base), np.sort(new), at)
+        row |= {"band_low": low, "band_high": high, "band_confidence": at, "look_level": level}
     return rows
 
 
@@ -773,7 +788,9 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
         verdicts.append(verdict)
         inside = abs(row["ratio"] - 1) < band
         effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
-        significant = verdict not in (*UNTESTED, "confounded with time") and row["p_holm"] <= alpha
+        significant = verdict not in (*UNTESTED, "confounded with time") and (
+            verdict in ("improved", "regressed") if row["look_level"] is not None else row["p_holm"] <= alpha
+        )
         change = row["median_change_pct"]
         deltas.append(f"{change:+.2f}%" if significant and change is not None else "~")
     table = table.with_columns(
@@ -796,14 +813,15 @@ def _verdict(row: dict, *, alpha: float, band: float, better: bool) -> str:
     """Return a comparison's verdict (METHODS.md G3b); :func:`benchlib.words.compare.verdict_note` says why."""
     if row["runs_baseline"] == 1 and row["runs"] == 1:
         return "descriptive only"
-    if min(1.0, row["family"] * row["p_min"]) > alpha:
+    sequential = row.get("look_level") is not None  # the look's interval decides: its level spent α already
+    if (row["p_min"] > row["look_level"]) if sequential else min(1.0, row["family"] * row["p_min"]) > alpha:
         return "not testable at this n"
     low, high = row["band_low"], row["band_high"]  # at the family's confidence: a band claim is one of m
     if low is None or high is None:
         return "inconclusive"
     low, high = low - 1, high - 1
     above, below = _past(low, band), _past(-band, high)
-    if row["p_holm"] <= alpha and (above or below):
+    if (sequential or row["p_holm"] <= alpha) and (above or below):
         return "improved" if above == better else "regressed"
     if _past(low, -band) and _past(band, high):  # wholly inside: an end on the edge may be a change of the band
         return "equivalent"

@@ -25,6 +25,11 @@ def _untested_note(row: dict) -> str | None:
     if verdict == "descriptive only":
         return "One run per configuration: these numbers describe two runs; no test or interval is possible"
     family = row["family"]
+    if verdict == "not testable at this n" and row.get("look_level") is not None:
+        return (
+            f"{n1} vs {n2} runs: the smallest p these runs allow is {row['p_min']:.3g}, above the "
+            f"{row['look_level']:.3g} their look may spend (the runs were repeated until the comparisons settled)"
+        )
     if verdict == "not testable at this n":
         attainable = min(1.0, family * row["p_min"])
         corrected = f" ({attainable:.3g} after Holm over {family} comparisons)" if family > 1 else ""
@@ -45,7 +50,8 @@ def verdict_note(row: dict) -> str:
     if low is None or high is None:
         return f"{n1} vs {n2} runs: no interval for the change (a value is not positive)"
     interval = "the change's interval"
-    if family > 1:  # the band's verdicts rest on the interval at the family's confidence (Bonferroni)
+    sequential = row.get("look_level") is not None  # repeated until settled: the look's interval decides
+    if family > 1 or sequential:  # the band's verdicts rest on the interval at the family's confidence (Bonferroni)
         low, high = row.get("band_low"), row.get("band_high")
         confidence = f"{100 * row['band_confidence']:.3g}%"
         if low is None or high is None:
@@ -53,7 +59,12 @@ def verdict_note(row: dict) -> str:
                 f"{n1} vs {n2} runs: too few for the {confidence} interval the {family} comparisons need together, "
                 "so no band can be judged"
             )
-        interval = f"the change's {confidence} interval (the {family} comparisons together)"
+        together = f"the {family} comparisons together" if family > 1 else "this comparison"
+        interval = (
+            f"the change's {confidence} interval (its look's, {together})"
+            if sequential
+            else f"the change's {confidence} interval (the {family} comparisons together)"
+        )
     where = (
         f"{interval} is {100 * (low - 1):+.2f}% to {100 * (high - 1):+.2f}%, the practical band ±{100 * row['band']:g}%"
     )
@@ -65,11 +76,15 @@ def verdict_note(row: dict) -> str:
         )
     blocks = "; the sides ran in blocks of time" if row.get("order") == "in blocks" else ""
     if verdict in ("improved", "regressed"):
-        return f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
+        return (
+            f"{n1} vs {n2} runs; {where}"
+            if sequential
+            else f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm; {where}"
+        )
     if verdict == "equivalent":
         return f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
     band = row["band"]
-    held = f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm"
+    held = f"{n1} vs {n2} runs" if sequential else f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm"
     if low - 1 > band or high - 1 < -band:  # outside the band, but the test did not reach alpha after Holm
         return f"{held}, above α = {alpha}; {where}: outside the band{blocks}"
     return f"{held}; {where}: it straddles the band{blocks}"
@@ -131,11 +146,28 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     tested = table.filter(pl.col("verdict") != "rate-capped")
     if (tested["verdict"] == "descriptive only").all():  # no test was made: no family to speak of
         return f"Verdicts: {tally}."  # why: design_caveat
+    if "look_level" in tested.columns and tested["look_level"].is_not_null().any():
+        return _sequential_summary(tested, family, outside, alpha) + f" Verdicts: {tally}."
     text = (
         f"The family is the {family} comparison{'s' if family > 1 else ''} of this table{outside}, Holm-corrected "
         f"at α = {alpha}. Verdicts: {tally}."
     )
     return text
+
+
+def _sequential_summary(tested: pl.DataFrame, family: int, outside: str, alpha: float) -> str:
+    """Say how a table whose runs were repeated until its comparisons settled is judged."""
+    levels = tested["look_level"].drop_nulls()
+    low, high = 100 * (1 - levels.max()), 100 * (1 - levels.min())
+    span = f"{low:.3g}%" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}% to {high:.3g}%"
+    return (
+        f"The runs were repeated until these comparisons settled, looking after every round, so each verdict rests "
+        f"on the change's interval at the confidence its look may spend ({span} here): α = {alpha} shared by the "
+        f"{family} comparison{'s' if family > 1 else ''} of this table{outside} and spread over the looks "
+        "(O'Brien–Fleming-type spending), so that all the verdicts are right together at least 95% of the time "
+        "whenever the runs stopped. No Holm-adjusted p decides a verdict here: it assumes the runs were not "
+        "judged while they came in."
+    )
 
 
 def untestable_caveat(table: pl.DataFrame, *, alpha: float = 0.05) -> Caveat | None:
@@ -304,6 +336,15 @@ VERDICT_MEANINGS = {
 }
 
 
+#: the meanings that differ where the runs were repeated until the comparisons settled
+SEQUENTIAL_MEANINGS = {
+    "improved": "the change's interval at its look wholly beyond the band the better way",
+    "regressed": "the change's interval at its look wholly beyond the band the worse way",
+    "inconclusive": "neither: the interval at its look is not wholly within the band, nor wholly beyond it",
+    "not testable at this n": "no data could have reached the level its look may spend with these runs",
+}
+
+
 def verdict_key(table: pl.DataFrame) -> str:
     """Say what the verdicts a comparison table holds mean, each once, in :data:`VERDICTS`' order ("" for none).
 
@@ -315,6 +356,14 @@ def verdict_key(table: pl.DataFrame) -> str:
     if not said:
         return ""
     banded = held & {"improved", "regressed", "equivalent", "inconclusive"}
+    if "look_level" in table.columns and table["look_level"].is_not_null().any():  # said by design_summary
+        said = [f"*{v}*: {SEQUENTIAL_MEANINGS.get(v, VERDICT_MEANINGS[v])}" for v in VERDICTS if v in held]
+        return (
+            "**Verdicts.** "
+            + "; ".join(said)
+            + "."
+            + (f" The band is ±{100 * table['band'][0]:g}% (a change within it counts as none)." if banded else "")
+        )
     family = (
         f" The band is ±{100 * table['band'][0]:g}% (a change within it counts as none), judged on each change's "
         "interval at 1 - 0.05/m for a table of m comparisons, so that the table's band verdicts are all right at "

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from benchlib.stats.order import DRIFT_RUNS, Drift
 from benchlib.tables import inline, level
 from benchlib.views import Design
+
+if TYPE_CHECKING:
+    from benchlib.runner.repetitions import SettleRule
+    from benchlib.stats.sequential import Looks
 
 
 def count(n: int, noun: str) -> str:
@@ -133,7 +138,9 @@ def drift_words(d: Drift | None) -> str:
     """
     if d is None:
         return ""
-    span = f"{d.hours * 60:,.0f} minutes" if d.hours < 1 else f"{d.hours:,.1f} hours"
+    minutes = d.hours * 60
+    span = count(round(d.hours * 3600), "second") if minutes < 1 else count(round(minutes), "minute")
+    span = span if d.hours < 1 else f"{d.hours:,.1f} hours"
     moved, low, high = (math.expm1(math.log1p(x) * d.hours) for x in (d.per_hour, d.low, d.high))
     said = (
         f"**Drift.** Within configurations, run totals moved {100 * moved:+.1f}% over the {span} a "
@@ -145,4 +152,20 @@ def drift_words(d: Drift | None) -> str:
     return (
         said + ": the system changed while the study ran. A comparison is fair to it only where its levels' runs "
         "were interleaved in time, as benchlib's plans shuffle them; one whose sides ran in blocks says so."
+    )
+
+
+def settled_words(found: tuple[SettleRule, Looks] | None) -> str:
+    """Say that the runs were repeated until a factor's comparisons settled (:func:`benchlib.views.settled_rule`).
+
+    "" for a study whose repetitions were fixed or stopped by precision.
+    """
+    if found is None:
+        return ""
+    rule, looks = found
+    return (
+        f"**Repetitions.** Each configuration ran {looks.first} to {looks.last} times: after every round, each "
+        f"comparison of {inline(rule.factor)} against {level(rule.factor, rule.baseline)} ({rule.metric}, band "
+        f"±{100 * rule.band:g}%) stopped once it was improved, regressed or equivalent. Every look spends part of "
+        f"α = {rule.alpha:g}, so each such comparison is read at the level its look may spend, not at α."
     )
