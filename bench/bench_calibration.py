@@ -16,11 +16,16 @@ Repeated until settled (``--sequential``): 8 comparisons looked at after every r
 looks' spending (:mod:`benchlib.stats.sequential`) and with each look read as a fixed table (peeking); and per
 comparison, the share reaching the right verdict and the runs a side it took, against a fixed 20 runs.
 
+Precision rules (``--precision``): one cell's runs (lognormal, CV 2%, and heavy-tailed: one run in ten 30% down)
+stopped by ``iops within 5%`` (the mean's t interval) or ``iops median within 5%`` (the median's exact
+interval), 3 to 12 runs: the runs it took, the stopped estimate's bias, and how often the stopped interval
+covers the true mean or median.
+
 Run order: 8 comparisons of two identical levels, 10 runs a side under AR(1) drift (lag-1 correlation 0.6,
 CV 3%), any change counting (band 0): the share of tables with a false *improved* or *regressed*, run in two
 blocks and shuffled within each repetition, and the share the test alone would have called.
 
-    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order | --suite | --sequential]
+    .venv/bin/python bench/bench_calibration.py [--reps 400] [--interaction | --order | --suite | --sequential | --precision]
 """
 
 from __future__ import annotations
@@ -201,6 +206,45 @@ def sequential_rates(reps: int) -> list[tuple[str, float]]:
     return out
 
 
+def precision_rates(reps: int, seed: int = 5) -> list[tuple[str, float]]:
+    """Each precision rule's runs, bias and coverage at its stop, on plain and heavy-tailed runs."""
+    from scipy import stats
+
+    from benchlib.runner.repetitions import half_width, parse_rule
+    from benchlib.stats.compare import median_ci
+
+    rng, out = np.random.default_rng(seed), []
+    tail = rng.lognormal(0, 0.02, 10**6) * np.where(rng.random(10**6) < 0.1, 0.7, 1.0)
+    for kind, truth in (("lognormal", {"mean": math.exp(0.02**2 / 2), "median": 1.0}), ("heavy-tailed", None)):
+        truth = truth or {"mean": float(tail.mean()), "median": float(np.median(tail))}
+        for text in ("iops within 5%", "iops median within 5%", "iops within 2%", "iops median within 2%"):
+            rule = parse_rule(text)
+            runs, bias, covered = [], [], 0
+            for _ in range(reps):
+                x = rng.lognormal(0, 0.02, 12)
+                x = x * np.where(rng.random(12) < 0.1, 0.7, 1.0) if kind == "heavy-tailed" else x
+                k = next(
+                    k
+                    for k in range(3, 13)
+                    if k == 12 or ((w := half_width(list(x[:k]), rule)) is not None and w <= rule.within)
+                )
+                s, true = x[:k], truth[rule.statistic]
+                if rule.statistic == "mean":
+                    half = stats.t.ppf(0.975, k - 1) * s.std(ddof=1) / math.sqrt(k)
+                    centre, covered = s.mean(), covered + bool(abs(s.mean() - true) <= half)
+                else:
+                    ci = median_ci(s, 0.95)
+                    centre, covered = np.median(s), covered + bool(ci.low is not None and ci.low <= true <= ci.high)
+                runs.append(k)
+                bias.append(centre / true - 1)
+            out += [
+                (f"{kind}, {text!r}: runs, mean", float(np.mean(runs))),
+                (f"{kind}, {text!r}: bias of the stopped estimate (%)", 100 * float(np.mean(bias))),
+                (f"{kind}, {text!r}: stopped intervals that cover the truth", covered / reps),
+            ]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
@@ -208,11 +252,16 @@ def main() -> None:
     parser.add_argument("--order", action="store_true", help="the comparisons' rates under drift instead")
     parser.add_argument("--suite", action="store_true", help="the calibration suite's rates, every kind of runs")
     parser.add_argument("--sequential", action="store_true", help="repeated until settled: rates and runs")
+    parser.add_argument("--precision", action="store_true", help="the precision rules' runs, bias and coverage")
     args = parser.parse_args()
     reps = args.reps
     if args.suite:
         title = "calibration suite: 8 comparisons of 10 runs a side, CV 3% (2% at the band's edge), alpha 0.05"
         record(title, [("tables per kind and case", reps), *suite_rates(reps)])
+        return
+    if args.precision:
+        title = "precision rules: one cell, 3 to 12 runs, CV 2% (heavy-tailed: one run in ten 30% down)"
+        record(title, [("cells per case", reps), *precision_rates(reps)])
         return
     if args.sequential:
         title = "repeated until settled: 8 comparisons, 5 to 20 runs a side, lognormal CV 3%, alpha 0.05"

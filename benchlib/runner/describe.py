@@ -57,7 +57,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
                 most += adaptive.maximum - max(state.runs, plan.repetitions)
         lines.append(
             f"repetitions: adaptive, {plan.repetitions} to {adaptive.maximum} per cell, until "
-            f"{adaptive.rule.text!r} ({adaptive.rule.describe()}){_first_settling(plan)}; each round reruns only "
+            f"{adaptive.rule.text!r} ({adaptive.rule.describe()}){_rule_note(plan)}; each round reruns only "
             f"the cells not yet there: up to {most} more runs, about {_duration(most * cell_seconds(plan))} more; "
             f"decisions go to benchlib-repetitions.json"
         )
@@ -256,12 +256,18 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
     return lines
 
 
-def _first_settling(plan: Plan) -> str:
-    """Say at how many runs a side a settled rule's look can first reach a verdict ("" for a precision rule)."""
+def _rule_note(plan: Plan) -> str:
+    """Say at how many runs a side a settled rule's look can first reach a verdict; for a mean's rule, its weakness."""
     assert plan.adaptive is not None
     rule = plan.adaptive.rule
-    if not isinstance(rule, SettleRule):
-        return ""
+    if isinstance(rule, PrecisionRule):
+        return (
+            "; a mean's interval stops a cell that has not yet met a rare slow run (with one run in ten 30% down, "
+            f"its stopped intervals cover the mean about 70% of the time): '{rule.metric} median within "
+            f"{rule.within * 100:g}%' does not"
+            if rule.statistic == "mean"
+            else ""
+        )
     from benchlib.stats.sequential import Looks
 
     family = comparison_families(plan).get(rule.factor, 1)

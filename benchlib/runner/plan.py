@@ -9,7 +9,8 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     [run]
     runtime_s = 3            # per cell, after ramp_time_s
     ramp_time_s = 1
-    repetitions = 3          # or adaptive: { min = 3, max = 10, until = "iops within 5%" }
+    repetitions = 3          # or adaptive: { min = 3, max = 10, until = "iops median within 5%" }
+                             #   or until a factor's comparisons settle: until = "block_size settled"
     seed = 20261122          # order of cells: shuffled per repetition with this seed
     output = "data/raw/loopback-fio"   # relative to the plan file
 

@@ -21,7 +21,14 @@ A rule is ``"<metric> [mean|median] within <p>% [at <c>%]"``:
 * ``within <p>%``: the interval's larger half, relative to the centre, at most p%;
 * ``at <c>%``: the interval's confidence (default 95%).
 
-Stopping on precision, never on the effect, keeps the later comparison honest.
+Stopping on precision, never on the effect, keeps the later comparison honest. A rare slow
+run fools the mean's interval (a cell that has not met one yet looks precise and stops high);
+the median's is not fooled.
+
+Or until a factor's comparisons are settled: ``until = "controller settled [on <metric>] [against
+<level>] [band <p>%]"`` (:class:`SettleRule`) stops each comparison's two cells once it is improved,
+regressed or equivalent, each look spending part of α (:mod:`benchlib.stats.sequential`), so that the
+report, which reads the recorded rule, judges each at its look's level.
 Each decision is written to ``benchlib-repetitions.json`` beside the study: the
 runs, their totals, the half-width, and whether the rule was met or the cell hit
 ``max`` first (pbench-fio and the Phoronix Test Suite stop on a standard
