@@ -45,6 +45,21 @@ def parse_job_size(text: str) -> int | None:
     return int(round(float(number) * _IEC[prefix.lower()]))
 
 
+def block_size_of(text: str) -> int | None:
+    """Return a job's block size in bytes (:func:`parse_job_size`), None for a range or split of sizes.
+
+    Raises ``ValueError`` naming the text when it is neither a size nor a range (``4k-64k``) or split
+    (``4k/50:64k/50``) of sizes: no fio accepts it, so the file was changed after fio wrote it.
+    """
+    size = parse_job_size(text)
+    if size is not None:
+        return size
+    parts = [p for p in re.split(r"[-:/,]", text.strip()) if p.strip()]
+    if parts and all(parse_job_size(p) is not None or p.strip().isdigit() for p in parts) and len(parts) > 1:
+        return None
+    raise ValueError(f"bs={text!r} is not a size, a range or a split of sizes fio accepts (4k, 4k-64k, 4k/50:64k/50)")
+
+
 def parse_binary_size(text: str) -> float:
     """Parse a size printed by fio's normal output (``183MiB``, ``29854MB``, ``1473.8KB``).
 

@@ -147,3 +147,27 @@ def test_a_file_no_reader_takes_is_told_what_it_looks_like(text: str, said: str,
     with pytest.raises(FormatError) as refused:
         read(path)
     assert said in str(refused.value) and "found '" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("bs", "reads"),
+    [("4zz", None), ("4k-64k", "range"), ("4k/50:64k/50", "split"), ("4k,64k", 4096), ("x", None)],
+)
+def test_a_block_size_no_fio_accepts_is_refused_and_a_range_or_split_is_read(
+    bs: str, reads: object, tmp_path: Path
+) -> None:
+    """A json file's ``bs`` that is no size fio takes was changed after fio wrote it: refused, quoted; a range or
+    split of sizes has no single block size and reads as unknown."""
+    from tests.conftest import corpus_dir
+
+    text = (corpus_dir("fio-json") / "fio-plot-testdata01__randread-01-01.json").read_text()
+    assert '"bs" : "4k"' in text
+    path = tmp_path / "run.json"
+    path.write_text(text.replace('"bs" : "4k"', f'"bs" : "{bs}"'))
+    if reads is None:
+        with pytest.raises(FormatError, match=f"bs={bs!r} is not a size") as error:
+            read(path, "fio-json")
+        assert "job 'random-io'" in str(error.value) and "changed after fio wrote it" in str(error.value)
+        return
+    sizes = read(path, "fio-json").results["block_size_bytes"].to_list()
+    assert sizes == [reads if isinstance(reads, int) else None] * len(sizes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchlib.units import parse_duration_ns, parse_job_size
+from benchlib.units import block_size_of, parse_duration_ns, parse_job_size
 
 #: fio's latency histogram layout (stat.h): 64 buckets per power-of-two group.
 PLAT_BITS = 6
@@ -117,7 +117,7 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
     return {
         "rw": rw_mode,
         "rwmixread_pct": None if mix_read is None else float(mix_read),
-        "block_size_bytes": parse_job_size(block) if block is not None else default(4096),
+        "block_size_bytes": block_size_of(block) if block is not None else default(4096),
         "iodepth": _int(options.get("iodepth")) if "iodepth" in options else default(1),
         "numjobs": _int(options.get("numjobs")) if "numjobs" in options else default(1),
         "ioengine": options.get("ioengine"),

@@ -311,12 +311,18 @@ def _document_rows(
         client = None if is_aggregate else (entry.get("hostname") if server_mode else host)
         position[client] = position.get(client, 0) + 1
         job_index = position[client]
-        params, grouped = _job_params(
-            globals_by_host.get(None, {}),
-            globals_by_host.get(client, {}),
-            entry.get("job options"),
-            "job options" in entry or "global options" in data,
-        )
+        try:
+            params, grouped = _job_params(
+                globals_by_host.get(None, {}),
+                globals_by_host.get(client, {}),
+                entry.get("job options"),
+                "job options" in entry or "global options" in data,
+            )
+        except ValueError as exc:  # an option no fio accepts (bs=4zz): the file was changed after fio wrote it
+            where = f"JSON document at line {doc.start_line}, job {quoted(entry.get('jobname'))}"
+            raise FormatError(
+                source.path, where, f"{exc}; fio refuses such a job, so the file was changed after fio wrote it"
+            ) from None
         key = ((entry.get("hostname") if server_mode else None), entry.get("jobname"))
         grouped = grouped or ((params["numjobs"] or 1) > 1 and entries_of[key] == 1)  # one entry for N clones
         identity = {
