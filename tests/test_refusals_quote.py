@@ -171,3 +171,19 @@ def test_a_block_size_no_fio_accepts_is_refused_and_a_range_or_split_is_read(
         return
     sizes = read(path, "fio-json").results["block_size_bytes"].to_list()
     assert sizes == [reads if isinstance(reads, int) else None] * len(sizes)
+
+
+@pytest.mark.parametrize(("last", "group"), [(32, 0), (182, 1), (179, 0)])
+def test_a_normal_report_cut_before_fios_summary_is_refused_not_read_as_fewer_jobs(
+    last: int, group: int, tmp_path: Path
+) -> None:
+    """pve-scripts' 8 stonewalled jobs, cut after the first job's block, after the first group's summary, and
+    before any summary: each would have read as a run of fewer jobs, its total too small."""
+    from tests.conftest import corpus_dir
+
+    lines = (corpus_dir("fio-normal") / "pve-scripts__fio.out").read_text().splitlines(keepends=True)
+    (tmp_path / "cut.out").write_text("".join(lines[:last]))
+    with pytest.raises(FormatError, match=rf"Run status group {group} \(all jobs\):' summary.*cut short") as error:
+        read(tmp_path / "cut.out", "fio-normal")
+    assert "found the file ends after job " in str(error.value)
+    assert read(corpus_dir("fio-normal") / "pve-scripts__fio.out", "fio-normal").results.height > 0  # whole: read

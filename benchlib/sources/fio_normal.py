@@ -74,6 +74,10 @@ class _Invocation:
     disks: list[dict[str, Any]] = field(default_factory=list)
     #: each run status group's total per direction (its line under "Run status group N (all jobs):")
     groups: list[dict[str, Any]] = field(default_factory=list)
+    #: the groups fio started jobs in (its job lines), those it summarised, and the last job block's line
+    started: set[int] = field(default_factory=set)
+    summarised: set[int] = field(default_factory=set)
+    last_block: tuple[int, str] = (0, "")
 
 
 def looks_like_fio_normal(head: str) -> bool:
@@ -142,13 +146,16 @@ class _Parser:
         if match := _JOB_HEADER.match(line):
             self._new_invocation_if_done(line_no)
             self.current.headers.setdefault(match["name"], _header_params(match))
+            self.current.started.add(int(match["g"]))
             return True
         if match := _BLOCK.match(line):
             self._start_block(match)
+            self.current.last_block = (line_no, line.split(":")[0].strip())
             return True
         if match := _RUN_STATUS.match(line):
             self.block = self.direction = None
             self.group = int(match["g"])
+            self.current.summarised.add(self.group)
             return True
         if self.group is not None and (match := (_GROUP_V3.match(line) or _GROUP_V2.match(line))):
             self._group_total(match)
@@ -353,6 +360,28 @@ def _disk_rows(inv: _Invocation, index: int, source: SourceText) -> list[dict[st
     return out
 
 
+def _check_whole(inv: _Invocation, source: SourceText) -> None:
+    """Refuse a report cut before fio's summary of a group its jobs ran in: its run total would miss jobs.
+
+    fio prints "Run status group N (all jobs):" for every group it started jobs in (its job lines at the
+    top) or printed a job of; a file without it for one ends early (a copy cut short, a run killed before
+    it wrote its summary).
+    """
+    groups = inv.started | {b["group_id"] for b in inv.rows if not b["is_aggregate"]}
+    missing = sorted(groups - inv.summarised)
+    if not missing:
+        return
+    line, job = inv.last_block
+    raise FormatError(
+        source.path,
+        f"line {line}",
+        f"fio's 'Run status group {missing[0]} (all jobs):' summary, which fio prints for every group it ran: "
+        "the report was cut short, so jobs and the run's total are missing; read the whole file fio wrote, or "
+        "re-run the job",
+        found=f"the file ends after job {quoted(job)}, {len(inv.rows)} job block{'' if len(inv.rows) == 1 else 's'} in",
+    )
+
+
 def read_fio_normal(path: str | Path) -> Tables:
     """Read fio's normal (human-readable) report into the tidy tables.
 
@@ -400,6 +429,8 @@ def read_fio_normal(path: str | Path) -> Tables:
             if failed
             else f"none; the first line is {quoted(first)}",
         )
+    for inv in invocations:
+        _check_whole(inv, source)
     results: list[dict] = []
     disks: list[dict] = []
     runs: list[dict] = []
