@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
-from benchlib.runner.plan import BASE_OPTIONS, Plan
+from benchlib.runner.plan import BASE_OPTIONS, Plan, settled_cells
 from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
 from benchlib.stats.design import LAG_FROM, PTS_ROUNDS, min_p, runs_to_test
 
@@ -51,9 +52,12 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     ]
     if adaptive:
         most = 0
+        compared = settled_cells(plan.cells(), adaptive.rule) if isinstance(adaptive.rule, SettleRule) else set()
         for cell in one:  # what the rounds may still add, given the runs already recorded
             state = cell_stopping(plan, cell, adaptive.maximum, rule=_counting(plan))
-            if not state.met or isinstance(adaptive.rule, SettleRule):  # a comparison's: counted as if none settles
+            if isinstance(adaptive.rule, SettleRule):  # a compared cell may run to max; one in no comparison, none
+                state = dataclasses.replace(state, met=cell.key not in compared)
+            if not state.met:
                 most += adaptive.maximum - max(state.runs, plan.repetitions)
         lines.append(
             f"repetitions: adaptive, {plan.repetitions} to {adaptive.maximum} per cell, until "

@@ -384,10 +384,11 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         record["repetitions"] = {
             "min": plan.repetitions,
             "max": plan.adaptive.maximum,
-            # a settled rule with its baseline named: the report reads its comparisons by it
-            "until": rule.spelled_out() if isinstance(rule := plan.adaptive.rule, SettleRule) else rule.text,
+            "until": plan.adaptive.rule.text,
             "decisions": REPETITIONS_RECORD,
         }
+        if isinstance(plan.adaptive.rule, SettleRule):  # its parts, the baseline named: the report reads by them
+            record["repetitions"]["settled"] = plan.adaptive.rule.recorded()
     path = plan.output / PLAN_RECORD
     _own_file(path, lambda old: "plan_sha256" in json.loads(old))
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -1202,23 +1203,34 @@ def _settle_round(plan: Plan, upto: int, totals: dict) -> list[CellStopping]:
     """Judge every comparison of a settled rule after repetitions ``1 .. upto``; a cell is done when all of its are.
 
     A cell in no comparison of the rule's factor (a profile that holds it at one level) keeps its fixed runs.
+    Each comparison's looks so far go to the record (``totals`` keeps them between rounds).
     """
+    from benchlib.sources.fio_common import rate_limited
     from benchlib.stats.sequential import Looks
 
     assert plan.adaptive is not None and isinstance(plan.adaptive.rule, SettleRule)
     rule, maximum = plan.adaptive.rule, plan.adaptive.maximum
     count = PrecisionRule(rule.metric, "mean", 1.0, 0.95, "")  # reads the run totals only
     states = {c.key: cell_stopping(plan, c, upto, totals, rule=count) for c in plan.cells()}
-    looked = comparisons(
-        rule,
-        {c.key: (c.profile, c.levels) for c in plan.cells()},
-        {key: s.values for key, s in states.items()},
-        Looks(plan.repetitions, maximum, rule.alpha),
-    )
+    cells = {c.key: (c.profile, c.levels, rate_limited(c.options)) for c in plan.cells()}
+    looks = Looks(plan.repetitions, maximum, rule.alpha)
+    history = totals.setdefault("looks", {})
+    if not history:  # resumed: the looks the runs on disk already made
+        for n in range(plan.repetitions, max((s.runs for s in states.values()), default=0)):
+            _remember(history, comparisons(rule, cells, {k: s.values[:n] for k, s in states.items()}, looks))
+    looked = comparisons(rule, cells, {key: s.values for key, s in states.items()}, looks)
+    _remember(history, looked)
     open_cells = {key for c in looked if not c.settled for key in (c.baseline, c.other)}
     done = [dataclasses.replace(s, half_width=None, met=key not in open_cells) for key, s in states.items()]
-    write_settle_record(plan.output / REPETITIONS_RECORD, rule, plan.repetitions, maximum, done, looked)
+    write_settle_record(plan.output / REPETITIONS_RECORD, rule, plan.repetitions, maximum, done, looked, history)
     return done
+
+
+def _remember(history: dict, looked: list) -> None:
+    """Keep each comparison's verdict at each look it reached (its fewer side's runs)."""
+    for c in looked:
+        if min(c.runs) > 0:
+            history.setdefault((c.baseline, c.other), {})[min(c.runs)] = c
 
 
 def _outcome(plan: Plan, state: CellStopping) -> str:
@@ -1230,10 +1242,12 @@ def _outcome(plan: Plan, state: CellStopping) -> str:
     if not state.complete:
         return f"incomplete after {state.runs} complete runs (a host's result is missing)"
     if state.met:
-        return f"every comparison of {rule.factor} it is in settled after {state.runs} runs, or it is in none"
+        return f"every comparison of {rule.factor} it is in settled, or it is in none: {state.runs} runs"
+    if state.runs < maximum:
+        return f"{state.runs} runs so far, a comparison of {rule.factor} it is in not yet settled"
     return (
         f"NOT settled: stopped at the maximum of {maximum} runs with a comparison of {rule.factor} still "
-        "inconclusive; benchlib-repetitions.json has its interval"
+        "open; benchlib-repetitions.json has its interval at each look"
     )
 
 

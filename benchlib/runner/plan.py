@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib.errors import BenchlibError, StudyError
-from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
+from benchlib.runner.repetitions import MOST_LOOKS, PrecisionRule, SettleRule, parse_rule
 from benchlib.runner.vocabulary import file_target_problem, name_problem, option_problem, path_problem, text_problem
 from benchlib.schema import RUNS
 from benchlib.study import check_level_words
@@ -449,7 +449,9 @@ def _profile_name(path: Path, where: str, name: str) -> str:
 
 def _level(path: Path, where: str, value: object) -> str:
     text = _text(value, path, where)
-    return _checked(path, where, text, text_problem(text) or ("it is empty" if not text else None))
+    markup = next((c for c in "*`[]" if c in text), None)  # a level is said on every page: never its markup
+    problem = f"a level may not hold {markup!r} (pages would read it as markup)" if markup else None
+    return _checked(path, where, text, text_problem(text) or problem or ("it is empty" if not text else None))
 
 
 def _factor(path: Path, name: str, table: object, allowed: frozenset[str]) -> Factor:
@@ -941,7 +943,31 @@ def _settled_against(plan: Plan) -> Plan:
     if rule.baseline is not None and rule.baseline not in levels[rule.factor]:
         raise PlanError(f"{where}: {rule.factor} has no level {rule.baseline!r} (its levels: {levels[rule.factor]})")
     named = dataclasses.replace(rule, baseline=rule.baseline or levels[rule.factor][0])
+    if plan.adaptive.maximum - plan.repetitions + 1 > MOST_LOOKS:
+        raise PlanError(
+            f"{where}: a settled rule looks after every round, at most {MOST_LOOKS} rounds: max - min is "
+            f"{plan.adaptive.maximum - plan.repetitions}; lower max, or repeat a fixed number of times"
+        )
+    if not settled_cells(plan.cells(), named):
+        raise PlanError(
+            f"{where}: no two cells differ only in {rule.factor}, one of them at {named.baseline}: every profile "
+            f"holds {rule.factor} at one level (hold = ...), so there is no comparison to settle"
+        )
     return dataclasses.replace(plan, adaptive=dataclasses.replace(plan.adaptive, rule=named))
+
+
+def settled_cells(cells: list[Cell], rule: SettleRule) -> set[str]:
+    """Return the keys of the cells a settled rule compares: each with a cell alike but for the factor's level.
+
+    A cell at the baseline is in one when some other level's cell is alike in all else; another level's when
+    the baseline's is. A profile that holds the factor at one level puts its cells in none.
+    """
+    groups: dict[tuple, dict[str, str]] = {}
+    for cell in cells:
+        if rule.factor in cell.levels:
+            rest = tuple(sorted((k, v) for k, v in cell.levels.items() if k != rule.factor))
+            groups.setdefault((cell.profile, rest), {})[cell.levels[rule.factor]] = cell.key
+    return {key for found in groups.values() if rule.baseline in found and len(found) > 1 for key in found.values()}
 
 
 def chosen_levels(plan: Plan, given: list[str]) -> dict[str, list[str]]:

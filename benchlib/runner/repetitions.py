@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 
 if TYPE_CHECKING:
     from benchlib.stats.sequential import Looks
@@ -62,10 +62,15 @@ _RULE = re.compile(
 RULE_EXAMPLES = '"iops within 5%", "latency median within 3%", "bandwidth within 2% at 99%"'
 _SETTLE = re.compile(
     r"\s*(?P<factor>[A-Za-z0-9_-]+)\s+settled(?:\s+on\s+(?P<metric>[A-Za-z0-9_]+))?"
-    r"(?:\s+against\s+(?P<baseline>\S+?))?(?:\s+band\s+(?P<band>\d+(?:\.\d+)?)\s*%)?\s*",
+    r"(?:\s+against\s+(?:\"(?P<quoted>[^\"]+)\"|(?P<baseline>\S+?)))?(?:\s+band\s+(?P<band>\d+(?:\.\d+)?)\s*%)?\s*",
     re.IGNORECASE,
 )
-SETTLE_EXAMPLES = '"controller settled", "controller settled on latency against pvscsi band 5%"'
+SETTLE_EXAMPLES = (
+    '"controller settled", "controller settled on latency against pvscsi band 5%", '
+    "\"disk settled against 'fast disk'\" (a level with spaces in double quotes)"
+)
+#: the most rounds a settled rule looks after (max - min + 1): each look's boundary costs a pass over the ones before
+MOST_LOOKS = 100
 
 
 @dataclass(frozen=True)
@@ -100,10 +105,9 @@ class SettleRule:
     text: str
     alpha: float = 0.05
 
-    def spelled_out(self) -> str:
-        """Return the rule with every part said (the baseline named where the plan left it to the factor)."""
-        against = f" against {self.baseline}" if self.baseline else ""
-        return f"{self.factor} settled on {self.metric}{against} band {self.band * 100:g}%"
+    def recorded(self) -> dict[str, object]:
+        """Return the rule's parts as ``benchlib-plan.json`` keeps them (the baseline named, the band exact)."""
+        return {"factor": self.factor, "metric": self.metric, "baseline": self.baseline, "band": self.band}
 
     def describe(self) -> str:
         """Say the rule in words."""
@@ -124,7 +128,7 @@ def parse_rule(text: str) -> PrecisionRule | SettleRule | str:
         band = float(settle["band"] or 2) / 100
         if not 0 <= band < 1:
             return f"{text!r}: 'band' must be a percentage from 0 to below 100"
-        return SettleRule(settle["factor"], metric, settle["baseline"], band, text.strip())
+        return SettleRule(settle["factor"], metric, settle["quoted"] or settle["baseline"], band, text.strip())
     match = _RULE.fullmatch(text.lower())
     if not match:
         return (
@@ -287,8 +291,10 @@ def write_record(path: Path, rule: PrecisionRule, minimum: int, maximum: int, st
         partial.replace(path)
 
 
-#: the verdicts that settle a comparison (:class:`SettleRule`)
-SETTLED = ("improved", "regressed", "equivalent")
+#: the verdicts that settle a comparison (:class:`SettleRule`): rate-capped runs measure the cap, however many
+SETTLED = ("improved", "regressed", "equivalent", "rate-capped")
+#: the verdict of a comparison one of whose cells has no complete run yet
+UNJUDGED = "not judged: a side has no complete run"
 
 
 @dataclass(frozen=True)
@@ -297,11 +303,11 @@ class Comparison:
 
     baseline: str  # the cells' keys
     other: str
-    runs: tuple[int, int]
+    runs: tuple[int, int]  # each side's complete runs (the look is at the fewer)
     level: float | None  # the look's nominal two-sided level (None: no test at these runs)
     low: float | None  # the ratio's repeated confidence interval at that level
     high: float | None
-    change_pct: float
+    change_pct: float | None
     verdict: str
 
     @property
@@ -311,57 +317,58 @@ class Comparison:
 
 
 def comparisons(
-    rule: SettleRule, cells: dict[str, tuple[str, dict[str, str]]], values: dict[str, tuple[float, ...]], looks: Looks
+    rule: SettleRule,
+    cells: dict[str, tuple[str, dict[str, str], bool]],
+    values: dict[str, tuple[float, ...]],
+    looks: Looks,
 ) -> list[Comparison]:
     """Return each comparison of ``rule.factor`` against its baseline between cells alike in all else.
 
-    ``cells``: each cell's key, profile and levels; ``values``: its complete run totals in the order run.
-    The verdicts are :func:`benchlib.stats.compare.comparison_table`'s at each comparison's look: the report
-    reads the same runs the same way.
+    ``cells``: each cell's key, profile, levels and whether it runs under a rate cap; ``values``: its
+    complete run totals in the order run. The verdicts are :func:`benchlib.stats.compare.comparison_table`'s
+    at each comparison's look (each side's first n runs, n the fewer side's): the report reads the same runs
+    the same way. A comparison a side of which has no complete run yet is :data:`UNJUDGED`, never settled.
     """
     import polars as pl
 
     from benchlib.stats.compare import comparison_table
 
     rows, keys = [], {}
-    for key, (profile, levels) in cells.items():
+    for key, (profile, levels, capped) in cells.items():
         if rule.factor not in levels:
             continue
         group = "/".join([profile, *(f"{k}={v}" for k, v in sorted(levels.items()) if k != rule.factor)])
         keys[(group, levels[rule.factor])] = key
         rows += [
-            {"group": group, "level": levels[rule.factor], "value": v, "run_unit": f"{key}#{i}"}
+            {"group": group, "level": levels[rule.factor], "value": v, "run_unit": f"{key}#{i}", "rate_capped": capped}
             for i, v in enumerate(values.get(key, ()))
         ]
-    if not rows:
-        return []
-    frame = pl.DataFrame(rows)
-    if rule.baseline not in set(frame["level"]):
-        return []
-    table = comparison_table(
-        frame,
-        "value",
-        factor="level",
-        baseline=rule.baseline,
-        by=["group"],
-        band=rule.band,
-        alpha=rule.alpha,
-        higher_is_better=rule.metric != "latency",
-        looks=looks,
-    )
-    return [
-        Comparison(
-            keys[(row["group"], rule.baseline)],
-            keys[(row["group"], row["level"])],
-            (row["runs_baseline"], row["runs"]),
-            row["look_level"],
-            row["band_low"],
-            row["band_high"],
-            row["change_pct"],
-            row["verdict"],
+    pairs = [(g, lv) for g, lv in keys if lv != rule.baseline and (g, rule.baseline) in keys]
+    judged = {}
+    if rows and rule.baseline in {row["level"] for row in rows}:
+        table = comparison_table(
+            pl.DataFrame(rows),
+            "value",
+            factor="level",
+            baseline=rule.baseline,
+            by=["group"],
+            band=rule.band,
+            alpha=rule.alpha,
+            higher_is_better=rule.metric != "latency",
+            looks=looks,
         )
-        for row in table.iter_rows(named=True)
-    ]
+        judged = {(row["group"], row["level"]): row for row in table.iter_rows(named=True)}
+    out = []
+    for group, level in pairs:
+        base, other = keys[(group, rule.baseline)], keys[(group, level)]
+        sides = (len(values.get(base, ())), len(values.get(other, ())))
+        row = judged.get((group, level))
+        if row is None:
+            out.append(Comparison(base, other, sides, None, None, None, None, UNJUDGED))
+            continue
+        found = (row["look_level"], row["band_low"], row["band_high"], row["change_pct"], row["verdict"])
+        out.append(Comparison(base, other, sides, *found))
+    return out
 
 
 def write_settle_record(
@@ -371,8 +378,23 @@ def write_settle_record(
     maximum: int,
     states: list[CellStopping],
     looked: list[Comparison],
+    history: dict[tuple[str, str], dict[int, Comparison]] | None = None,
 ) -> None:
-    """Write where a :class:`SettleRule`'s comparisons and cells stand (``benchlib-repetitions.json``) atomically."""
+    """Write where a :class:`SettleRule`'s comparisons and cells stand (``benchlib-repetitions.json``) atomically.
+
+    ``history``: each comparison's verdict at every look it reached, by its runs a side.
+    """
+
+    def look(c: Comparison) -> dict:
+        return {
+            "runs": list(c.runs),
+            "look_level": c.level,
+            "interval": [c.low, c.high],
+            "change_pct": None if c.change_pct is None else round(c.change_pct, 4),
+            "verdict": c.verdict,
+        }
+
+    history = history or {}
     record = {
         "rule": rule.text,
         "meaning": rule.describe(),
@@ -385,12 +407,9 @@ def write_settle_record(
             {
                 "baseline": c.baseline,
                 "other": c.other,
-                "runs": list(c.runs),
-                "look_level": c.level,
-                "interval": [c.low, c.high],
-                "change_pct": round(c.change_pct, 4),
-                "verdict": c.verdict,
+                **look(c),
                 "settled": c.settled,
+                "looks": [{"at": n} | look(seen) for n, seen in sorted(history.get((c.baseline, c.other), {}).items())],
             }
             for c in looked
         ],
@@ -404,21 +423,56 @@ def write_settle_record(
 def recorded_rule(folder: Path) -> tuple[SettleRule, Looks] | None:
     """Return the ``settled`` rule the runs under ``folder`` were repeated by, and its looks; None for any other.
 
-    ``benchlib run`` records its plan's repetitions in ``benchlib-plan.json``; a study whose runs were
-    repeated until a factor's comparisons settled must read each of them at its look's level
-    (:mod:`benchlib.stats.sequential`). None for a fixed or precision-rule study, or where the record cannot
-    be read.
+    ``benchlib run`` records its plan's repetitions in ``benchlib-plan.json`` (a settled rule's parts under
+    ``settled``); a study whose runs were repeated until a factor's comparisons settled must read each of
+    them at its look's level (:mod:`benchlib.stats.sequential`). None without a record, or for a fixed or
+    precision-rule study. A record that names a settled rule it does not give whole is refused: read as a
+    fixed design, its comparisons would claim more than the runs support.
+
+    Raises
+    ------
+    FormatError
+        The record's settled rule is missing a part, or a part is not what ``benchlib run`` writes.
     """
+    path = folder / "benchlib-plan.json"
     try:
-        recorded = json.loads((folder / "benchlib-plan.json").read_text(encoding="utf-8"))["repetitions"]
-        rule = parse_rule(str(recorded["until"]))
-        first, last = int(recorded["min"]), int(recorded["max"])
-    except (OSError, ValueError, KeyError, TypeError):
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return None
-    if not isinstance(rule, SettleRule) or not 1 <= first < last:
+    except (OSError, ValueError, RecursionError) as exc:
+        raise FormatError(path, "whole file", f"benchlib run's record of its plan, as JSON ({exc})") from None
+    repetitions = recorded.get("repetitions") if isinstance(recorded, dict) else None
+    parts = repetitions.get("settled") if isinstance(repetitions, dict) else None
+    if parts is None:
         return None
+    return _settled_from(path, repetitions, parts)
+
+
+def _settled_from(path: Path, repetitions: dict, parts: object) -> tuple[SettleRule, Looks]:
+    """Return the rule and looks a record's ``repetitions`` gives, or refuse the record naming what is wrong."""
     from benchlib.stats.sequential import Looks
 
+    first, last = repetitions.get("min"), repetitions.get("max")
+    fine = (
+        isinstance(parts, dict)
+        and all(isinstance(parts.get(k), str) and parts[k] for k in ("factor", "metric", "baseline"))
+        and parts.get("metric") in METRICS
+        and type(parts.get("band")) in (int, float)
+        and 0 <= parts["band"] < 1
+        and type(first) is int
+        and type(last) is int
+        and 2 <= first < last <= first + MOST_LOOKS - 1
+    )
+    if not fine:
+        raise FormatError(
+            path,
+            "repetitions",
+            "a settled rule's factor, metric, baseline and band, with min from 2 and max above it by fewer than "
+            f"{MOST_LOOKS}, as benchlib run writes them; run the plan again to rewrite the record",
+            found=quoted(json.dumps({"min": first, "max": last, "settled": parts}, default=str), 200),
+        )
+    assert isinstance(parts, dict)
+    rule = SettleRule(parts["factor"], parts["metric"], parts["baseline"], float(parts["band"]), "")
     return rule, Looks(first, last, rule.alpha, rule.band)
 
 

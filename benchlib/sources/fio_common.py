@@ -125,7 +125,7 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
         "runtime_setting_ns": parse_duration_ns(options["runtime"]) if options.get("runtime") else None,
         "ramp_time_ns": parse_duration_ns(options["ramp_time"]) if options.get("ramp_time") else None,
         "time_based": _flag(options, "time_based") if "time_based" in options else default(False),
-        "rate_limited": _rate_limited(options) if any(k in options for k in _RATES) else default(False),
+        "rate_limited": rate_limited(options) if any(k in options for k in _RATES) else default(False),
     }
 
 
@@ -133,7 +133,7 @@ def job_columns(options: dict[str, str], *, apply_defaults: bool) -> dict[str, A
 _RATES = ("rate", "rate_iops")
 
 
-def _rate_limited(options: dict[str, str]) -> bool:
+def rate_limited(options: dict[str, str]) -> bool:
     """Tell whether ``rate`` or ``rate_iops`` caps the job (any direction's value above 0, e.g. ``500,0``)."""
     for key in _RATES:
         for part in str(options.get(key, "")).split(","):

@@ -636,7 +636,8 @@ def comparison_table(
         Where the runs were repeated until the comparisons settled (:mod:`benchlib.stats.sequential`): each
         verdict rests on the row's repeated confidence interval, at the nominal level ``look_level`` its look
         may spend (the family's α split evenly, O'Brien–Fleming-type spending over the looks), not on the
-        Holm-adjusted p, which assumes the runs were not counted while they came in.
+        Holm-adjusted p, which assumes the runs were not counted while they came in. The look is at the
+        fewer side's n runs: each side's first n in the order run (``time``), as the runner judged it.
 
     Returns
     -------
@@ -684,6 +685,8 @@ def comparison_table(
         base = _values(side.get(baseline), value, factor, baseline, where)
         for level in [lv for lv in side if lv != baseline and lv is not None]:  # a run without the factor: none
             new = _values(side[level], value, factor, level, where)
+            if looks is not None:  # the look: each side's first n runs (a shared baseline ran on for others)
+                base, new = _at_look(side.get(baseline), side[level], value, time, base, new)
             if len(base) and len(new):
                 capped = "rate_capped" in group.columns and bool(
                     pl.concat([side[baseline], side[level]])["rate_capped"].fill_null(False).all()
@@ -699,6 +702,26 @@ def comparison_table(
         _with_band_intervals(rows, sides, confidence, looks), schema_overrides={"look_level": pl.Float64}
     )
     return _verdicts(table, alpha=alpha, band=band, better=better)
+
+
+def _at_look(
+    base_side: pl.DataFrame | None, new_side: pl.DataFrame, value: str, time: str, base: np.ndarray, new: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each side's first n runs, n the fewer side's count, in the order run (the rows' order without times).
+
+    A comparison repeated until settled stops at a look of n runs a side; the baseline may run on for
+    another comparison of the same factor, and its later runs are no part of this comparison's look.
+    """
+    n = min(len(base), len(new))
+
+    def first(side: pl.DataFrame | None, values: np.ndarray) -> np.ndarray:
+        if side is None or len(values) == n:
+            return values
+        kept = side.filter(pl.col(value).is_not_null())
+        kept = kept.sort(time, nulls_last=True, maintain_order=True) if time in kept.columns else kept
+        return kept[value].head(n).to_numpy().astype(float)
+
+    return first(base_side, base), first(new_side, new)
 
 
 def _with_band_intervals(

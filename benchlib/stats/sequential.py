@@ -53,6 +53,8 @@ def boundaries(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     """
     if not looks or any(b <= a for a, b in zip(looks, looks[1:], strict=False)) or looks[0] < 1:
         raise ValueError(f"looks must be increasing run counts from 1, not {looks}")
+    if not 0 < alpha <= 0.5:
+        raise ValueError(f"alpha must be above 0 and at most 0.5, not {alpha!r}")
     t = np.asarray(looks, dtype=float) / looks[-1]
     increments = np.diff(spent(t, alpha), prepend=0.0)
     c = [min(MOST_Z, float(stats.norm.isf(increments[0] / 2)))]
@@ -91,8 +93,9 @@ class Looks:
     """A comparison looked at after every round from ``first`` to ``last`` runs a side, spending ``alpha``.
 
     ``level(n_base, n_new, family)`` is the nominal two-sided level of one comparison's interval at its
-    look: the look at the fewer of its two sides' runs (an earlier look's level is the stricter one), each
-    comparison of a family of ``family`` spending ``alpha / family``. Any band may be judged on these
+    look: the look at the fewer of its two sides' runs, each comparison of a family of ``family`` spending
+    ``alpha / family``; a count outside ``first``..``last`` (a row that pools cells) gets the first look's,
+    the strictest. Any band may be judged on these
     intervals; ``band`` is the one the runs stopped by.
     """
 
@@ -106,5 +109,6 @@ class Looks:
         """Return the nominal two-sided level of a comparison with these runs a side, in a family of ``family``."""
         looks = tuple(range(self.first, self.last + 1))
         z = boundaries(looks, self.alpha / max(1, family))
-        n = min(max(min(n_base, n_new), self.first), self.last)
-        return float(2 * stats.norm.sf(z[n - self.first]))
+        n = min(n_base, n_new)
+        # outside the looks (a row pooling several cells, or runs added after the plan's): the strictest level
+        return float(2 * stats.norm.sf(z[n - self.first if self.first <= n <= self.last else 0]))

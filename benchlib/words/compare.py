@@ -53,12 +53,10 @@ def verdict_note(row: dict) -> str:
     sequential = row.get("look_level") is not None  # repeated until settled: the look's interval decides
     if family > 1 or sequential:  # the band's verdicts rest on the interval at the family's confidence (Bonferroni)
         low, high = row.get("band_low"), row.get("band_high")
-        confidence = f"{100 * row['band_confidence']:.3g}%"
+        confidence = f"{percent(row['band_confidence'])}%"
         if low is None or high is None:
-            return (
-                f"{n1} vs {n2} runs: too few for the {confidence} interval the {family} comparisons need together, "
-                "so no band can be judged"
-            )
+            need = "its look needs" if sequential else f"the {family} comparisons need together"
+            return f"{n1} vs {n2} runs: too few for the {confidence} interval {need}, so no band can be judged"
         together = f"the {family} comparisons together" if family > 1 else "this comparison"
         interval = (
             f"the change's {confidence} interval (its look's, {together})"
@@ -85,7 +83,7 @@ def verdict_note(row: dict) -> str:
         return f"{n1} vs {n2} runs; {where}: the whole interval is inside the band"
     band = row["band"]
     held = f"{n1} vs {n2} runs" if sequential else f"{n1} vs {n2} runs; p = {row['p_holm']:.3g} after Holm"
-    if low - 1 > band or high - 1 < -band:  # outside the band, but the test did not reach alpha after Holm
+    if not sequential and (low - 1 > band or high - 1 < -band):  # outside the band, the test short of alpha
         return f"{held}, above α = {alpha}; {where}: outside the band{blocks}"
     return f"{held}; {where}: it straddles the band{blocks}"
 
@@ -155,16 +153,26 @@ def design_summary(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
     return text
 
 
+def percent(share: float) -> str:
+    """Return a share as a percentage with the digits that tell it from 100 (99.994, not 100)."""
+    for digits in range(3, 8):
+        said = f"{100 * share:.{digits}g}"
+        if said != "100" or share >= 1:
+            return said
+    return said
+
+
 def _sequential_summary(tested: pl.DataFrame, family: int, outside: str, alpha: float) -> str:
     """Say how a table whose runs were repeated until its comparisons settled is judged."""
     levels = tested["look_level"].drop_nulls()
-    low, high = 100 * (1 - levels.max()), 100 * (1 - levels.min())
-    span = f"{low:.3g}%" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}% to {high:.3g}%"
+    low, high = percent(1 - levels.max()), percent(1 - levels.min())
+    span = f"{low}%" if low == high else f"{low}% to {high}%"
     return (
-        f"The runs were repeated until these comparisons settled, looking after every round, so each verdict rests "
-        f"on the change's interval at the confidence its look may spend ({span} here): α = {alpha} shared by the "
-        f"{family} comparison{'s' if family > 1 else ''} of this table{outside} and spread over the looks "
-        "(O'Brien–Fleming-type spending), so that all the verdicts are right together at least 95% of the time "
+        "The runs were repeated until this factor's comparisons settled, looking after every round, so each "
+        f"verdict rests on the change's interval at the confidence its look may spend ({span} here), at each "
+        f"side's first runs up to the fewer side's count: α = {alpha} shared by the {family} comparison"
+        f"{'s' if family > 1 else ''} of this table{outside} and spread over the looks (O'Brien–Fleming-type "
+        f"spending), so that all the verdicts are right together at least {percent(1 - alpha)}% of the time "
         "whenever the runs stopped. No Holm-adjusted p decides a verdict here: it assumes the runs were not "
         "judged while they came in."
     )
@@ -180,6 +188,13 @@ def untestable_caveat(table: pl.DataFrame, *, alpha: float = 0.05) -> Caveat | N
     if tested.is_empty() or not (tested["verdict"] == "not testable at this n").all():
         return None
     family, smallest = int(table["family"][0]), tested["p_min"].min()
+    if "look_level" in tested.columns and tested["look_level"].is_not_null().any():  # repeated until settled
+        return Caveat(
+            TOO_FEW,
+            f"No comparison can reach the level its look may spend with these runs (the smallest p any of them "
+            f"allows is {smallest:.3g}, the largest level {tested['look_level'].max():.3g}): the comparison "
+            "describes, it cannot test.",
+        )
     corrected = f", {min(1.0, family * smallest):.3g} after correction" if family > 1 else ""
     return Caveat(
         TOO_FEW,
