@@ -148,6 +148,20 @@ def test_inspect_reads_a_vdbench_folder_as_the_unit_it_is(tmp_path: Path, capsys
     assert "a vdbench output folder" in capsys.readouterr().err
 
 
+def test_a_vdbench_folder_whose_summary_is_quarantined_names_the_files_it_is_read_from(tmp_path: Path) -> None:
+    """An empty summary.html: the folder is read from its totals; the files not needed say so, not 'its summary'."""
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "vdt"
+    shutil.copytree(corpus_dir("vdbench") / "vdb__output1", study / "out")
+    (study / "out" / "summary.html").write_text("")
+    (study / "study.toml").write_text('[study]\nname = "vdt"\n')
+    report = ingest_study(study, tmp_path / "processed")
+    assert [rel for rel, _ in report.quarantined] == ["out/summary.html"]
+    reasons = {why for _, why in report.skipped if "not needed" in why}
+    assert reasons and all("read from " in why and "totals.html" in why and "summary" not in why for why in reasons)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large logs and esxtop captures are streamed to Parquet; the result is the same table."""

@@ -301,6 +301,7 @@ def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, 
         return
     write_part(state.study, state.processed, key[:16], result.tables, files)
     version = _tool_version(result.tables)
+    read_from = sorted(p.name for p in paths if result.used.get(p, "not needed") != "not needed")
     for path, (rel, sha) in paths.items():
         kind = result.kinds.get(path)
         state.current[rel] = {
@@ -313,7 +314,7 @@ def read_folder_unit(state: IngestState, record: Format, files: list[tuple[str, 
         }
         if result.used.get(path, "not needed") == "not needed":
             state.report.skipped.append(
-                (rel, f"{folder.tool} {kind} file, not needed (its folder is read from its summary)")
+                (rel, f"{folder.tool} {kind} file, not needed (its folder is read from {', '.join(read_from)})")
             )
         else:
             state.report.ingested.append(rel)
