@@ -317,11 +317,13 @@ def test_a_plan_stops_once_its_comparison_is_settled_and_the_report_reads_it_at_
     from benchlib.store import open_study
     from benchlib.views import run_totals, settled_looks, settled_rule
     from benchlib.words.design import settled_words
+    from benchlib.words.interaction import settled_caveat
 
     processed = open_study(study, tmp_path / "processed")
     assert settled_looks(processed, "rate_cap") == looks
     said = settled_words(settled_rule(processed))
     assert "ran 4 to 6 times" in said and "comparison of rate cap against on (iops, band ±2%)" in said
+    assert "repeated until rate cap's comparisons settled" in settled_caveat(settled_rule(processed))
     units = run_totals(processed, "iops", ["rate_cap"])
     table = comparison_table(units, "iops", factor="rate_cap", baseline="on", looks=looks)
     # the report's row: the cap's side is rate-capped, the other is not, so the row is tested at the same look

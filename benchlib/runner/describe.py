@@ -134,6 +134,7 @@ def design_advice(plan: Plan) -> list[str]:
             f"design: {n} run{'s' if n != 1 else ''} per configuration; the smallest p of one comparison is "
             f"{smallest:.3g} ({verdict}); a verdict needs {alone} runs a side alone, {whole} for {name}'s "
             f"{most} comparison{'s' if most != 1 else ''} against its first level taken as one family"
+            + _settled_aside(plan)
         )
         lines.append(power_line(n, most))
     else:
@@ -258,6 +259,14 @@ def planning(plan: Plan, rule: PrecisionRule | None = None) -> list[str]:
         cv = spreads[len(spreads) // 2]  # the middle cell's: a comparison's two sides spread about so
         lines.append("  " + _measured_power(plan.max_repetitions, family, cv))
     return lines
+
+
+def _settled_aside(plan: Plan) -> str:
+    """Say that a settled rule's factor is judged at its looks, not by this line's fixed-design figures."""
+    rule = plan.adaptive.rule if plan.adaptive else None
+    if not isinstance(rule, SettleRule):
+        return ""
+    return f" (of a fixed design: {rule.factor}'s comparisons are judged at their looks, said under repetitions)"
 
 
 def _rule_note(plan: Plan) -> str:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from benchlib.stats.factorial import INTERACTION_CALLS, at_floor
 from benchlib.tables import inline, levels_words
+
+if TYPE_CHECKING:
+    from benchlib.runner.repetitions import SettleRule
+    from benchlib.stats.sequential import Looks
 
 
 def _p(p: float) -> str:
@@ -68,3 +73,15 @@ def tests_markdown(tests: pl.DataFrame, *, x: str, trace: str, by: list[str]) ->
     )
     tested = tests.height and tests["verdict"].is_in(INTERACTION_CALLS).any()
     return bullets + (f"\n\n{METHOD}" if tested else "")
+
+
+def settled_caveat(found: tuple[SettleRule, Looks] | None) -> str:
+    """Say that the runs were repeated until a factor's comparisons settled, which the test does not know ("")."""
+    if found is None:
+        return ""
+    rule, _ = found
+    return (
+        f"These runs were repeated until {inline(rule.factor)}'s comparisons settled: how many runs each "
+        "combination has depends on what its runs showed, and the tests above read the counts as fixed; a p "
+        "near α says less than it would in a fixed design."
+    )
