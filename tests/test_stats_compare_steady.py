@@ -19,6 +19,7 @@ from benchlib.stats.compare import (
     benjamini_hochberg,
     cliffs_delta,
     cliffs_delta_interval,
+    cliffs_magnitude,
     comparison_table,
     distinct_resamples,
     geomean_row,
@@ -211,6 +212,17 @@ def test_a_rate_capped_tiny_change_is_not_a_large_effect() -> None:
     runs = pl.DataFrame({"c": ["a"] * 6 + ["b"] * 6, "iops": [2000.0] * 6 + [1999.33] * 6})
     row = comparison_table(runs, "iops", factor="c", baseline="a").row(0, named=True)
     assert row["cliffs_delta"] == -1.0 and row["effect"] == "negligible" and row["verdict"] == "equivalent"
+
+
+def test_an_inconclusive_change_inside_the_band_is_not_called_negligible() -> None:
+    """+1% with one side beating the other in most pairs, too few runs to show it inside ±2%: the interval
+    cannot call it negligible, so the effect word is Cliff's δ's own, not 'negligible' beside 'inconclusive'."""
+    runs = pl.DataFrame(
+        {"c": ["a"] * 5 + ["b"] * 5, "iops": [1000.0, 1030, 970, 1010, 990, 1012, 1040, 985, 1022, 1001]}
+    )
+    row = comparison_table(runs, "iops", factor="c", baseline="a").row(0, named=True)
+    assert row["verdict"] == "inconclusive" and abs(row["ratio"] - 1) < 0.02
+    assert row["effect"] == cliffs_magnitude(row["cliffs_delta"]) and row["effect"] != "negligible"
 
 
 def test_latency_is_better_lower() -> None:

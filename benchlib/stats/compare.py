@@ -649,7 +649,7 @@ def comparison_table(
         percent) with its exact interval ``ratio_low``/``ratio_high``;
         Mann–Whitney ``u``, ``p``, ``p_holm``, the smallest attainable ``p_min``
         and the ``family`` size; Cliff's δ with ``cliffs_low``/``cliffs_high``
-        and its ``effect`` word (``negligible`` within the band; none where no test was made);
+        and its ``effect`` word (``negligible`` where the row is equivalent; none where no test was made);
         ``hodges_lehmann`` (the shift in the value's unit); ``verdict`` (see the
         module documentation); ``alpha`` and ``band`` as given (:func:`benchlib.words.compare.verdict_note`
         says what the design can say of each row).
@@ -809,7 +809,9 @@ def _verdicts(table: pl.DataFrame, *, alpha: float, band: float, better: bool) -
         if row.get("order") == "in blocks" and verdict in ("improved", "regressed", "equivalent"):
             verdict = "confounded with time"  # a drift over time would read the same
         verdicts.append(verdict)
-        inside = abs(row["ratio"] - 1) < band
+        # negligible only where the interval shows it (equivalent): an inconclusive change inside the band may
+        # still be one side's runs beating the other's in most pairs, which Cliff's δ then names
+        inside = abs(row["ratio"] - 1) < band and verdict == "equivalent"
         effects.append("negligible" if inside else cliffs_magnitude(row["cliffs_delta"]))
         significant = verdict not in (*UNTESTED, "confounded with time") and (
             verdict in ("improved", "regressed") if row["look_level"] is not None else row["p_holm"] <= alpha
