@@ -191,6 +191,25 @@ def test_streamed_and_in_memory_ingest_agree(stream: bool, tmp_path: Path, monke
 
 
 @pytest.mark.parametrize("stream", [False, True])
+def test_a_log_row_with_more_values_than_its_first_is_quoted_streamed_or_not(
+    stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """polars cannot read a row wider than the first: the refusal quotes that row, never polars' own words."""
+    import benchlib.ingest.reading as reading
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "raw" / "ragged"
+    study.mkdir(parents=True)
+    lines = (corpus_dir("fio-logs") / "pbench-fio0-perf84__fio_bw.1.log").read_text().splitlines()
+    (study / "fio_bw.1.log").write_text("\n".join([*lines[:3], lines[3] + ", 7, 8", *lines[4:]]) + "\n")
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0 if stream else 1 << 40)
+    report = ingest_study(study, tmp_path / "processed")
+    ((rel, why),) = report.quarantined
+    assert rel == "fio_bw.1.log" and why.startswith("line 4: numeric fio log rows, each with the ")
+    assert "found " in why and ", 7, 8'" in why and "polars" not in why.lower() and "new_columns" not in why
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_log_with_an_impossible_value_is_refused_streamed_or_not(
     stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

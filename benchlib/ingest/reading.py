@@ -332,7 +332,13 @@ def _ingest_file(state: IngestState, path: Path, rel: str, sha: str, name: str, 
     streamed = record.stream(path, sha, unit, objects) if large else None
     if streamed is not None:
         target = state.processed / streamed.table / f"{part}.parquet"
-        write_parquet(streamed.frame, target)
+        try:
+            write_parquet(streamed.frame, target)
+        except pl.exceptions.PolarsError as exc:  # rows polars cannot read: the reader's refusal quotes the row
+            target.unlink(missing_ok=True)
+            if streamed.refusal is None:
+                raise
+            raise streamed.refusal(exc) from None
         try:  # a large log's or capture's values meet the rules a table read in memory meets
             check_rules(pl.scan_parquet(target), streamed.table)
         except ImpossibleValue:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from benchlib.errors import FormatError
+from benchlib.errors import FormatError, quoted
 
 #: Bytes of a file that detection looks at.
 SNIFF_BYTES = 64 * 1024
@@ -191,3 +191,25 @@ def complete_lines(path: Path) -> int | None:
             return None
         handle.seek(0)
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+def ragged_rows(path: Path, what: str, exc: Exception) -> FormatError:
+    """Return the refusal of a CSV file whose rows do not all have its first row's number of values.
+
+    Called where polars failed to read the file (``exc``): the first row with another count is found and
+    quoted (a pass over the file, on this error path only); without one, polars' own first line is said.
+    """
+    import csv
+
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        rows = csv.reader(handle)
+        first = next(rows, [])
+        for line, row in enumerate(rows, start=2):
+            if row and len(row) != len(first):
+                return FormatError(
+                    path,
+                    f"line {line}",
+                    f"{what}, each with the {len(first)} values of line 1",
+                    found=f"{len(row)}: {quoted(','.join(row))}",
+                )
+    return FormatError(path, "rows", f"{what} ({str(exc).splitlines()[0][:200]})")

@@ -24,7 +24,7 @@ from polars.io.plugins import register_io_source
 
 from benchlib.errors import FormatError, quoted
 from benchlib.schema import Tables
-from benchlib.sources._common import SNIFF_BYTES, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, ragged_rows, run_id, sha256_of
 
 _FIRST_CELL = re.compile(r'^"?\(PDH-CSV 4\.0\)')
 _COLUMN = re.compile(r"^\\\\(?P<host>[^\\]+)\\(?P<object>[^\\(]+?)(?:\((?P<instance>.*)\))?\\(?P<counter>[^\\]+)$")
@@ -326,7 +326,7 @@ def read_esxtop(path: str | Path, objects: Collection[str] = ()) -> Tables:
         counters = scan_esxtop(path, sha256=sha, objects=objects).collect()
         counters = counters.with_columns(pl.col(pl.Categorical).cast(pl.String))
     except pl.exceptions.PolarsError as exc:
-        raise FormatError(path, "rows", f"comma-separated esxtop samples ({str(exc).splitlines()[0]})") from None
+        raise ragged_rows(path, "comma-separated esxtop sample rows", exc) from None
     return Tables.build(runs=esxtop_run(path, sha, counters.lazy()), host_counters=counters)
 
 

@@ -33,7 +33,7 @@ import polars as pl
 
 from benchlib.errors import FormatError, quoted
 from benchlib.schema import INTERVAL_UNITS, LATENCY_BINS, Tables
-from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, run_id, sha256_of
+from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, ragged_rows, run_id, sha256_of
 from benchlib.sources.fio_common import PLAT_GROUPS_V2, PLAT_GROUPS_V3, PLAT_VAL, plat_idx_to_val
 
 _NAME = re.compile(r"_(?P<metric>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
@@ -358,6 +358,6 @@ def read_fio_log(path: str | Path, *, metric: str | None = None, latency_unit: s
     try:
         intervals = scan_fio_log(path, metric=metric, latency_unit=latency_unit, sha256=sha).collect()
     except pl.exceptions.PolarsError as exc:
-        raise FormatError(path, "rows", f"numeric fio log rows ({str(exc).splitlines()[0]})") from None
+        raise ragged_rows(path, "numeric fio log rows", exc) from None
     run = log_run(path, sha, "fio-log", intervals["time_ns"].max(), log_epoch_base(path))
     return Tables.build(runs=run, intervals=intervals)

@@ -23,7 +23,7 @@ import polars as pl
 from benchlib.errors import FormatError
 from benchlib.schema import Tables
 from benchlib.sources import fio_json_batch
-from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, may_be_member
+from benchlib.sources._common import SNIFF_BYTES, complete_lines, decode, may_be_member, ragged_rows
 from benchlib.sources.esxtop import esxtop_run, looks_like_esxtop, read_esxtop, scan_esxtop, skipped_columns
 from benchlib.sources.fio_common import fio_error_lines
 from benchlib.sources.fio_json import frames_of, read_fio_json
@@ -61,6 +61,8 @@ class Streamed:
     table: str
     frame: pl.LazyFrame
     runs: Callable[[pl.LazyFrame], pl.DataFrame]
+    #: the refusal to raise where polars cannot read the file's rows (the row quoted), not polars' words
+    refusal: Callable[[Exception], Exception] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def _stream_fio_log(path: Path, sha256: str, latency_unit: str, _objects: tuple[
         lambda written: log_run(
             path, sha256, "fio-log", written.select(pl.col("time_ns").max()).collect().item(), log_epoch_base(path)
         ),
+        lambda exc: ragged_rows(path, "numeric fio log rows", exc),
     )
 
 
@@ -185,6 +188,7 @@ def _stream_esxtop(path: Path, sha256: str, _unit: str, objects: tuple[str, ...]
         "host_counters",
         scan_esxtop(path, sha256=sha256, objects=objects),
         lambda _written: esxtop_run(path, sha256),  # times from the first and last lines, not a second pass
+        lambda exc: ragged_rows(path, "comma-separated esxtop sample rows", exc),
     )
 
 
