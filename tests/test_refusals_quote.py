@@ -187,3 +187,17 @@ def test_a_normal_report_cut_before_fios_summary_is_refused_not_read_as_fewer_jo
         read(tmp_path / "cut.out", "fio-normal")
     assert "found the file ends after job " in str(error.value)
     assert read(corpus_dir("fio-normal") / "pve-scripts__fio.out", "fio-normal").results.height > 0  # whole: read
+
+
+@pytest.mark.parametrize(("cut", "found"), [(-5, "found 1214"), (2, "found 1221: '3001, 0, 16384")])
+def test_a_histogram_log_row_with_another_count_of_values_is_refused(cut: int, found: str, tmp_path: Path) -> None:
+    """A row short of bins had read as if its missing bins were empty; a long one leaked polars' words."""
+    from tests.conftest import corpus_dir
+
+    lines = (corpus_dir("fio-logs") / "pkb__pkb_fio_avg_1506559526.49_clat_hist.1.log").read_text().splitlines()
+    values = lines[2].split(",")
+    row = ",".join(values[:cut]) if cut < 0 else lines[2] + ", 0" * cut
+    (tmp_path / "x_clat_hist.1.log").write_text("\n".join([*lines[:2], row, *lines[3:8]]) + "\n")
+    with pytest.raises(FormatError, match="line 3: histogram log rows of integers, each with the 1219 values") as error:
+        read(tmp_path / "x_clat_hist.1.log")
+    assert found in str(error.value)

@@ -252,7 +252,7 @@ def read_fio_hist_log(path: str | Path, *, latency_unit: str | None = None, run:
             n_rows=complete_lines(path),  # a line cut off at the end is left out
         )
     except pl.exceptions.PolarsError as exc:
-        raise FormatError(path, "rows", f"{width} integer columns on every row ({str(exc).splitlines()[0]})") from None
+        raise ragged_rows(path, "histogram log rows of integers", exc) from None
     _check_counts(path, wide, bins)
     base = (epoch_base(first_stamps(lines)) or (0, True))[0]
     values = pl.DataFrame(
@@ -288,6 +288,14 @@ _IMPOSSIBLE_COUNT = 1 << 40
 
 def _check_counts(path: Path, wide: pl.DataFrame, bins: int) -> None:
     counts = wide.select([f"b{i}" for i in range(bins)])
+    short = wide.select(pl.any_horizontal(pl.all().is_null()).arg_true().first()).item()
+    if short is not None:  # a row with fewer values than the first: its missing bins are not zeros
+        raise FormatError(
+            path,
+            f"line {short + 1}",
+            f"histogram log rows of integers, each with the {bins + 3} values of line 1",
+            found=f"{sum(v is not None for v in wide.row(short))}",
+        )
     bad = counts.select(pl.all() >= _IMPOSSIBLE_COUNT).to_numpy().nonzero()
     if len(bad[0]):
         row, column = int(bad[0][0]), int(bad[1][0])
