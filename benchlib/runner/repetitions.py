@@ -285,10 +285,7 @@ def write_record(path: Path, rule: PrecisionRule, minimum: int, maximum: int, st
             for s in states
         },
     }
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    with contextlib.suppress(FileNotFoundError):
-        partial.replace(path)
+    _write_record(path, record)
 
 
 #: the verdicts that settle a comparison (:class:`SettleRule`): rate-capped runs measure the cap, however many
@@ -414,6 +411,11 @@ def write_settle_record(
             for c in looked
         ],
     }
+    _write_record(path, record)
+
+
+def _write_record(path: Path, record: dict) -> None:
+    """Write ``benchlib-repetitions.json`` atomically: a reader never meets half a record."""
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     with contextlib.suppress(FileNotFoundError):
