@@ -162,6 +162,24 @@ def cell_frame(study: StudyRef, levels: dict) -> pl.DataFrame:
     return _study_rows(study, {factor: [level] for factor, level in levels.items()})
 
 
+def summary_apart(study: StudyRef, rows: pl.DataFrame, share: float = 0.01) -> pl.DataFrame:
+    """Return where HCIBench's own summary of a cell's runs differs from benchlib's aggregation of its VMs.
+
+    :func:`benchlib.sources.hcibench.check_summary` for the summaries (``<test>-res.txt``) of the VM runs in
+    ``rows`` (a cell's, :func:`cell_frame`): its rows whose figures differ by more than ``share``, each with
+    both figures and why. Empty for a study without HCIBench summaries.
+    """
+    from benchlib.sources.hcibench import check_summary
+
+    opened = _open(study)
+    runs = opened.scan("runs").collect()
+    if rows.is_empty() or not (runs["format"] == "hcibench-summary").any():
+        return pl.DataFrame()
+    check = check_summary(runs, opened.scan("results").collect())
+    here = pl.col("vm_run_ids").list.set_intersection(rows["run_id"].unique().implode()).list.len() > 0
+    return check.filter(here & (pl.col("difference_pct").abs() > 100 * share))
+
+
 def per_member(frame: pl.DataFrame, value: str, member: str = "vm", by: tuple[str, ...] = ()) -> pl.DataFrame:
     """Return one value per VM (host) per group.
 

@@ -193,3 +193,26 @@ def test_the_worker_vms_of_a_test_case_are_one_run(ingested) -> None:
     assert summary["run"].n_unique() == 4 and set(summary["rows"]) == {2}  # 4 run definitions x 2 VMs each
     first = summary.filter(pl.col("run") == summary["run"].sort()[0])
     assert first["iops"].sum() == pytest.approx(16669.9, rel=1e-4)
+
+
+def test_the_run_page_says_where_hcibenchs_summary_differs_from_its_vms(tmp_path: Path) -> None:
+    """Disagreement is data: the cell page says HCIBench's figure and benchlib's, with why, for its own runs only."""
+    from benchlib.store import open_study
+    from benchlib.views import cell_frame, summary_apart
+    from benchlib.words.implausible import summary_apart_words
+
+    study = tmp_path / "raw" / "hci"
+    shutil.copytree(DATA / "vdb-test", study)
+    ingest_study(study, tmp_path / "processed")
+    opened = open_study(study, tmp_path / "processed")
+    rows = cell_frame(opened, {})
+    big = summary_apart(opened, rows.filter(pl.col("block_size_bytes") == 65536))
+    assert set(big["run"]) == {
+        "vsanDatastore / run1 (xfersize=64k threads=4)",
+        "vsanDatastore / run1 (xfersize=64k threads=8)",
+    }
+    assert (big["difference_pct"].abs() > 1).all() and "lat_mean_ms" in set(big["metric"])
+    said = summary_apart_words(big)
+    assert "mean latency (ms): HCIBench 1.64, benchlib 1.56 (+5.2%)" in said
+    assert said.count("plain mean of the VMs' means") == 1  # each reason once
+    assert summary_apart(opened, rows.head(0)).is_empty() and summary_apart_words(big.head(0)) == ""

@@ -226,8 +226,9 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        ``source``, ``run``, ``metric``, ``hcibench``, ``benchlib``,
-        ``difference_pct``, ``note`` (an empty frame when there is no summary).
+        ``run_id`` (the summary's run), ``source``, ``run``, ``metric``, ``hcibench``, ``benchlib``,
+        ``difference_pct``, ``note``, ``vm_run_ids`` (the VMs' runs compared; an empty frame when there is no
+        summary).
 
     """
     rows: list[dict[str, Any]] = []
@@ -241,6 +242,7 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         if len(stores) > 1:  # VM files are named by datastore id, the summary by datastore name
             rows.append(
                 {
+                    "run_id": summary["run_id"],
                     "source": summary["source"],
                     "run": f"{_label(summary['labels'], 'datastore')}",
                     "metric": "datastores",
@@ -249,6 +251,7 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
                     "difference_pct": None,
                     "note": "several datastores: the VM files carry datastore ids, the summary datastore names, "
                     "so the VMs cannot be split per datastore here; not checked",
+                    "vm_run_ids": [],
                 }
             )
             continue
@@ -273,8 +276,11 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
             vm_results = results.filter(
                 pl.col("run_id").is_in(vms["run_id"].implode()) & (pl.col("job_name") == name) & ~pl.col("is_aggregate")
             )
-        rows.extend(_compare(summary, mine, vm_results, engine, vms.height and vm_results["run_id"].n_unique()))
+        compared = _compare(summary, mine, vm_results, engine, vms.height and vm_results["run_id"].n_unique())
+        members = sorted(vm_results["run_id"].unique().to_list())
+        rows.extend(row | {"vm_run_ids": members} for row in compared)
     schema = {
+        "run_id": pl.String,
         "source": pl.String,
         "run": pl.String,
         "metric": pl.String,
@@ -282,6 +288,7 @@ def check_summary(runs: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
         "benchlib": pl.Float64,
         "difference_pct": pl.Float64,
         "note": pl.String,
+        "vm_run_ids": pl.List(pl.String),
     }
     return pl.DataFrame(rows, schema=schema)
 
@@ -318,6 +325,7 @@ def _compare(
         diff = None if theirs is None or ours in (None, 0) else 100 * (theirs - ours) / ours
         out.append(
             {
+                "run_id": summary["run_id"],
                 "source": summary["source"],
                 "run": run,
                 "metric": metric,

@@ -162,3 +162,39 @@ def printed_apart_words(found: pl.DataFrame, most: int = 3) -> str:
         + ". "
         + " ".join(kept[t] for t in sorted(tools))
     )
+
+
+#: the figures :func:`benchlib.sources.hcibench.check_summary` sets side by side, in words
+SUMMARY_FIGURES = {
+    "iops": "IOPS",
+    "bandwidth_mib_s": "MiB/s",
+    "lat_mean_ms": "mean latency (ms)",
+    "read_lat_mean_ms": "read mean latency (ms)",
+    "write_lat_mean_ms": "write mean latency (ms)",
+    "lat_p95_ms": "p95 latency (ms)",
+    "vms": "VMs",
+}
+
+
+def summary_apart_words(found: pl.DataFrame, most: int = 4) -> str:
+    """Say where HCIBench's own summary differs from benchlib's aggregation of its VMs (:func:`summary_apart`).
+
+    Each difference with both figures; each reason (``note``) once, after them.
+    """
+    if found.is_empty():
+        return ""
+    said = [
+        f"{row['run']}, {SUMMARY_FIGURES.get(row['metric'], row['metric'])}: HCIBench "
+        f"{number(row['hcibench'])}, benchlib {number(row['benchlib'])} ({row['difference_pct']:+.1f}%)"
+        for row in found.head(most).iter_rows(named=True)
+    ]
+    more = f"; and {found.height - most} more (`benchlib ingest` lists them)" if found.height > most else ""
+    why = "; ".join(dict.fromkeys(n for n in found.head(most)["note"].to_list() if n))
+    return (
+        "**HCIBench's own summary differs from its VMs' figures**: "
+        + "; ".join(said)
+        + more
+        + "."
+        + (f" Why: {why}." if why else "")
+        + " The pages use benchlib's aggregation of the VMs."
+    )
