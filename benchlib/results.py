@@ -191,6 +191,7 @@ def factor_answers(study: object) -> list[dict]:
     from benchlib import fit
     from benchlib.schema import run_unit_expr
     from benchlib.stats.compare import comparison_table
+    from benchlib.stats.sequential import band_of
     from benchlib.views import _open, _study_rows, buffered_runs, confounders, run_totals, settled_looks, unlike_sizes
 
     levels = fit.shape(study).factors
@@ -201,7 +202,7 @@ def factor_answers(study: object) -> list[dict]:
         if units[factor].drop_nulls().n_unique() < 2:
             continue
         looks = settled_looks(study, factor)
-        band = looks.band if looks is not None and looks.band is not None else 0.02  # the rule's, as the page's
+        band = band_of(looks)  # the settled rule's, as the comparison page's
         table = comparison_table(
             units, page["value"], factor=factor, baseline=page["baseline"], by=by, band=band, looks=looks
         )

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import polars as pl
 
+from benchlib.runner.repetitions import SETTLED
 from benchlib.stats.compare import comparison_table
 from benchlib.stats.sequential import Looks
 
@@ -64,15 +65,12 @@ def calibration_study(
     return pl.DataFrame(rows)
 
 
-#: the verdicts that stop a comparison's runs under a ``settled`` rule
-SETTLED = ("improved", "regressed", "equivalent")
-
-
 def sequential_table(study: pl.DataFrame, looks: Looks, band: float, *, spend: bool = True) -> pl.DataFrame:
     """Return the comparison table a ``settled`` rule ends with on ``study`` (runs in the order they ran).
 
-    Every group starts with ``looks.first`` runs a side; after each look a group whose verdict is
-    :data:`SETTLED` keeps the runs it has, and the others take one more run a side, up to ``looks.last``.
+    Every group starts with ``looks.first`` runs a side; after each look a group whose verdict is settled
+    (:data:`benchlib.runner.repetitions.SETTLED`) keeps the runs it has, and the others take one more run a
+    side, up to ``looks.last``.
     ``spend=False``: each look read as a fixed design's table (what peeking without spending does).
     """
     study = study.sort("start_time").with_columns(nth=pl.int_range(pl.len()).over("group", "side") + 1)

@@ -256,10 +256,7 @@ def outcome(state: CellStopping, rule: PrecisionRule, maximum: int) -> str:
 def write_record(path: Path, rule: PrecisionRule, minimum: int, maximum: int, states: list[CellStopping]) -> None:
     """Write the stopping decisions (``benchlib-repetitions.json``) atomically."""
     record = {
-        "rule": rule.text,
-        "meaning": rule.describe(),
-        "min": minimum,
-        "max": maximum,
+        **_record_head(rule, minimum, maximum),
         "cells": {
             s.cell: {
                 "runs": s.runs,
@@ -393,10 +390,7 @@ def write_settle_record(
 
     history = history or {}
     record = {
-        "rule": rule.text,
-        "meaning": rule.describe(),
-        "min": minimum,
-        "max": maximum,
+        **_record_head(rule, minimum, maximum),
         "cells": {
             s.cell: {"runs": s.runs, "run_totals": list(s.values), "met": s.met, "complete": s.complete} for s in states
         },
@@ -412,6 +406,11 @@ def write_settle_record(
         ],
     }
     _write_record(path, record)
+
+
+def _record_head(rule: PrecisionRule | SettleRule, minimum: int, maximum: int) -> dict:
+    """Return what both repetition records open with: the rule as written and in words, min and max."""
+    return {"rule": rule.text, "meaning": rule.describe(), "min": minimum, "max": maximum}
 
 
 def _write_record(path: Path, record: dict) -> None:

@@ -81,6 +81,17 @@ def _passing(z: float, *, grid: np.ndarray, mass: np.ndarray, scale: float, step
     return float(mass @ (stats.norm.cdf((-edge - grid) / step) + stats.norm.sf((edge - grid) / step)))
 
 
+#: the practical band a comparison judges by where neither the page nor a settled rule gives one
+DEFAULT_BAND = 0.02
+
+
+def band_of(looks: Looks | None, given: float | None = None) -> float:
+    """Return the band a comparison judges by: ``given``, else the settled rule's (``looks.band``), else 2%."""
+    if given is not None:
+        return given
+    return looks.band if looks is not None and looks.band is not None else DEFAULT_BAND
+
+
 def _weights(grid: np.ndarray) -> np.ndarray:
     """Trapezoid weights of an evenly spaced grid."""
     w = np.full(len(grid), grid[1] - grid[0])
