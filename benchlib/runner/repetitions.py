@@ -67,7 +67,7 @@ _SETTLE = re.compile(
 )
 SETTLE_EXAMPLES = (
     '"controller settled", "controller settled on latency against pvscsi band 5%", '
-"'disk settled against \"fast disk\"' (a level with spaces, in double quotes)"
+    "'disk settled against \"fast disk\"' (a level with spaces, in double quotes)"
 )
 #: the most rounds a settled rule looks after (max - min + 1): each look's boundary costs a pass over the ones before
 MOST_LOOKS = 100
