@@ -256,8 +256,9 @@ def axes(study: str | ProcessedStudy) -> list[str]:
     return spanned + work + ([PHASE] if found.phases else [])  # a phase's work is never pooled with another's
 
 
-#: fio's job parameters that tell one run's work from another's, as the results table has them
-WORK = ("rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs")
+#: what tells one run's work from another's, as the results table has it: the load generator (fio's and
+#: vdbench's runs of one HCIBench test are not one sample), fio's I/O engine and its job parameters
+WORK = ("tool", "ioengine", "rw", "rwmixread_pct", "block_size_bytes", "iodepth", "numjobs")
 
 
 def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = None) -> list[str]:
@@ -265,10 +266,12 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
 
     A folder of other work filed under one level (fio-sample's 70/30 mix under 4k, beside its random reads)
     would be pooled into that configuration's page: its medians and percentiles would be of two jobs. Each
-    such parameter is one more axis: a page per value, as the results table has a row per value. Only where
-    every run holds one value of it (per phase: fio's groups are pages of their own already) and every run
-    of the configuration prints it (fio's normal output prints no read share), and never a measured figure (a
-    read share with fractions: vdbench's of one setting differs run to run); a parameter a factor of ``axes``
+    such parameter is one more axis: a page per value, as the results table has a row per value. A run whose
+    jobs or VMs ran unlike work at once (HCIBench's VMs at depths 1 and 16, a job file with a randread and a
+    randwrite job) is split too: each page holds the jobs that ran its work, as fairness and medians need
+    (before, one such run kept every other run of the study pooled). Only where every run of the
+    configuration prints it (fio's normal output prints no read share), and never a measured figure (a read
+    share with fractions: vdbench's of one setting differs run to run); a parameter a factor of ``axes``
     names (a block-size factor's bytes) follows that factor, and is never one.
     """
     from benchlib.views import _SAME_AS, _study_rows
@@ -285,8 +288,8 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
         if rows[column].dtype.is_float() and (rows[column].drop_nulls() % 1 != 0).any():
             continue  # a measured share (vdbench's 69.9, 70.1 of one 70/30 setting) would make each run a page
         value = pl.col(column).cast(pl.String)
-        per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"), value.null_count().alias("nulls"))
-        if per_run.height and (per_run["values"] == 1).all() and (per_run["nulls"] == 0).all():
+        per_run = rows.group_by(*unit, *held).agg(value.null_count().alias("nulls"))
+        if per_run.height and (per_run["nulls"] == 0).all():
             apart = rows.group_by(*held, unit[1]) if held else rows.group_by(unit[1])
             if (apart.agg(value.n_unique())[column] > 1).any():
                 found.append(column)
@@ -443,7 +446,7 @@ def _complete(opened: ProcessedStudy, by: list[str], only: dict) -> tuple[list[s
 
 
 #: job parameters a comparison holds still where its sides share a value (not a factor's own: see _SAME_AS)
-_HELD_WORK = ("rw", "rwmixread_pct", "iodepth", "numjobs")
+_HELD_WORK = ("tool", "ioengine", "rw", "rwmixread_pct", "iodepth", "numjobs")
 
 
 def _same_work(opened: ProcessedStudy, factor: str, by: list[str], only: dict) -> dict:

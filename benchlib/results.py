@@ -44,12 +44,15 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     runs = pl.concat([f.select(keys) for f in frames.values()]).unique()
     from benchlib.schema import run_unit_expr
 
+    # a run whose VMs or jobs ran unlike work at once is in a row per work: each counts the members it holds
+    held = [c for c in by if c in rows.columns]
     members = (
         rows.with_columns(run_unit_expr(rows.columns))
-        .group_by("run_unit")
+        .group_by("run_unit", *held)
         .agg(pl.col("vm").n_unique().alias("members"))
     )
-    runs = runs.join(members, on="run_unit", how="left")
+    members = members.cast({c: runs.schema[c] for c in held})  # a level as the run totals hold it
+    runs = runs.join(members, on=["run_unit", *held], how="left", nulls_equal=True)
     for value, frame in frames.items():
         runs = runs.join(frame.select(*keys, value), on=keys, how="left", nulls_equal=True)
     runs = runs.with_columns(
@@ -81,7 +84,8 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     if not group:
         table = table.drop("literal")
     if not phases:  # a run's histogram and CPU are the whole run's, not a phase's
-        units = runs.select("run_unit", *by).unique("run_unit")
+        # a run's histogram and CPU are the whole run's: none for a run split over rows (unlike work at once)
+        units = runs.select("run_unit", *by).unique().filter(pl.len().over("run_unit") == 1)
         table = _with(table, _per_run(_tails(study, rows, factors, only), units, group, "p99_ms"), group)
         table = _with(table, _per_run(_cpu(rows, factors), units, group, "cpu_pct"), group)
     table = table.with_columns(
@@ -96,12 +100,13 @@ def configuration_results(study: object, by: list[str], only: dict | None = None
     return table.sort([level_rank(study, table, c) for c in order]) if group else table
 
 
-#: job parameters that make runs of one set of factor levels different configurations (a sweep's points)
-_JOB = ("iodepth", "numjobs", "rwmixread_pct", "block_size_bytes", "rw")
+#: the work (:data:`benchlib.fit.WORK`) that makes runs of one set of factor levels configurations of their
+#: own (a sweep's points; fio's and vdbench's runs of one HCIBench study), in the order the table shows it
+_JOB = ("tool", "ioengine", "iodepth", "numjobs", "rwmixread_pct", "block_size_bytes", "rw")
 
 
 def _varying_job(rows: pl.DataFrame, by: list[str]) -> list[str]:
-    """Return the job parameters that vary within a configuration of ``by`` (a published sweep's depths)."""
+    """Return the work that varies within a configuration of ``by``."""
     grouped = rows.group_by(by) if by else rows.group_by(pl.lit(0))
     return [
         c

@@ -449,8 +449,8 @@ def design(study: StudyRef) -> Design | None:
     if runs.is_empty():
         return None
     present = [f for f in factors if f in runs.columns]
-    params = list(WORK)
     results = opened.tables(only=("results",)).results
+    params = [c for c in WORK if c in results.columns]  # the tool is the runs table's
     # each phase of a run (fio's groups that ran one after another) has its own work: a configuration of its own
     jobs = (
         results.filter(~pl.col("is_aggregate"))
@@ -462,19 +462,24 @@ def design(study: StudyRef) -> Design | None:
     params = [c for c in params if c not in present]  # a factor may be named like a job parameter ("rw")
     timing = ["runtime_setting_ns", "ramp_time_ns"]
     runs = runs.join(jobs.select("run_id", "phase", *params, *timing, "io"), on="run_id", how="left")
-    keys = [*present, *params]
+    keys = [*present, *params, *(c for c in WORK if c in runs.columns and c not in (*present, *params))]
     end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
     phased = runs.with_columns(run_unit_expr(runs.columns), pl.col("phase").fill_null(0))
-    units = phased.group_by("run_unit", "phase").agg(
-        *(pl.col(c).drop_nulls().first() for c in keys),
+    # a run whose members ran unlike work at once (HCIBench's VMs at depths 1 and 16) is in a configuration
+    # per work, as the pages and the results table have it; its hosts are the whole run's
+    hosts = phased.group_by("run_unit").agg(
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
+        # hosts of one run that never ran at once: the last started after the first had finished
+        (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
+    )
+    units = phased.group_by("run_unit", "phase", *params).agg(
+        *(pl.col(c).drop_nulls().first() for c in keys if c not in params),
         pl.col("duration_ns").max(),
         pl.col("runtime_setting_ns").max(),
         pl.col("ramp_time_ns").max(),
         pl.col("io").fill_null(False).any(),
-        # hosts of one run that never ran at once: the last started after the first had finished
-        (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
     )
+    units = units.join(hosts, on="run_unit")
     other = units.filter(~pl.col("io"))["run_unit"].n_unique()  # rows of other figures (a published CPU table)
     units = units.filter(pl.col("io")) if units.filter(pl.col("io")).height else units
     # a job parameter a run's output does not print (normal output: a mix's read share) is the one the same
@@ -1676,8 +1681,9 @@ def _read_run_bins(
     folder = _folder()
     runs = runs.collect()
     of_runs = [b for b in by if b != PHASE]  # a run holds its phases: each bin's is its job's (_in_phase)
+    axes = [b for b in of_runs if b not in ("tool", "format")]  # the tool, where it is an axis, is selected once
     runs = runs.join(run_names(runs, of_runs), on="run_id").select(
-        "run_id", "tool", "format", "run", member_name, folder, *of_runs
+        "run_id", "tool", "format", "run", member_name, folder, *axes
     )
     bins = (
         opened.scan("latency_bins")

@@ -216,3 +216,28 @@ def test_the_run_page_says_where_hcibenchs_summary_differs_from_its_vms(tmp_path
     assert "mean latency (ms): HCIBench 1.64, benchlib 1.56 (+5.2%)" in said
     assert said.count("plain mean of the VMs' means") == 1  # each reason once
     assert summary_apart(opened, rows.head(0)).is_empty() and summary_apart_words(big.head(0)) == ""
+
+
+def test_fio_and_vdbench_tests_of_one_study_are_pages_of_their_own(ingested) -> None:
+    """HCIBench ran a vdbench test (4 and 8 threads) and a fio test whose two VMs ran depths 1 and 16 at once,
+    nothing declared. Before, the tools' runs were one configuration and the fio test's mixed depths kept the
+    whole study's depths pooled: one median of 4 and 8 threads. Now the tool and the depth are work: a page
+    each, as the results table has a row each, and the fio test's VMs each on the page of the depth it ran,
+    with no whole-run figure (its CPU, its p99) put on either half."""
+    from benchlib import fit
+    from benchlib.results import configuration_results
+    from benchlib.store import open_study
+    from benchlib.views import cell_frame
+
+    report, _ = ingested
+    opened = open_study(DATA, report.processed.parent)
+    axes = fit.axes(opened)
+    assert sorted(axes) == ["block_size_bytes", "iodepth", "tool"]
+    table = configuration_results(opened, by=axes)
+    assert table.height == 6
+    for row in table.iter_rows(named=True):
+        levels = {a: str(row[a]) for a in axes}
+        page = cell_frame(opened, levels)
+        assert set(page["tool"]) == {row["tool"]} and set(page["iodepth"]) == {row["iodepth"]}
+        assert page["vm"].n_unique() == row["members"] == (1 if row["tool"] == "fio" else 2)
+        assert (row["cpu_pct"] is None) == (row["tool"] == "fio")  # the fio run's CPU is both VMs'

@@ -122,7 +122,8 @@ def test_hosts_of_one_run_that_ran_one_after_another_are_said_to(
     monkeypatch.setattr(benchlib.store, "PROCESSED", tmp_path / "processed")
     ingest_study(study, tmp_path / "processed")
     said = design_statement(design(str(study)))
-    assert "1 configuration with runs, 1 run: 1 per configuration; 2 hosts per run" in said
+    # one VM ran random reads, the other random writes: a configuration each, of the one run of both
+    assert "2 configurations with runs, 1 run: 1 per configuration; 2 hosts per run" in said
     assert "**Hosts that did not run at once.** In the one run of several hosts, the last host started after" in said
 
 
