@@ -210,6 +210,32 @@ def test_a_log_row_with_more_values_than_its_first_is_quoted_streamed_or_not(
 
 
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("row", [3, 3000])
+def test_a_log_row_shorter_than_the_first_is_refused_by_its_line(
+    stream: bool, row: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a row with fewer values than line 1 (cut by a full disk, then written on) read as a block size
+    of none; near the top it was "not a supported format". Now it is refused quoting the row, in the first
+    lines or deep in a log, streamed or not; the log beside it is kept."""
+    import benchlib.ingest.reading as reading
+
+    study = tmp_path / "raw" / "short"
+    study.mkdir(parents=True)
+    good = [f"{i * 1000}, {200 + i % 7}, {i % 2}, 4096" for i in range(1, 4001)]
+    (study / "good_iops.1.log").write_text("\n".join(good) + "\n")
+    lines = list(good)
+    lines[row] = lines[row].rsplit(",", 1)[0]  # the block size gone
+    (study / "cut_iops.1.log").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0 if stream else 1 << 40)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["good_iops.1.log"]
+    ((rel, why),) = report.quarantined
+    assert rel == "cut_iops.1.log"
+    assert why == f"line {row + 1}: numeric fio log rows, each with the 4 values of line 1; found 3: {lines[row]!r}"
+    assert load_study_tables(report.processed).intervals["block_size_bytes"].null_count() == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_a_log_with_an_impossible_value_is_refused_streamed_or_not(
     stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

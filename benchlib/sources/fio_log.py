@@ -38,6 +38,7 @@ from benchlib.sources.fio_common import PLAT_GROUPS_V2, PLAT_GROUPS_V3, PLAT_VAL
 
 _NAME = re.compile(r"_(?P<metric>bw|iops|lat|clat|slat|clat_hist|lat_hist)(?:\.(?P<job>\d+))?\.log$")
 _ROW = re.compile(r"^\s*\d+,\s*-?\d+(\.\d+)?,\s*\d+,\s*\d+(,\s*-?\d+)*\s*$")
+_NUMBERS = re.compile(r"^\s*\d+(,\s*-?\d+(\.\d+)?)*\s*$")  # a row of numbers, however many
 _DIRECTIONS = pl.Series(["read", "write", "trim"])
 _LATENCY_FACTOR = {"ns": 1.0, "us": 1000.0}
 _BINS_V2, _BINS_V3 = PLAT_GROUPS_V2 * PLAT_VAL, PLAT_GROUPS_V3 * PLAT_VAL  # 1216 and 1856
@@ -45,9 +46,13 @@ _VALUE_FACTOR = {"bw": 1024.0, "iops": 1.0}
 
 
 def looks_like_fio_log(head: str) -> bool:
-    """Whether the first lines of a file are fio log rows (``1000, 2345, 0, 4096``)."""
+    """Whether the first lines of a file are fio log rows (``1000, 2345, 0, 4096``).
+
+    A row after the first with fewer values (``2000, 210``) is a log's too: the reader refuses it by its line
+    (:func:`scan_fio_log`), where "not a supported format" would not say what is wrong.
+    """
     lines = [line for line in head.splitlines()[:5] if line.strip()]
-    return bool(lines) and all(_ROW.match(line) for line in lines[:-1] or lines)
+    return bool(lines) and bool(_ROW.match(lines[0])) and all(_NUMBERS.match(line) for line in lines[1:-1])
 
 
 #: a first stamp this large (ms) is a Unix time, 2001-09-09 or later: no run logs for 31 years
@@ -200,6 +205,10 @@ def scan_fio_log(
     whole = complete_lines(path)
     if whole is not None:  # the last line was cut off: never read part of a number as a value
         frame = frame.head(whole)
+    # a row with fewer values than line 1 reads as nulls (a block size of none): the strict cast of its -1
+    # fails as polars collects, the one place a lazy read can refuse, and the refusal quotes the row
+    # (ragged_rows); the filter keeps every row
+    frame = frame.filter(pl.col(names[-1]).abs().fill_null(-1).cast(pl.UInt64, strict=True).is_not_null())
     offset = pl.col("c5") if width >= 6 else pl.lit(None, pl.Int64)
     priority = pl.col("c6") if width >= 6 else (pl.col("c5") if width == 5 else pl.lit(None, pl.Int64))
     run = run or run_id(sha256 or sha256_of(path), 0, None)
