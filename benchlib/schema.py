@@ -296,7 +296,32 @@ def _rules(table: str) -> list[tuple[pl.Expr, Callable[[dict], str]]]:
             rules.append((~pl.col(col).is_between(low, high), lambda r, c=col: f"{c} is {r[c]}, not 1990 to 2100"))
     if table == "results":
         rules += _result_rules()
+    if table == "host_counters":  # a rate, a depth, a count of commands or a share is never below 0
+        rules.append((pl.col("value") < 0, lambda r: f"{r['counter']} is {_number(r['value'])}, below 0"))
     return rules
+
+
+def _exact(table: str, rows: pl.DataFrame) -> pl.DataFrame:
+    """Return the ``rows`` that break a rule of ``table`` (:func:`_rules` marked them, some only maybe).
+
+    A host counter below 0 breaks one only where its counter is :data:`NON_NEGATIVE_COUNTERS`': the names
+    are matched here, on the few rows below 0, not on every sample of a capture of 300 million (2 s a
+    30 million there, against 0.3 s for all the rest of the rules).
+    """
+    if table != "host_counters" or rows.is_empty():
+        return rows
+    *others, _ = _rules(table)  # the last: a value below 0
+    counted = pl.col("counter").cast(pl.String).str.contains(NON_NEGATIVE_COUNTERS) & (pl.col("value") < 0)
+    return rows.filter(pl.any_horizontal(counted, *(mask.fill_null(False) for mask, _ in others)))
+
+
+#: the esxtop counters (and fio's disk figures, also host counters) no real sample makes negative: rates per
+#: second, queue depths, commands and shares. Not a latency: esxtop's KAVG is GAVG minus DAVG, and is
+#: printed a little below 0 when the two round apart.
+NON_NEGATIVE_COUNTERS = (
+    r"/sec$|Q Depth$|^(Active|Queued) Commands$|^% |^Load$"
+    r"|^(read|write)_(ios|merges|ticks_ms)$|^in_queue_ms$|^util_pct$"
+)
 
 
 def _result_rules() -> list[tuple[pl.Expr, Callable[[dict], str]]]:
@@ -352,7 +377,7 @@ def check_rules(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
     """
     rules = _rules(table)
     broken = pl.any_horizontal(mask.fill_null(False) for mask, _ in rules)
-    first = frame.lazy().with_row_index("_row").filter(broken).head(1).collect()
+    first = _exact(table, frame.lazy().with_row_index("_row").filter(broken).collect()).head(1)
     if first.is_empty():
         return
     row = first.row(0, named=True)
@@ -364,13 +389,15 @@ def check_rules(frame: pl.DataFrame | pl.LazyFrame, table: str) -> None:
 def _place(row: dict, table: str, index: int) -> str:
     """Name a row for a reader: its table, its position, and the job, direction or counter it holds."""
     named = [f"{k} {row[k]!r}" for k in ("job_name", "direction", "metric", "counter") if row.get(k) is not None]
+    if table == "host_counters" and row.get("sample") is not None:  # a capture's line is its sample
+        named = [f"sample {row['sample'] + 1} after the header", f"instance {row['instance']!r}", *named]
     return f"table {table}, row {index + 1}" + (f" ({', '.join(named)})" if named else "")
 
 
 def broken_rules(frame: pl.DataFrame, table: str) -> int:
     """Return how many rows of a stored ``table`` break one of its rules (none should: the fuzz test's check)."""
     rules = _rules(table)
-    return int(frame.select(pl.any_horizontal(mask.fill_null(False) for mask, _ in rules).sum()).item())
+    return _exact(table, frame.filter(pl.any_horizontal(mask.fill_null(False) for mask, _ in rules))).height
 
 
 def validate_stored_bins(frame: pl.DataFrame) -> pl.DataFrame:

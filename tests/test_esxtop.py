@@ -315,3 +315,35 @@ def test_a_capture_copied_to_another_time_is_said_to_be_one_measurement(tmp_path
     (study / "tuesday.csv").unlink()
     ingest_study(study, tmp_path / "processed")
     assert copies_note(esxtop_copied(open_study(study, tmp_path / "processed"))) == ""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_negative_rate_is_refused_by_its_sample_and_a_kavg_rounded_below_zero_is_kept(
+    stream: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a capture with Commands/sec of -3.5 in its second sample was stored; now it is quarantined
+    naming the sample, the instance and the counter, streamed or not. esxtop prints KAVG (GAVG minus DAVG)
+    a little below 0 when the two round apart: that capture is kept."""
+    from benchlib.ingest import reading
+
+    source = corpus_dir("esxtop") / "esxtopd__small-esxtop-data.csv"
+    rows = list(csv.reader(source.open(encoding="utf-8", newline="")))
+    rate = next(i for i, name in enumerate(rows[0]) if name.endswith("Physical Disk Adapter(vmhba0)\\Commands/sec"))
+    kavg = next(i for i, name in enumerate(rows[0]) if name.endswith("Average Kernel MilliSec/Command"))
+    study = tmp_path / "raw" / "esx"
+    study.mkdir(parents=True)
+    for name, column, value in (("rate.csv", rate, "-3.5"), ("kavg.csv", kavg, "-0.01")):
+        edited = [list(row) for row in rows]
+        edited[2][column] = value
+        with (study / name).open("w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerows(edited)
+    monkeypatch.setattr(reading, "STREAM_BYTES", 0 if stream else 1 << 40)
+    report = ingest_study(study, tmp_path / "processed")
+    assert report.ingested == ["kavg.csv"]
+    ((rel, why),) = report.quarantined
+    assert rel == "rate.csv"
+    assert (
+        "(sample 2 after the header, instance 'vmhba0', counter 'Commands/sec'): Commands/sec is -3.5, below 0" in why
+    )
+    kept = load_study_tables(report.processed).host_counters
+    assert kept.filter(pl.col("value") < 0)["counter"].to_list() == [rows[0][kavg].rsplit("\\", 1)[-1]]
