@@ -300,6 +300,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 vcenter=args.vcenter,
                 vcenter_insecure=args.vcenter_insecure,
                 levels=levels,
+                apply_settings=args.apply_settings,
             )
         except RunInterrupted as exc:
             bar.stop()
@@ -555,6 +556,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--vcenter-insecure",
         action="store_true",
         help="let the plan's [vsphere] insecure = true skip vCenter's certificate check (a lab's self-signed one)",
+    )
+    run.add_argument(
+        "--apply-settings",
+        action="store_true",
+        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names before each cell "
+        "(put back at the end; every change recorded in benchlib-settings.json)",
     )
     run.add_argument(
         "--levels",

@@ -200,6 +200,73 @@ def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:
     }
 
 
+def _datastores(service: Any, names: list[str]) -> dict[str, Any]:
+    """Return the datastores named, by name.
+
+    Raises
+    ------
+    VSphereError
+        When one is not in the inventory (the message lists the ones that are).
+
+    """
+    from pyVmomi import vim
+
+    content = service.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.Datastore], True)
+    try:
+        found = {ds.name: ds for ds in view.view}
+    finally:
+        view.Destroy()
+    missing = [name for name in names if name not in found]
+    if missing:
+        known = ", ".join(sorted(found)[:20]) or "none"
+        raise VSphereError(f"datastores not in vCenter's inventory: {', '.join(missing)} (datastores there: {known})")
+    return {name: found[name] for name in names}
+
+
+def datastore_sioc(service: Any, names: list[str]) -> dict[str, bool]:
+    """Return each named datastore's Storage I/O Control: on (True) or off (False).
+
+    Raises
+    ------
+    VSphereError
+        When a datastore is not in the inventory, or vCenter does not report its SIOC.
+
+    """
+    states = {}
+    for name, datastore in _datastores(service, names).items():
+        iorm = datastore.iormConfiguration
+        if iorm is None:
+            raise VSphereError(f"vCenter reports no Storage I/O Control for datastore {name}: it cannot be set")
+        states[name] = bool(iorm.enabled)
+    return states
+
+
+def set_sioc(service: Any, name: str, enabled: bool) -> bool:
+    """Turn a datastore's Storage I/O Control on or off, wait for vCenter's task, and return what it reads after.
+
+    Through the StorageResourceManager's ``ConfigureDatastoreIORM_Task`` (only vCenter has it); every host
+    of the datastore must support SIOC, or the task fails and says so.
+
+    Raises
+    ------
+    VSphereError
+        When the task fails (its message), or the datastore is not in the inventory.
+
+    """
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim, vmodl
+
+    datastore = _datastores(service, [name])[name]
+    spec = vim.StorageResourceManager.IORMConfigSpec(enabled=enabled)
+    task = service.RetrieveContent().storageResourceManager.ConfigureDatastoreIORM_Task(datastore=datastore, spec=spec)
+    try:
+        WaitForTask(task)
+    except vmodl.MethodFault as exc:
+        raise VSphereError(f"vCenter did not set SIOC {'on' if enabled else 'off'} on {name}: {exc.msg}") from None
+    return datastore_sioc(service, [name])[name]
+
+
 def facts_document(service: Any, server: Server, vms: list[str]) -> dict[str, Any]:
     """Return what a facts file holds (:data:`FACTS_FILE`): the server, the time read and the VMs' facts."""
     return {"server": server.address, **read_facts(service, vms)}

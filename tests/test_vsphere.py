@@ -762,3 +762,141 @@ def test_a_plans_vcenter_gets_no_credentials_unless_the_user_names_it(
 
     with pytest.raises(VSphereError, match="letters other than ASCII"):
         Server.parse("https://vc.ex\u0430mple.com")  # a Cyrillic a: another server's name that looks alike
+
+
+SIOC_PLAN = """
+[study]
+name = "sioc"
+[run]
+runtime_s = 1
+repetitions = 2
+output = "study"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "8MiB"
+[options]
+ioengine = "psync"
+direct = 0
+[vsphere]
+server = "{server}"
+vms = {{ local = "DC0_C0_RP0_VM0" }}
+apply = {{ sioc = "sioc" }}
+datastores = ["{datastore}"]
+[matrix.sioc]
+levels = ["off", "on"]
+[[profiles]]
+use = "randread-4k"
+"""
+
+
+def _sioc(vcenter: str) -> bool:
+    from benchlib.vsphere import connect, datastore_sioc
+
+    return datastore_sioc(connect(Server.parse(vcenter)), ["LocalDS_0"])["LocalDS_0"]
+
+
+def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_back(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: SIOC on and off as a factor benchlib sets through vCenter (ConfigureDatastoreIORM_Task), only
+    with --apply-settings. Each cell's facts, read by the API after the change, say its level; every change is
+    in benchlib-settings.json with its cell; the datastore is as it was at the end; ingest checks the levels."""
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import PlanError, load_plan, read_plan, run_plan
+    from benchlib.runner.describe import describe_plan
+    from benchlib.runner.execute import fio_binary as find_fio
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0"))
+    plan = load_plan(plan_file)
+    said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
+    assert "SIOC set on LocalDS_0 through vCenter" in said and "then put back on LocalDS_0" in said
+    with pytest.raises(PlanError, match="--apply-settings"):
+        run_plan(plan, vcenter=vcenter)
+    assert not (tmp_path / "targets").exists() and _sioc(vcenter)  # nothing run, nothing changed
+    summary = run_plan(plan, vcenter=vcenter, apply_settings=True)
+    assert summary.done == 4
+    for facts_file in (tmp_path / "study").rglob("benchlib-vsphere.json"):
+        level = next(p.split("=", 1)[1] for p in facts_file.relative_to(tmp_path / "study").parts if "=" in p)
+        (vm,) = json.loads(facts_file.read_text())["vms"]
+        assert vm["datastores"]["LocalDS_0"]["sioc_enabled"] == (level == "on"), facts_file
+    record = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())
+    (run,) = record["runs"]
+    assert run["original"] == {"LocalDS_0": {"sioc": True}} and run["restored"]
+    changes = run["changes"]
+    assert changes and all(c["datastore"] == "LocalDS_0" and c["from"] != c["to"] for c in changes)
+    assert all("sioc=off" in c["cell"] for c in changes if c["cell"] and not c["to"])
+    assert _sioc(vcenter)  # put back
+    report = ingest_study(tmp_path / "study", tmp_path / "processed")  # the levels agree with vCenter's facts
+    assert report.quarantined == [] and len(report.ingested) >= 4
+
+    # a run killed before it put SIOC back leaves an unrestored record: the next start puts it back first
+    from benchlib.vsphere import connect, set_sioc
+
+    assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", False) is False
+    run["restored"] = None
+    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
+    assert run_plan(plan, vcenter=vcenter, apply_settings=True).done == 0  # every cell was done
+    assert _sioc(vcenter)
+    killed, this = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
+    assert killed["restored"] and killed["changes"][-1]["cell"] is None and killed["changes"][-1]["to"] is True
+    assert this["restored"] and this["changes"] == []
+
+
+def test_an_interrupted_run_puts_sioc_back(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during the cell at SIOC off: the datastore's SIOC is put back before the run stops."""
+    from benchlib.runner import RunInterrupted, load_plan, run_plan
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    plan_file = tmp_path / "plan.toml"
+    text = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+    plan_file.write_text(text.replace('levels = ["off", "on"]', 'levels = ["off"]'))
+
+    def stop(done: float, total: float, label: str) -> None:
+        if done > 0 and not _sioc(vcenter):  # the off cell running, SIOC off
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunInterrupted, match="interrupted during randread-4k/sioc=off"):
+        run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True, progress=stop)
+    assert _sioc(vcenter)
+    assert json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"][-1]["restored"]
+
+
+def test_a_plan_that_applies_settings_names_its_mistakes(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only SIOC, only from a factor whose levels say on or off, only on datastores the plan names, and a VM
+    whose disk is elsewhere stops the run before anything changed."""
+    from benchlib.runner import PlanError, load_plan, run_plan
+    from benchlib.runner.settings import SettingsError
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    good = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+    plan_file = tmp_path / "plan.toml"
+    for bad, why in (
+        (good.replace('apply = { sioc = "sioc" }', 'apply = { controller = "sioc" }'), "sets only sioc"),
+        (good.replace('apply = { sioc = "sioc" }', 'apply = { sioc = "nope" }'), "names no \\[matrix\\] factor"),
+        (good.replace('["off", "on"]', '["off", "maybe"]'), "'maybe' does not"),
+        (good.replace('datastores = ["LocalDS_0"]\n', ""), "name each it may change"),
+    ):
+        plan_file.write_text(bad)
+        with pytest.raises(PlanError, match=why):
+            load_plan(plan_file)
+    plan_file.write_text(good)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlib.cli", "run", str(plan_file), "--vcenter", vcenter],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0 and "run with --apply-settings" in done.stderr and "Traceback" not in done.stderr
+    plan_file.write_text(good.replace('datastores = ["LocalDS_0"]', 'datastores = ["other"]'))
+    with pytest.raises(SettingsError, match="VM DC0_C0_RP0_VM0 has no disk on the datastores.*LocalDS_0"):
+        run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+    assert not (tmp_path / "study" / "benchlib-settings.json").exists() and _sioc(vcenter)

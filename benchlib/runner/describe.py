@@ -9,6 +9,7 @@ from collections import Counter
 from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan, settled_cells
 from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
+from benchlib.runner.settings import planned_changes
 from benchlib.stats.design import LAG_FROM, PTS_ROUNDS, min_p, runs_to_test
 
 #: The precision the dry run plans for when the plan sets none (Hoefler & Belli's example wording).
@@ -78,6 +79,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     lines.append(
         "profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items())
     )
+    lines += planned_changes(plan, plan.order())
     lines += design_advice(plan)
     lines += planning(plan)
     if cells:

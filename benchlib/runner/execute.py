@@ -55,6 +55,7 @@ from benchlib.runner.repetitions import (
     write_settle_record,
 )
 from benchlib.runner.safety import UnsafeTargetError, replace_file
+from benchlib.runner.settings import AppliedSettings
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
@@ -1012,6 +1013,31 @@ class _VSphereFacts:
         Disconnect(self.service)
 
 
+def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
+    """Say why a plan that sets vSphere settings may not run without ``--apply-settings`` (None when it may)."""
+    if not (plan.vsphere and plan.vsphere.apply) or apply_settings:
+        return None
+    return (
+        f"{plan.path}: [vsphere] apply sets Storage I/O Control on {', '.join(plan.vsphere.datastores)} before "
+        "each cell, and every VM on those datastores feels it: run with --apply-settings to let it "
+        "(it is put back at the end; benchlib-settings.json records every change)"
+    )
+
+
+def _applied_settings(plan: Plan, vsphere: _VSphereFacts | None, stack: contextlib.ExitStack) -> Callable[[Cell], None]:
+    """Start the settings a plan applies (what a killed run left changed put back, the originals recorded).
+
+    Returns what brings them to a cell's levels (nothing, for a plan that applies none). They are put back
+    when ``stack`` closes, before its vCenter session (opened earlier) logs out.
+    """
+    if vsphere is None or not (plan.vsphere and plan.vsphere.apply):
+        return lambda _cell: None
+    settings = AppliedSettings(plan, vsphere.service)
+    stack.callback(settings.restore)
+    settings.start()
+    return settings.bring
+
+
 def run_plan(
     plan: Plan,
     *,
@@ -1022,6 +1048,7 @@ def run_plan(
     vcenter: str | None = None,
     vcenter_insecure: bool = False,
     levels: dict[str, list[str]] | None = None,
+    apply_settings: bool = False,
 ) -> RunSummary:
     """Run every cell of a plan that is not done yet (of ``levels``' cells only, where given).
 
@@ -1046,6 +1073,9 @@ def run_plan(
     levels
         ``{factor: [levels]}`` (``--levels``): run only the cells at these levels, the rest stay to do. A
         setting changed by hand between runs of the plan (a controller, SIOC) runs one level at a time.
+    apply_settings
+        The user's ``--apply-settings``: only with it does a plan's ``[vsphere] apply`` change vCenter's
+        settings (:mod:`benchlib.runner.settings`); a plan with one is refused without it.
 
     Raises
     ------
@@ -1055,7 +1085,7 @@ def run_plan(
         Before anything is written, or before the cell whose target changed.
 
     """
-    if (problem := vcenter_problem(plan, vcenter, vcenter_insecure)) is not None:
+    if (problem := vcenter_problem(plan, vcenter, vcenter_insecure) or _unallowed(plan, apply_settings)) is not None:
         raise PlanError(problem)
     fio = fio_binary()
     version = fio_version(fio)
@@ -1074,6 +1104,7 @@ def run_plan(
         live = [h for h in plan.hosts if h not in summary.down]
         vsphere = _VSphereFacts(plan) if plan.vsphere else None  # a vCenter that does not answer stops it here
         stack.callback(lambda: vsphere and vsphere.close())
+        bring_settings = _applied_settings(plan, vsphere, stack)
         guard = Targets(plan, fio, destroy_data)
         targets = guard.prepare(live, writes=bool(reading.writing)) if live else {}
         remote_facts = _remote_facts(plan, live, fio, remote)
@@ -1091,6 +1122,7 @@ def run_plan(
             if hosts:
                 writes = cell.key in reading.writing
                 guard.recheck(hosts, writes)
+                bring_settings(cell)  # the cell's SIOC ([vsphere] apply), read back, before its first I/O
                 try:
                     with guard.opened(hosts) as fds:
                         ok, failed = run_cell(

@@ -29,6 +29,9 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     vms = { "127.0.0.2" = "gus_fio_1" }      # fio host (or "local") -> its VM's name in vCenter
     check = { controller = "controller" }    # at ingest, the factor's levels must agree with vCenter
     # insecure = true                        # a lab vCenter's self-signed certificate
+    # apply = { sioc = "sioc" }              # set the factor's level (on/off) before each cell, and put
+    # datastores = ["ds-test"]               #   it back at the end: only on these datastores, and only
+                                             #   with --apply-settings (every change: benchlib-settings.json)
 
     [[esxtop]]               # optional: an esxtop batch capture on an ESXi host during every cell
     host = "esx01.lab"       # names the capture (esxtop-esx01.lab.csv in the cell's folder)
@@ -166,7 +169,7 @@ _KEYS = {
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
     "target": {"file", "device", "size", "precondition", "passes", "steady", "steady_window_s", "steady_max_s"},
     "hosts": {"servers", "port", "facts_command"},
-    "vsphere": {"server", "vms", "check", "insecure", "device"},
+    "vsphere": {"server", "vms", "check", "insecure", "device", "apply", "datastores"},
     "esxtop": {"host", "command", "delay"},
     "esxi": {"hosts", "command"},
     "matrix": {"levels", "option", "options"},
@@ -288,6 +291,10 @@ class VSpherePlan:
     insecure: bool = False
     #: the LUN under test (``naa....``), whose path policy and Round Robin limit esxcli reports
     device: str | None = None
+    #: the settings benchlib sets to each cell's level (``{"sioc": factor}``), with ``--apply-settings`` only
+    apply: dict[str, str] = field(default_factory=dict)
+    #: the datastores ``apply`` may change: the plan names every object it changes
+    datastores: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -777,7 +784,51 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     insecure = section.get("insecure", False)
     if not isinstance(insecure, bool):  # "false" in quotes is text, and text is true: never guess about TLS
         raise PlanError(f"{path}: [vsphere] insecure must be true or false without quotes, not {insecure!r}")
-    return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None)
+    apply, datastores = _applied(path, section, factors)
+    check = {**check, **{setting: factor for setting, factor in apply.items() if setting not in check}}
+    return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores)
+
+
+#: the vSphere settings a plan may have benchlib set (``[vsphere] apply``); the others are checked only
+APPLIED = ("sioc",)
+
+
+def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Check ``[vsphere] apply`` (setting -> factor) and the ``datastores`` it may change."""
+    from benchlib.vsphere import sioc_level
+
+    apply = _table(path, "[vsphere] apply", section.get("apply", {}))
+    for setting, factor in apply.items():
+        if setting not in APPLIED:
+            raise PlanError(
+                f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }}: benchlib sets only "
+                f"{', '.join(APPLIED)} (Storage I/O Control) so far; change {setting} by hand between runs "
+                f"(--levels) and let [vsphere] check = {{ {setting} = {factor!r} }} confirm it"
+            )
+        if factor not in factors:
+            raise PlanError(
+                f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }} names no [matrix] factor "
+                f"({', '.join(factors) or 'none'})"
+            )
+        unsaid = [level for level in factors[factor].levels if sioc_level(level) is None]
+        if unsaid:
+            raise PlanError(
+                f"{path}: [vsphere] apply sets SIOC from factor {factor!r}, whose levels must say on or off "
+                f"(on, off, enabled, disabled, true, false); {', '.join(map(repr, unsaid))} does not"
+            )
+    datastores = section.get("datastores", [])
+    if apply and (
+        not isinstance(datastores, list)
+        or not datastores
+        or not all(isinstance(d, str) and d.strip() and len(d) <= 80 for d in datastores)
+    ):
+        raise PlanError(
+            f'{path}: [vsphere] apply changes datastores: name each it may change, datastores = ["ds-test"] '
+            "(the datastores of the VMs' test disks; a VM whose test disk is elsewhere stops the run)"
+        )
+    if datastores and not apply:
+        raise PlanError(f"{path}: [vsphere] datastores names what apply may change; this plan applies nothing")
+    return dict(apply), tuple(datastores)
 
 
 def _output(path: Path, run: dict) -> Path:
@@ -1013,5 +1064,13 @@ def _check_cells(path: Path, cells: list[Cell]) -> None:
 
 
 def unset_by_hand(plan: Plan, levels: dict[str, list[str]]) -> list[str]:
-    """Return the factors no fio option sets (a setting changed by hand) whose levels ``levels`` leaves open."""
-    return [f.name for f in plan.factors if not f.options and len(f.levels) > 1 and f.name not in levels]
+    """Return the factors no fio option sets (a setting changed by hand) whose levels ``levels`` leaves open.
+
+    A factor benchlib sets through vCenter (``[vsphere] apply``) is not one.
+    """
+    applied = set(plan.vsphere.apply.values()) if plan.vsphere else set()
+    return [
+        f.name
+        for f in plan.factors
+        if not f.options and len(f.levels) > 1 and f.name not in levels and f.name not in applied
+    ]

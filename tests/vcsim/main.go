@@ -4,8 +4,9 @@
 // the tests reconfigure them through the API. With -tls it serves HTTPS with a certificate for
 // 127.0.0.1 made at start (ECDSA P-256, self-signed) and prints it (PEM) after the URL, for a test
 // to trust it as a lab would trust its own CA. Storage I/O Control is on for every datastore, with a
-// 30 ms congestion threshold, as a real vCenter reports it (govmomi's simulator leaves it unset). Prints the SDK URL on its first line and serves
-// until it is interrupted or its standard input closes.
+// 30 ms congestion threshold, as a real vCenter reports it (govmomi's simulator leaves it unset), and
+// ConfigureDatastoreIORM_Task changes it as vCenter does (govmomi's simulator does not implement it). Prints
+// the SDK URL on its first line and serves until it is interrupted or its standard input closes.
 package main
 
 import (
@@ -25,8 +26,41 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
+
+// iorm is the simulator's StorageResourceManager with the one method it lacks.
+type iorm struct {
+	*simulator.StorageResourceManager
+}
+
+// ConfigureDatastoreIORMTask sets a datastore's Storage I/O Control as the spec says, in a task on the datastore.
+func (m *iorm) ConfigureDatastoreIORMTask(req *types.ConfigureDatastoreIORM_Task) soap.HasFault {
+	body := &methods.ConfigureDatastoreIORM_TaskBody{}
+	datastore, ok := simulator.Map.Get(req.Datastore).(*simulator.Datastore)
+	if !ok {
+		body.Fault_ = simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.Datastore})
+		return body
+	}
+	task := simulator.CreateTask(datastore, "configureDatastoreIORM", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		config := datastore.IormConfiguration
+		if config == nil {
+			config = &types.StorageIORMInfo{CongestionThreshold: 30}
+			datastore.IormConfiguration = config
+		}
+		if req.Spec.Enabled != nil {
+			config.Enabled = *req.Spec.Enabled
+		}
+		if req.Spec.CongestionThreshold != 0 {
+			config.CongestionThreshold = req.Spec.CongestionThreshold
+		}
+		return nil, nil
+	})
+	body.Res = &types.ConfigureDatastoreIORM_TaskResponse{Returnval: task.Run()}
+	return body
+}
 
 func main() {
 	withTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate")
@@ -45,6 +79,8 @@ func main() {
 	for _, entity := range simulator.Map.All("Datastore") {
 		entity.(*simulator.Datastore).IormConfiguration = &types.StorageIORMInfo{Enabled: true, CongestionThreshold: 30}
 	}
+	manager := simulator.Map.Get(*model.ServiceContent.StorageResourceManager).(*simulator.StorageResourceManager)
+	simulator.Map.Put(&iorm{manager})
 	if *withTLS {
 		cert, err := loopbackCertificate()
 		if err != nil {
