@@ -805,6 +805,7 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     from benchlib.runner import PlanError, load_plan, read_plan, run_plan
     from benchlib.runner.describe import describe_plan
     from benchlib.runner.execute import fio_binary as find_fio
+    from benchlib.runner.settings import SettingsError
 
     for key, value in LOGIN.items():
         monkeypatch.setenv(key, value)
@@ -843,6 +844,12 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     killed, this = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
     assert killed["restored"] and killed["changes"][-1]["cell"] is None and killed["changes"][-1]["to"] is True
     assert this["restored"] and this["changes"] == []
+    # a record naming a datastore the plan does not (edited, or from elsewhere) changes nothing there
+    record = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())
+    record["runs"][-1].update(restored=None, original={"LocalDS_0": {"sioc": True}, "shared-prod": {"sioc": True}})
+    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
+    with pytest.raises(SettingsError, match="SIOC on shared-prod, which this plan's \\[vsphere\\] datastores"):
+        run_plan(plan, vcenter=vcenter, apply_settings=True)
 
 
 def test_an_interrupted_run_puts_sioc_back(

@@ -102,6 +102,12 @@ class AppliedSettings:
         if self.run is None or self.run["restored"] is not None:
             return
         original = {name: bool(state["sioc"]) for name, state in self.run["original"].items()}
+        unnamed = sorted(set(original) - set(self.datastores))
+        if unnamed:  # the plan names every object benchlib changes, also when it puts one back
+            raise SettingsError(
+                f"{self.path} says a run changed SIOC on {', '.join(unnamed)}, which this plan's [vsphere] "
+                "datastores does not name: put it back by hand (the file says what it was), then move the file away"
+            )
         try:
             for name, on in datastore_sioc(self.service, list(original)).items():
                 if on != original[name]:
