@@ -213,7 +213,33 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             .agg(pl.len().alias("rows"), pl.col("value").mean().alias("mean"))
             .sort("metric", "direction")
         )
+    if (tables.runs["format"] == "hcibench-summary").any():
+        _inspect_hcibench_summary(console, path)
     return 0
+
+
+def _inspect_hcibench_summary(console: Console, path: Path) -> None:
+    """Check an HCIBench summary (``<test>-res.txt``) against its VMs' files in the folder beside it, as ingest does.
+
+    The summary and that folder are copied into a scratch study and ingested there (the VMs' files of one
+    test become one run only in a study), then :func:`_print_hcibench_check` says where they differ.
+    """
+    import shutil
+    import tempfile
+
+    folder = path.with_name(path.name.removesuffix("-res.txt"))
+    if not folder.is_dir():
+        console.print(f"  HCIBench's VMs' folder {folder.name} is not beside it: nothing to check its figures against")
+        return
+    with tempfile.TemporaryDirectory(prefix="benchlib-inspect-") as scratch:
+        study = Path(scratch) / "raw" / "hcibench"
+        study.mkdir(parents=True)
+        shutil.copy2(path, study / path.name)
+        shutil.copytree(folder, study / folder.name, symlinks=True)
+        report = ingest_study(study, Path(scratch) / "processed")
+        for rel, why in report.quarantined:
+            console.print(f"  not read: {escape(rel)}: {escape(why)}", highlight=False)
+        _print_hcibench_check(console, report)
 
 
 def _print_stopping(console: Console, plan: Plan, summary: RunSummary) -> None:

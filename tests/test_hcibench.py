@@ -241,3 +241,19 @@ def test_fio_and_vdbench_tests_of_one_study_are_pages_of_their_own(ingested) -> 
         assert set(page["tool"]) == {row["tool"]} and set(page["iodepth"]) == {row["iodepth"]}
         assert page["vm"].n_unique() == row["members"] == (1 if row["tool"] == "fio" else 2)
         assert (row["cpu_pct"] is None) == (row["tool"] == "fio")  # the fio run's CPU is both VMs'
+
+
+def test_inspect_checks_a_summary_against_its_vms_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 44: `benchlib inspect <test>-res.txt` says where HCIBench's figures differ from its VMs' (the
+    folder beside it), as ingest does; alone, it says there is nothing to check them against."""
+    from benchlib.cli import main
+
+    summary = DATA / f"{VDB_CASE}-res.txt"
+    assert main(["inspect", str(summary)]) == 0
+    out = capsys.readouterr().out
+    assert "HCIBench's summary vs benchlib" in out and "plain mean of the VMs' means" in out
+    alone = tmp_path / summary.name
+    shutil.copy(summary, alone)
+    assert main(["inspect", str(alone)]) == 0
+    out = capsys.readouterr().out
+    assert "is not beside it: nothing to check its figures against" in out and "vs benchlib" not in out
