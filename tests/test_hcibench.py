@@ -223,11 +223,12 @@ def test_fio_and_vdbench_tests_of_one_study_are_pages_of_their_own(ingested) -> 
     nothing declared. Before, the tools' runs were one configuration and the fio test's mixed depths kept the
     whole study's depths pooled: one median of 4 and 8 threads. Now the tool and the depth are work: a page
     each, as the results table has a row each, and the fio test's VMs each on the page of the depth it ran,
-    with no whole-run figure (its CPU, its p99) put on either half."""
+    with no whole-run figure (its CPU, its p99) put on either half, and a word that the other VM ran beside."""
     from benchlib import fit
     from benchlib.results import configuration_results
     from benchlib.store import open_study
-    from benchlib.views import cell_frame
+    from benchlib.views import beside_other_work, cell_frame, study_words
+    from benchlib.words.cell import beside_other_work_note
 
     report, _ = ingested
     opened = open_study(DATA, report.processed.parent)
@@ -235,12 +236,18 @@ def test_fio_and_vdbench_tests_of_one_study_are_pages_of_their_own(ingested) -> 
     assert sorted(axes) == ["block_size_bytes", "iodepth", "tool"]
     table = configuration_results(opened, by=axes)
     assert table.height == 6
-    for row in table.iter_rows(named=True):
-        levels = {a: str(row[a]) for a in axes}
-        page = cell_frame(opened, levels)
-        assert set(page["tool"]) == {row["tool"]} and set(page["iodepth"]) == {row["iodepth"]}
-        assert page["vm"].n_unique() == row["members"] == (1 if row["tool"] == "fio" else 2)
-        assert (row["cpu_pct"] is None) == (row["tool"] == "fio")  # the fio run's CPU is both VMs'
+    with study_words(opened):
+        for row in table.iter_rows(named=True):
+            page = cell_frame(opened, {a: str(row[a]) for a in axes})
+            assert set(page["tool"]) == {row["tool"]} and set(page["iodepth"]) == {row["iodepth"]}
+            assert page["vm"].n_unique() == row["members"] == (1 if row["tool"] == "fio" else 2)
+            assert (row["cpu_pct"] is None) == (row["tool"] == "fio")  # the fio run's CPU is both VMs'
+            beside = beside_other_work_note(beside_other_work(opened, page))
+            if row["tool"] == "fio":  # the other VM, on the other depth's page, ran at the same time
+                other = "16" if row["iodepth"] == 1 else "1"
+                assert f"ran queue depth (iodepth) {other}. The figures here are of storage shared" in beside
+            else:
+                assert beside == ""
 
 
 def test_inspect_checks_a_summary_against_its_vms_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
