@@ -813,7 +813,7 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     plan_file.write_text(SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0"))
     plan = load_plan(plan_file)
     said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
-    assert "SIOC set on LocalDS_0 through vCenter" in said and "then put back on LocalDS_0" in said
+    assert "SIOC set through vCenter on LocalDS_0, before each cell" in said and "then put back on LocalDS_0" in said
     with pytest.raises(PlanError, match="--apply-settings"):
         run_plan(plan, vcenter=vcenter)
     assert not (tmp_path / "targets").exists() and _sioc(vcenter)  # nothing run, nothing changed
@@ -837,8 +837,12 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     from benchlib.vsphere import connect, set_sioc
 
     assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", False) is False
+    killed_at = {"time": "t", "cell": "randread-4k/sioc=off", "datastore": "LocalDS_0", "setting": "sioc"}
+    run["changes"].append({**killed_at, "from": True, "to": False})  # as a run killed in the off cell left it
     run["restored"] = None
     (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
+    said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
+    assert "first, put back what a run killed before it could left changed: LocalDS_0 on" in said
     assert run_plan(plan, vcenter=vcenter, apply_settings=True).done == 0  # every cell was done
     assert _sioc(vcenter)
     killed, this = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
@@ -850,6 +854,23 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
     with pytest.raises(SettingsError, match="SIOC on shared-prod, which this plan's \\[vsphere\\] datastores"):
         run_plan(plan, vcenter=vcenter, apply_settings=True)
+    # a record another machine left, or one set by hand since, or not as benchlib writes it: nothing changed
+    for edit, why in (
+        ({"host": "elsewhere"}, "a run on 'elsewhere'.*this is another machine"),
+        ({"original": {"LocalDS_0": {"sioc": False}}}, "left LocalDS_0 otherwise than vCenter has it now"),
+        ({"original": {"LocalDS_0": {"sioc": "false"}}}, "cannot be read.*true or false"),
+    ):
+        forged = json.loads(json.dumps(record))
+        forged["runs"][-1].update({"original": {"LocalDS_0": {"sioc": True}}, "changes": [], **edit})
+        (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(forged))
+        with pytest.raises(SettingsError, match=why):
+            run_plan(plan, vcenter=vcenter, apply_settings=True)
+        assert _sioc(vcenter)
+    forged["runs"][-1].update({"original": {"LocalDS_0": {"sioc": True}}})  # a run killed, as it wrote it
+    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(forged))
+    plan_file.write_text(plan_file.read_text().replace('apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]\n', ""))
+    with pytest.raises(PlanError, match="did not put it back.*no longer applies it"):  # [vsphere] apply taken out
+        run_plan(load_plan(plan_file), vcenter=vcenter)
 
 
 def test_an_interrupted_run_puts_sioc_back(
@@ -903,7 +924,44 @@ def test_a_plan_that_applies_settings_names_its_mistakes(
         check=False,
     )
     assert done.returncode != 0 and "run with --apply-settings" in done.stderr and "Traceback" not in done.stderr
-    plan_file.write_text(good.replace('datastores = ["LocalDS_0"]', 'datastores = ["other"]'))
-    with pytest.raises(SettingsError, match="VM DC0_C0_RP0_VM0 has no disk on the datastores.*LocalDS_0"):
-        run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
-    assert not (tmp_path / "study" / "benchlib-settings.json").exists() and _sioc(vcenter)
+    for datastores, why in (
+        ('["other"]', "DC0_C0_RP0_VM0's disk under test \\(.*\\) is on LocalDS_0, not on the datastores"),
+        ('["LocalDS_0", "other"]', "names other, which holds no VM's disk under test"),
+    ):
+        plan_file.write_text(good.replace('datastores = ["LocalDS_0"]', f"datastores = {datastores}"))
+        with pytest.raises(SettingsError, match=why):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+        assert not (tmp_path / "study" / "benchlib-settings.json").exists() and _sioc(vcenter)
+
+
+def test_a_vm_with_a_disk_besides_the_one_under_test_needs_it_named(
+    vcsim: Path, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A VM with its OS disk and a test disk: apply stops until the plan names the disk under test, and the
+    study.toml the run writes names it too, so ingest checks SIOC against that disk's datastore."""
+    from pyVmomi import vim
+
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import load_plan, run_plan
+    from benchlib.runner.settings import SettingsError
+    from benchlib.vsphere import connect
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    with _serving(vcsim) as (vcenter, _):  # a simulator of its own: this test adds a disk
+        service = connect(Server.parse(vcenter))
+        content = service.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+        vm = next(v for v in view.view if v.name == "DC0_C0_RP0_VM0")
+        _add_disk(vm, vim.vm.device.VirtualLsiLogicSASController, 1, 1000, -1)
+        labels = [d.deviceInfo.label for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)]
+        plan_file = tmp_path / "plan.toml"
+        text = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+        plan_file.write_text(text.replace("repetitions = 2", "repetitions = 1"))
+        with pytest.raises(SettingsError, match="has 2 disks.*with \\[vsphere\\] disk = .* in the plan"):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+        plan_file.write_text(plan_file.read_text().replace("[vsphere]\n", f'[vsphere]\ndisk = "{labels[-1]}"\n'))
+        assert run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True).done == 2
+        assert f'disk = "{labels[-1]}"' in (tmp_path / "study" / "study.toml").read_text()
+        report = ingest_study(tmp_path / "study", tmp_path / "processed")
+        assert report.quarantined == [] and len(report.ingested) >= 2

@@ -55,7 +55,7 @@ from benchlib.runner.repetitions import (
     write_settle_record,
 )
 from benchlib.runner.safety import UnsafeTargetError, replace_file
-from benchlib.runner.settings import AppliedSettings
+from benchlib.runner.settings import SETTINGS_FILE, AppliedSettings, left_changed, read_record
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
@@ -340,6 +340,7 @@ def study_toml(plan: Plan) -> str:
     if plan.vsphere and plan.vsphere.check:  # ingest checks these factors' levels against each cell's vCenter facts
         lines += ["", "[vsphere]", *(f"{fact} = {q(factor)}" for fact, factor in plan.vsphere.check.items())]
         lines += [f"device = {q(plan.vsphere.device)}"] if plan.vsphere.device else []
+        lines += [f"disk = {q(plan.vsphere.disk)}"] if plan.vsphere.disk else []
     for factor, words in plan.level_words.items():  # the plan's levels in words, for every page
         lines += ["", f"[levels.{q(factor)}]", *(f"{q(level)} = {q(text)}" for level, text in words.items())]
     return "\n".join(lines) + "\n"
@@ -1015,7 +1016,17 @@ class _VSphereFacts:
 
 def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
     """Say why a plan that sets vSphere settings may not run without ``--apply-settings`` (None when it may)."""
-    if not (plan.vsphere and plan.vsphere.apply) or apply_settings:
+    if not (plan.vsphere and plan.vsphere.apply):
+        left = left_changed(read_record(plan.output / SETTINGS_FILE))
+        if left is None:
+            return None
+        had = ", ".join(f"{name} {'on' if state['sioc'] else 'off'}" for name, state in left["original"].items())
+        return (
+            f"{plan.output / SETTINGS_FILE}: an earlier run of this plan set SIOC and did not put it back "
+            f"(it had: {had}); this plan no longer applies it: put it back by running the plan with its [vsphere] "
+            "apply again, or by hand, then move the file away"
+        )
+    if apply_settings:
         return None
     return (
         f"{plan.path}: [vsphere] apply sets Storage I/O Control on {', '.join(plan.vsphere.datastores)} before "
@@ -1033,6 +1044,7 @@ def _applied_settings(plan: Plan, vsphere: _VSphereFacts | None, stack: contextl
     if vsphere is None or not (plan.vsphere and plan.vsphere.apply):
         return lambda _cell: None
     settings = AppliedSettings(plan, vsphere.service)
+    stack.callback(settings.close)  # the datastores' locks, after they are put back
     stack.callback(settings.restore)
     settings.start()
     return settings.bring

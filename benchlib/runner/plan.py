@@ -29,9 +29,10 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     vms = { "127.0.0.2" = "gus_fio_1" }      # fio host (or "local") -> its VM's name in vCenter
     check = { controller = "controller" }    # at ingest, the factor's levels must agree with vCenter
     # insecure = true                        # a lab vCenter's self-signed certificate
+    # disk = "Hard disk 2"                   # the disk under test, where a VM has more than one
     # apply = { sioc = "sioc" }              # set the factor's level (on/off) before each cell, and put
-    # datastores = ["ds-test"]               #   it back at the end: only on these datastores, and only
-                                             #   with --apply-settings (every change: benchlib-settings.json)
+    # datastores = ["ds-test"]               #   it back at the end: only on these datastores (the test
+                                             #   disks'), only with --apply-settings (benchlib-settings.json)
 
     [[esxtop]]               # optional: an esxtop batch capture on an ESXi host during every cell
     host = "esx01.lab"       # names the capture (esxtop-esx01.lab.csv in the cell's folder)
@@ -169,7 +170,7 @@ _KEYS = {
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
     "target": {"file", "device", "size", "precondition", "passes", "steady", "steady_window_s", "steady_max_s"},
     "hosts": {"servers", "port", "facts_command"},
-    "vsphere": {"server", "vms", "check", "insecure", "device", "apply", "datastores"},
+    "vsphere": {"server", "vms", "check", "insecure", "device", "apply", "datastores", "disk"},
     "esxtop": {"host", "command", "delay"},
     "esxi": {"hosts", "command"},
     "matrix": {"levels", "option", "options"},
@@ -295,6 +296,8 @@ class VSpherePlan:
     apply: dict[str, str] = field(default_factory=dict)
     #: the datastores ``apply`` may change: the plan names every object it changes
     datastores: tuple[str, ...] = ()
+    #: the label of each VM's disk under test (``Hard disk 2``), where a VM has more than one
+    disk: str | None = None
 
 
 @dataclass(frozen=True)
@@ -786,7 +789,12 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
         raise PlanError(f"{path}: [vsphere] insecure must be true or false without quotes, not {insecure!r}")
     apply, datastores = _applied(path, section, factors)
     check = {**check, **{setting: factor for setting, factor in apply.items() if setting not in check}}
-    return VSpherePlan(str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores)
+    disk = section.get("disk")
+    if disk is not None and not (isinstance(disk, str) and disk.strip() and len(disk) <= 80):
+        raise PlanError(f'{path}: [vsphere] disk is the label of the disk under test, e.g. "Hard disk 2"')
+    return VSpherePlan(
+        str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores, disk
+    )
 
 
 #: the vSphere settings a plan may have benchlib set (``[vsphere] apply``); the others are checked only
