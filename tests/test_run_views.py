@@ -238,7 +238,7 @@ def test_a_steady_runs_window_is_found_in_its_per_second_log(
         "--rw=randread",
         "--bs=4k",
         "--runtime=8",
-        "--rate_iops=500",
+        "--rate_iops=200",  # a rate a busy 2-core machine keeps each second (500 missed it beside other tests)
         "--write_iops_log=job",
         "--log_avg_msec=1000",
         formats="json+",
