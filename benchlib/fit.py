@@ -266,13 +266,14 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
 
     A folder of other work filed under one level (fio-sample's 70/30 mix under 4k, beside its random reads)
     would be pooled into that configuration's page: its medians and percentiles would be of two jobs. Each
-    such parameter is one more axis: a page per value, as the results table has a row per value. A run whose
-    jobs or VMs ran unlike work at once (HCIBench's VMs at depths 1 and 16, a job file with a randread and a
-    randwrite job) is split too: each page holds the jobs that ran its work, as fairness and medians need
-    (before, one such run kept every other run of the study pooled). Only where every run of the
-    configuration prints it (fio's normal output prints no read share), and never a measured figure (a read
-    share with fractions: vdbench's of one setting differs run to run); a parameter a factor of ``axes``
-    names (a block-size factor's bytes) follows that factor, and is never one.
+    such parameter is one more axis: a page per value, as the results table has a row per value. The load
+    generator (``tool``) is one: an HCIBench study's fio and vdbench tests are not one sample. Only where
+    every run holds one value of it (per phase: fio's groups are pages of their own already; a run whose jobs
+    or VMs ran unlike work at once, a job file with a randread and a randwrite job, is one workload, whose
+    halves would be neither's figures) and every run of the configuration prints it (fio's normal output
+    prints no read share), and never a measured figure (a read share with fractions: vdbench's of one setting
+    differs run to run); a parameter a factor of ``axes`` names (a block-size factor's bytes) follows that
+    factor, and is never one.
     """
     from benchlib.views import _SAME_AS, _study_rows
 
@@ -288,8 +289,8 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
         if rows[column].dtype.is_float() and (rows[column].drop_nulls() % 1 != 0).any():
             continue  # a measured share (vdbench's 69.9, 70.1 of one 70/30 setting) would make each run a page
         value = pl.col(column).cast(pl.String)
-        per_run = rows.group_by(*unit, *held).agg(value.null_count().alias("nulls"))
-        if per_run.height and (per_run["nulls"] == 0).all():
+        per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"), value.null_count().alias("nulls"))
+        if per_run.height and (per_run["values"] == 1).all() and (per_run["nulls"] == 0).all():
             apart = rows.group_by(*held, unit[1]) if held else rows.group_by(unit[1])
             if (apart.agg(value.n_unique())[column] > 1).any():
                 found.append(column)

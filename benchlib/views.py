@@ -162,49 +162,6 @@ def cell_frame(study: StudyRef, levels: dict) -> pl.DataFrame:
     return _study_rows(study, {factor: [level] for factor, level in levels.items()})
 
 
-def beside_other_work(study: StudyRef, rows: pl.DataFrame) -> pl.DataFrame:
-    """Return the runs of a page (``rows``) whose other jobs or members ran other work at the same time.
-
-    A run whose VMs ran unlike work at once (HCIBench's VMs at depths 1 and 16) is split by work
-    (:func:`benchlib.fit.work_axes`): each page holds the members that ran its work, and their figures are
-    of storage they shared with the others. Columns: ``run_unit``, ``members`` (the members on no page of
-    this one, named), ``work`` (what they ran that this page does not: ``[{"param": "iodepth", "value":
-    "16"}]``). Jobs of another phase (fio's groups) ran at another time, and are not counted. Empty where none
-    did.
-    """
-    from benchlib.fit import WORK
-
-    work_type = pl.List(pl.Struct({"param": pl.String, "value": pl.String}))
-    empty = pl.DataFrame(schema={"run_unit": pl.String, "members": pl.List(pl.String), "work": work_type})
-    if rows.is_empty():
-        return empty
-    unit = run_unit_expr(rows.columns)
-    here = rows.with_columns(unit)
-    whole = _study_rows(_open(study), None)
-    whole = whole.with_columns(run_unit_expr(whole.columns)).filter(
-        pl.col("run_unit").is_in(here["run_unit"].unique().implode())
-    )
-    phase = pl.col("group_id").fill_null(0)
-    others = whole.join(here.select("run_id", "job_index").unique(), on=["run_id", "job_index"], how="anti")
-    others = others.join(
-        here.select("run_unit", phase.alias("_phase")).unique(),
-        left_on=["run_unit", phase],
-        right_on=["run_unit", "_phase"],
-    )
-    params = [c for c in WORK if c in rows.columns]
-    found = []
-    for (run_unit,), group in others.group_by("run_unit", maintain_order=True):
-        page = here.filter(pl.col("run_unit") == run_unit)
-        work = [
-            {"param": p, "value": v}
-            for p in params
-            for v in sorted(set(map(str, group[p].drop_nulls())) - set(map(str, page[p].drop_nulls())))
-        ]
-        if work:  # members that ran this page's work too are on this page, not beside it
-            found.append({"run_unit": run_unit, "members": sorted(set(group["vm"].cast(pl.String))), "work": work})
-    return pl.DataFrame(found, schema=empty.schema) if found else empty
-
-
 def summary_apart(study: StudyRef, rows: pl.DataFrame, share: float = 0.01) -> pl.DataFrame:
     """Return where HCIBench's own summary of a cell's runs differs from benchlib's aggregation of its VMs.
 
@@ -508,21 +465,16 @@ def design(study: StudyRef) -> Design | None:
     keys = [*present, *params, *(c for c in WORK if c in runs.columns and c not in (*present, *params))]
     end = pl.col("start_time") + pl.duration(nanoseconds=pl.col("duration_ns"))
     phased = runs.with_columns(run_unit_expr(runs.columns), pl.col("phase").fill_null(0))
-    # a run whose members ran unlike work at once (HCIBench's VMs at depths 1 and 16) is in a configuration
-    # per work, as the pages and the results table have it; its hosts are the whole run's
-    hosts = phased.group_by("run_unit").agg(
+    units = phased.group_by("run_unit", "phase").agg(
+        *(pl.col(c).drop_nulls().first() for c in keys),
         pl.col("host").drop_nulls().n_unique().alias("hosts"),
-        # hosts of one run that never ran at once: the last started after the first had finished
-        (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
-    )
-    units = phased.group_by("run_unit", "phase", *params).agg(
-        *(pl.col(c).drop_nulls().first() for c in keys if c not in params),
         pl.col("duration_ns").max(),
         pl.col("runtime_setting_ns").max(),
         pl.col("ramp_time_ns").max(),
         pl.col("io").fill_null(False).any(),
+        # hosts of one run that never ran at once: the last started after the first had finished
+        (pl.col("start_time").max() >= end.min()).fill_null(False).alias("apart"),
     )
-    units = units.join(hosts, on="run_unit")
     other = units.filter(~pl.col("io"))["run_unit"].n_unique()  # rows of other figures (a published CPU table)
     units = units.filter(pl.col("io")) if units.filter(pl.col("io")).height else units
     # a job parameter a run's output does not print (normal output: a mix's read share) is the one the same

@@ -6,7 +6,7 @@ import polars as pl
 
 from benchlib.stats import jain_expr, max_min_ratio_expr
 from benchlib.stats.fairness import CLEAR_LEAD, UNEVEN_FROM
-from benchlib.tables import inline, level, levels_words, number, span
+from benchlib.tables import inline, levels_words, number, span
 
 
 def describe_cell(
@@ -204,28 +204,4 @@ def runs_without_histograms_note(runs: list[str]) -> str:
     return (
         f"Not in it: {named} (no latency histogram in {'its' if len(runs) == 1 else 'their'} output: fio's normal "
         "and plain json output print percentiles, not the histogram this table pools)."
-    )
-
-
-def beside_other_work_note(found: pl.DataFrame) -> str:
-    """Say which runs of a page shared the storage with other work at the same time, each kind once.
-
-    ``found``: :func:`benchlib.views.beside_other_work`'s; "" where no run did.
-    """
-    if found.is_empty():
-        return ""
-    said: dict[str, int] = {}
-    for row in found.iter_rows(named=True):
-        work: dict[str, list[str]] = {}
-        for item in row["work"]:
-            work.setdefault(item["param"], []).append(level(item["param"], item["value"]))
-        what = "; ".join(f"{inline(p)} {', '.join(v)}" for p, v in work.items())
-        who = ", ".join(row["members"])
-        said[f"{who} ran {what}"] = said.get(f"{who} ran {what}", 0) + 1
-    runs = found.height
-    parts = "; ".join(f"{text}" + (f" (in {n} of them)" if n < runs else "") for text, n in said.items())
-    return (
-        f"**Beside other work**: {'the run' if runs == 1 else f'{runs} runs'} of this page also held "
-        f"{inline('vm')}s of other pages, which ran other work at the same time: {parts}. The figures here are "
-        "of storage shared with that work, not of this work alone."
     )
