@@ -582,19 +582,20 @@ def _runs_against_baseline(
     base = runs.filter(pl.col(factor) == level(factor, baseline)).drop(factor)
     median = base.group_by(by or pl.lit(0).alias("_all")).agg(pl.col(value).median().alias("_median"))
     base = base.join(compared, on=by) if by else base.join(compared, how="cross")
-    base = base.with_columns(pl.lit(f"baseline run ({level(factor, baseline)})").alias("side"), baseline=True)
+    # private names while the factors' columns are beside them (a factor may be named side or baseline)
+    base = base.with_columns(pl.lit(f"baseline run ({level(factor, baseline)})").alias("_side"), _baseline=True)
     levels = compared[factor].unique().sort().to_list()
     named = f"run of {levels[0]}" if len(levels) == 1 else "run of the level compared"
-    new = runs.join(compared, on=[*by, factor]).with_columns(pl.lit(named).alias("side"), baseline=False)
-    kept = [*by, factor, value, "side", "baseline"]
+    new = runs.join(compared, on=[*by, factor]).with_columns(pl.lit(named).alias("_side"), _baseline=False)
+    kept = [*by, factor, value, "_side", "_baseline"]
     both = pl.concat([new.select(kept), base.select(kept)])
     both = both.join(median, on=by) if by else both.join(median.drop("_all"), how="cross")
     return (
         both.filter(pl.col("_median") > 0)
         .select(
             _joined(label).alias("comparison"),
-            "side",
-            "baseline",
+            pl.col("_side").alias("side"),
+            pl.col("_baseline").alias("baseline"),
             ((pl.col(value) / pl.col("_median") - 1) * 100).alias("pct"),
         )
         .sort(pl.all())  # joins keep no order: the same runs, the same figure

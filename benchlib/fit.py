@@ -386,6 +386,8 @@ def comparison(
         by = [f for f in found.varied if f != factor and len(only.get(f, "..")) > 1 and f not in found.swept]
         by, only = _complete(_opened(study), by, only)
         only = _same_work(_opened(study), factor, by, only)
+        # work the study does not declare (fio's and vdbench's tests, two block sizes) is compared within itself
+        by += [w for w in work_axes(study, [factor, *by], only) if w not in by]
     if value is None:
         value = _like_for_like(_opened(study), found, [(factor, baseline, by)], only)
     return {"value": value, "factor": factor, "baseline": baseline, "by": by, "only": only}

@@ -106,13 +106,18 @@ _JOB = ("tool", "ioengine", "iodepth", "numjobs", "rwmixread_pct", "block_size_b
 
 
 def _varying_job(rows: pl.DataFrame, by: list[str]) -> list[str]:
-    """Return the work that varies within a configuration of ``by``."""
-    grouped = rows.group_by(by) if by else rows.group_by(pl.lit(0))
-    return [
-        c
-        for c in _JOB
-        if c in rows.columns and c not in by and (grouped.agg(pl.col(c).drop_nulls().n_unique())[c] > 1).any()
-    ]
+    """Return the work that varies within a configuration of ``by`` (fio's I/O engine within a tool's runs)."""
+
+    def varies(column: str, within: list[str]) -> bool:
+        grouped = rows.group_by(within) if within else rows.group_by(pl.lit(0))
+        return bool((grouped.agg(pl.col(column).drop_nulls().n_unique())[column] > 1).any())
+
+    found: list[str] = []
+    for c in _JOB:
+        within = [*by, *(["tool"] if c == "ioengine" and "tool" in found else [])]  # vdbench's is "vdbench"
+        if c in rows.columns and c not in by and varies(c, within):
+            found.append(c)
+    return found
 
 
 def _with(table: pl.DataFrame, extra: pl.DataFrame, group: list[str]) -> pl.DataFrame:

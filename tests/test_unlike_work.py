@@ -156,3 +156,37 @@ def test_a_member_table_splits_reads_and_writes_only() -> None:
     rows = pl.concat([reads, reads.with_columns(pl.lit("sync").alias("direction"), pl.col("lat_mean_ns") / 4)])
     table = member_table(rows, "iops")
     assert [c for c in table.columns if c.endswith("_ms")] == ["total_latency_ms"]
+
+
+def test_a_comparison_holds_undeclared_work_apart_and_any_factor_name_draws(tmp_path: Path) -> None:
+    """Two sides, each an HCIBench study of a fio and a vdbench test at two block sizes, nothing declared but
+    the side: the comparison is made within each tool and block size (before: one median of fio's and
+    vdbench's runs at both sizes a side). A factor named like a column the figure uses (side) still draws."""
+    import shutil
+
+    from benchlib import fit
+    from benchlib.figures import _runs_against_baseline
+    from benchlib.ingest import ingest_study
+    from benchlib.store import open_study
+
+    study = tmp_path / "raw" / "two"
+    for side in ("a", "b"):
+        shutil.copytree(
+            Path(__file__).parent / "data" / "hcibench", study / side, ignore=shutil.ignore_patterns("*.md")
+        )
+    for copy in (study / "b").rglob("*"):  # another capture of the same tests: the same bytes would be one file
+        if copy.is_file():
+            copy.write_bytes(copy.read_bytes() + b"\n")
+    (study / "study.toml").write_text(
+        '[study]\nname = "two"\n[factors]\nside = ["a", "b"]\n'
+        '[[files]]\nglob = "a/**"\nlevels = { side = "a" }\n[[files]]\nglob = "b/**"\nlevels = { side = "b" }\n',
+        encoding="utf-8",
+    )
+    ingest_study(study, tmp_path / "processed")
+    opened = open_study(study, tmp_path / "processed")
+    page = fit.comparison(opened)
+    assert page["factor"] == "side" and page["by"] == ["tool", "block_size_bytes"]
+    runs = pl.DataFrame({"baseline": ["x", "x", "x", "x"], "side": ["a", "a", "b", "b"], "iops": [1.0, 3.0, 2.0, 4.0]})
+    table = pl.DataFrame({"baseline": ["x"], "side": ["b"], "runs": [2], "runs_baseline": [2]})
+    dots = _runs_against_baseline(runs, table, value="iops", factor="side", baseline="a", label=["baseline", "side"])
+    assert dots is not None and dots.height == 4 and set(dots.columns) == {"comparison", "side", "baseline", "pct"}
