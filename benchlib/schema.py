@@ -391,6 +391,8 @@ def _place(row: dict, table: str, index: int) -> str:
     named = [f"{k} {row[k]!r}" for k in ("job_name", "direction", "metric", "counter") if row.get(k) is not None]
     if table == "host_counters" and row.get("sample") is not None:  # a capture's line is its sample
         named = [f"sample {row['sample'] + 1} after the header", f"instance {row['instance']!r}", *named]
+    if table == "intervals" and row.get("time_ns") is not None:  # a log's line by its time stamp
+        named.append(f"logged {row['time_ns'] / 1e6:,.0f} ms into the run")
     return f"table {table}, row {index + 1}" + (f" ({', '.join(named)})" if named else "")
 
 

@@ -257,6 +257,8 @@ def test_a_log_with_an_impossible_value_is_refused_streamed_or_not(
     reasons = dict(report.quarantined)
     assert report.ingested == ["good_bw.1.log"] and list(reasons) == ["bad_bw.1.log"]
     assert "table intervals, row 4" in reasons["bad_bw.1.log"] and "value is -" in reasons["bad_bw.1.log"]
+    stamp = int(lines[3].split(",")[0])  # the line, found by its time stamp (the log starts at 0 ms)
+    assert f"logged {stamp:,} ms into the run" in reasons["bad_bw.1.log"]
     assert load_study_tables(report.processed).intervals.height == len(lines)  # the good log's rows only
 
 
