@@ -184,43 +184,33 @@ def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:
     """
     from pyVmomi import vim
 
-    content = service.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
-    try:
-        found = {vm.name: vm for vm in view.view}
-    finally:
-        view.Destroy()
-    missing = [name for name in vms if name not in found]
-    if missing:
-        known = ", ".join(sorted(found)[:20]) or "none"
-        raise VSphereError(f"VMs not in vCenter's inventory: {', '.join(missing)} (VMs there: {known})")
+    found = _inventory(service, vim.VirtualMachine, vms, "VMs")
     return {
         "read_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "vms": [_vm_facts(found[name]) for name in (vms or sorted(found))],
     }
 
 
-def _datastores(service: Any, names: list[str]) -> dict[str, Any]:
-    """Return the datastores named, by name.
-
-    Raises
-    ------
-    VSphereError
-        When one is not in the inventory (the message lists the ones that are).
-
-    """
-    from pyVmomi import vim
-
+def _inventory(service: Any, kind: type, names: list[str], said: str) -> dict[str, Any]:
+    """Return every object of ``kind`` in vCenter's inventory, by name; raise where one of ``names`` is not there."""
     content = service.RetrieveContent()
-    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.Datastore], True)
+    view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
     try:
-        found = {ds.name: ds for ds in view.view}
+        found = {item.name: item for item in view.view}
     finally:
         view.Destroy()
     missing = [name for name in names if name not in found]
     if missing:
         known = ", ".join(sorted(found)[:20]) or "none"
-        raise VSphereError(f"datastores not in vCenter's inventory: {', '.join(missing)} (datastores there: {known})")
+        raise VSphereError(f"{said} not in vCenter's inventory: {', '.join(missing)} ({said} there: {known})")
+    return found
+
+
+def _datastores(service: Any, names: list[str]) -> dict[str, Any]:
+    """Return the datastores named, by name (:class:`VSphereError` where one is not in the inventory)."""
+    from pyVmomi import vim
+
+    found = _inventory(service, vim.Datastore, names, "datastores")
     return {name: found[name] for name in names}
 
 
