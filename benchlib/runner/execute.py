@@ -1134,8 +1134,8 @@ def run_plan(
             if hosts:
                 writes = cell.key in reading.writing
                 guard.recheck(hosts, writes)
-                bring_settings(cell)  # the cell's SIOC ([vsphere] apply), read back, before its first I/O
                 try:
+                    bring_settings(cell)  # the cell's SIOC ([vsphere] apply), read back, before its first I/O
                     with guard.opened(hosts) as fds:
                         ok, failed = run_cell(
                             plan,
