@@ -283,7 +283,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     plan = load_plan(args.plan, allow_options=args.allow_option, allow_facts_command=args.allow_facts_command)
     levels = chosen_levels(plan, args.levels)
     reading = read_plan(plan, fio_binary())
-    for line in describe_plan(plan, reading, cells=args.dry_run):
+    for line in describe_plan(plan, reading, cells=args.dry_run, levels=levels):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if levels:
         console.print(_levels_line(plan, levels), highlight=False, markup=False, soft_wrap=True)

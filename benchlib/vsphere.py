@@ -192,17 +192,28 @@ def read_facts(service: Any, vms: list[str]) -> dict[str, Any]:
 
 
 def _inventory(service: Any, kind: type, names: list[str], said: str) -> dict[str, Any]:
-    """Return every object of ``kind`` in vCenter's inventory, by name; raise where one of ``names`` is not there."""
+    """Return every object of ``kind`` in vCenter's inventory, by name.
+
+    Raises where one of ``names`` is not there, or is the name of two objects (names are unique only within
+    a datacenter or folder: the other datacenter's datastore of that name is never read or changed).
+    """
     content = service.RetrieveContent()
     view = content.viewManager.CreateContainerView(content.rootFolder, [kind], True)
     try:
-        found = {item.name: item for item in view.view}
+        items = list(view.view)
     finally:
         view.Destroy()
+    found = {item.name: item for item in items}
     missing = [name for name in names if name not in found]
     if missing:
         known = ", ".join(sorted(found)[:20]) or "none"
         raise VSphereError(f"{said} not in vCenter's inventory: {', '.join(missing)} ({said} there: {known})")
+    twice = sorted({name for name in names if sum(item.name == name for item in items) > 1})
+    if twice:
+        raise VSphereError(
+            f"{said} named {', '.join(twice)} are more than one in vCenter's inventory (one per datacenter or "
+            "folder): benchlib cannot tell which is meant; give them names of their own"
+        )
     return found
 
 
@@ -215,46 +226,72 @@ def _datastores(service: Any, names: list[str]) -> dict[str, Any]:
 
 
 def datastore_sioc(service: Any, names: list[str]) -> dict[str, bool]:
-    """Return each named datastore's Storage I/O Control: on (True) or off (False).
-
-    Raises
-    ------
-    VSphereError
-        When a datastore is not in the inventory, or vCenter does not report its SIOC.
-
-    """
-    states = {}
-    for name, datastore in _datastores(service, names).items():
-        iorm = datastore.iormConfiguration
-        if iorm is None:
-            raise VSphereError(f"vCenter reports no Storage I/O Control for datastore {name}: it cannot be set")
-        states[name] = bool(iorm.enabled)
-    return states
+    """Return each named datastore's Storage I/O Control: on (True) or off (False) (:func:`sioc_of`)."""
+    return {name: sioc_of(datastore) for name, datastore in _datastores(service, names).items()}
 
 
-def set_sioc(service: Any, name: str, enabled: bool) -> bool:
-    """Turn a datastore's Storage I/O Control on or off, wait for vCenter's task, and return what it reads after.
+def sioc_of(datastore: Any) -> bool:
+    """Return a datastore's Storage I/O Control (the managed object): on (True) or off (False)."""
+    iorm = datastore.iormConfiguration
+    if iorm is None:
+        raise VSphereError(f"vCenter reports no Storage I/O Control for datastore {datastore.name}: it cannot be set")
+    return bool(iorm.enabled)
+
+
+def set_sioc_of(service: Any, datastore: Any, enabled: bool) -> bool:
+    """Turn a datastore's (the managed object's) SIOC on or off, wait for vCenter's task; return it read back.
 
     Through the StorageResourceManager's ``ConfigureDatastoreIORM_Task`` (only vCenter has it); every host
     of the datastore must support SIOC, or the task fails and says so.
-
-    Raises
-    ------
-    VSphereError
-        When the task fails (its message), or the datastore is not in the inventory.
-
     """
     from pyVim.task import WaitForTask
     from pyVmomi import vim, vmodl
 
-    datastore = _datastores(service, [name])[name]
     spec = vim.StorageResourceManager.IORMConfigSpec(enabled=enabled)
     task = service.RetrieveContent().storageResourceManager.ConfigureDatastoreIORM_Task(datastore=datastore, spec=spec)
     try:
         WaitForTask(task)
     except vmodl.MethodFault as exc:
-        raise VSphereError(f"vCenter did not set SIOC {'on' if enabled else 'off'} on {name}: {exc.msg}") from None
-    return datastore_sioc(service, [name])[name]
+        said = "on" if enabled else "off"
+        raise VSphereError(f"vCenter did not set SIOC {said} on {datastore.name}: {exc.msg}") from None
+    return sioc_of(datastore)
+
+
+def disks_under_test(service: Any, vms: list[str], label: str | None) -> dict[str, tuple[str, Any]]:
+    """Return each VM's disk under test as (its label, its datastore's managed object), by VM name.
+
+    The datastore is the one the disk's file is on, so a datastore of the same name elsewhere is never taken.
+
+    Raises
+    ------
+    VSphereError
+        Where a VM is not in the inventory, is named twice, or its disk under test cannot be told.
+
+    """
+    from pyVmomi import vim
+
+    found = _inventory(service, vim.VirtualMachine, vms, "VMs")
+    disks = {}
+    for name in vms:
+        vm = found[name]
+        chosen, why = disk_under_test(_vm_facts(vm), label)
+        if chosen is None:
+            raise VSphereError(f"VM {name} {why.replace('in study.toml', 'in the plan')}")
+        device = next(
+            d
+            for d in vm.config.hardware.device
+            if isinstance(d, vim.vm.device.VirtualDisk) and d.deviceInfo and d.deviceInfo.label == chosen["label"]
+        )
+        datastore = getattr(device.backing, "datastore", None)
+        if datastore is None:
+            raise VSphereError(f"VM {name}'s disk under test ({chosen['label']}) is on no datastore vCenter names")
+        disks[name] = (chosen["label"], datastore)
+    return disks
+
+
+def set_sioc(service: Any, name: str, enabled: bool) -> bool:
+    """Turn the named datastore's SIOC on or off (:func:`set_sioc_of`); return it read back."""
+    return set_sioc_of(service, _datastores(service, [name])[name], enabled)
 
 
 def facts_document(service: Any, server: Server, vms: list[str]) -> dict[str, Any]:

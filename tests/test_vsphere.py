@@ -789,6 +789,12 @@ use = "randread-4k"
 """
 
 
+@pytest.fixture(autouse=True)
+def _own_journals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test keeps benchlib's locks and journals of datastores it sets in a folder of its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def _sioc(vcenter: str) -> bool:
     from benchlib.vsphere import connect, datastore_sioc
 
@@ -833,44 +839,61 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     report = ingest_study(tmp_path / "study", tmp_path / "processed")  # the levels agree with vCenter's facts
     assert report.quarantined == [] and len(report.ingested) >= 4
 
-    # a run killed before it put SIOC back leaves an unrestored record: the next start puts it back first
+    # a planted record (a study from elsewhere) says the datastore had SIOC off: it is a record, never followed
+    planted = {"runs": [{**run, "original": {"LocalDS_0": {"sioc": False}}, "restored": None}]}
+    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(planted))
+    assert run_plan(plan, vcenter=vcenter, apply_settings=True).done == 0 and _sioc(vcenter)
+    (tmp_path / "study" / "benchlib-settings.json").write_text("[" * 10000)  # not as benchlib writes it
+    with pytest.raises(SettingsError, match="cannot be read; move it away"):
+        run_plan(plan, vcenter=vcenter, apply_settings=True)
+
+
+#: a run of the plan that kills itself (SIGKILL: no clean-up at all) during its first cell at SIOC off
+KILLED_RUN = """
+import os, signal, sys
+from benchlib.runner import load_plan, run_plan
+from benchlib.vsphere import Server, connect, datastore_sioc
+service = connect(Server.parse(sys.argv[2]))
+def kill(done, total, label):
+    if done > 0 and not datastore_sioc(service, ["LocalDS_0"])["LocalDS_0"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+run_plan(load_plan(sys.argv[1]), vcenter=sys.argv[2], apply_settings=True, progress=kill)
+"""
+
+
+def test_a_run_killed_at_sioc_off_is_put_back_by_the_next_run_on_this_machine(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 in the cell at SIOC off leaves it off, and this machine's journal says so: the next run puts it
+    back before anything (recorded as a change of no cell), unless someone set it since; a plan that no
+    longer applies SIOC is refused while the journal is there."""
+    from benchlib.runner import PlanError, load_plan, run_plan
+    from benchlib.runner.settings import SettingsError, state_folder
     from benchlib.vsphere import connect, set_sioc
 
-    assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", False) is False
-    killed_at = {"time": "t", "cell": "randread-4k/sioc=off", "datastore": "LocalDS_0", "setting": "sioc"}
-    run["changes"].append({**killed_at, "from": True, "to": False})  # as a run killed in the off cell left it
-    run["restored"] = None
-    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
-    said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
-    assert "first, put back what a run killed before it could left changed: LocalDS_0 on" in said
-    assert run_plan(plan, vcenter=vcenter, apply_settings=True).done == 0  # every cell was done
-    assert _sioc(vcenter)
-    killed, this = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
-    assert killed["restored"] and killed["changes"][-1]["cell"] is None and killed["changes"][-1]["to"] is True
-    assert this["restored"] and this["changes"] == []
-    # a record naming a datastore the plan does not (edited, or from elsewhere) changes nothing there
-    record = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())
-    record["runs"][-1].update(restored=None, original={"LocalDS_0": {"sioc": True}, "shared-prod": {"sioc": True}})
-    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(record))
-    with pytest.raises(SettingsError, match="SIOC on shared-prod, which this plan's \\[vsphere\\] datastores"):
-        run_plan(plan, vcenter=vcenter, apply_settings=True)
-    # a record another machine left, or one set by hand since, or not as benchlib writes it: nothing changed
-    for edit, why in (
-        ({"host": "elsewhere"}, "a run on 'elsewhere'.*this is another machine"),
-        ({"original": {"LocalDS_0": {"sioc": False}}}, "left LocalDS_0 otherwise than vCenter has it now"),
-        ({"original": {"LocalDS_0": {"sioc": "false"}}}, "cannot be read.*true or false"),
-    ):
-        forged = json.loads(json.dumps(record))
-        forged["runs"][-1].update({"original": {"LocalDS_0": {"sioc": True}}, "changes": [], **edit})
-        (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(forged))
-        with pytest.raises(SettingsError, match=why):
-            run_plan(plan, vcenter=vcenter, apply_settings=True)
-        assert _sioc(vcenter)
-    forged["runs"][-1].update({"original": {"LocalDS_0": {"sioc": True}}})  # a run killed, as it wrote it
-    (tmp_path / "study" / "benchlib-settings.json").write_text(json.dumps(forged))
-    plan_file.write_text(plan_file.read_text().replace('apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]\n', ""))
-    with pytest.raises(PlanError, match="did not put it back.*no longer applies it"):  # [vsphere] apply taken out
-        run_plan(load_plan(plan_file), vcenter=vcenter)
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    plan_file = tmp_path / "plan.toml"
+    text = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+    plan_file.write_text(text.replace("repetitions = 2", "repetitions = 1"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_RUN, str(plan_file), vcenter], env=env, timeout=300)
+    assert killed.returncode == -9 and not _sioc(vcenter)  # killed, SIOC left off
+    (journal,) = state_folder().glob("*.json")
+    assert json.loads(journal.read_text())["original"] is True
+    without = plan_file.read_text().replace('apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]\n', "")
+    (tmp_path / "without.toml").write_text(without)
+    with pytest.raises(PlanError, match="did not put it back .*LocalDS_0 on.*no longer applies it"):
+        run_plan(load_plan(tmp_path / "without.toml"), vcenter=vcenter)
+    assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", True) is True  # someone sets it by hand
+    with pytest.raises(SettingsError, match="left SIOC off on LocalDS_0, and vCenter has it on: someone set it"):
+        run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+    assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", False) is False  # as the killed run left it
+    assert run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True).done == 2
+    assert _sioc(vcenter) and not list(state_folder().glob("*.json"))
+    runs = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
+    assert runs[0]["restored"] is None and runs[-1]["restored"]  # the killed run's record stays as it left it
+    assert runs[-1]["changes"][0] == {**runs[-1]["changes"][0], "cell": None, "from": False, "to": True}
 
 
 def test_an_interrupted_run_puts_sioc_back(
@@ -912,6 +935,13 @@ def test_a_plan_that_applies_settings_names_its_mistakes(
         (good.replace('apply = { sioc = "sioc" }', 'apply = { sioc = "nope" }'), "names no \\[matrix\\] factor"),
         (good.replace('["off", "on"]', '["off", "maybe"]'), "'maybe' does not"),
         (good.replace('datastores = ["LocalDS_0"]\n', ""), "name each it may change"),
+        (good.replace('apply = { sioc = "sioc" }', 'apply = { sioc = ["sioc"] }'), "names one factor"),
+        (good.replace('["LocalDS_0"]', '["LocalDS_0", "LocalDS_0"]'), "names a datastore twice"),
+        (
+            good.replace("[vsphere]\n", '[vsphere]\ncheck = { sioc = "other" }\n')
+            + '[matrix.other]\nlevels = ["on"]\n',
+            "one factor says what sioc is",
+        ),
     ):
         plan_file.write_text(bad)
         with pytest.raises(PlanError, match=why):

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections import Counter
 
-from benchlib.runner.execute import PlanReading, cell_seconds, cell_stopping, pending
+from benchlib.runner.execute import PlanReading, at_levels, cell_seconds, cell_stopping, pending
 from benchlib.runner.plan import BASE_OPTIONS, Plan, settled_cells
 from benchlib.runner.repetitions import PrecisionRule, SettleRule, parse_rule
 from benchlib.runner.settings import planned_changes
@@ -25,7 +25,7 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
-def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> list[str]:
+def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True, levels: dict | None = None) -> list[str]:
     """Return the lines the dry run prints (and the real run prints before it starts).
 
     ``reading``: fio's own reading of the plan (:func:`benchlib.runner.execute.read_plan`), which says
@@ -79,7 +79,7 @@ def describe_plan(plan: Plan, reading: PlanReading, *, cells: bool = True) -> li
     lines.append(
         "profiles: " + ", ".join(f"{p} ({n} cells{', writes' if p in writes else ''})" for p, n in per_profile.items())
     )
-    lines += planned_changes(plan, plan.order())
+    lines += planned_changes(plan, [(r, c) for _, r, c, _ in todo if at_levels(c, levels)])  # what will run
     lines += design_advice(plan)
     lines += planning(plan)
     if cells:

@@ -55,7 +55,7 @@ from benchlib.runner.repetitions import (
     write_settle_record,
 )
 from benchlib.runner.safety import UnsafeTargetError, replace_file
-from benchlib.runner.settings import SETTINGS_FILE, AppliedSettings, left_changed, read_record
+from benchlib.runner.settings import AppliedSettings, journals_of, state_folder
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
@@ -1017,14 +1017,14 @@ class _VSphereFacts:
 def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
     """Say why a plan that sets vSphere settings may not run without ``--apply-settings`` (None when it may)."""
     if not (plan.vsphere and plan.vsphere.apply):
-        left = left_changed(read_record(plan.output / SETTINGS_FILE))
-        if left is None:
+        left = journals_of(plan)
+        if not left:
             return None
-        had = ", ".join(f"{name} {'on' if state['sioc'] else 'off'}" for name, state in left["original"].items())
+        had = ", ".join(f"{j.get('datastore')} {'on' if j.get('original') else 'off'}" for j in left)
         return (
-            f"{plan.output / SETTINGS_FILE}: an earlier run of this plan set SIOC and did not put it back "
-            f"(it had: {had}); this plan no longer applies it: put it back by running the plan with its [vsphere] "
-            "apply again, or by hand, then move the file away"
+            f"an earlier run of this plan on this machine set SIOC and did not put it back (it had: {had}); this "
+            "plan no longer applies it: put it back by running the plan with its [vsphere] apply again, or by "
+            f"hand and then remove its journal in {state_folder()}"
         )
     if apply_settings:
         return None

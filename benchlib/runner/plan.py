@@ -807,6 +807,8 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
 
     apply = _table(path, "[vsphere] apply", section.get("apply", {}))
     for setting, factor in apply.items():
+        if not isinstance(factor, str):
+            raise PlanError(f'{path}: [vsphere] apply = {{ {setting} = "<factor>" }} names one factor, not {factor!r}')
         if setting not in APPLIED:
             raise PlanError(
                 f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }}: benchlib sets only "
@@ -824,8 +826,19 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
                 f"{path}: [vsphere] apply sets SIOC from factor {factor!r}, whose levels must say on or off "
                 f"(on, off, enabled, disabled, true, false); {', '.join(map(repr, unsaid))} does not"
             )
-    datastores = section.get("datastores", [])
-    if apply and (
+    checked = _table(path, "[vsphere] check", section.get("check", {}))
+    for setting, factor in apply.items():
+        if checked.get(setting, factor) != factor:
+            raise PlanError(
+                f"{path}: [vsphere] apply sets {setting} from factor {factor!r} and check checks it against "
+                f"{checked[setting]!r}: one factor says what {setting} is"
+            )
+    return dict(apply), _datastores(path, section.get("datastores", []), bool(apply))
+
+
+def _datastores(path: Path, datastores: object, applied: bool) -> tuple[str, ...]:
+    """Check ``[vsphere] datastores``: each datastore ``apply`` may change, named once."""
+    if applied and (
         not isinstance(datastores, list)
         or not datastores
         or not all(isinstance(d, str) and d.strip() and len(d) <= 80 for d in datastores)
@@ -834,9 +847,12 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
             f'{path}: [vsphere] apply changes datastores: name each it may change, datastores = ["ds-test"] '
             "(the datastores of the VMs' test disks; a VM whose test disk is elsewhere stops the run)"
         )
-    if datastores and not apply:
+    if datastores and not applied:
         raise PlanError(f"{path}: [vsphere] datastores names what apply may change; this plan applies nothing")
-    return dict(apply), tuple(datastores)
+    named = tuple(datastores) if isinstance(datastores, list) else ()
+    if len(set(named)) != len(named):
+        raise PlanError(f"{path}: [vsphere] datastores names a datastore twice: {list(named)}")
+    return named
 
 
 def _output(path: Path, run: dict) -> Path:

@@ -1,19 +1,21 @@
-"""The vSphere settings a plan has benchlib set to each cell's level (``[vsphere] apply``), recorded and put back.
+"""The vSphere settings a plan has benchlib set to each cell's level (``[vsphere] apply``), and put back.
 
 Storage I/O Control is set on the datastores the plan names, through vCenter's
-``ConfigureDatastoreIORM_Task`` (:func:`benchlib.vsphere.set_sioc`), before each cell whose level differs
+``ConfigureDatastoreIORM_Task`` (:func:`benchlib.vsphere.set_sioc_of`), before each cell whose level differs
 from what vCenter reports; each change waits for its task (Ctrl-C and SIGTERM wait for it too) and is read
 back, and a cell never starts on a setting that differs from its level. Only with ``benchlib run
 --apply-settings``: a plan travels inside studies and bundles, and the datastores it names are shared with
-every VM on them. Every named datastore must hold a VM's disk under test, and every VM's disk under test
-must be on one of them.
+every VM on them. A datastore is the one each VM's disk under test is on (never another of the same name),
+every named datastore must hold one, and every VM's must be named.
 
-The record, ``benchlib-settings.json`` in the plan's output folder, is written before the first change: for
-each run of the plan, this machine's name, what every datastore had, each change with its time and cell,
-and when they were put back. The originals are put back when the run ends, is interrupted or fails; a run
-killed before it could (kill -9, a power cut) leaves its record unrestored, and the next start on this
-machine puts them back first, where every datastore is still as the record says the killed run left it
-(else it stops and says what the record holds). Two runs on this machine never set one datastore at once.
+What must be put back is kept on this machine, not in the study: a journal per datastore in the user's
+cache folder (:func:`state_folder`), written before each change with the change under way, removed once the
+datastore is back as the run found it. A run killed before it could put it back (kill -9, a power cut) leaves
+its journal, and the next run on this machine of any plan setting that datastore puts it back first, where
+vCenter still has what the journal says was left (or was under way); else it stops and says what it had.
+A record that came with a study can therefore never make benchlib change a setting. The study keeps the
+provenance: ``benchlib-settings.json`` lists, for every run, what each datastore had and each change with its
+time and cell.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ from typing import Any
 from benchlib.errors import BenchlibError
 from benchlib.runner.plan import Cell, Plan
 
-#: the record of what was changed, in the plan's output folder
+#: the provenance of what was changed, in the plan's output folder (never read to change anything)
 SETTINGS_FILE = "benchlib-settings.json"
-#: the largest record read: far more changes than any plan makes
+#: the largest record or journal read: far more changes than any plan makes
 LARGEST_RECORD = 4 << 20
 
 
@@ -52,77 +54,96 @@ def _said(on: bool) -> str:
     return "on" if on else "off"
 
 
-def _locks() -> Path:
-    """Return the folder of this machine's locks on datastores being set (the user's cache folder)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlib" / "settings-locks"
+def _first(exc: BaseException) -> str:
+    """Return an error's first line (its type where it says nothing)."""
+    return str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+
+
+def state_folder() -> Path:
+    """Return this machine's folder of datastore locks and journals (in the user's cache folder)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlib" / "settings"
 
 
 @contextlib.contextmanager
-def _signals_wait() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM until the block ends (a vCenter task under way is waited for and recorded)."""
+def _signals_held(*, again: bool = True) -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends: a vCenter task under way is waited for and recorded.
+
+    ``again``: raise KeyboardInterrupt after the block where one came (not while putting back at the end).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    before = {
-        sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    signals = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in signals}
     try:
         yield
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
-        if held:
+        if held and again:
             raise KeyboardInterrupt
 
 
-class AppliedSettings:
-    """The settings of one run of a plan: brought to each cell's levels, every change recorded, put back.
+def _write_json(path: Path, data: object) -> None:
+    """Write a JSON file whole and to disk: a new file (never through a link) renamed over it."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+    with open(temporary, "x", encoding="utf-8") as handle:
+        handle.write(json.dumps(data, indent=2) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
 
-    The record holds every run of the plan (``runs``): a run that continues the plan adds to it, never over it.
-    """
+
+def _read_json(path: Path) -> object:
+    """Read a JSON file benchlib wrote: a file, not a link, not huge (ValueError otherwise)."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > LARGEST_RECORD:
+        raise ValueError("not a file benchlib wrote")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError("nested deeper than benchlib writes") from None
+
+
+class AppliedSettings:
+    """The settings of one run of a plan: brought to each cell's levels, journalled, recorded, put back."""
 
     def __init__(self, plan: Plan, service: Any) -> None:
         assert plan.vsphere is not None and plan.vsphere.apply  # noqa: S101 -- only for a plan that applies
         self.plan, self.service = plan, service
-        self.server = plan.vsphere.server
+        self.vsphere = plan.vsphere
         self.factor = plan.vsphere.apply["sioc"]
-        self.datastores = list(plan.vsphere.datastores)
         self.path = plan.output / SETTINGS_FILE
+        self.objects: dict[str, Any] = {}  # datastore name -> managed object, from the VMs' disks
+        self.journals: dict[str, Path] = {}
+        self.original: dict[str, bool] = {}
         self.record: dict = {"factor": self.factor, "runs": []}
         self.run: dict | None = None
         self.held: list[int] = []
 
     def start(self) -> None:
-        """Lock the datastores, put back what a killed run left changed, check the VMs' disks, record originals."""
-        from benchlib.vsphere import datastore_sioc
-
+        """Find the datastores, lock them, put back what a killed run left, record what they have now."""
+        self._find()
         self._lock()
-        self.record = read_record(self.path) or self.record
-        left = left_changed(self.record)
-        if left is not None:
-            self._put_back_left(left)
-        self._check_disks()
-        original = self._reading(lambda: datastore_sioc(self.service, self.datastores), "reading SIOC")
-        self.run = {
-            "server": self.server,
-            "host": socket.gethostname(),
-            "started": _now(),
-            "original": {name: {"sioc": on} for name, on in original.items()},
-            "changes": [],
-            "restored": None,
-        }
+        self._read_record()
+        self.run = {"server": self.vsphere.server, "host": socket.gethostname(), "started": _now(), "original": {}}
+        self.run.update(changes=[], restored=None)  # a killed run's put back first, as changes of no cell
         self.record["runs"].append(self.run)
-        self._write()
+        with _signals_held():
+            for name in self.objects:
+                self._put_back_left(name)
+        self.original = {name: self._now_of(name) for name in self.objects}
+        self.run["original"] = {name: {"sioc": on} for name, on in self.original.items()}
+        self._write_record()
 
     def bring(self, cell: Cell) -> None:
         """Set every named datastore's SIOC to ``cell``'s level where it differs; raise where it did not take."""
-        from benchlib.vsphere import datastore_sioc, sioc_level
+        from benchlib.vsphere import sioc_level
 
         want = sioc_level(cell.levels[self.factor])
         assert want is not None  # noqa: S101 -- the plan's levels were checked (plan._applied)
-        now = self._reading(lambda: datastore_sioc(self.service, self.datastores), f"before {cell.key}")
-        for name, on in now.items():
+        for name in self.objects:
+            on = self._now_of(name)
             if on != want:
                 got = self._set(cell.key, name, on, want)
                 if got != want:
@@ -132,10 +153,17 @@ class AppliedSettings:
                     )
 
     def restore(self) -> None:
-        """Put every datastore back as this run found it (nothing where nothing was recorded or changed)."""
+        """Put every datastore back as this run found it; a second Ctrl-C waits for it (the run is ending)."""
         if self.run is None or self.run["restored"] is not None:
             return
-        self._put_back(self.run)
+        with _signals_held(again=False):
+            for name, on in self.original.items():
+                now = self._now_of(name)
+                if now != on:
+                    self._set(None, name, now, on)
+                self.journals[name].unlink(missing_ok=True)
+            self.run["restored"] = _now()
+            self._write_record()
 
     def close(self) -> None:
         """Let other runs on this machine set these datastores again."""
@@ -143,88 +171,25 @@ class AppliedSettings:
             os.close(fd)  # closing the file lets its lock go
         self.held = []
 
-    def _put_back(self, run: dict) -> None:
-        from benchlib.vsphere import datastore_sioc
+    def _find(self) -> None:
+        """Find each VM's disk under test and its datastore; refuse a VM's not named, or a named one with none."""
+        from benchlib.vsphere import VSphereError, disks_under_test
 
-        original = {name: state["sioc"] for name, state in run["original"].items()}
-        unnamed = sorted(set(original) - set(self.datastores))
-        if unnamed:  # the plan names every object benchlib changes, also when it puts one back
-            raise SettingsError(
-                f"{self.path} says a run changed SIOC on {', '.join(unnamed)}, which this plan's [vsphere] "
-                "datastores does not name: put it back by hand (the file says what it was), then move the file away"
-            )
-        now = self._reading(lambda: datastore_sioc(self.service, list(original)), "putting SIOC back")
-        for name, on in now.items():
-            if on != original[name]:
-                self._set(None, name, on, original[name], run)
-        run["restored"] = _now()
-        self._write()
-
-    def _put_back_left(self, run: dict) -> None:
-        """Put back what a killed run left changed: only its own (this machine's), only where nothing moved since."""
-        from benchlib.vsphere import datastore_sioc
-
-        if run.get("host") != socket.gethostname() or run.get("server") != self.server:
-            raise SettingsError(
-                f"{self.path}: a run on {run.get('host')!r} through {run.get('server')!r} changed SIOC and did not "
-                "put it back; this is another machine or vCenter: make sure each datastore's SIOC is as it should "
-                "be (the file says what it had), then move the file away"
-            )
-        left = {name: state["sioc"] for name, state in run["original"].items()}
-        for change in run["changes"]:  # where the killed run left each datastore
-            left[change["datastore"]] = change["to"]
-        known = [name for name in left if name in self.datastores]
-        now = self._reading(lambda: datastore_sioc(self.service, known), "reading SIOC")
-        moved = sorted(name for name in known if now[name] != left[name])
-        if moved:
-            raise SettingsError(
-                f"{self.path}: a run killed before it put SIOC back left {', '.join(moved)} otherwise than vCenter "
-                "has it now: someone set it since. Make sure each datastore's SIOC is as it should be (the file "
-                "says what it had), then move the file away"
-            )
-        self._put_back(run)
-
-    def _set(self, cell: str | None, name: str, before: bool, want: bool, run: dict | None = None) -> bool:
-        """Set one datastore's SIOC (an interrupt waits for vCenter's task), record the change, return it read back."""
-        from benchlib.vsphere import set_sioc
-
-        with _signals_wait():
-            got = self._reading(lambda: set_sioc(self.service, name, want), f"setting SIOC {_said(want)} on {name}")
-            change = {"time": _now(), "cell": cell, "datastore": name, "setting": "sioc", "from": before, "to": got}
-            (run or self.run or {"changes": []})["changes"].append(change)
-            self._write()
-        return got
-
-    def _reading(self, call: Any, doing: str) -> Any:
-        """Call vCenter; any failure (a fault, a lost session, the network) is one SettingsError saying what to do."""
+        vms = list(self.vsphere.vms.values())
         try:
-            return call()
-        except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once with the way out
-            first = str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-            raise SettingsError(
-                f"{doing} through vCenter failed ({first}); {self.path} says what each datastore had: the next "
-                "run puts it back, or set it by hand"
-            ) from None
-
-    def _check_disks(self) -> None:
-        """Refuse a VM whose disk under test is not on a named datastore, and a named datastore with none."""
-        from benchlib.vsphere import disk_under_test, read_facts
-
-        vsphere = self.plan.vsphere
-        assert vsphere is not None  # noqa: S101 -- only for a plan that applies
-        facts = self._reading(lambda: read_facts(self.service, list(vsphere.vms.values())), "reading the VMs")
-        tested = set()
-        for vm in facts["vms"]:
-            disk, why = disk_under_test(vm, vsphere.disk)
-            if disk is None:
-                raise SettingsError(f"VM {vm['vm']} {why.replace('in study.toml', 'in the plan')}")
-            if disk.get("datastore") not in self.datastores:
+            disks = disks_under_test(self.service, vms, self.vsphere.disk)
+        except VSphereError as exc:  # a VM not there, a name twice, a disk not told: the plan's to mend
+            raise SettingsError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once
+            raise SettingsError(f"finding the VMs' test disks through vCenter failed ({_first(exc)})") from None
+        for vm, (label, datastore) in disks.items():
+            if datastore.name not in self.vsphere.datastores:
                 raise SettingsError(
-                    f"VM {vm['vm']}'s disk under test ({disk.get('label')}) is on {disk.get('datastore')}, not on "
-                    f"the datastores [vsphere] apply changes ({', '.join(self.datastores)}): name its datastore"
+                    f"VM {vm}'s disk under test ({label}) is on {datastore.name}, not on the datastores [vsphere] "
+                    f"apply changes ({', '.join(self.vsphere.datastores)}): name its datastore"
                 )
-            tested.add(disk["datastore"])
-        idle = [name for name in self.datastores if name not in tested]
+            self.objects[datastore.name] = datastore
+        idle = [name for name in self.vsphere.datastores if name not in self.objects]
         if idle:
             raise SettingsError(
                 f"[vsphere] datastores names {', '.join(idle)}, which holds no VM's disk under test: benchlib changes "
@@ -232,83 +197,128 @@ class AppliedSettings:
             )
 
     def _lock(self) -> None:
-        """Hold this machine's lock on each datastore (a second run setting one of them stops here)."""
-        folder = _locks()
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in self.datastores:
-            key = "".join(c if c.isalnum() or c in "-._" else "_" for c in f"{self.server}-{name}")[:200]
-            fd = os.open(folder / f"{key}.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                self.close()
-                raise SettingsError(
-                    f"another benchlib run on this machine is setting SIOC on {name}; wait for it to end"
-                ) from None
-            self.held.append(fd)
+        """Hold this machine's lock on each datastore, by vCenter's id and the datastore's (however spelled)."""
+        content = self._vcenter(self.service.RetrieveContent, "reading vCenter's id")
+        instance = getattr(content.about, "instanceUuid", None) or self.vsphere.server
+        folder = state_folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, datastore in self.objects.items():
+                key = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{datastore._moId}")
+                self.journals[name] = folder / f"{key}.json"
+                fd = os.open(folder / f"{key}.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    raise SettingsError(
+                        f"another benchlib run on this machine is setting SIOC on {name}; wait for it to end"
+                    ) from None
+                self.held.append(fd)
+        except OSError as exc:
+            self.close()
+            raise SettingsError(
+                f"cannot keep what benchlib changes in {folder} ({exc.strerror}); set XDG_CACHE_HOME to a folder "
+                "of yours benchlib may write"
+            ) from None
 
-    def _write(self) -> None:
-        """Write the record whole and to disk (a new file renamed over it: a kill never leaves half a record)."""
+    def _put_back_left(self, name: str) -> None:
+        """Put back what a run killed on this machine left changed on ``name``, where nothing moved since."""
+        journal = self.journals[name]
+        if not journal.exists() and not journal.is_symlink():
+            return
+        try:
+            left = _read_json(journal)
+            assert isinstance(left, dict) and isinstance(left["original"], bool)  # noqa: S101 -- caught below
+            states = {left["now"], left.get("pending")} - {None}
+            assert states and all(isinstance(s, bool) for s in states)  # noqa: S101 -- caught below
+        except (OSError, ValueError, KeyError, TypeError, AssertionError):
+            raise SettingsError(
+                f"{journal}: benchlib's note of what it changed on {name} cannot be read; make sure its SIOC is as "
+                "it should be, then remove the file"
+            ) from None
+        now = self._now_of(name)
+        if now not in states:
+            raise SettingsError(
+                f"a run killed on this machine left SIOC {' or '.join(map(_said, sorted(states)))} on {name}, and "
+                f"vCenter has it {_said(now)}: someone set it since. It had {_said(left['original'])} before that "
+                f"run; make sure it is as it should be, then remove {journal}"
+            )
+        if now != left["original"]:
+            self.original[name] = left["original"]
+            self._set(None, name, now, left["original"])
+        journal.unlink(missing_ok=True)
+
+    def _now_of(self, name: str) -> bool:
+        from benchlib.vsphere import sioc_of
+
+        return self._vcenter(lambda: sioc_of(self.objects[name]), f"reading SIOC on {name}")
+
+    def _set(self, cell: str | None, name: str, before: bool, want: bool) -> bool:
+        """Set one datastore's SIOC, journalled before and after; record the change; return it read back."""
+        from benchlib.vsphere import set_sioc_of
+
+        note = {
+            "datastore": name,
+            "original": self.original.get(name, before),
+            "output": str(self.plan.output.resolve()),
+        }
+        with _signals_held():
+            _write_json(self.journals[name], {**note, "now": before, "pending": want})
+            got = self._vcenter(lambda: set_sioc_of(self.service, self.objects[name], want), f"setting SIOC on {name}")
+            _write_json(self.journals[name], {**note, "now": got, "pending": None})
+            change = {"time": _now(), "cell": cell, "datastore": name, "setting": "sioc", "from": before, "to": got}
+            if self.run is not None:
+                self.run["changes"].append(change)
+                self._write_record()
+        return got
+
+    def _vcenter(self, call: Any, doing: str) -> Any:
+        """Call vCenter; any failure (a fault, a lost session, the network) is one SettingsError saying what to do."""
+        try:
+            return call()
+        except SettingsError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once with the way out
+            raise SettingsError(
+                f"{doing} through vCenter failed ({_first(exc)}); benchlib's journal in {state_folder()} keeps what "
+                "each datastore had: the next run puts it back, or set it by hand"
+            ) from None
+
+    def _read_record(self) -> None:
+        """Read the provenance earlier runs of the plan left, to add to it; refuse one not as benchlib writes it."""
+        if not self.path.exists() and not self.path.is_symlink():
+            return
+        try:
+            record = _read_json(self.path)
+            assert isinstance(record, dict) and isinstance(record.get("runs"), list)  # noqa: S101 -- caught below
+        except (OSError, ValueError, AssertionError):
+            raise SettingsError(
+                f"{self.path}: the record of settings earlier runs changed cannot be read; move it away (it is "
+                "a record only: what must be put back is kept on this machine)"
+            ) from None
+        self.record = record
+
+    def _write_record(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{SETTINGS_FILE}.{secrets.token_hex(4)}")
-        with open(temporary, "x", encoding="utf-8") as handle:  # a new file: never through a link
-            handle.write(json.dumps(self.record, indent=2) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        _write_json(self.path, self.record)
 
 
-def read_record(path: Path) -> dict | None:
-    """Return the record earlier runs of a plan left (None where there is none); refuse one not as written."""
-    if not path.exists() and not path.is_symlink():
-        return None
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > LARGEST_RECORD:
-            raise ValueError("not a file benchlib wrote")
-        record = json.loads(path.read_text(encoding="utf-8"))
-        _check_record(record)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SettingsError(
-            f"{path}: the record of settings earlier runs changed cannot be read ({exc}); make sure each "
-            "datastore's SIOC is as it should be, then move the file away"
-        ) from None
-    return record
-
-
-def _check_record(record: object) -> None:
-    """Raise ValueError where a record is not as :class:`AppliedSettings` writes it."""
-
-    def text(value: object) -> bool:
-        return isinstance(value, str) and len(value) <= 1000
-
-    if not isinstance(record, dict) or not isinstance(record.get("runs"), list):
-        raise ValueError("no list of runs")
-    for run in record["runs"]:
-        original = run.get("original") if isinstance(run, dict) else None
-        if not isinstance(original, dict) or not all(
-            text(name) and isinstance(state, dict) and isinstance(state.get("sioc"), bool)
-            for name, state in original.items()
-        ):
-            raise ValueError("a run without each datastore's SIOC as true or false")
-        changes = run.get("changes")
-        if not isinstance(changes, list) or not all(
-            isinstance(c, dict) and text(c.get("datastore")) and isinstance(c.get("to"), bool) for c in changes
-        ):
-            raise ValueError("a change without its datastore and SIOC")
-        if not (run.get("restored") is None or text(run.get("restored"))):
-            raise ValueError("restored is neither a time nor null")
-
-
-def left_changed(record: dict | None) -> dict | None:
-    """Return the last run of a record when it did not put its settings back (a run killed), else None."""
-    if record and record["runs"] and record["runs"][-1]["restored"] is None:
-        return record["runs"][-1]
-    return None
+def journals_of(plan: Plan) -> list[dict]:
+    """Return this machine's journals of datastores a run of ``plan`` left changed (none where it can't tell)."""
+    folder = state_folder()
+    found = []
+    with contextlib.suppress(OSError):
+        for path in sorted(folder.glob("*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                journal = _read_json(path)
+                if isinstance(journal, dict) and journal.get("output") == str(plan.output.resolve()):
+                    found.append(journal)
+    return found
 
 
 def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
-    """Return the dry run's lines: what a killed run left to put back, then the level changes in run order."""
+    """Return the dry run's lines: the level changes, in the order the cells still to run will run."""
     if plan.vsphere is None or not plan.vsphere.apply:
         return []
     from benchlib.vsphere import sioc_level
@@ -321,17 +331,12 @@ def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
             lines.append(f"  before {cell.key} r{repetition}: SIOC {_said(bool(want))}")
             before = want
     where = ", ".join(plan.vsphere.datastores)
+    if not lines:
+        return [f"SIOC on {where}: no cell left to run, nothing to set"]
     head = (
         f"SIOC set through vCenter on {where}, before each cell whose level it does not have already: at the "
         f"{len(lines)} level changes below at most, on each datastore"
         + (" (adaptive rounds add their own)" if plan.adaptive else "")
+        + "; first, whatever a run killed on this machine left changed there is put back"
     )
-    try:
-        left = left_changed(read_record(plan.output / SETTINGS_FILE))
-    except SettingsError as exc:
-        return [f"{exc}", head, *lines]
-    first = []
-    if left is not None:
-        had = ", ".join(f"{name} {_said(state['sioc'])}" for name, state in left["original"].items())
-        first = [f"first, put back what a run killed before it could left changed: {had}"]
-    return [*first, head, *lines, f"then put back on {where} as vCenter had it, also after an interrupt"]
+    return [head, *lines, f"then put back on {where} as vCenter had it, also after an interrupt"]
