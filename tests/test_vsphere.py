@@ -885,6 +885,10 @@ def test_a_run_killed_at_sioc_off_is_put_back_by_the_next_run_on_this_machine(
     (tmp_path / "without.toml").write_text(without)
     with pytest.raises(PlanError, match="did not put it back .*LocalDS_0 on.*no longer applies it"):
         run_plan(load_plan(tmp_path / "without.toml"), vcenter=vcenter)
+    (tmp_path / "other").mkdir()  # another plan, on the same VM, that sets nothing: its cells would run at off
+    (tmp_path / "other" / "plan.toml").write_text(without.replace(str(tmp_path / "targets"), str(tmp_path / "t2")))
+    with pytest.raises(SettingsError, match="left SIOC changed on LocalDS_0, a datastore of this plan's VMs"):
+        run_plan(load_plan(tmp_path / "other" / "plan.toml"), vcenter=vcenter, levels={"sioc": ["on"]})
     assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", True) is True  # someone sets it by hand
     with pytest.raises(SettingsError, match="left SIOC off on LocalDS_0, and vCenter has it on: someone set it"):
         run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
@@ -995,3 +999,35 @@ def test_a_vm_with_a_disk_besides_the_one_under_test_needs_it_named(
         assert f'disk = "{labels[-1]}"' in (tmp_path / "study" / "study.toml").read_text()
         report = ingest_study(tmp_path / "study", tmp_path / "processed")
         assert report.quarantined == [] and len(report.ingested) >= 2
+
+
+def test_the_same_datastore_name_in_two_datacenters_is_refused_not_half_set(
+    vcsim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two VMs, one per datacenter, each with its test disk on that datacenter's LocalDS_0: the plan's one name
+    would set one of them; the run stops before anything changes."""
+    from benchlib.runner import load_plan
+    from benchlib.runner.settings import AppliedSettings, SettingsError
+    from benchlib.vsphere import connect
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    with _serving(vcsim, "-datacenters", "2") as (vcenter, _):
+        text = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+        text = text.replace(
+            'vms = { local = "DC0_C0_RP0_VM0" }',
+            'vms = { "127.0.0.2" = "DC0_C0_RP0_VM0", "127.0.0.3" = "DC1_C0_RP0_VM0" }',
+        )
+        plan_file = tmp_path / "plan.toml"
+        plan_file.write_text(text + '[hosts]\nservers = ["127.0.0.2", "127.0.0.3"]\n')
+        service = connect(Server.parse(vcenter))
+        settings = AppliedSettings(load_plan(plan_file), service)
+        with pytest.raises(SettingsError, match="on two datastores named LocalDS_0"):
+            settings.start()
+        settings.close()
+        from pyVmomi import vim
+
+        content = service.RetrieveContent()
+        view = content.viewManager.CreateContainerView(content.rootFolder, [vim.Datastore], True)
+        assert [ds.iormConfiguration.enabled for ds in view.view] == [True, True]  # neither changed
+        assert not (tmp_path / "study" / "benchlib-settings.json").exists()

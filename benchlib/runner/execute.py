@@ -55,7 +55,7 @@ from benchlib.runner.repetitions import (
     write_settle_record,
 )
 from benchlib.runner.safety import UnsafeTargetError, replace_file
-from benchlib.runner.settings import AppliedSettings, journals_of, state_folder
+from benchlib.runner.settings import AppliedSettings, SettingsError, journals_of, left_on_vms, state_folder
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
@@ -1041,6 +1041,9 @@ def _applied_settings(plan: Plan, vsphere: _VSphereFacts | None, stack: contextl
     Returns what brings them to a cell's levels (nothing, for a plan that applies none). They are put back
     when ``stack`` closes, before its vCenter session (opened earlier) logs out.
     """
+    if vsphere is not None and not (plan.vsphere and plan.vsphere.apply):
+        if (left := left_on_vms(plan, vsphere.service)) is not None:
+            raise SettingsError(left)
     if vsphere is None or not (plan.vsphere and plan.vsphere.apply):
         return lambda _cell: None
     settings = AppliedSettings(plan, vsphere.service)

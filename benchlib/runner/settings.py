@@ -129,9 +129,15 @@ class AppliedSettings:
         self.run = {"server": self.vsphere.server, "host": socket.gethostname(), "started": _now(), "original": {}}
         self.run.update(changes=[], restored=None)  # a killed run's put back first, as changes of no cell
         self.record["runs"].append(self.run)
-        with _signals_held():
-            for name in self.objects:
-                self._put_back_left(name)
+        try:
+            with _signals_held():
+                for name in self.objects:
+                    self._put_back_left(name)
+        except SettingsError as exc:  # recorded as refused, and nothing of this run to put back
+            self.run["refused"] = str(exc)
+            self._write_record()
+            self.run = None
+            raise
         self.original = {name: self._now_of(name) for name in self.objects}
         self.run["original"] = {name: {"sioc": on} for name, on in self.original.items()}
         self._write_record()
@@ -188,7 +194,12 @@ class AppliedSettings:
                     f"VM {vm}'s disk under test ({label}) is on {datastore.name}, not on the datastores [vsphere] "
                     f"apply changes ({', '.join(self.vsphere.datastores)}): name its datastore"
                 )
-            self.objects[datastore.name] = datastore
+            other = self.objects.setdefault(datastore.name, datastore)
+            if other._moId != datastore._moId:  # two datacenters' datastores of one name: one would go unset
+                raise SettingsError(
+                    f"the VMs' disks under test are on two datastores named {datastore.name} (one per datacenter or "
+                    "folder): benchlib cannot tell them apart by the plan's name; give them names of their own"
+                )
         idle = [name for name in self.vsphere.datastores if name not in self.objects]
         if idle:
             raise SettingsError(
@@ -204,7 +215,7 @@ class AppliedSettings:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             for name, datastore in self.objects.items():
-                key = "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{datastore._moId}")
+                key = _key(instance, datastore)
                 self.journals[name] = folder / f"{key}.json"
                 fd = os.open(folder / f"{key}.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
                 try:
@@ -304,6 +315,43 @@ class AppliedSettings:
         _write_json(self.path, self.record)
 
 
+def _key(instance: str, datastore: Any) -> str:
+    """Return a datastore's name in this machine's locks and journals: vCenter's id and the datastore's."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{datastore._moId}")
+
+
+def left_on_vms(plan: Plan, service: Any) -> str | None:
+    """Say where a run killed on this machine left SIOC changed on a datastore of the plan's VMs (None: nowhere).
+
+    For a plan that applies nothing: its cells would run on a setting nobody put back.
+    """
+    from pyVmomi import vim
+
+    from benchlib.vsphere import _inventory
+
+    if plan.vsphere is None or not state_folder().is_dir():
+        return None
+    try:
+        instance = getattr(service.RetrieveContent().about, "instanceUuid", None) or plan.vsphere.server
+        vms = _inventory(service, vim.VirtualMachine, list(plan.vsphere.vms.values()), "VMs")
+        stores = {
+            d.backing.datastore.name: _key(instance, d.backing.datastore)
+            for name in plan.vsphere.vms.values()
+            for d in vms[name].config.hardware.device
+            if isinstance(d, vim.vm.device.VirtualDisk) and getattr(d.backing, "datastore", None) is not None
+        }
+    except Exception:  # noqa: BLE001 -- the facts read after says what vCenter would not
+        return None
+    left = sorted(name for name, key in stores.items() if (state_folder() / f"{key}.json").exists())
+    if not left:
+        return None
+    return (
+        f"a run killed on this machine left SIOC changed on {', '.join(left)}, a datastore of this plan's VMs, and "
+        f"this plan does not set it: run the plan that did again to put it back (its journal is in "
+        f"{state_folder()}), or set it by hand and remove the journal"
+    )
+
+
 def journals_of(plan: Plan) -> list[dict]:
     """Return this machine's journals of datastores a run of ``plan`` left changed (none where it can't tell)."""
     folder = state_folder()
@@ -332,7 +380,10 @@ def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
             before = want
     where = ", ".join(plan.vsphere.datastores)
     if not lines:
-        return [f"SIOC on {where}: no cell left to run, nothing to set"]
+        return [
+            f"SIOC on {where}: no cell left to run; the run sets it only to put back what a run killed on this "
+            "machine left changed there"
+        ]
     head = (
         f"SIOC set through vCenter on {where}, before each cell whose level it does not have already: at the "
         f"{len(lines)} level changes below at most, on each datastore"

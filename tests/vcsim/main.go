@@ -64,9 +64,10 @@ func (m *iorm) ConfigureDatastoreIORMTask(req *types.ConfigureDatastoreIORM_Task
 
 func main() {
 	withTLS := flag.Bool("tls", false, "serve HTTPS with a self-signed certificate")
+	datacenters := flag.Int("datacenters", 1, "datacenters, each with its own LocalDS_0 (names unique only within one)")
 	flag.Parse()
 	model := simulator.VPX()
-	model.Datacenter = 1
+	model.Datacenter = *datacenters
 	model.Cluster = 1
 	model.Host = 0
 	model.ClusterHost = 2
