@@ -289,6 +289,19 @@ def disks_under_test(service: Any, vms: list[str], label: str | None) -> dict[st
     return disks
 
 
+def vm_datastores(service: Any, vms: list[str]) -> list[Any]:
+    """Return the datastores (managed objects) every disk of the named VMs is on."""
+    from pyVmomi import vim
+
+    found = _inventory(service, vim.VirtualMachine, vms, "VMs")
+    return [
+        d.backing.datastore
+        for name in vms
+        for d in found[name].config.hardware.device
+        if isinstance(d, vim.vm.device.VirtualDisk) and getattr(d.backing, "datastore", None) is not None
+    ]
+
+
 def set_sioc(service: Any, name: str, enabled: bool) -> bool:
     """Turn the named datastore's SIOC on or off (:func:`set_sioc_of`); return it read back."""
     return set_sioc_of(service, _datastores(service, [name])[name], enabled)

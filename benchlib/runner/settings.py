@@ -209,8 +209,7 @@ class AppliedSettings:
 
     def _lock(self) -> None:
         """Hold this machine's lock on each datastore, by vCenter's id and the datastore's (however spelled)."""
-        content = self._vcenter(self.service.RetrieveContent, "reading vCenter's id")
-        instance = getattr(content.about, "instanceUuid", None) or self.vsphere.server
+        instance = self._vcenter(lambda: _instance(self.service, self.vsphere.server), "reading vCenter's id")
         folder = state_folder()
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -288,8 +287,6 @@ class AppliedSettings:
         """Call vCenter; any failure (a fault, a lost session, the network) is one SettingsError saying what to do."""
         try:
             return call()
-        except SettingsError:
-            raise
         except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once with the way out
             raise SettingsError(
                 f"{doing} through vCenter failed ({_first(exc)}); benchlib's journal in {state_folder()} keeps what "
@@ -315,6 +312,11 @@ class AppliedSettings:
         _write_json(self.path, self.record)
 
 
+def _instance(service: Any, server: str) -> str:
+    """Return vCenter's own id (its instance UUID; the plan's address where it has none)."""
+    return getattr(service.RetrieveContent().about, "instanceUuid", None) or server
+
+
 def _key(instance: str, datastore: Any) -> str:
     """Return a datastore's name in this machine's locks and journals: vCenter's id and the datastore's."""
     return "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{datastore._moId}")
@@ -325,21 +327,13 @@ def left_on_vms(plan: Plan, service: Any) -> str | None:
 
     For a plan that applies nothing: its cells would run on a setting nobody put back.
     """
-    from pyVmomi import vim
-
-    from benchlib.vsphere import _inventory
+    from benchlib.vsphere import vm_datastores
 
     if plan.vsphere is None or not state_folder().is_dir():
         return None
     try:
-        instance = getattr(service.RetrieveContent().about, "instanceUuid", None) or plan.vsphere.server
-        vms = _inventory(service, vim.VirtualMachine, list(plan.vsphere.vms.values()), "VMs")
-        stores = {
-            d.backing.datastore.name: _key(instance, d.backing.datastore)
-            for name in plan.vsphere.vms.values()
-            for d in vms[name].config.hardware.device
-            if isinstance(d, vim.vm.device.VirtualDisk) and getattr(d.backing, "datastore", None) is not None
-        }
+        instance = _instance(service, plan.vsphere.server)
+        stores = {ds.name: _key(instance, ds) for ds in vm_datastores(service, list(plan.vsphere.vms.values()))}
     except Exception:  # noqa: BLE001 -- the facts read after says what vCenter would not
         return None
     left = sorted(name for name, key in stores.items() if (state_folder() / f"{key}.json").exists())
