@@ -586,8 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--apply-settings",
         action="store_true",
-        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names before each cell "
-        "(put back at the end; every change recorded in benchlib-settings.json)",
+        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names, and move its VMs' "
+        "test disks to each cell's controller (stopping and starting the VMs), before each cell (put back at the "
+        "end; every change recorded in benchlib-settings.json)",
     )
     run.add_argument(
         "--levels",

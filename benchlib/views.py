@@ -386,7 +386,9 @@ class Design:
     every configuration ran once), ``repeated_low``: the fewest runs of a configuration run more than once
     (``runs_low`` where none ran once), ``runs_to_test``: runs per side that would make one comparison alone
     testable. ``phases``: the most phases one run held (fio's groups, one after another); each phase is a
-    configuration of its own.
+    configuration of its own. ``grouped_by``: the factor ``benchlib run`` grouped each repetition's runs by
+    (its level hard to change: a controller), None where the order was not restricted
+    (:func:`benchlib.runner.repetitions.recorded_grouping`).
     """
 
     factors: dict[str, list]
@@ -410,6 +412,7 @@ class Design:
     runs_to_test: int
     repeated_low: int | None = None
     phases: int = 1
+    grouped_by: str | None = None
 
 
 def drift(study: StudyRef) -> Drift | None:
@@ -441,6 +444,7 @@ def design(study: StudyRef) -> Design | None:
     at its n follows METHODS.md G3b.
     """
     from benchlib.fit import WORK
+    from benchlib.runner.repetitions import recorded_grouping
     from benchlib.stats.compare import min_p, runs_to_test
 
     opened = _open(study)
@@ -521,6 +525,7 @@ def design(study: StudyRef) -> Design | None:
         runs_to_test=runs_to_test(1),
         repeated_low=repeated_low,
         phases=most_phases,
+        grouped_by=recorded_grouping(opened.study.folder, opened.study.factors),
     )
 
 

@@ -20,6 +20,7 @@ import ipaddress
 import os
 import re
 import ssl
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -289,6 +290,14 @@ def disks_under_test(service: Any, vms: list[str], label: str | None) -> dict[st
     return disks
 
 
+def vms_named(service: Any, vms: list[str]) -> dict[str, Any]:
+    """Return the named VMs' managed objects, by name (:class:`VSphereError` where one is missing or twice)."""
+    from pyVmomi import vim
+
+    found = _inventory(service, vim.VirtualMachine, vms, "VMs")
+    return {name: found[name] for name in vms}
+
+
 def vm_datastores(service: Any, vms: list[str]) -> list[Any]:
     """Return the datastores (managed objects) every disk of the named VMs is on."""
     from pyVmomi import vim
@@ -300,6 +309,168 @@ def vm_datastores(service: Any, vms: list[str]) -> list[Any]:
         for d in found[name].config.hardware.device
         if isinstance(d, vim.vm.device.VirtualDisk) and getattr(d.backing, "datastore", None) is not None
     ]
+
+
+#: the controllers benchlib can move a disk under test to: vCenter's name -> the API's type and the buses it
+#: shares (a VM has buses 0 to 3 of SCSI controllers of any kind, 0 to 3 of NVMe and 0 to 3 of SATA)
+MOVABLE = {
+    "PVSCSI": ("ParaVirtualSCSIController", "SCSI"),
+    "LSI Logic SAS": ("VirtualLsiLogicSASController", "SCSI"),
+    "LSI Logic Parallel": ("VirtualLsiLogicController", "SCSI"),
+    "NVMe": ("VirtualNVMEController", "NVMe"),
+    "SATA": ("VirtualAHCIController", "SATA"),
+}
+_BUSES = {
+    "SCSI": (
+        "ParaVirtualSCSIController",
+        "VirtualLsiLogicSASController",
+        "VirtualLsiLogicController",
+        "VirtualBusLogicController",
+    ),
+    "NVMe": ("VirtualNVMEController",),
+    "SATA": ("VirtualAHCIController",),
+}
+#: how long a guest may take to shut down, and vCenter's tasks to end
+SHUTDOWN_S, TASK_S = 300, 600
+
+
+def controller_level(level: str) -> str | None:
+    """Return the one controller (vCenter's name) a level names that a disk can be moved to, or None."""
+    named = controllers_named(level) or set()
+    return next(iter(named)) if len(named) == 1 and next(iter(named)) in MOVABLE else None
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a VM's disk hangs: its controller (vCenter's name), that controller's key and the disk's unit."""
+
+    controller: str
+    key: int
+    unit: int
+
+
+def _kind(device: Any) -> str:
+    return type(device).__name__.rsplit(".", 1)[-1]
+
+
+def _disk_named(vm: Any, label: str) -> Any:
+    from pyVmomi import vim
+
+    disks = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)]
+    found = [d for d in disks if d.deviceInfo and d.deviceInfo.label == label]
+    if len(found) != 1:
+        raise VSphereError(
+            f"VM {vm.name} has {len(found)} disks labelled {label!r}; benchlib moves only one it can tell"
+        )
+    return found[0]
+
+
+def place_of(vm: Any, label: str) -> Place:
+    """Return where VM ``vm``'s (the managed object's) disk ``label`` hangs, as vCenter has it now."""
+    disk = _disk_named(vm, label)
+    controller = next((d for d in vm.config.hardware.device if d.key == disk.controllerKey), None)
+    kind = _kind(controller) if controller is not None else "none"
+    return Place(CONTROLLERS.get(kind, kind), int(disk.controllerKey), int(disk.unitNumber or 0))
+
+
+def boot_disks(vm: Any) -> set[str]:
+    """Return the labels of the disks a VM may boot from: those in its boot order, and its first (Hard disk 1)."""
+    from pyVmomi import vim
+
+    order = getattr(vm.config.bootOptions, "bootOrder", None) or []
+    keys = {b.deviceKey for b in order if isinstance(b, vim.vm.BootOptions.BootableDiskDevice)}
+    disks = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk) and d.deviceInfo]
+    return {d.deviceInfo.label for d in disks if d.key in keys or d.deviceInfo.label == "Hard disk 1"}
+
+
+def _wait(task: Any, doing: str) -> None:
+    """Wait for a vCenter task (at most :data:`TASK_S`); raise VSphereError saying ``doing`` where it failed."""
+    deadline = time.monotonic() + TASK_S
+    while task.info.state not in ("success", "error"):
+        if time.monotonic() > deadline:
+            raise VSphereError(f"{doing}: vCenter's task did not end in {TASK_S} s")
+        time.sleep(0.2)
+    if task.info.state == "error":
+        fault = task.info.error
+        raise VSphereError(f"{doing}: {getattr(fault, 'msg', None) or type(fault).__name__}")
+
+
+def power_off(vm: Any) -> str:
+    """Stop a VM: the guest shut down through VMware Tools where they run, else powered off; say which.
+
+    "" where it was off already. A guest that does not shut down in :data:`SHUTDOWN_S` raises.
+    """
+    if vm.runtime.powerState == "poweredOff":
+        return ""
+    if vm.guest.toolsRunningStatus == "guestToolsRunning":
+        vm.ShutdownGuest()
+        deadline = time.monotonic() + SHUTDOWN_S
+        while vm.runtime.powerState != "poweredOff":
+            if time.monotonic() > deadline:
+                raise VSphereError(f"VM {vm.name}'s guest did not shut down in {SHUTDOWN_S} s; benchlib stops here")
+            time.sleep(1)
+        return "shut down"
+    _wait(vm.PowerOffVM_Task(), f"powering VM {vm.name} off")
+    return "powered off (VMware Tools not running)"
+
+
+def power_on(vm: Any) -> None:
+    """Power a VM on and wait for vCenter's task."""
+    if vm.runtime.powerState != "poweredOn":
+        _wait(vm.PowerOnVM_Task(), f"powering VM {vm.name} on")
+
+
+def move_disk(
+    vm: Any, label: str, controller: str, *, to: Place | None = None, added: frozenset[int] = frozenset()
+) -> tuple[Place, frozenset[int]]:
+    """Move a powered-off VM's disk ``label`` to a controller of type ``controller`` (ReconfigVM_Task).
+
+    To ``to`` where given (the place it had: its controller is never removed); else to a controller of that
+    type that holds no device, else to a new one on the first bus free for its kind. The controller it leaves
+    is removed where benchlib added it (``added``, the keys of the controllers it added) and nothing else hangs
+    on it. Returns where the disk is, read back, and the keys of the controllers benchlib added that remain.
+    """
+    from pyVmomi import vim
+
+    api = MOVABLE[controller][0]
+    devices = list(vm.config.hardware.device)
+    disk = _disk_named(vm, label)
+    holding = {d.controllerKey for d in devices if getattr(d, "controllerKey", None) is not None}
+    changes, new = [], None
+    if to is not None:
+        if not any(d.key == to.key and _kind(d) == api for d in devices):
+            raise VSphereError(f"VM {vm.name} no longer has the {to.controller} controller its disk {label} was on")
+        key, unit = to.key, to.unit
+    else:
+        free = [d for d in devices if _kind(d) == api and d.key not in holding]
+        if free:
+            key, unit = free[0].key, 0
+        else:
+            kinds = next(k for k in _BUSES.values() if api in k)
+            buses = {d.busNumber for d in devices if _kind(d) in kinds}
+            bus = next((b for b in range(4) if b not in buses), None)
+            if bus is None:
+                raise VSphereError(f"VM {vm.name} has four controllers of {controller}'s kind already: none is free")
+            new = getattr(vim.vm.device, api)(key=-1000, busNumber=bus)
+            if hasattr(new, "sharedBus"):
+                new.sharedBus = "noSharing"
+            changes.append(vim.vm.device.VirtualDeviceSpec(operation="add", device=new))
+            key, unit = new.key, 0
+    if (disk.controllerKey, disk.unitNumber) != (key, unit):
+        disk.controllerKey, disk.unitNumber = key, unit
+        changes.append(vim.vm.device.VirtualDeviceSpec(operation="edit", device=disk))
+    # the controllers benchlib added that nothing hangs on once the disk has moved
+    held = {d.controllerKey for d in devices if getattr(d, "controllerKey", None) is not None and d.key != disk.key}
+    gone = [d for d in devices if d.key in added and d.key != key and d.key not in held]
+    changes += [vim.vm.device.VirtualDeviceSpec(operation="remove", device=d) for d in gone]
+    if changes:
+        _wait(
+            vm.ReconfigVM_Task(vim.vm.ConfigSpec(deviceChange=changes)),
+            f"moving VM {vm.name}'s {label} to {controller}",
+        )
+    now = place_of(vm, label)
+    kept = set(added) - {d.key for d in gone} | ({now.key} if new is not None else set())
+    return now, frozenset(kept)
 
 
 def set_sioc(service: Any, name: str, enabled: bool) -> bool:

@@ -33,6 +33,39 @@ print((here / ("nmp-device-list.txt" if "nmp" in sys.argv else "core-device-list
 """
 
 
+#: esxcli on one ESXi host that keeps each LUN's Round Robin limit (a JSON file per host beside it): the lists
+#: of tests/data/esxcli with the limit it was set to, and ``esxcli storage nmp psp roundrobin deviceconfig set``
+ESXCLI_RR = r"""
+import json, sys
+from pathlib import Path
+data, esxi, words = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+state = Path(__file__).with_name(f"rr-{esxi}.json")
+limits = json.loads(state.read_text()) if state.exists() else {}
+options = dict(w[2:].split("=", 1) for w in words if w.startswith("--") and "=" in w)
+if words[:6] == ["esxcli", "storage", "nmp", "psp", "roundrobin", "deviceconfig"] and words[6] == "set":
+    kind = options["type"]
+    config = {
+        "iops": f"policy=iops,iops={options.get('iops')},bytes=10485760",
+        "default": "policy=rr,iops=1000,bytes=10485760",
+        "bytes": f"policy=bytes,iops=1000,bytes={options.get('bytes')}",
+        "latency": "policy=latency",
+    }[kind]
+    limits[options["device"]] = config
+    state.write_text(json.dumps(limits))
+    sys.exit(0)
+text = (data / ("nmp-device-list.txt" if "nmp" in words else "core-device-list.txt")).read_text()
+lines, device = text.splitlines(), None
+for i, line in enumerate(lines):  # each device's block: its name alone, then its indented keys
+    if line and not line[0].isspace():
+        device = line.strip().rstrip(":")
+    elif device in limits and "Path Selection Policy Device Config: {" in line:
+        head, rest = line.split("{", 1)
+        lines[i] = head + "{" + limits[device] + rest[rest.index(";"):]
+text = "\n".join(lines)
+print(text)
+"""
+
+
 def write(folder: Path, name: str, script: str) -> Path:
     """Write a stand-in into ``folder`` and return its path (a plan runs it with this Python)."""
     path = folder / name

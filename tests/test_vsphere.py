@@ -10,6 +10,7 @@ models of the hosts' LUNs (path selection policy, paths, queue depth).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -91,8 +92,8 @@ def _facts(vcenter: str, *args: str, env: dict | None = None) -> subprocess.Comp
     )
 
 
-def _add_disk(vm: object, controller: type, bus: int, shares: int, limit: int) -> None:
-    """Give a VM a new controller with a disk on it, through the API (ReconfigVM_Task)."""
+def _add_disk(vm: object, controller: type, bus: int, shares: int, limit: int, label: str | None = None) -> None:
+    """Give a VM a new controller with a disk on it (labelled ``label``), through the API (ReconfigVM_Task)."""
     from pyVmomi import vim
 
     device = controller(key=-101, busNumber=bus)
@@ -107,6 +108,7 @@ def _add_disk(vm: object, controller: type, bus: int, shares: int, limit: int) -
         storageIOAllocation=vim.StorageResourceManager.IOAllocationInfo(
             limit=limit, shares=vim.SharesInfo(level="custom", shares=shares)
         ),
+        deviceInfo=vim.Description(label=label, summary="") if label else None,
     )
     spec = vim.vm.ConfigSpec(
         deviceChange=[
@@ -819,7 +821,7 @@ def test_a_plan_sets_sioc_to_each_cells_level_records_every_change_and_puts_it_b
     plan_file.write_text(SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0"))
     plan = load_plan(plan_file)
     said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
-    assert "SIOC set through vCenter on LocalDS_0, before each cell" in said and "then put back on LocalDS_0" in said
+    assert "SIOC on LocalDS_0 set, before each cell" in said and "then put back as vCenter had" in said
     with pytest.raises(PlanError, match="--apply-settings"):
         run_plan(plan, vcenter=vcenter)
     assert not (tmp_path / "targets").exists() and _sioc(vcenter)  # nothing run, nothing changed
@@ -883,11 +885,11 @@ def test_a_run_killed_at_sioc_off_is_put_back_by_the_next_run_on_this_machine(
     assert json.loads(journal.read_text())["original"] is True
     without = plan_file.read_text().replace('apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]\n', "")
     (tmp_path / "without.toml").write_text(without)
-    with pytest.raises(PlanError, match="did not put it back .*LocalDS_0 on.*no longer applies it"):
+    with pytest.raises(PlanError, match="did not put them back .*LocalDS_0 SIOC on.*no longer applies them"):
         run_plan(load_plan(tmp_path / "without.toml"), vcenter=vcenter)
     (tmp_path / "other").mkdir()  # another plan, on the same VM, that sets nothing: its cells would run at off
     (tmp_path / "other" / "plan.toml").write_text(without.replace(str(tmp_path / "targets"), str(tmp_path / "t2")))
-    with pytest.raises(SettingsError, match="left SIOC changed on LocalDS_0, a datastore of this plan's VMs"):
+    with pytest.raises(SettingsError, match="left a setting changed on datastore LocalDS_0 of this plan's VMs"):
         run_plan(load_plan(tmp_path / "other" / "plan.toml"), vcenter=vcenter, levels={"sioc": ["on"]})
     assert set_sioc(connect(Server.parse(vcenter)), "LocalDS_0", True) is True  # someone sets it by hand
     with pytest.raises(SettingsError, match="left SIOC off on LocalDS_0, and vCenter has it on: someone set it"):
@@ -935,7 +937,11 @@ def test_a_plan_that_applies_settings_names_its_mistakes(
     good = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
     plan_file = tmp_path / "plan.toml"
     for bad, why in (
-        (good.replace('apply = { sioc = "sioc" }', 'apply = { controller = "sioc" }'), "sets only sioc"),
+        (
+            good.replace('apply = { sioc = "sioc" }', 'apply = { path_policy = "sioc" }'),
+            "sets only sioc, controller, rr",
+        ),
+        (good.replace('apply = { sioc = "sioc" }', 'apply = { controller = "sioc" }'), "'off', 'on' does not"),
         (good.replace('apply = { sioc = "sioc" }', 'apply = { sioc = "nope" }'), "names no \\[matrix\\] factor"),
         (good.replace('["off", "on"]', '["off", "maybe"]'), "'maybe' does not"),
         (good.replace('datastores = ["LocalDS_0"]\n', ""), "name each it may change"),
@@ -1031,3 +1037,285 @@ def test_the_same_datastore_name_in_two_datacenters_is_refused_not_half_set(
         view = content.viewManager.CreateContainerView(content.rootFolder, [vim.Datastore], True)
         assert [ds.iormConfiguration.enabled for ds in view.view] == [True, True]  # neither changed
         assert not (tmp_path / "study" / "benchlib-settings.json").exists()
+
+
+#: two VMs whose guests are fio servers on loopback; the plan moves each VM's test disk between controllers
+CONTROLLER_PLAN = """
+[study]
+name = "controllers"
+[run]
+runtime_s = 1
+repetitions = 2
+output = "{output}"
+[target]
+file = "{targets}/{{host}}.dat"
+size = "8MiB"
+[options]
+ioengine = "psync"
+direct = 0
+[hosts]
+servers = ["127.0.0.21", "127.0.0.22"]
+port = {port}
+[vsphere]
+server = "{server}"
+vms = {{ "127.0.0.21" = "DC0_C0_RP0_VM0", "127.0.0.22" = "DC0_C0_RP0_VM1" }}
+disk = "Hard disk 2"
+apply = {{ controller = "controller", sioc = "sioc" }}
+datastores = ["LocalDS_0"]
+[matrix.controller]
+levels = ["lsilogic-sas", "pvscsi", "nvme"]
+[matrix.sioc]
+levels = ["off", "on"]
+[[profiles]]
+use = "randread-4k"
+"""
+CONTROLLER_PORT = 8881
+LUN = "naa.624a9370b1c2d3e4f5a6b7c800011001"  # on Round Robin, limit 1, in tests/data/esxcli
+ESXCLI_DATA = ROOT / "tests" / "data" / "esxcli"
+
+
+def _vms(service: object) -> dict:
+    from pyVmomi import vim
+
+    content = service.RetrieveContent()
+    view = content.viewManager.CreateContainerView(content.rootFolder, [vim.VirtualMachine], True)
+    return {vm.name: vm for vm in view.view}
+
+
+def _hardware(vm: object) -> tuple:
+    """A VM's controllers and disks as (type, key, bus or the disk's controller and unit), and its power state."""
+    from pyVmomi import vim
+
+    devices = sorted(
+        (type(d).__name__, d.key, getattr(d, "busNumber", None), getattr(d, "controllerKey", None), d.unitNumber)
+        for d in vm.config.hardware.device
+        if isinstance(d, vim.vm.device.VirtualController | vim.vm.device.VirtualDisk)
+    )
+    return tuple(devices), vm.runtime.powerState
+
+
+@contextlib.contextmanager
+def _controller_study(vcsim: Path, fio: str, tmp_path: Path) -> Iterator[tuple[str, Path, dict]]:
+    """A simulator whose two VMs have a test disk on an LSI Logic SAS controller; their fio servers on loopback.
+
+    Yields vCenter's address, the plan file and each VM's hardware before anything ran.
+    """
+    from pyVmomi import vim
+
+    from benchlib.vsphere import connect
+    from tests.fio_helpers import fio_server
+
+    with (
+        _serving(vcsim) as (vcenter, _),
+        fio_server(fio, "127.0.0.21", CONTROLLER_PORT),
+        fio_server(fio, "127.0.0.22", CONTROLLER_PORT),
+    ):
+        vms = _vms(connect(Server.parse(vcenter)))
+        for name in ("DC0_C0_RP0_VM0", "DC0_C0_RP0_VM1"):
+            _add_disk(vms[name], vim.vm.device.VirtualLsiLogicSASController, 1, 1000, -1, "Hard disk 2")
+        plan_file = tmp_path / "plan.toml"
+        output = tmp_path / "data" / "raw" / "controllers"
+        plan_file.write_text(
+            CONTROLLER_PLAN.format(output=output, targets=tmp_path / "t", port=CONTROLLER_PORT, server=vcenter)
+        )
+        yield vcenter, plan_file, {name: _hardware(vm) for name, vm in vms.items()}
+
+
+def test_a_plan_moves_each_vms_test_disk_to_each_cells_controller_grouped_and_puts_it_back(
+    vcsim: Path, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: controller x SIOC x Round Robin limit x block size, the first two set through vCenter, the
+    limit through esxcli on two ESXi hosts. Before each controller group the VMs are stopped, their test disks
+    moved (ReconfigVM_Task) and the VMs started; each cell's facts show its levels; the cells of a repetition
+    run grouped by controller, each group once; at the end every VM has the hardware it had (no controller
+    benchlib added is left) and is on, and each host's LUN its limit; the report's design statement says the
+    order."""
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import load_plan, read_plan, run_plan
+    from benchlib.runner.describe import describe_plan
+    from benchlib.runner.execute import fio_binary as find_fio
+    from benchlib.vsphere import connect
+    from tests.conftest import build_study_report
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    shell = esxi_standins.write(tmp_path, "esxcli-rr.py", esxi_standins.ESXCLI_RR)  # keeps rr-<host>.json beside
+    with _controller_study(vcsim, fio_binary, tmp_path) as (vcenter, plan_file, before):
+        text = plan_file.read_text().replace(
+            'sioc = "sioc" }', f'sioc = "sioc", rr_iops = "rr_limit" }}\ndevice = "{LUN}"'
+        )
+        plan_file.write_text(
+            text.replace('"lsilogic-sas", "pvscsi", "nvme"', '"lsilogic-sas", "nvme"')
+            + '[matrix.rr_limit]\nlevels = ["1", "1000"]\n[matrix.block_size]\noption = "bs"\nlevels = ["4k", "64k"]\n'
+            + f'[esxi]\nhosts = ["esx01.lab", "esx02.lab"]\ncommand = "{sys.executable} {shell} {ESXCLI_DATA} '
+            + '{esxi} {esxcli}"\n'
+        )
+        plan = load_plan(plan_file, allow_facts_command=True)
+        said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
+        assert "4 power cycles of each VM at most" in said and "grouped by controller" in said
+        assert f"the Round Robin limit of {LUN} on esx01.lab, esx02.lab (esxcli)" in said
+        summary = run_plan(plan, vcenter=vcenter, apply_settings=True)
+        assert summary.done == 64
+        for host in ("esx01.lab", "esx02.lab"):  # put back as each had it: iops=1 (tests/data/esxcli)
+            assert json.loads((tmp_path / f"rr-{host}.json").read_text())[LUN].startswith("policy=iops,iops=1,")
+        vms = _vms(connect(Server.parse(vcenter)))
+        assert {name: _hardware(vm) for name, vm in vms.items()} == before  # as it was, and on
+        output = tmp_path / "data" / "raw" / "controllers"
+        named = {"LSI Logic SAS": "lsilogic-sas", "PVSCSI": "pvscsi", "NVMe": "nvme"}
+        for facts_file in output.rglob("benchlib-vsphere.json"):
+            levels = dict(p.split("=", 1) for p in facts_file.relative_to(output).parts if "=" in p)
+            for vm in json.loads(facts_file.read_text())["vms"]:
+                (disk,) = [d for d in vm["disks"] if d["label"] == "Hard disk 2"]
+                assert named[disk["controller"]] == levels["controller"], facts_file
+                assert vm["datastores"]["LocalDS_0"]["sioc_enabled"] == (levels["sioc"] == "on"), facts_file
+            for host, listed in json.loads((facts_file.parent / "benchlib-esxi.json").read_text()).items():
+                (lun,) = [d for d in listed["devices"] if d["device"] == LUN]
+                assert lun["rr_iops_limit"] == int(levels["rr_limit"]), (facts_file, host)
+        order = json.loads((output / "benchlib-plan.json").read_text())
+        assert order["grouped_by"] == "controller"
+        runs = [(step["repetition"], step["cell"].split("controller=")[1].split("/")[0]) for step in order["order"]]
+        groups = [key for i, key in enumerate(runs) if i == 0 or key != runs[i - 1]]
+        assert len(groups) == 4 and len(set(groups)) == 4  # each level once per repetition, as one group
+        (run,) = json.loads((output / "benchlib-settings.json").read_text())["runs"]
+        moves = [c for c in run["changes"] if c["setting"] == "controller"]
+        levels = ["lsilogic-sas"] + [level for _, level in groups] + ["lsilogic-sas"]  # as found, then put back
+        cycles = sum(a != b for a, b in itertools.pairwise(levels))  # one per group whose level the last lacked
+        assert len(moves) == 2 * cycles and all("started again" in c["how"] for c in moves)
+        assert [c["cell"] is None for c in moves[-2:]] == [groups[-1][1] != "lsilogic-sas"] * 2  # put back last
+        assert run["restored"]
+        report = ingest_study(output, tmp_path / "processed")
+        assert report.quarantined == [] and len(report.ingested) >= 64  # the levels agree with vCenter's, esxcli's
+    index = build_study_report(tmp_path / "data", "controllers", tmp_path / "reports") / "index.html"
+    assert "Order: grouped by controller." in index.read_text()
+
+
+#: a run of the controller plan that kills itself (SIGKILL) after its first cell on NVMe, between cells (fio's
+#: servers are not asked here how they fare when their client dies in a job)
+KILLED_ON_NVME = """
+import os, signal, sys
+from pathlib import Path
+from benchlib.runner import load_plan, run_plan
+def fio_running():
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            return True
+    return False
+def kill(done, total, label):
+    if "controller=nvme" in label and not fio_running():
+        os.kill(os.getpid(), signal.SIGKILL)
+run_plan(load_plan(sys.argv[1]), vcenter=sys.argv[2], apply_settings=True, progress=kill)
+"""
+
+
+def test_a_run_killed_with_a_disk_moved_is_put_back_by_the_next_run_and_refusals_change_nothing(
+    vcsim: Path, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 with the disks on NVMe: the next run moves them back first (the controller it added removed);
+    a VM with its OS disk only, or a third disk, or this machine's, and a level naming no one controller,
+    are refused before anything changes."""
+    from pyVmomi import vim
+
+    from benchlib.runner import PlanError, load_plan, run_plan
+    from benchlib.runner.settings import SettingsError, state_folder
+    from benchlib.vsphere import connect
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    with _controller_study(vcsim, fio_binary, tmp_path) as (vcenter, plan_file, before):
+        good = plan_file.read_text()
+        for bad, why in (
+            (good.replace('"pvscsi", "nvme"', '"lsi", "nvme"'), "must each name one controller.*'lsi'"),
+            (good.replace('"pvscsi", "nvme"', '"ide", "nvme"'), "'ide' does not"),
+            (good.replace('"127.0.0.21" = ', '"local" = '), "(not a host of this plan|names this machine)"),
+        ):
+            plan_file.write_text(bad)
+            with pytest.raises(PlanError, match=why):
+                load_plan(plan_file)
+        plan_file.write_text(good.replace("repetitions = 2", "repetitions = 1"))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        killed = subprocess.run([sys.executable, "-c", KILLED_ON_NVME, str(plan_file), vcenter], env=env, timeout=300)
+        assert killed.returncode == -9
+        service = connect(Server.parse(vcenter))
+        vms = _vms(service)
+        moved = {name: _hardware(vm) for name, vm in vms.items()}
+        assert moved != before and "VirtualNVMEController" in str(moved["DC0_C0_RP0_VM0"])
+        assert len(list(state_folder().glob("*.json"))) >= 2  # each VM's journal (and the datastore's, if set)
+        assert run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True).done >= 2
+        assert {name: _hardware(vm) for name, vm in vms.items()} == before
+        assert not list(state_folder().glob("*.json"))
+        changes = json.loads((plan_file.parent / "data/raw/controllers/benchlib-settings.json").read_text())["runs"]
+        assert changes[0]["restored"] is None and changes[-1]["changes"][0]["cell"] is None  # put back first
+
+        _add_disk(vms["DC0_C0_RP0_VM1"], vim.vm.device.ParaVirtualSCSIController, 2, 1000, -1, "Hard disk 3")
+        with pytest.raises(SettingsError, match="VM DC0_C0_RP0_VM1 has 3 disks: benchlib stops and starts only"):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+        after = {name: _hardware(vm) for name, vm in vms.items()}
+        plan_file.write_text(plan_file.read_text().replace(', "127.0.0.22" = "DC0_C0_RP0_VM1"', ""))
+        os_disk = next(
+            d for d in vms["DC0_C0_RP0_VM0"].config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)
+        )
+        boot = vim.vm.BootOptions(bootOrder=[vim.vm.BootOptions.BootableDiskDevice(deviceKey=os_disk.key)])
+        task = vms["DC0_C0_RP0_VM0"].ReconfigVM_Task(vim.vm.ConfigSpec(bootOptions=boot))
+        while task.info.state not in ("success", "error"):
+            time.sleep(0.05)
+        plan_file.write_text(plan_file.read_text().replace("Hard disk 2", os_disk.deviceInfo.label))
+        with pytest.raises(SettingsError, match="is a disk it boots from .*benchlib moves only a disk"):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+        assert {name: _hardware(vm) for name, vm in vms.items()} == after  # nothing changed by a refused run
+
+
+def test_a_vm_whose_fio_server_does_not_come_back_stops_the_run_with_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a VM is started on its new controller, the run waits for the fio server that answered before it
+    stopped; one that does not answer (a guest without the controller's driver) stops the run, saying so."""
+    from benchlib.runner import load_plan
+    from benchlib.runner.settings import AppliedSettings, SettingsError
+
+    monkeypatch.setattr("benchlib.runner.settings.BOOT_S", 1)
+    plan_file = tmp_path / "plan.toml"
+    text = CONTROLLER_PLAN.format(output=tmp_path / "out", targets=tmp_path / "t", port=CONTROLLER_PORT, server="x")
+    plan_file.write_text(text.replace('server = "x"', 'server = "https://vc.example"'))
+    (controller, _sioc) = AppliedSettings(load_plan(plan_file), None).kinds
+    controller.ready("DC0_C0_RP0_VM0")  # it did not answer before its change: the run has it down already
+    controller.answering.add("DC0_C0_RP0_VM0")  # it answered before: nothing listens on 127.0.0.21 now
+    with pytest.raises(SettingsError, match="DC0_C0_RP0_VM0 was started on its new controller and its fio server"):
+        controller.ready("DC0_C0_RP0_VM0")
+
+
+def test_a_plan_setting_the_round_robin_limit_names_its_mistakes(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole-number levels, an exact LUN name (it goes into esxcli's command line), the ESXi hosts that see it,
+    and a LUN on Round Robin: the path policy is never changed, so a LUN on MRU stops the run, unchanged."""
+    from benchlib.runner import PlanError, load_plan, run_plan
+    from benchlib.runner.settings import SettingsError
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    shell = esxi_standins.write(tmp_path, "esxcli-rr.py", esxi_standins.ESXCLI_RR)
+    good = SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0").replace(
+        'apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]', f'apply = {{ rr_iops = "sioc" }}\ndevice = "{LUN}"'
+    )
+    good = good.replace('levels = ["off", "on"]', 'levels = ["1", "1000"]') + (
+        f'[esxi]\nhosts = ["esx01.lab"]\ncommand = "{sys.executable} {shell} {ESXCLI_DATA} {{esxi}} {{esxcli}}"\n'
+    )
+    plan_file = tmp_path / "plan.toml"
+    for bad, why in (
+        (good.replace('["1", "1000"]', '["1", "often"]'), "whole numbers of I/Os from 1 to 999999; 'often' is not"),
+        (good.replace('["1", "1000"]', '["0", "1"]'), "'0' is not"),
+        (good.replace(LUN, f"{LUN}; reboot"), "letters, digits"),
+        (good.split("[esxi]")[0], "list them in \\[esxi\\] hosts"),
+    ):
+        plan_file.write_text(bad)
+        with pytest.raises(PlanError, match=why):
+            load_plan(plan_file, allow_facts_command=True)
+    mru = "naa.6006016012345678abcdef0123456789"
+    plan_file.write_text(good.replace(LUN, mru))
+    with pytest.raises(SettingsError, match=f"{mru} is on VMW_PSP_MRU on ESXi host esx01.lab, not Round Robin"):
+        run_plan(load_plan(plan_file, allow_facts_command=True), vcenter=vcenter, apply_settings=True)
+    assert not (tmp_path / "rr-esx01.lab.json").exists() and not (tmp_path / "targets").exists()  # nothing set, run

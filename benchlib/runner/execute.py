@@ -55,7 +55,14 @@ from benchlib.runner.repetitions import (
     write_settle_record,
 )
 from benchlib.runner.safety import UnsafeTargetError, replace_file
-from benchlib.runner.settings import AppliedSettings, SettingsError, journals_of, left_on_vms, state_folder
+from benchlib.runner.settings import (
+    AppliedSettings,
+    SettingsError,
+    journal_said,
+    journals_of,
+    left_on_vms,
+    state_folder,
+)
 from benchlib.runner.targets import Targets, server_facts
 from benchlib.runner.targets import is_this_machine as is_local
 from benchlib.sources import read
@@ -391,6 +398,8 @@ def _write_plan_record(plan: Plan, order: list[tuple[int, Cell]]) -> None:
         }
         if isinstance(plan.adaptive.rule, SettleRule):  # its parts, the baseline named: the report reads by them
             record["repetitions"]["settled"] = plan.adaptive.rule.recorded()
+    if plan.grouped_by:  # a split-plot order: the report's design statement says it
+        record["grouped_by"] = plan.grouped_by
     path = plan.output / PLAN_RECORD
     _own_file(path, lambda old: "plan_sha256" in json.loads(old))
     earlier = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -1020,18 +1029,24 @@ def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
         left = journals_of(plan)
         if not left:
             return None
-        had = ", ".join(f"{j.get('datastore')} {'on' if j.get('original') else 'off'}" for j in left)
+        had = ", ".join(journal_said(j) for j in left)
         return (
-            f"an earlier run of this plan on this machine set SIOC and did not put it back (it had: {had}); this "
-            "plan no longer applies it: put it back by running the plan with its [vsphere] apply again, or by "
-            f"hand and then remove its journal in {state_folder()}"
+            f"an earlier run of this plan on this machine changed settings and did not put them back (they had: "
+            f"{had}); this plan no longer applies them: put them back by running the plan with its [vsphere] apply "
+            f"again, or by hand and then remove its journal in {state_folder()}"
         )
     if apply_settings:
         return None
+    changes = {
+        "sioc": f"Storage I/O Control on {', '.join(plan.vsphere.datastores)} (every VM on them feels it)",
+        "controller": f"the controller of the test disk of {', '.join(plan.vsphere.vms.values())} (stopping and "
+        "starting each VM)",
+        "rr_iops": f"the Round Robin limit of LUN {plan.vsphere.device} on its ESXi hosts (every VM on it feels it)",
+    }
     return (
-        f"{plan.path}: [vsphere] apply sets Storage I/O Control on {', '.join(plan.vsphere.datastores)} before "
-        "each cell, and every VM on those datastores feels it: run with --apply-settings to let it "
-        "(it is put back at the end; benchlib-settings.json records every change)"
+        f"{plan.path}: [vsphere] apply sets {' and '.join(changes[s] for s in plan.vsphere.apply)} before each "
+        "cell: run with --apply-settings to let it (it is put back at the end; benchlib-settings.json records "
+        "every change)"
     )
 
 
@@ -1136,9 +1151,9 @@ def run_plan(
                 summary.missing.append(Missing(cell.key, repetition, host, summary.down.get(host, "host down")))
             if hosts:
                 writes = cell.key in reading.writing
-                guard.recheck(hosts, writes)
                 try:
-                    bring_settings(cell)  # the cell's SIOC ([vsphere] apply), read back, before its first I/O
+                    bring_settings(cell)  # the cell's settings ([vsphere] apply), read back, before its first I/O
+                    guard.recheck(hosts, writes)  # after them: a VM started again has its target checked anew
                     with guard.opened(hosts) as fds:
                         ok, failed = run_cell(
                             plan,

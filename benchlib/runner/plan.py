@@ -33,6 +33,10 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
     # apply = { sioc = "sioc" }              # set the factor's level (on/off) before each cell, and put
     # datastores = ["ds-test"]               #   it back at the end: only on these datastores (the test
                                              #   disks'), only with --apply-settings (benchlib-settings.json)
+    # apply = { controller = "controller" }  # move each VM's test disk to the level's controller (the VM
+                                             #   stopped and started; cells grouped by it per repetition)
+    # apply = { rr_iops = "rr_limit" }       # the Round Robin IO operation limit of device = "naa...",
+                                             #   through esxcli on each [esxi] host (whole-number levels)
 
     [[esxtop]]               # optional: an esxtop batch capture on an ESXi host during every cell
     host = "esx01.lab"       # names the capture (esxtop-esx01.lab.csv in the cell's folder)
@@ -88,7 +92,7 @@ import os
 import random
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -358,22 +362,52 @@ class Plan:
                     cells.append(Cell(profile.name, levels, options))
         return cells
 
+    @property
+    def grouped_by(self) -> str | None:
+        """The factor whose level is hard to change (a controller: each change stops the VMs), or None.
+
+        Within each repetition (and each adaptive round) the cells are grouped by its level: the groups in a
+        random order, the cells within each too (restricted randomisation, a split-plot design). Each
+        repetition applies each level once, afresh: its runs are that application's.
+        """
+        return self.vsphere.apply.get("controller") if self.vsphere else None
+
+    def _grouped(self, shuffled: list[Cell], rng: random.Random, after: str | None) -> list[Cell]:
+        """Return ``shuffled`` grouped by :attr:`grouped_by`'s level, groups in random order, never first ``after``.
+
+        A group that began with the level the last one ended on would be one application, not two.
+        """
+        factor = self.grouped_by
+        if factor is None:
+            return shuffled
+        levels = list(dict.fromkeys(c.levels[factor] for c in shuffled))
+        rng.shuffle(levels)
+        if len(levels) > 1 and levels[0] == after:
+            levels.append(levels.pop(0))
+        return [c for level in levels for c in shuffled if c.levels[factor] == level]
+
     def order(self) -> list[tuple[int, Cell]]:
-        """``(repetition, cell)`` in run order: every cell once per repetition, shuffled per repetition."""
+        """``(repetition, cell)`` in run order: every cell once per repetition, shuffled per repetition.
+
+        Grouped by a hard-to-change factor's level within each repetition, where the plan sets one
+        (:attr:`grouped_by`).
+        """
         rng = random.Random(self.seed)
         cells = self.cells()
-        ordered = []
+        ordered: list[tuple[int, Cell]] = []
         for repetition in range(1, self.repetitions + 1):
             shuffled = list(cells)
             rng.shuffle(shuffled)
-            ordered.extend((repetition, c) for c in shuffled)
+            after = ordered[-1][1].levels.get(self.grouped_by or "") if ordered else None
+            ordered.extend((repetition, c) for c in self._grouped(shuffled, rng, after))
         return ordered
 
     def round_order(self, repetition: int, cells: list[Cell]) -> list[Cell]:
         """Return the cells of one adaptive round (``repetition`` > ``repetitions``), shuffled with the plan's seed."""
         shuffled = sorted(cells, key=lambda c: c.key)
-        random.Random(f"{self.seed}:{repetition}").shuffle(shuffled)
-        return shuffled
+        rng = random.Random(f"{self.seed}:{repetition}")
+        rng.shuffle(shuffled)
+        return self._grouped(shuffled, rng, None)
 
     def study_factors(self) -> dict[str, list[str]]:
         """Return the factors the recorded study declares: profile, sweep factors, then matrix factors."""
@@ -798,13 +832,11 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
 
 
 #: the vSphere settings a plan may have benchlib set (``[vsphere] apply``); the others are checked only
-APPLIED = ("sioc",)
+APPLIED = ("sioc", "controller", "rr_iops")
 
 
 def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], tuple[str, ...]]:
     """Check ``[vsphere] apply`` (setting -> factor) and the ``datastores`` it may change."""
-    from benchlib.vsphere import sioc_level
-
     apply = _table(path, "[vsphere] apply", section.get("apply", {}))
     for setting, factor in apply.items():
         if not isinstance(factor, str):
@@ -812,20 +844,17 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
         if setting not in APPLIED:
             raise PlanError(
                 f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }}: benchlib sets only "
-                f"{', '.join(APPLIED)} (Storage I/O Control) so far; change {setting} by hand between runs "
-                f"(--levels) and let [vsphere] check = {{ {setting} = {factor!r} }} confirm it"
+                f"{', '.join(APPLIED)} (Storage I/O Control; the controller of the disk under test; the Round Robin "
+                "IO operation limit) so far; change "
+                f"{setting} by hand between runs (--levels) and let [vsphere] check = {{ {setting} = {factor!r} }} "
+                "confirm it"
             )
         if factor not in factors:
             raise PlanError(
                 f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }} names no [matrix] factor "
                 f"({', '.join(factors) or 'none'})"
             )
-        unsaid = [level for level in factors[factor].levels if sioc_level(level) is None]
-        if unsaid:
-            raise PlanError(
-                f"{path}: [vsphere] apply sets SIOC from factor {factor!r}, whose levels must say on or off "
-                f"(on, off, enabled, disabled, true, false); {', '.join(map(repr, unsaid))} does not"
-            )
+        _applied_levels(path, setting, factor, factors[factor].levels, section)
     checked = _table(path, "[vsphere] check", section.get("check", {}))
     for setting, factor in apply.items():
         if checked.get(setting, factor) != factor:
@@ -833,7 +862,40 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
                 f"{path}: [vsphere] apply sets {setting} from factor {factor!r} and check checks it against "
                 f"{checked[setting]!r}: one factor says what {setting} is"
             )
-    return dict(apply), _datastores(path, section.get("datastores", []), bool(apply))
+    return dict(apply), _datastores(path, section.get("datastores", []), "sioc" in apply)
+
+
+def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str], section: dict) -> None:
+    """Check that each level of a factor ``[vsphere] apply`` sets says what to set (on/off; one controller)."""
+    from benchlib.vsphere import MOVABLE, controller_level, sioc_level
+
+    if setting == "sioc":
+        unsaid = [level for level in levels if sioc_level(level) is None]
+        if unsaid:
+            raise PlanError(
+                f"{path}: [vsphere] apply sets SIOC from factor {factor!r}, whose levels must say on or off "
+                f"(on, off, enabled, disabled, true, false); {', '.join(map(repr, unsaid))} does not"
+            )
+        return
+    if setting == "rr_iops":
+        unsaid = [level for level in levels if not re.fullmatch(r"\s*[1-9][0-9]{0,5}\s*", level)]
+        if unsaid:
+            raise PlanError(
+                f"{path}: [vsphere] apply sets the Round Robin IO operation limit from factor {factor!r}, whose "
+                f"levels must be whole numbers of I/Os from 1 to 999999; {', '.join(map(repr, unsaid))} is not"
+            )
+        return
+    unsaid = [level for level in levels if controller_level(level) is None]
+    if unsaid:
+        raise PlanError(
+            f"{path}: [vsphere] apply sets the test disk's controller from factor {factor!r}, whose levels "
+            f"must each name one controller ({', '.join(MOVABLE)}); {', '.join(map(repr, unsaid))} does not"
+        )
+    if "local" in section.get("vms", {}):
+        raise PlanError(
+            f"{path}: [vsphere] apply sets the controller, which stops and starts each VM, and vms names this "
+            "machine (local): run fio on the VMs as servers ([hosts] servers) and benchlib from another machine"
+        )
 
 
 def _datastores(path: Path, datastores: object, applied: bool) -> tuple[str, ...]:
@@ -844,11 +906,11 @@ def _datastores(path: Path, datastores: object, applied: bool) -> tuple[str, ...
         or not all(isinstance(d, str) and d.strip() and len(d) <= 80 for d in datastores)
     ):
         raise PlanError(
-            f'{path}: [vsphere] apply changes datastores: name each it may change, datastores = ["ds-test"] '
+            f'{path}: [vsphere] apply sets SIOC on datastores: name each it may change, datastores = ["ds-test"] '
             "(the datastores of the VMs' test disks; a VM whose test disk is elsewhere stops the run)"
         )
     if datastores and not applied:
-        raise PlanError(f"{path}: [vsphere] datastores names what apply may change; this plan applies nothing")
+        raise PlanError(f"{path}: [vsphere] datastores names where apply may set SIOC; this plan does not set it")
     named = tuple(datastores) if isinstance(datastores, list) else ()
     if len(set(named)) != len(named):
         raise PlanError(f"{path}: [vsphere] datastores names a datastore twice: {list(named)}")
@@ -1000,7 +1062,29 @@ def load_plan(path: str | Path, *, allow_options: Iterable[str] = (), allow_fact
     except StudyError as exc:
         raise PlanError(str(exc)) from None
     _check_cells(path, plan.cells())
+    _round_robin_needs(plan)
     return _settled_against(plan)
+
+
+#: a LUN as esxcli names it (naa., eui., t10., mpx.): it goes into the esxcli command line that sets it
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+
+
+def _round_robin_needs(plan: Plan) -> None:
+    """Check that a plan setting the Round Robin limit names its LUN exactly and the ESXi hosts that see it."""
+    if plan.vsphere is None or "rr_iops" not in plan.vsphere.apply:
+        return
+    device = plan.vsphere.device or ""
+    if not DEVICE_NAME.fullmatch(device):
+        raise PlanError(
+            f'{plan.path}: [vsphere] apply sets the Round Robin limit of the LUN device = "naa..." names, as esxcli '
+            f"storage nmp device list prints it (letters, digits, . _ : -), not {device!r}"
+        )
+    if plan.esxi is None:
+        raise PlanError(
+            f"{plan.path}: [vsphere] apply sets the Round Robin limit through esxcli on each ESXi host that sees "
+            "the LUN: list them in [esxi] hosts, with the command that runs esxcli on one"
+        )
 
 
 def _settled_against(plan: Plan) -> Plan:

@@ -41,7 +41,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -481,3 +481,18 @@ def recorded_looks(folder: Path, factor: str) -> Looks | None:
     """Return the looks a recorded ``settled`` rule took at ``factor``'s comparisons (:func:`recorded_rule`)."""
     found = recorded_rule(folder)
     return found[1] if found is not None and found[0].factor == factor else None
+
+
+def recorded_grouping(folder: Path, factors: Collection[str]) -> str | None:
+    """Return the factor ``benchlib run`` grouped each repetition's runs by (``benchlib-plan.json``), or None.
+
+    A plan that sets a hard-to-change factor (the controller: each change stops the VMs) runs each repetition
+    as groups of its levels, in random order (:attr:`benchlib.runner.plan.Plan.grouped_by`). A record without
+    it, unreadable, or naming none of ``factors`` says nothing of the kind.
+    """
+    try:
+        recorded = json.loads((folder / "benchlib-plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # no record (a study of other tools); recorded_rule refuses one
+        return None
+    factor = recorded.get("grouped_by") if isinstance(recorded, dict) else None
+    return factor if isinstance(factor, str) and factor in factors else None

@@ -24,10 +24,13 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import signal
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +108,324 @@ def _read_json(path: Path) -> object:
         raise ValueError("nested deeper than benchlib writes") from None
 
 
+class _Setting:
+    """One setting a plan applies (``[vsphere] apply``): on which objects, how it is read, changed and said.
+
+    ``find`` returns the objects by name (managed objects: their ids key this machine's locks and journals);
+    a state is what a journal keeps (JSON); ``extra`` is what a journal needs besides to put it back.
+    """
+
+    setting = ""
+    what = ""  # said: "SIOC", "the controller of the disk under test"
+    noun = ""  # what it is set on: "datastore", "VM"
+
+    def __init__(self, owner: AppliedSettings, factor: str) -> None:
+        self.owner, self.factor = owner, factor
+        self.objects: dict[str, Any] = {}
+
+    def find(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def state(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def want(self, level: str) -> Any:
+        raise NotImplementedError
+
+    def said(self, state: Any) -> str:
+        return str(state)
+
+    def valid(self, state: object) -> bool:
+        raise NotImplementedError
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        """Bring ``name`` to ``want`` (``back``: as the run found it); return it read back and how (said)."""
+        raise NotImplementedError
+
+    def extra(self, name: str) -> dict:
+        return {}
+
+    def moved(self, name: str, original: Any) -> bool:
+        """Whether ``name`` is not as the run found it (``original``: its state then)."""
+        return self.state(name) != original
+
+    def resume(self, name: str, journal: dict) -> None:
+        """Take what a killed run's journal says is needed to put ``name`` back."""
+
+    def ident(self, name: str) -> str:
+        """Return the object's own id (vCenter's managed object id), whatever its name is spelled."""
+        return self.objects[name]._moId
+
+    def ready(self, name: str) -> None:
+        """Wait until ``name`` can be measured after a change (Ctrl-C is not held here)."""
+
+
+class _Sioc(_Setting):
+    """Storage I/O Control, on the datastores the VMs' disks under test are on (ConfigureDatastoreIORM_Task)."""
+
+    setting, what, noun = "sioc", "SIOC", "datastore"
+
+    def find(self) -> dict[str, Any]:
+        vsphere = self.owner.vsphere
+        found: dict[str, Any] = {}
+        for vm, (label, datastore) in self.owner.disks().items():
+            if datastore.name not in vsphere.datastores:
+                raise SettingsError(
+                    f"VM {vm}'s disk under test ({label}) is on {datastore.name}, not on the datastores [vsphere] "
+                    f"apply changes ({', '.join(vsphere.datastores)}): name its datastore"
+                )
+            other = found.setdefault(datastore.name, datastore)
+            if other._moId != datastore._moId:  # two datacenters' datastores of one name: one would go unset
+                raise SettingsError(
+                    f"the VMs' disks under test are on two datastores named {datastore.name} (one per datacenter or "
+                    "folder): benchlib cannot tell them apart by the plan's name; give them names of their own"
+                )
+        idle = [name for name in vsphere.datastores if name not in found]
+        if idle:
+            raise SettingsError(
+                f"[vsphere] datastores names {', '.join(idle)}, which holds no VM's disk under test: benchlib changes "
+                "only what a cell measures; leave it out"
+            )
+        return found
+
+    def state(self, name: str) -> bool:
+        from benchlib.vsphere import sioc_of
+
+        return sioc_of(self.objects[name])
+
+    def want(self, level: str) -> bool:
+        from benchlib.vsphere import sioc_level
+
+        on = sioc_level(level)
+        assert on is not None  # noqa: S101 -- the plan's levels were checked (plan._applied)
+        return on
+
+    def said(self, state: Any) -> str:
+        return _said(bool(state))
+
+    def valid(self, state: object) -> bool:
+        return isinstance(state, bool)
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        from benchlib.vsphere import set_sioc_of
+
+        return set_sioc_of(self.owner.service, self.objects[name], want), ""
+
+
+class _Controller(_Setting):
+    """The controller each VM's disk under test hangs on: the VM stopped, the disk moved, the VM started.
+
+    Only a VM whose disks are its OS disk and the disk under test (named), never one this machine runs on;
+    after the VM is on again, the run waits for its fio server. A controller benchlib added is removed when
+    the disk leaves it; the one the disk was on is kept, to put it back.
+    """
+
+    setting, what, noun = "controller", "the controller of the disk under test", "VM"
+
+    def __init__(self, owner: AppliedSettings, factor: str) -> None:
+        super().__init__(owner, factor)
+        self.original: dict[str, dict] = {}  # VM -> where its disk was and whether it was on
+        self.added: dict[str, frozenset[int]] = {}
+        self.label: dict[str, str] = {}
+        self.answering: set[str] = set()  # VMs whose fio server answered before their change
+
+    def find(self) -> dict[str, Any]:
+        from pyVmomi import vim
+
+        from benchlib.vsphere import boot_disks
+
+        hosts = {vm: host for host, vm in self.owner.vsphere.vms.items()}
+        found = {}
+        for vm, (label, _datastore) in self.owner.disks().items():
+            if hosts[vm] == "local":
+                raise SettingsError(
+                    f"VM {vm} is this plan's host local: benchlib would stop the machine it runs on to move its "
+                    "disk; run fio on the VM as a server ([hosts] servers) and benchlib from another machine"
+                )
+            obj = self.owner.vms[vm]
+            disks = [d for d in obj.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)]
+            if len(disks) == 1 or label in boot_disks(obj):
+                raise SettingsError(
+                    f"VM {vm}'s disk under test ({label}) is "
+                    + (
+                        "its only disk"
+                        if len(disks) == 1
+                        else "a disk it boots from (Hard disk 1, or in its boot order)"
+                    )
+                    + ": benchlib moves only a disk that is under test alone; give the VM a test disk and name it "
+                    "([vsphere] disk)"
+                )
+            if len(disks) > 2:  # noqa: PLR2004 -- the OS disk and the disk under test
+                raise SettingsError(
+                    f"VM {vm} has {len(disks)} disks: benchlib stops and starts only a VM that holds its OS disk and "
+                    "the disk under test, nothing else a power cycle could cost"
+                )
+            found[vm] = obj
+            self.label[vm] = label
+        return found
+
+    def state(self, name: str) -> str:
+        from benchlib.vsphere import place_of
+
+        return place_of(self.objects[name], self.label[name]).controller
+
+    def want(self, level: str) -> str:
+        from benchlib.vsphere import controller_level
+
+        controller = controller_level(level)
+        assert controller is not None  # noqa: S101 -- the plan's levels were checked (plan._applied)
+        return controller
+
+    def valid(self, state: object) -> bool:
+        return isinstance(state, str)
+
+    def extra(self, name: str) -> dict:
+        if name not in self.original:
+            from benchlib.vsphere import place_of
+
+            vm = self.objects[name]
+            place = place_of(vm, self.label[name])
+            self.original[name] = {"key": place.key, "unit": place.unit, "on": vm.runtime.powerState == "poweredOn"}
+        return {"place": self.original[name], "added": sorted(self.added.get(name, frozenset()))}
+
+    def moved(self, name: str, original: Any) -> bool:
+        from benchlib.vsphere import place_of
+
+        had = self.original.get(name)
+        if had is None:  # nothing moved yet: where it was is read before the first move
+            return False
+        place = place_of(self.objects[name], self.label[name])
+        return bool(self.added.get(name)) or (place.key, place.unit) != (had["key"], had["unit"])
+
+    def resume(self, name: str, journal: dict) -> None:
+        place, added = journal.get("place"), journal.get("added")
+        if not (
+            isinstance(place, dict)
+            and all(isinstance(place.get(k), int) for k in ("key", "unit"))
+            and isinstance(place.get("on"), bool)
+            and isinstance(added, list)
+            and all(isinstance(k, int) for k in added)
+        ):
+            raise ValueError("not a journal benchlib wrote")
+        self.original[name], self.added[name] = place, frozenset(added)
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        from benchlib.runner.execute import reachable
+        from benchlib.vsphere import Place, move_disk, power_off, power_on
+
+        vm, label = self.objects[name], self.label[name]
+        self.extra(name)  # where it was, before anything moves
+        if not back and reachable(self._host(name), self.owner.plan.port) is None:
+            self.answering.add(name)  # its fio server answered: it must again before the cell
+        original = self.original[name]
+        to = Place(want, original["key"], original["unit"]) if back else None
+        stopped = power_off(vm)
+        place, self.added[name] = move_disk(vm, label, want, to=to, added=self.added.get(name, frozenset()))
+        if not back or original["on"]:
+            power_on(vm)
+        return place.controller, f"VM {stopped}, started again" if stopped else "VM was off"
+
+    def _host(self, name: str) -> str:
+        return next(h for h, vm in self.owner.vsphere.vms.items() if vm == name)
+
+    def ready(self, name: str) -> None:
+        """Wait for the VM's fio server to answer after its start, where it answered before (the guest boots).
+
+        A host down before the change is one the run counts as down already: it is not waited for.
+        """
+        from benchlib.runner.execute import reachable
+
+        if name not in self.answering:
+            return
+        self.answering.discard(name)
+        host = self._host(name)
+        deadline = time.monotonic() + BOOT_S
+        while (why := reachable(host, self.owner.plan.port)) is not None:
+            if time.monotonic() > deadline:
+                raise SettingsError(
+                    f"VM {name} was started on its new controller and its fio server did not answer in {BOOT_S} s "
+                    f"({why}); its guest may lack a driver for it. Nothing ran on it; the run puts it back"
+                )
+            time.sleep(1)
+
+
+#: a Round Robin limit as a journal keeps it
+RR_STATE = re.compile(r"iops=[0-9]{1,9}|bytes=[0-9]{1,12}|default|latency")
+
+
+class _RoundRobin(_Setting):
+    """The Round Robin IO operation limit of the plan's LUN, on each ESXi host of ``[esxi]``, through esxcli.
+
+    A state is the device's limit as esxcli says it: ``iops=1``, ``default`` (Round Robin's own, 1,000 I/Os),
+    ``bytes=10485760`` or ``latency``; each is put back with its own ``--type``. The LUN must be on Round
+    Robin on every host; the path policy is never changed.
+    """
+
+    setting, what, noun = "rr_iops", "the Round Robin IO operation limit", "host"
+
+    def find(self) -> dict[str, Any]:
+        plan = self.owner.plan
+        assert plan.esxi is not None and plan.vsphere is not None  # noqa: S101 -- plan._round_robin_needs
+        self.device = str(plan.vsphere.device)
+        return dict.fromkeys(plan.esxi.hosts)
+
+    def ident(self, name: str) -> str:
+        return _lun_ident(name, self.device)
+
+    def _esxcli(self, host: str, esxcli: str) -> str:
+        from benchlib.runner.execute import _shell
+
+        assert self.owner.plan.esxi is not None  # noqa: S101 -- plan._round_robin_needs
+        line = self.owner.plan.esxi.line(host, esxcli)
+        try:
+            done = _shell(line, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise SettingsError(f"{esxcli.split(' --', 1)[0]} on ESXi host {host} did not finish in 120 s") from None
+        if done.returncode != 0:
+            raise SettingsError(
+                f"{esxcli.split(' --', 1)[0]} on ESXi host {host} exited with {done.returncode}: "
+                f"{(done.stderr or done.stdout).strip()[-300:]}"
+            )
+        return done.stdout
+
+    def state(self, name: str) -> str:
+        from benchlib.esxcli import parse_nmp_device_list
+
+        text = self._esxcli(name, f"esxcli storage nmp device list --device={self.device}")
+        lun = next((d for d in parse_nmp_device_list(text) if d["device"] == self.device), None)
+        if lun is None:
+            raise SettingsError(f"ESXi host {name} lists no device {self.device} (esxcli storage nmp device list)")
+        if lun["path_policy"] != "VMW_PSP_RR":
+            raise SettingsError(
+                f"{self.device} is on {lun['path_policy']} on ESXi host {name}, not Round Robin (VMW_PSP_RR): "
+                "benchlib sets only the limit, never the path policy; set the policy by hand"
+            )
+        kind = lun["rr_limit_type"]
+        if kind == "iops":
+            return f"iops={lun['rr_iops_limit']}"
+        if kind == "bytes":
+            return f"bytes={lun['rr_bytes_limit']}"
+        return "latency" if kind == "latency" else "default"
+
+    def want(self, level: str) -> str:
+        return f"iops={int(level)}"
+
+    def valid(self, state: object) -> bool:
+        return isinstance(state, str) and RR_STATE.fullmatch(state) is not None
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        kind, _, value = str(want).partition("=")
+        options = f"--type={kind}" + (f" --{kind}={int(value)}" if value else "")
+        self._esxcli(name, f"esxcli storage nmp psp roundrobin deviceconfig set --device={self.device} {options}")
+        return self.state(name), ""
+
+
+#: how long a VM started after its disk moved may take to boot and start its fio server
+BOOT_S = 600
+#: the settings a plan may apply, by the plan's name
+KINDS: dict[str, type[_Setting]] = {"sioc": _Sioc, "controller": _Controller, "rr_iops": _RoundRobin}
+
+
 class AppliedSettings:
     """The settings of one run of a plan: brought to each cell's levels, journalled, recorded, put back."""
 
@@ -112,18 +433,42 @@ class AppliedSettings:
         assert plan.vsphere is not None and plan.vsphere.apply  # noqa: S101 -- only for a plan that applies
         self.plan, self.service = plan, service
         self.vsphere = plan.vsphere
-        self.factor = plan.vsphere.apply["sioc"]
+        # the controller first: its change stops and starts the VMs; SIOC and the Round Robin limit after it
+        order = sorted(plan.vsphere.apply, key=lambda s: s != "controller")
+        self.kinds = [KINDS[s](self, plan.vsphere.apply[s]) for s in order]
         self.path = plan.output / SETTINGS_FILE
-        self.objects: dict[str, Any] = {}  # datastore name -> managed object, from the VMs' disks
-        self.journals: dict[str, Path] = {}
-        self.original: dict[str, bool] = {}
-        self.record: dict = {"factor": self.factor, "runs": []}
+        self.journals: dict[tuple[str, str], Path] = {}
+        self.original: dict[tuple[str, str], Any] = {}
+        self.record: dict = {"factors": dict(plan.vsphere.apply), "runs": []}
         self.run: dict | None = None
         self.held: list[int] = []
+        self.vms: dict[str, Any] = {}
+        self._disks: dict | None = None
+
+    def disks(self) -> dict:
+        """Each VM's disk under test (label, datastore), read once (:func:`benchlib.vsphere.disks_under_test`)."""
+        from benchlib.vsphere import VSphereError, disks_under_test, vms_named
+
+        if self._disks is None:
+            names = list(self.vsphere.vms.values())
+            try:
+                self._disks = disks_under_test(self.service, names, self.vsphere.disk)
+                self.vms = vms_named(self.service, names)
+            except VSphereError as exc:  # a VM not there, a name twice, a disk not told: the plan's to mend
+                raise SettingsError(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once
+                raise SettingsError(f"finding the VMs' test disks through vCenter failed ({_first(exc)})") from None
+        return self._disks
+
+    def _each(self) -> Iterator[tuple[_Setting, str]]:
+        for kind in self.kinds:
+            for name in kind.objects:
+                yield kind, name
 
     def start(self) -> None:
-        """Find the datastores, lock them, put back what a killed run left, record what they have now."""
-        self._find()
+        """Find the objects, lock them, put back what a killed run left, record what they have now."""
+        for kind in self.kinds:
+            kind.objects = kind.find()
         self._lock()
         self._read_record()
         self.run = {"server": self.vsphere.server, "host": socket.gethostname(), "started": _now(), "original": {}}
@@ -131,98 +476,73 @@ class AppliedSettings:
         self.record["runs"].append(self.run)
         try:
             with _signals_held():
-                for name in self.objects:
-                    self._put_back_left(name)
+                for kind, name in self._each():
+                    self._put_back_left(kind, name)
+            for kind, name in self._each():
+                now = self.original[(kind.setting, name)] = self._now_of(kind, name)
+                self.run["original"].setdefault(name, {})[kind.setting] = now
         except SettingsError as exc:  # recorded as refused, and nothing of this run to put back
             self.run["refused"] = str(exc)
             self._write_record()
             self.run = None
             raise
-        self.original = {name: self._now_of(name) for name in self.objects}
-        self.run["original"] = {name: {"sioc": on} for name, on in self.original.items()}
         self._write_record()
 
     def bring(self, cell: Cell) -> None:
-        """Set every named datastore's SIOC to ``cell``'s level where it differs; raise where it did not take."""
-        from benchlib.vsphere import sioc_level
+        """Bring every named object to ``cell``'s levels where it differs; raise where it did not take.
 
-        want = sioc_level(cell.levels[self.factor])
-        assert want is not None  # noqa: S101 -- the plan's levels were checked (plan._applied)
-        for name in self.objects:
-            on = self._now_of(name)
-            if on != want:
-                got = self._set(cell.key, name, on, want)
+        Every VM is changed first, then each is waited for (their guests boot at once).
+        """
+        changed = []
+        for kind, name in self._each():
+            want = kind.want(cell.levels[kind.factor])
+            now = self._now_of(kind, name)
+            if now != want:
+                got = self._set(cell.key, kind, name, now, want)
                 if got != want:
                     raise SettingsError(
-                        f"before {cell.key}: vCenter reports SIOC {_said(got)} on {name} after setting it "
-                        f"{_said(want)}; the cell was not run"
+                        f"before {cell.key}: vCenter reports {kind.what} {kind.said(got)} on {name} after setting it "
+                        f"{kind.said(want)}; the cell was not run"
                     )
+                changed.append((kind, name))
+        for kind, name in changed:
+            kind.ready(name)
 
     def restore(self) -> None:
-        """Put every datastore back as this run found it; a second Ctrl-C waits for it (the run is ending)."""
+        """Put everything back as this run found it; a second Ctrl-C waits for it (the run is ending)."""
         if self.run is None or self.run["restored"] is not None:
             return
         with _signals_held(again=False):
-            for name, on in self.original.items():
-                now = self._now_of(name)
-                if now != on:
-                    self._set(None, name, now, on)
-                self.journals[name].unlink(missing_ok=True)
+            for kind, name in self._each():
+                original = self.original[(kind.setting, name)]
+                if self._vcenter(lambda k=kind, n=name, o=original: k.moved(n, o), f"reading {kind.what} on {name}"):
+                    self._set(None, kind, name, self._now_of(kind, name), original, back=True)
+                self.journals[(kind.setting, name)].unlink(missing_ok=True)
             self.run["restored"] = _now()
             self._write_record()
 
     def close(self) -> None:
-        """Let other runs on this machine set these datastores again."""
+        """Let other runs on this machine set these objects again."""
         for fd in self.held:
             os.close(fd)  # closing the file lets its lock go
         self.held = []
 
-    def _find(self) -> None:
-        """Find each VM's disk under test and its datastore; refuse a VM's not named, or a named one with none."""
-        from benchlib.vsphere import VSphereError, disks_under_test
-
-        vms = list(self.vsphere.vms.values())
-        try:
-            disks = disks_under_test(self.service, vms, self.vsphere.disk)
-        except VSphereError as exc:  # a VM not there, a name twice, a disk not told: the plan's to mend
-            raise SettingsError(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once
-            raise SettingsError(f"finding the VMs' test disks through vCenter failed ({_first(exc)})") from None
-        for vm, (label, datastore) in disks.items():
-            if datastore.name not in self.vsphere.datastores:
-                raise SettingsError(
-                    f"VM {vm}'s disk under test ({label}) is on {datastore.name}, not on the datastores [vsphere] "
-                    f"apply changes ({', '.join(self.vsphere.datastores)}): name its datastore"
-                )
-            other = self.objects.setdefault(datastore.name, datastore)
-            if other._moId != datastore._moId:  # two datacenters' datastores of one name: one would go unset
-                raise SettingsError(
-                    f"the VMs' disks under test are on two datastores named {datastore.name} (one per datacenter or "
-                    "folder): benchlib cannot tell them apart by the plan's name; give them names of their own"
-                )
-        idle = [name for name in self.vsphere.datastores if name not in self.objects]
-        if idle:
-            raise SettingsError(
-                f"[vsphere] datastores names {', '.join(idle)}, which holds no VM's disk under test: benchlib changes "
-                "only what a cell measures; leave it out"
-            )
-
     def _lock(self) -> None:
-        """Hold this machine's lock on each datastore, by vCenter's id and the datastore's (however spelled)."""
+        """Hold this machine's lock on each object, by vCenter's id and the object's (however spelled)."""
         instance = self._vcenter(lambda: _instance(self.service, self.vsphere.server), "reading vCenter's id")
         folder = state_folder()
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            for name, datastore in self.objects.items():
-                key = _key(instance, datastore)
-                self.journals[name] = folder / f"{key}.json"
+            for kind, name in self._each():
+                key = _key(instance, kind.ident(name))
+                self.journals[(kind.setting, name)] = folder / f"{key}.json"
                 fd = os.open(folder / f"{key}.lock", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     os.close(fd)
                     raise SettingsError(
-                        f"another benchlib run on this machine is setting SIOC on {name}; wait for it to end"
+                        f"another benchlib run on this machine is setting {kind.what} on {name}; wait for it to end"
                     ) from None
                 self.held.append(fd)
         except OSError as exc:
@@ -232,65 +552,68 @@ class AppliedSettings:
                 "of yours benchlib may write"
             ) from None
 
-    def _put_back_left(self, name: str) -> None:
+    def _put_back_left(self, kind: _Setting, name: str) -> None:
         """Put back what a run killed on this machine left changed on ``name``, where nothing moved since."""
-        journal = self.journals[name]
+        journal = self.journals[(kind.setting, name)]
         if not journal.exists() and not journal.is_symlink():
             return
         try:
             left = _read_json(journal)
-            assert isinstance(left, dict) and isinstance(left["original"], bool)  # noqa: S101 -- caught below
-            states = {left["now"], left.get("pending")} - {None}
-            assert states and all(isinstance(s, bool) for s in states)  # noqa: S101 -- caught below
+            assert isinstance(left, dict) and kind.valid(left["original"])  # noqa: S101 -- caught below
+            states = [s for s in (left["now"], left.get("pending")) if s is not None]
+            assert states and all(kind.valid(s) for s in states)  # noqa: S101 -- caught below
+            kind.resume(name, left)
         except (OSError, ValueError, KeyError, TypeError, AssertionError):
             raise SettingsError(
-                f"{journal}: benchlib's note of what it changed on {name} cannot be read; make sure its SIOC is as "
-                "it should be, then remove the file"
+                f"{journal}: benchlib's note of what it changed on {name} cannot be read; make sure its "
+                f"{kind.what} is as it should be, then remove the file"
             ) from None
-        now = self._now_of(name)
+        now = self._now_of(kind, name)
         if now not in states:
             raise SettingsError(
-                f"a run killed on this machine left SIOC {' or '.join(map(_said, sorted(states)))} on {name}, and "
-                f"vCenter has it {_said(now)}: someone set it since. It had {_said(left['original'])} before that "
-                f"run; make sure it is as it should be, then remove {journal}"
+                f"a run killed on this machine left {kind.what} {' or '.join(map(kind.said, states))} on {name}, "
+                f"and vCenter has it {kind.said(now)}: someone set it since. It had {kind.said(left['original'])} "
+                f"before that run; make sure it is as it should be, then remove {journal}"
             )
-        if now != left["original"]:
-            self.original[name] = left["original"]
-            self._set(None, name, now, left["original"])
+        if self._vcenter(lambda: kind.moved(name, left["original"]), f"reading {kind.what} on {name}"):
+            self.original[(kind.setting, name)] = left["original"]
+            self._set(None, kind, name, now, left["original"], back=True)
         journal.unlink(missing_ok=True)
 
-    def _now_of(self, name: str) -> bool:
-        from benchlib.vsphere import sioc_of
+    def _now_of(self, kind: _Setting, name: str) -> Any:
+        return self._vcenter(lambda: kind.state(name), f"reading {kind.what} on {name}")
 
-        return self._vcenter(lambda: sioc_of(self.objects[name]), f"reading SIOC on {name}")
-
-    def _set(self, cell: str | None, name: str, before: bool, want: bool) -> bool:
-        """Set one datastore's SIOC, journalled before and after; record the change; return it read back."""
-        from benchlib.vsphere import set_sioc_of
-
+    def _set(self, cell: str | None, kind: _Setting, name: str, before: Any, want: Any, *, back: bool = False) -> Any:
+        """Change one object's setting, journalled before and after; record the change; return it read back."""
+        key = (kind.setting, name)
         note = {
-            "datastore": name,
-            "original": self.original.get(name, before),
+            "setting": kind.setting,
+            kind.noun.lower(): name,
+            "original": self.original.get(key, before),
             "output": str(self.plan.output.resolve()),
         }
         with _signals_held():
-            _write_json(self.journals[name], {**note, "now": before, "pending": want})
-            got = self._vcenter(lambda: set_sioc_of(self.service, self.objects[name], want), f"setting SIOC on {name}")
-            _write_json(self.journals[name], {**note, "now": got, "pending": None})
-            change = {"time": _now(), "cell": cell, "datastore": name, "setting": "sioc", "from": before, "to": got}
+            extra = self._vcenter(lambda: kind.extra(name), f"reading {kind.what} on {name}")
+            _write_json(self.journals[key], {**note, **extra, "now": before, "pending": want})
+            got, how = self._vcenter(lambda: kind.change(name, want, back=back), f"setting {kind.what} on {name}")
+            _write_json(self.journals[key], {**note, **kind.extra(name), "now": got, "pending": None})
+            change = {"time": _now(), "cell": cell, kind.noun.lower(): name, "setting": kind.setting}
+            change |= {"from": before, "to": got} | ({"how": how} if how else {})
             if self.run is not None:
                 self.run["changes"].append(change)
                 self._write_record()
         return got
 
     def _vcenter(self, call: Any, doing: str) -> Any:
-        """Call vCenter; any failure (a fault, a lost session, the network) is one SettingsError saying what to do."""
+        """Call vCenter (or esxcli); any failure (a fault, a lost session, the network) is one SettingsError."""
         try:
             return call()
+        except SettingsError:
+            raise
         except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised, said once with the way out
             raise SettingsError(
-                f"{doing} through vCenter failed ({_first(exc)}); benchlib's journal in {state_folder()} keeps what "
-                "each datastore had: the next run puts it back, or set it by hand"
+                f"{doing} failed ({_first(exc)}); benchlib's journal in {state_folder()} keeps what "
+                "each had: the next run puts it back, or set it by hand"
             ) from None
 
     def _read_record(self) -> None:
@@ -305,7 +628,7 @@ class AppliedSettings:
                 f"{self.path}: the record of settings earlier runs changed cannot be read; move it away (it is "
                 "a record only: what must be put back is kept on this machine)"
             ) from None
-        self.record = record
+        self.record = {**record, "factors": dict(self.vsphere.apply)}
 
     def _write_record(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -317,37 +640,46 @@ def _instance(service: Any, server: str) -> str:
     return getattr(service.RetrieveContent().about, "instanceUuid", None) or server
 
 
-def _key(instance: str, datastore: Any) -> str:
-    """Return a datastore's name in this machine's locks and journals: vCenter's id and the datastore's."""
-    return "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{datastore._moId}")
+def _key(instance: str, ident: str) -> str:
+    """Return an object's name in this machine's locks and journals: vCenter's id and the object's."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in f"{instance}-{ident}")
+
+
+def _lun_ident(host: str, device: str) -> str:
+    """Return a LUN's id on one ESXi host, as locks and journals name it."""
+    return f"esxi-{host}-{device}"
 
 
 def left_on_vms(plan: Plan, service: Any) -> str | None:
-    """Say where a run killed on this machine left SIOC changed on a datastore of the plan's VMs (None: nowhere).
+    """Say where a run killed on this machine left a setting changed on the plan's VMs or their datastores.
 
-    For a plan that applies nothing: its cells would run on a setting nobody put back.
+    None: nowhere. For a plan that applies nothing: its cells would run on a setting nobody put back.
     """
-    from benchlib.vsphere import vm_datastores
+    from benchlib.vsphere import vm_datastores, vms_named
 
     if plan.vsphere is None or not state_folder().is_dir():
         return None
     try:
         instance = _instance(service, plan.vsphere.server)
-        stores = {ds.name: _key(instance, ds) for ds in vm_datastores(service, list(plan.vsphere.vms.values()))}
+        names = list(plan.vsphere.vms.values())
+        objects = {f"datastore {ds.name}": ds._moId for ds in vm_datastores(service, names)}
+        objects |= {f"VM {name}": vm._moId for name, vm in vms_named(service, names).items()}
     except Exception:  # noqa: BLE001 -- the facts read after says what vCenter would not
         return None
-    left = sorted(name for name, key in stores.items() if (state_folder() / f"{key}.json").exists())
+    if plan.esxi is not None and plan.vsphere.device:
+        objects |= {f"LUN {plan.vsphere.device} on {h}": _lun_ident(h, plan.vsphere.device) for h in plan.esxi.hosts}
+    left = sorted(name for name, key in objects.items() if (state_folder() / f"{_key(instance, key)}.json").exists())
     if not left:
         return None
     return (
-        f"a run killed on this machine left SIOC changed on {', '.join(left)}, a datastore of this plan's VMs, and "
-        f"this plan does not set it: run the plan that did again to put it back (its journal is in "
-        f"{state_folder()}), or set it by hand and remove the journal"
+        f"a run killed on this machine left a setting changed on {', '.join(left)} of this plan's VMs, and this "
+        f"plan does not set it: run the plan that did again to put it back (its journal is in {state_folder()}), "
+        "or set it by hand and remove the journal"
     )
 
 
 def journals_of(plan: Plan) -> list[dict]:
-    """Return this machine's journals of datastores a run of ``plan`` left changed (none where it can't tell)."""
+    """Return this machine's journals of objects a run of ``plan`` left changed (none where it can't tell)."""
     folder = state_folder()
     found = []
     with contextlib.suppress(OSError):
@@ -359,29 +691,64 @@ def journals_of(plan: Plan) -> list[dict]:
     return found
 
 
+def journal_said(journal: dict) -> str:
+    """Say what a journal says an object had before a run changed it (``LocalDS_0 SIOC on``)."""
+    setting = journal.get("setting", "sioc")
+    name = journal.get("datastore") or journal.get("vm") or journal.get("host")
+    had = journal.get("original")
+    said = {"sioc": f"SIOC {_said(bool(had))}", "controller": f"disk on {had}", "rr_iops": f"Round Robin {had}"}
+    return f"{name} {said.get(str(setting), had)}"
+
+
+def _levels_said(plan: Plan, cell: Cell) -> str:
+    """Say the settings a cell's levels ask for: ``disk on NVMe, SIOC off``."""
+    from benchlib.vsphere import controller_level, sioc_level
+
+    apply, said = plan.vsphere.apply if plan.vsphere else {}, []
+    if "controller" in apply:
+        said.append(f"disk on {controller_level(cell.levels[apply['controller']])}")
+    if "sioc" in apply:
+        said.append(f"SIOC {_said(bool(sioc_level(cell.levels[apply['sioc']])))}")
+    if "rr_iops" in apply:
+        said.append(f"Round Robin limit {int(cell.levels[apply['rr_iops']])}")
+    return ", ".join(said)
+
+
 def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
     """Return the dry run's lines: the level changes, in the order the cells still to run will run."""
     if plan.vsphere is None or not plan.vsphere.apply:
         return []
-    from benchlib.vsphere import sioc_level
-
-    factor = plan.vsphere.apply["sioc"]
+    apply, grouped = plan.vsphere.apply, plan.grouped_by
     lines, before = [], None
     for repetition, cell in order:
-        want = sioc_level(cell.levels[factor])
+        want = _levels_said(plan, cell)
         if want != before:
-            lines.append(f"  before {cell.key} r{repetition}: SIOC {_said(bool(want))}")
+            lines.append(f"  before {cell.key} r{repetition}: {want}")
             before = want
-    where = ", ".join(plan.vsphere.datastores)
+    objects = []
+    if "controller" in apply:
+        objects.append(f"the test disk's controller on {', '.join(plan.vsphere.vms.values())}")
+    if "sioc" in apply:
+        objects.append(f"SIOC on {', '.join(plan.vsphere.datastores)}")
+    if "rr_iops" in apply and plan.esxi is not None:
+        objects.append(f"the Round Robin limit of {plan.vsphere.device} on {', '.join(plan.esxi.hosts)} (esxcli)")
     if not lines:
         return [
-            f"SIOC on {where}: no cell left to run; the run sets it only to put back what a run killed on this "
-            "machine left changed there"
+            f"{' and '.join(objects)}: no cell left to run; the run changes them only to put back what a run killed "
+            "on this machine left changed there"
         ]
     head = (
-        f"SIOC set through vCenter on {where}, before each cell whose level it does not have already: at the "
-        f"{len(lines)} level changes below at most, on each datastore"
+        f"{' and '.join(objects)} set, before each cell whose level they do not have already: at "
+        f"the {len(lines)} level changes below at most"
         + (" (adaptive rounds add their own)" if plan.adaptive else "")
         + "; first, whatever a run killed on this machine left changed there is put back"
     )
-    return [head, *lines, f"then put back on {where} as vCenter had it, also after an interrupt"]
+    if grouped:
+        levels = [cell.levels[grouped] for _, cell in order]
+        cycles = sum(i == 0 or level != levels[i - 1] for i, level in enumerate(levels))
+        head += (
+            f". A controller change stops each VM (its guest shut down, or powered off without VMware Tools), moves "
+            f"its test disk and starts it again: {cycles} power cycles of each VM at most, and one more to put it "
+            f"back. The cells of each repetition run grouped by {grouped}, the groups in a random order"
+        )
+    return [head, *lines, "then put back as vCenter had it, also after an interrupt"]

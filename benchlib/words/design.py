@@ -118,6 +118,15 @@ def design_statement(d: Design | None, *, interaction_page: bool = False, with_s
             else ""
         ),
     ]
+    if d.grouped_by:
+        factor = inline(d.grouped_by)
+        lines.append(
+            f"**Order: grouped by {factor}.** benchlib set {factor} itself, and each change stops and starts the "
+            f"VMs, so each repetition ran in groups of one {factor} level, the groups in a random order and the runs "
+            "within each too (restricted randomisation: a split-plot design). Each repetition applied each level "
+            f"afresh, so the {each} runs of a {factor} level come from as many applications: its comparisons rest "
+            "on applications, not on runs that shared one. The other factors changed within each application."
+        )
     if d.apart:
         lines.append(
             f"**{members[0].upper()}{members[1:]} that did not run at once.** "
