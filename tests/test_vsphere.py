@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -1319,3 +1320,36 @@ def test_a_plan_setting_the_round_robin_limit_names_its_mistakes(
     with pytest.raises(SettingsError, match=f"{mru} is on VMW_PSP_MRU on ESXi host esx01.lab, not Round Robin"):
         run_plan(load_plan(plan_file, allow_facts_command=True), vcenter=vcenter, apply_settings=True)
     assert not (tmp_path / "rr-esx01.lab.json").exists() and not (tmp_path / "targets").exists()  # nothing set, run
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_each_repetition_applies_each_controller_level_once_and_afresh(tmp_path: Path, seed: int) -> None:
+    """The cells of a repetition (and of an adaptive round) run as one group per controller level, in an order
+    the seed shuffles; no group opens on the level the one before it ended on, which would make two
+    repetitions one application. A plan that sets no controller keeps its order as before."""
+    from benchlib.runner import load_plan
+
+    plan_file = tmp_path / "plan.toml"
+    text = CONTROLLER_PLAN.format(output=tmp_path / "o", targets=tmp_path / "t", port=CONTROLLER_PORT, server="x")
+    text = text.replace('server = "x"', 'server = "https://vc.example"').replace("repetitions = 2", "repetitions = 4")
+    plan_file.write_text(text.replace("[run]\n", f"[run]\nseed = {seed}\n"))
+    plan = load_plan(plan_file)
+    order = plan.order()
+    runs = [(r, c.levels["controller"]) for r, c in order]
+    groups = [key for i, key in enumerate(runs) if i == 0 or key != runs[i - 1]]
+    assert len(groups) == len(set(groups)) == 4 * 3  # one group per level and repetition
+    assert all(a[1] != b[1] for a, b in itertools.pairwise(groups))  # a new application every group
+    cells = plan.cells()
+    after = order[-1][1]
+    levels = {c.levels["controller"] for c in cells[:4]}
+    round_cells = plan.round_order(5, cells[:4], after)  # an adaptive round of some cells
+    assert len(levels) == 1 or round_cells[0].levels["controller"] != after.levels["controller"]
+    plain = text.replace('apply = { controller = "controller", sioc = "sioc" }', 'apply = { sioc = "sioc" }')
+    plan_file.write_text(plain.replace("[run]\n", f"[run]\nseed = {seed}\n"))
+    plain_plan = load_plan(plan_file)
+    rng, expected = random.Random(seed), []  # as every plan ordered its cells before: shuffled per repetition
+    for repetition in range(1, 5):
+        shuffled = plain_plan.cells()
+        rng.shuffle(shuffled)
+        expected += [(repetition, c.key) for c in shuffled]
+    assert [(r, c.key) for r, c in plain_plan.order()] == expected

@@ -1237,12 +1237,14 @@ def _adaptive_rounds(
     totals: dict = {}
     maximum = plan.adaptive.maximum
     judge = _settle_round if isinstance(plan.adaptive.rule, SettleRule) else _precision_round
+    last = plan.order()[-1][1]  # a round never opens on the hard-to-change level the run ended on
     for repetition in range(plan.repetitions + 1, maximum + 1):
         states = judge(plan, repetition - 1, totals)
         going = {s.cell for s in states if s.complete and not s.met and s.runs == repetition - 1}
         if not going:
             break
-        round_cells = plan.round_order(repetition, [c for c in cells if c.key in going])
+        round_cells = plan.round_order(repetition, [c for c in cells if c.key in going], last)
+        last = round_cells[-1]
         base = fixed + (repetition - plan.repetitions - 1) * len(cells)
         for position, cell in enumerate(round_cells):
             missing = sorted(set(plan.hosts) - hosts_done(cell_dir(plan, repetition, cell)))

@@ -402,12 +402,15 @@ class Plan:
             ordered.extend((repetition, c) for c in self._grouped(shuffled, rng, after))
         return ordered
 
-    def round_order(self, repetition: int, cells: list[Cell]) -> list[Cell]:
-        """Return the cells of one adaptive round (``repetition`` > ``repetitions``), shuffled with the plan's seed."""
+    def round_order(self, repetition: int, cells: list[Cell], after: Cell | None = None) -> list[Cell]:
+        """Return the cells of one adaptive round (``repetition`` > ``repetitions``), shuffled with the plan's seed.
+
+        ``after``: the cell the run ran last (its hard-to-change level does not open this round).
+        """
         shuffled = sorted(cells, key=lambda c: c.key)
         rng = random.Random(f"{self.seed}:{repetition}")
         rng.shuffle(shuffled)
-        return self._grouped(shuffled, rng, None)
+        return self._grouped(shuffled, rng, after.levels.get(self.grouped_by or "") if after else None)
 
     def study_factors(self) -> dict[str, list[str]]:
         """Return the factors the recorded study declares: profile, sweep factors, then matrix factors."""
