@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError, StudyError, file_failure
-from benchlib.ingest import IngestReport, ingest_study
+from benchlib.ingest import IngestReport, check_hcibench_summary, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
 from benchlib.sources.hcibench import check_summary
@@ -91,12 +91,14 @@ def _summary_table(report: IngestReport) -> Table:
 def _print_hcibench_check(console: Console, report: IngestReport) -> None:
     """HCIBench's own summary against benchlib's aggregation of its worker VMs, where the study has one."""
     runs = scan_table(report.processed, "runs").collect()
-    if not (runs["format"] == "hcibench-summary").any():
-        return
-    check = check_summary(runs, scan_table(report.processed, "results").collect())
-    table = Table(
-        title=f"{report.study}: HCIBench's summary vs benchlib's aggregation of its VMs", title_justify="left"
-    )
+    if (runs["format"] == "hcibench-summary").any():
+        _print_summary_rows(
+            console, report.study, check_summary(runs, scan_table(report.processed, "results").collect())
+        )
+
+
+def _print_summary_rows(console: Console, study: str, check: pl.DataFrame) -> None:
+    table = Table(title=f"{study}: HCIBench's summary vs benchlib's aggregation of its VMs", title_justify="left")
     for column in ("run", "metric", "HCIBench", "benchlib", "diff %", "why"):
         table.add_column(column, justify="right" if column in ("HCIBench", "benchlib", "diff %") else "left")
     for row in check.iter_rows(named=True):
@@ -219,27 +221,17 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
 
 
 def _inspect_hcibench_summary(console: Console, path: Path) -> None:
-    """Check an HCIBench summary (``<test>-res.txt``) against its VMs' files in the folder beside it, as ingest does.
-
-    The summary and that folder are copied into a scratch study and ingested there (the VMs' files of one
-    test become one run only in a study), then :func:`_print_hcibench_check` says where they differ.
-    """
-    import shutil
-    import tempfile
-
-    folder = path.with_name(path.name.removesuffix("-res.txt"))
-    if not folder.is_dir():
-        console.print(f"  HCIBench's VMs' folder {folder.name} is not beside it: nothing to check its figures against")
+    """Say how an HCIBench summary agrees with its VMs' files beside it (:func:`check_hcibench_summary`)."""
+    found = check_hcibench_summary(path)
+    if not found.found:
+        console.print(
+            f"  HCIBench's VMs' folder {found.vms.name} is not beside it: nothing to check its figures against"
+        )
         return
-    with tempfile.TemporaryDirectory(prefix="benchlib-inspect-") as scratch:
-        study = Path(scratch) / "raw" / "hcibench"
-        study.mkdir(parents=True)
-        shutil.copy2(path, study / path.name)
-        shutil.copytree(folder, study / folder.name, symlinks=True)
-        report = ingest_study(study, Path(scratch) / "processed")
-        for rel, why in report.quarantined:
-            console.print(f"  not read: {escape(rel)}: {escape(why)}", highlight=False)
-        _print_hcibench_check(console, report)
+    for rel, why in found.quarantined:
+        console.print(f"  not read: {escape(rel)}: {escape(why)}", highlight=False)
+    if found.check is not None:
+        _print_summary_rows(console, "hcibench", found.check)
 
 
 def _print_stopping(console: Console, plan: Plan, summary: RunSummary) -> None:
