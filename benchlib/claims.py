@@ -44,6 +44,12 @@ reconcile        every row's ``reported`` column against iops / (usr + sys CPU),
 bounded          every row's ``reported`` column at most iops / (usr + sys CPU), the IOPS
                  the largest run total of rows ``iops_from`` matched on ``join`` (all its
                  members together): a bound that holds whichever member a table used
+queue_model      what the queue what-if model (:mod:`benchlib.stats.queuemodel`) predicts for
+                 ``stack`` (outstanding, guest_disk, device_queue, dsnro, ...) changed by
+                 ``change``: ``iops``, ``lat_mean_ms``, ``gavg_ms``, ``queued_in_guest`` or
+                 ``queued_in_kernel`` (``relative = true``: after over before); the
+                 device's latency at each ``device`` point's ``active`` commands is
+                 ``active`` / the IOPS of the point's rows ``of`` (Little's law at the device)
 ===============  ====================================================================
 
 Runs are read as the pages read them. A tool's aggregate rows (fio's "All clients") are never a member.
@@ -70,6 +76,7 @@ numeric label of a published table (``iops_per_cpu_pct_reported``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +113,10 @@ _COMPUTE = (
     "each",
     "reconcile",
     "bounded",
+    "queue_model",
 )
+#: what a ``queue_model`` claim may predict
+MODEL_METRICS = ("iops", "lat_mean_ms", "gavg_ms", "queued_in_guest", "queued_in_kernel")
 _EXPECT = ("about", "above", "below", "between", "equals", "tolerance")
 
 
@@ -193,6 +203,11 @@ def _claim(path: Path, index: int, entry: dict, bounds: dict[str, float] | None 
     if entry["compute"] not in _COMPUTE:
         raise ClaimError(
             f"{where} (claim {entry['id']}): unknown compute {entry['compute']!r}; one of {', '.join(_COMPUTE)}"
+        )
+    if entry["compute"] == "queue_model" and entry["metric"] not in MODEL_METRICS:
+        raise ClaimError(
+            f"{where} (claim {entry['id']}): the queue model predicts {', '.join(MODEL_METRICS)}, not "
+            f"{entry['metric']!r}"
         )
     unknown = sorted(set(entry["expect"]) - set(_EXPECT))
     if unknown:
@@ -425,6 +440,8 @@ def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float 
     member's median. A published table (one run per configuration) reads as it always did.
     """
     how = claim.compute
+    if how == "queue_model":
+        return _queue_model(frame, claim)
     if how in ("reconcile", "bounded"):
         return _reconcile(frame, claim, base)
     if how in ("ratio", "percent_change", "trails"):
@@ -436,6 +453,47 @@ def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float 
     if how in _OVER_VALUES:  # range, each: every member's figure (its median over runs)
         return _OVER_VALUES[how](_per_member(frame, claim, keys)[claim.metric])
     return _along(_per_level(frame, claim, keys), claim, step)
+
+
+def _queue_model(frame: pl.DataFrame, claim: Claim) -> float:
+    """Predict a claim's metric with the queue model: its ``stack`` changed by ``change`` (after / before)."""
+    from benchlib.stats.queuemodel import DeviceLatency, QueueStack, predict
+
+    p = claim.params
+    points = {}
+    for point in p.get("device") or []:
+        if not isinstance(point, dict) or not isinstance(point.get("active"), int | float):
+            raise ClaimError(
+                f"claim {claim.id}: device = [{{ active = 32, of = {{ ... }} }}, ...] names each point's commands"
+            )
+        iops = _values(_select(frame, point.get("of", {}), claim), _as(claim, "iops")).sum()
+        points[float(point["active"])] = float(point["active"]) / float(iops) * 1000  # ms: Little's law
+    if not points:
+        raise ClaimError(f"claim {claim.id}: queue_model needs device = [{{ active = 32, of = {{ ... }} }}]")
+    try:
+        stack = QueueStack(**p.get("stack", {}))
+        changed = dataclasses.replace(stack, **p.get("change", {}))
+    except (TypeError, ValueError) as exc:
+        raise ClaimError(f"claim {claim.id}: stack and change name the model's limits ({exc})") from None
+    device = DeviceLatency.measured(points)
+    before, after = predict(stack, device), predict(changed, device)
+
+    def figure(found: Any) -> float:
+        return {
+            "iops": found.iops,
+            "lat_mean_ms": found.latency_ms,
+            "gavg_ms": found.gavg_ms,
+            "queued_in_guest": found.waiting["guest"],
+            "queued_in_kernel": found.waiting["kernel"],
+        }[claim.metric]
+
+    if p.get("relative"):
+        return figure(after) / figure(before)
+    return figure(after)
+
+
+def _as(claim: Claim, metric: str) -> Claim:
+    return dataclasses.replace(claim, metric=metric)
 
 
 #: how a claim's runs of one configuration become its figure (``across = "..."``; median unless it says)
@@ -515,7 +573,9 @@ def _over_runs(frame: pl.DataFrame, claim: Claim, keys: tuple, how: str) -> Any:
         if members.is_empty():
             raise _Unsupported("one member in every run selected: fairness compares two or more at once")
     runs = members.group_by(["run_unit", *keys], maintain_order=True).agg(
-        pl.col(claim.metric).map_batches(lambda v: pl.Series([_reduced(v, how)]), returns_scalar=True)
+        pl.col(claim.metric).map_batches(
+            lambda v: pl.Series([_reduced(v, how)]), returns_scalar=True, return_dtype=pl.Float64
+        )
     )
     across = _across(claim)
     if across == "each":
@@ -612,7 +672,9 @@ def _unit(claim: Claim) -> str:
         return "x"
     if claim.compute == "percent_change":
         return "%"
-    if claim.compute not in (*_REDUCERS, "range", "each"):
+    if claim.compute == "queue_model" and claim.params.get("relative"):
+        return "x"
+    if claim.compute not in (*_REDUCERS, "range", "each", "queue_model"):
         return ""
     metric = claim.metric
     for end, unit in (("_mib_s", " MiB/s"), ("_ms", " ms"), ("_pct", "%"), ("iops", " IOPS")):
@@ -742,6 +804,9 @@ _METRIC_WORDS = {
     "iops_per_cpu_pct_reported": "reported IOPS per CPU%",
     "iops_per_cpu_pct": "IOPS per CPU%",
     "outstanding_ios": "outstanding I/Os (IOPS x mean latency)",
+    "gavg_ms": "GAVG (ms): the time in the ESXi kernel and at the device",
+    "queued_in_guest": "I/Os waiting in the guest",
+    "queued_in_kernel": "I/Os queued in the ESXi kernel (QUED)",
 }
 
 
@@ -763,6 +828,18 @@ def _rows_named(where: dict[str, Any]) -> str:
             values = [f"\u201c{v}\u201d" for v in values]
         parts.append(", ".join(values) if column == "vm" else f"{_words(column)} {' or '.join(values)}")
     return "; ".join(parts)
+
+
+#: the queue model's limits (:class:`benchlib.stats.queuemodel.QueueStack`) in words
+_LIMIT_WORDS = {
+    "outstanding": "outstanding I/Os",
+    "guest_disk": "guest per-disk queue",
+    "guest_adapter": "guest adapter ring",
+    "device_queue": "DQLEN",
+    "dsnro": "DSNRO",
+    "hba_queue": "HBA queue",
+    "vms": "VMs",
+}
 
 
 def computed_as(claim: Claim) -> str:
@@ -819,12 +896,27 @@ def computed_as(claim: Claim) -> str:
         how = f"{said(reduce)} of {_rows_named(p.get('of', {}))} / that of {_rows_named(p.get('to', {}))}"
     elif claim.compute == "percent_change":
         how = f"change in {said(reduce)} from {_rows_named(p.get('from', {}))} to {_rows_named(p.get('to', {}))}"
+    elif claim.compute == "queue_model":
+        stack = ", ".join(f"{_LIMIT_WORDS.get(k, k)} {v}" for k, v in p.get("stack", {}).items())
+        change = ", ".join(f"{_LIMIT_WORDS.get(k, k)} {v}" for k, v in p.get("change", {}).items())
+        points = "; ".join(
+            f"{point.get('active')} active: {_rows_named(point.get('of', {}))}"
+            for point in p.get("device", [])
+            if isinstance(point, dict)
+        )
+        how = (
+            f"the queue model's {metric} for {stack}"
+            + (f", then {change}" if change else "")
+            + (" (after / before)" if p.get("relative") else "")
+            + f"; the device's latency by Little's law from the IOPS of {points}"
+        )
     elif claim.compute == "trails":
         how = (
             f"highest {metric} of {_rows_named(p.get('lower', {}))} / lowest of {_rows_named(p.get('higher', {}))} "
             "(below 1x: each trails each)"
         )
     rows = f"; rows: {_rows_named(claim.where)}" if claim.where else "; every row"
+    rows = "" if claim.compute == "queue_model" else rows  # the model reads its device points' rows only
     per = f"; per {' / '.join(_words(c) for c in claim.by)}" if claim.by else ""
     reading = f". Read as: {claim.reading.rstrip('.')}" if claim.reading else ""
     return f"{how}{rows}{per}{reading}"

@@ -483,3 +483,47 @@ def test_a_ratio_to_a_declared_bound_and_a_bound_misnamed(tmp_path: Path) -> Non
     cell = {"profile": ["randread"], "block_size": ["4k"], "rate_cap": ["off"], "ioengine": ["libaio"]}
     runs = views.run_totals(opened, "bandwidth_bytes_per_s", ["ioengine"], only=cell)["bandwidth_bytes_per_s"]
     assert _figure(declared) == pytest.approx(runs.median() / 1024**2 / 2000, rel=5e-3)
+
+
+QUEUING = RAW / "esxi-queuing"
+
+
+def test_the_queuing_post_is_checked_by_littles_law_and_by_the_queue_model(tmp_path: Path) -> None:
+    """Issue 41: the ESXi queuing post's figures: Little's law on its own numbers (a `value` claim) and the
+    queue model given the device latency its figures imply. A changed figure changes both kinds."""
+    found = _verdicts(QUEUING, tmp_path / "processed")
+    assert {k: v.verdict for k, v in found.items()} == dict.fromkeys(
+        ["1", "2", "3", "4", "5", "6a", "6b", "7a", "7b"], "PASS"
+    )
+    assert (found["1"].recomputed, found["5"].recomputed, found["6a"].recomputed) == ("91.0", "0.985 ms", "1.00x")
+    copy = tmp_path / "esxi-queuing"
+    shutil.copytree(QUEUING, copy)
+    table = copy / "queuing.csv"
+    table.write_text(table.read_text().replace(",64,32,65000,1.4", ",64,32,80000,1.4"))  # a figure 23% higher
+    changed = _verdicts(copy, tmp_path / "changed")
+    assert changed["1"].verdict == "FAIL" and changed["1"].recomputed.startswith("112")  # 80,000 x 1.4 ms
+    assert changed["5"].verdict == "FAIL" and changed["4"].verdict == "PASS"  # GAVG 0.8 ms; QUED still 32
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ('metric = "queued_in_kernel"\ncompute = "queue_model"', "the queue model predicts .*not 'bandwidth_mib_s'"),
+        ("device = [{ active = 32", "needs device|names each point"),
+        ("stack = { outstanding = 96,", "stack and change name the model's limits"),
+    ],
+)
+def test_a_queue_model_claim_names_its_mistakes(tmp_path: Path, change: str, message: str) -> None:
+    copy = tmp_path / "esxi-queuing"
+    shutil.copytree(QUEUING, copy)
+    claims = copy / "claims.toml"
+    text = claims.read_text()
+    if change.startswith("metric"):
+        text = text.replace(change, 'metric = "bandwidth_mib_s"\ncompute = "queue_model"', 1)
+    elif change.startswith("device"):
+        text = text.replace(change, "device = [{ active = 'x'", 1)
+    else:
+        text = text.replace(change, "stack = { outstanding = 96, nonsense = 3,", 1)
+    claims.write_text(text)
+    with pytest.raises(ClaimError, match=message):
+        _verdicts(copy, tmp_path / "processed")
