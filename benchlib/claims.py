@@ -204,11 +204,8 @@ def _claim(path: Path, index: int, entry: dict, bounds: dict[str, float] | None 
         raise ClaimError(
             f"{where} (claim {entry['id']}): unknown compute {entry['compute']!r}; one of {', '.join(_COMPUTE)}"
         )
-    if entry["compute"] == "queue_model" and entry["metric"] not in MODEL_METRICS:
-        raise ClaimError(
-            f"{where} (claim {entry['id']}): the queue model predicts {', '.join(MODEL_METRICS)}, not "
-            f"{entry['metric']!r}"
-        )
+    if entry["compute"] == "queue_model" and (problem := _model_problem(entry)) is not None:
+        raise ClaimError(f"{where} (claim {entry['id']}): {problem}")
     unknown = sorted(set(entry["expect"]) - set(_EXPECT))
     if unknown:
         raise ClaimError(
@@ -441,7 +438,7 @@ def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float 
     """
     how = claim.compute
     if how == "queue_model":
-        return _queue_model(frame, claim)
+        return _queue_model(frame, claim, keys)
     if how in ("reconcile", "bounded"):
         return _reconcile(frame, claim, base)
     if how in ("ratio", "percent_change", "trails"):
@@ -455,21 +452,21 @@ def _compute(frame: pl.DataFrame, claim: Claim, base: pl.DataFrame, step: float 
     return _along(_per_level(frame, claim, keys), claim, step)
 
 
-def _queue_model(frame: pl.DataFrame, claim: Claim) -> float:
-    """Predict a claim's metric with the queue model: its ``stack`` changed by ``change`` (after / before)."""
+def _queue_model(frame: pl.DataFrame, claim: Claim, keys: tuple = ()) -> float:
+    """Predict a claim's metric with the queue model: its ``stack`` changed by ``change`` (after / before).
+
+    Unsupported where a point's rows have no IOPS, where the prediction needs the device's latency beyond
+    the points (an extrapolation would be a guess), or where a ratio's ``before`` is 0.
+    """
     from benchlib.stats.queuemodel import DeviceLatency, QueueStack, predict
 
     p = claim.params
     points = {}
-    for point in p.get("device") or []:
-        if not isinstance(point, dict) or not isinstance(point.get("active"), int | float):
-            raise ClaimError(
-                f"claim {claim.id}: device = [{{ active = 32, of = {{ ... }} }}, ...] names each point's commands"
-            )
-        iops = _values(_select(frame, point.get("of", {}), claim), _as(claim, "iops")).sum()
-        points[float(point["active"])] = float(point["active"]) / float(iops) * 1000  # ms: Little's law
-    if not points:
-        raise ClaimError(f"claim {claim.id}: queue_model needs device = [{{ active = 32, of = {{ ... }} }}]")
+    for point in p["device"]:  # one configuration's run total (its members added), its runs' median
+        iops = _over_runs(_select(frame, point["of"], claim), _as(claim, "iops"), keys, "sum")
+        if not iops > 0:
+            raise _Unsupported(f"no IOPS in the rows of the point at {point['active']} active commands")
+        points[float(point["active"])] = float(point["active"]) / iops * 1000  # ms: Little's law at the device
     try:
         stack = QueueStack(**p.get("stack", {}))
         changed = dataclasses.replace(stack, **p.get("change", {}))
@@ -477,6 +474,11 @@ def _queue_model(frame: pl.DataFrame, claim: Claim) -> float:
         raise ClaimError(f"claim {claim.id}: stack and change name the model's limits ({exc})") from None
     device = DeviceLatency.measured(points)
     before, after = predict(stack, device), predict(changed, device)
+    if before.extrapolated or after.extrapolated:
+        raise _Unsupported(
+            f"the device's latency at {after.active:g} active commands is needed, beyond the points given "
+            f"({', '.join(f'{a:g}' for a in points)}): a measured point there would decide it"
+        )
 
     def figure(found: Any) -> float:
         return {
@@ -487,9 +489,45 @@ def _queue_model(frame: pl.DataFrame, claim: Claim) -> float:
             "queued_in_kernel": found.waiting["kernel"],
         }[claim.metric]
 
-    if p.get("relative"):
+    if p.get("relative") is True:
+        if figure(before) == 0:
+            raise _Unsupported(f"the model's {claim.metric} before the change is 0: a ratio of it is unknown")
         return figure(after) / figure(before)
     return figure(after)
+
+
+def _model_problem(entry: dict) -> str | None:
+    """Say what is wrong with a ``queue_model`` claim's parameters (None: nothing)."""
+    if entry["metric"] not in MODEL_METRICS:
+        return f"the queue model predicts {', '.join(MODEL_METRICS)}, not {entry['metric']!r}"
+    for key in ("stack", "change"):
+        table = entry.get(key, {})
+        if not isinstance(table, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) or v is None for v in table.values()
+        ):
+            return f"{key} = {{ outstanding = 96, guest_disk = 64, device_queue = 32 }}: limits as whole numbers"
+    points = entry.get("device")
+    if (
+        not isinstance(points, list)
+        or not points
+        or not all(
+            isinstance(point, dict)
+            and isinstance(point.get("active"), int | float)
+            and not isinstance(point.get("active"), bool)
+            and 0 < point["active"] < math.inf
+            and isinstance(point.get("of"), dict)
+            and point["of"]
+            for point in points
+        )
+        or len({point["active"] for point in points}) != len(points)
+    ):
+        return (
+            "needs device = [{ active = 32, of = { ... } }, ...]: each point's active commands (above 0, each "
+            "once) and the rows of one configuration"
+        )
+    if not isinstance(entry.get("relative", False), bool):
+        return "relative = true or false, without quotes"
+    return None
 
 
 def _as(claim: Claim, metric: str) -> Claim:

@@ -562,7 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--allow-facts-command",
         action="store_true",
-        help="let the plan's shell commands run on this machine: [hosts] facts_command, [[esxtop]] command",
+        help="let the plan's shell commands run on this machine: [hosts] facts_command, [[esxtop]] command, "
+        "[esxi] command",
     )
     run.add_argument(
         "--vcenter",
@@ -578,9 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--apply-settings",
         action="store_true",
-        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names, and move its VMs' "
-        "test disks to each cell's controller (stopping and starting the VMs), before each cell (put back at the "
-        "end; every change recorded in benchlib-settings.json)",
+        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names, move its VMs' "
+        "test disks to each cell's controller (stopping and starting the VMs) and set the LUN's Round Robin limit "
+        "on its ESXi hosts, before each cell (put back at the end; every change in benchlib-settings.json)",
     )
     run.add_argument(
         "--levels",

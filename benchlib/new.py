@@ -50,8 +50,14 @@ KINDS: dict[str, Kind] = {
 direct = 1
 ioengine = "libaio"
 
-[matrix.controller]       # set by hand: power the VMs off, move each test disk, power on, start fio --server
-levels = ["lsilogic-sas", "pvscsi", "nvme"]
+[matrix.controller]       # set by hand: power the VMs off, move each test disk, power on, start fio --server;
+levels = ["lsilogic-sas", "pvscsi", "nvme"]  # or by benchlib: the [vsphere] below, and run --apply-settings
+
+# [vsphere]               # benchlib moves each VM's test disk to the cell's controller (stopping and starting
+# server = "https://vc.example"          # the VM; cells grouped by controller in each repetition) and puts
+# vms = { "vm1.lab" = "vm1" }            # it back: one entry per fio server
+# disk = "Hard disk 2"                   # the disk under test (the VM's only other disk is its OS disk)
+# apply = { controller = "controller" }
 
 [matrix.block_size]
 option = "bs"

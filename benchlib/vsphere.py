@@ -353,33 +353,42 @@ def _kind(device: Any) -> str:
     return type(device).__name__.rsplit(".", 1)[-1]
 
 
-def _disk_named(vm: Any, label: str) -> Any:
+def _disk_named(vm: Any, disk: str) -> Any:
+    """Return a VM's disk by its file (``[ds] vm/vm_1.vmdk``), or by its label where none has that file."""
     from pyVmomi import vim
 
     disks = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)]
-    found = [d for d in disks if d.deviceInfo and d.deviceInfo.label == label]
+    found = [d for d in disks if getattr(d.backing, "fileName", None) == disk] or [
+        d for d in disks if d.deviceInfo and d.deviceInfo.label == disk
+    ]
     if len(found) != 1:
-        raise VSphereError(
-            f"VM {vm.name} has {len(found)} disks labelled {label!r}; benchlib moves only one it can tell"
-        )
+        raise VSphereError(f"VM {vm.name} has {len(found)} disks of {disk!r}; benchlib moves only one it can tell")
     return found[0]
 
 
-def place_of(vm: Any, label: str) -> Place:
-    """Return where VM ``vm``'s (the managed object's) disk ``label`` hangs, as vCenter has it now."""
-    disk = _disk_named(vm, label)
+def place_of(vm: Any, name: str) -> Place:
+    """Return where VM ``vm``'s (the managed object's) disk hangs (its file, or its label), as vCenter has it now."""
+    disk = _disk_named(vm, name)
     controller = next((d for d in vm.config.hardware.device if d.key == disk.controllerKey), None)
     kind = _kind(controller) if controller is not None else "none"
     return Place(CONTROLLERS.get(kind, kind), int(disk.controllerKey), int(disk.unitNumber or 0))
 
 
 def boot_disks(vm: Any) -> set[str]:
-    """Return the labels of the disks a VM may boot from: those in its boot order, and its first (Hard disk 1)."""
+    """Return the labels of the disks a VM may boot from.
+
+    Those in its boot order (with none, the one disk at bus 0, unit 0: the firmware's first), and Hard disk 1.
+    """
     from pyVmomi import vim
 
     order = getattr(vm.config.bootOptions, "bootOrder", None) or []
     keys = {b.deviceKey for b in order if isinstance(b, vim.vm.BootOptions.BootableDiskDevice)}
-    disks = [d for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk) and d.deviceInfo]
+    devices = vm.config.hardware.device
+    disks = [d for d in devices if isinstance(d, vim.vm.device.VirtualDisk) and d.deviceInfo]
+    buses = {d.key: getattr(d, "busNumber", None) for d in devices}
+    first = [d for d in disks if buses.get(d.controllerKey) == 0 and d.unitNumber == 0]
+    if not keys and len(first) == 1:  # no boot order: the firmware's first disk, the one at 0:0 of its kind
+        keys = {first[0].key}
     return {d.deviceInfo.label for d in disks if d.key in keys or d.deviceInfo.label == "Hard disk 1"}
 
 
@@ -423,7 +432,7 @@ def power_on(vm: Any) -> None:
 def move_disk(
     vm: Any, label: str, controller: str, *, to: Place | None = None, added: frozenset[int] = frozenset()
 ) -> tuple[Place, frozenset[int]]:
-    """Move a powered-off VM's disk ``label`` to a controller of type ``controller`` (ReconfigVM_Task).
+    """Move a powered-off VM's disk ``label`` (its file, or its label) to a ``controller`` (ReconfigVM_Task).
 
     To ``to`` where given (the place it had: its controller is never removed); else to a controller of that
     type that holds no device, else to a new one on the first bus free for its kind. The controller it leaves
@@ -432,16 +441,16 @@ def move_disk(
     """
     from pyVmomi import vim
 
-    api = MOVABLE[controller][0]
     devices = list(vm.config.hardware.device)
     disk = _disk_named(vm, label)
     holding = {d.controllerKey for d in devices if getattr(d, "controllerKey", None) is not None}
     changes, new = [], None
-    if to is not None:
-        if not any(d.key == to.key and _kind(d) == api for d in devices):
+    if to is not None:  # by its key: a controller benchlib never moves to (BusLogic, IDE) is put back too
+        if not any(d.key == to.key for d in devices):
             raise VSphereError(f"VM {vm.name} no longer has the {to.controller} controller its disk {label} was on")
         key, unit = to.key, to.unit
     else:
+        api = MOVABLE[controller][0]
         free = [d for d in devices if _kind(d) == api and d.key not in holding]
         if free:
             key, unit = free[0].key, 0

@@ -506,24 +506,48 @@ def test_the_queuing_post_is_checked_by_littles_law_and_by_the_queue_model(tmp_p
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("old", "new", "message"),
     [
-        ('metric = "queued_in_kernel"\ncompute = "queue_model"', "the queue model predicts .*not 'bandwidth_mib_s'"),
-        ("device = [{ active = 32", "needs device|names each point"),
-        ("stack = { outstanding = 96,", "stack and change name the model's limits"),
+        ('metric = "queued_in_kernel"\ncompute', 'metric = "bandwidth_mib_s"\ncompute', "predicts .*'bandwidth_mib_s'"),
+        ("device = [{ active = 32", "device = [{ active = 'x'", "each point's active commands"),
+        ("device = [{ active = 32", "device = [{ active = 0", "each point's active commands"),
+        (
+            "device = [{ active = 32, of = { stack",
+            'device = [{ active = 32, of = "x" }, { of = { stack',
+            "rows of one configuration",
+        ),
+        ("stack = { outstanding = 96,", "stack = { outstanding = 96, nonsense = 3,", "the model's limits"),
+        ("stack = { outstanding = 96,", "stack = { outstanding = true, x = 1,", "limits as whole numbers"),
+        ("relative = true", 'relative = "yes"', "relative = true or false"),
     ],
 )
-def test_a_queue_model_claim_names_its_mistakes(tmp_path: Path, change: str, message: str) -> None:
+def test_a_queue_model_claim_names_its_mistakes(tmp_path: Path, old: str, new: str, message: str) -> None:
+    """Each mistake in a queue_model claim is one ClaimError naming it, never a traceback."""
     copy = tmp_path / "esxi-queuing"
     shutil.copytree(QUEUING, copy)
     claims = copy / "claims.toml"
     text = claims.read_text()
-    if change.startswith("metric"):
-        text = text.replace(change, 'metric = "bandwidth_mib_s"\ncompute = "queue_model"', 1)
-    elif change.startswith("device"):
-        text = text.replace(change, "device = [{ active = 'x'", 1)
-    else:
-        text = text.replace(change, "stack = { outstanding = 96, nonsense = 3,", 1)
-    claims.write_text(text)
+    assert old in text
+    claims.write_text(text.replace(old, new, 1))
     with pytest.raises(ClaimError, match=message):
         _verdicts(copy, tmp_path / "processed")
+
+
+def test_a_queue_model_claim_beyond_its_points_or_of_nothing_is_unsupported(tmp_path: Path) -> None:
+    """A prediction that needs the device's latency beyond the measured points, or a point of rows without
+    IOPS, is not judged: UNSUPPORTED, saying why."""
+    copy = tmp_path / "esxi-queuing"
+    shutil.copytree(QUEUING, copy)
+    claims = copy / "claims.toml"
+    text = claims.read_text().replace(
+        "change = { guest_disk = 96, device_queue = 96 }",
+        "change = { outstanding = 128, guest_disk = 128, device_queue = 128 }",
+    )
+    claims.write_text(
+        text.replace('{ active = 96, of = { stack = "both_96" } }', '{ active = 96, of = { stack = "none" } }')
+    )
+    found = _verdicts(copy, tmp_path / "processed")
+    assert found["4"].verdict == "UNSUPPORTED" and "no iops" in found["4"].recomputed.lower()
+    claims.write_text(text)
+    found = _verdicts(copy, tmp_path / "processed2")
+    assert found["7a"].verdict == "UNSUPPORTED" and "beyond the points given" in found["7a"].recomputed

@@ -1231,6 +1231,7 @@ def test_a_run_killed_with_a_disk_moved_is_put_back_by_the_next_run_and_refusals
         for bad, why in (
             (good.replace('"pvscsi", "nvme"', '"lsi", "nvme"'), "must each name one controller.*'lsi'"),
             (good.replace('"pvscsi", "nvme"', '"ide", "nvme"'), "'ide' does not"),
+            (good.replace('"pvscsi", "nvme"', '"nvme", "vnvme"'), "'nvme', 'vnvme' name one setting"),
             (good.replace('"127.0.0.21" = ', '"local" = '), "(not a host of this plan|names this machine)"),
         ):
             plan_file.write_text(bad)
@@ -1259,13 +1260,15 @@ def test_a_run_killed_with_a_disk_moved_is_put_back_by_the_next_run_and_refusals
         os_disk = next(
             d for d in vms["DC0_C0_RP0_VM0"].config.hardware.device if isinstance(d, vim.vm.device.VirtualDisk)
         )
+        plan_file.write_text(plan_file.read_text().replace("Hard disk 2", os_disk.deviceInfo.label))
+        with pytest.raises(SettingsError, match="is a disk it boots from .*benchlib moves only a disk"):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)  # no boot order: the one at 0:0
         boot = vim.vm.BootOptions(bootOrder=[vim.vm.BootOptions.BootableDiskDevice(deviceKey=os_disk.key)])
         task = vms["DC0_C0_RP0_VM0"].ReconfigVM_Task(vim.vm.ConfigSpec(bootOptions=boot))
         while task.info.state not in ("success", "error"):
             time.sleep(0.05)
-        plan_file.write_text(plan_file.read_text().replace("Hard disk 2", os_disk.deviceInfo.label))
         with pytest.raises(SettingsError, match="is a disk it boots from .*benchlib moves only a disk"):
-            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)  # in its boot order
         assert {name: _hardware(vm) for name, vm in vms.items()} == after  # nothing changed by a refused run
 
 
@@ -1310,6 +1313,8 @@ def test_a_plan_setting_the_round_robin_limit_names_its_mistakes(
         (good.replace('["1", "1000"]', '["1", "often"]'), "whole numbers of I/Os from 1 to 999999; 'often' is not"),
         (good.replace('["1", "1000"]', '["0", "1"]'), "'0' is not"),
         (good.replace(LUN, f"{LUN}; reboot"), "letters, digits"),
+        (good.replace(f'device = "{LUN}"', "device = 5"), "letters, digits"),
+        (good.replace('["1", "1000"]', '["1", "01"]'), "'01' is not"),
         (good.split("[esxi]")[0], "list them in \\[esxi\\] hosts"),
     ):
         plan_file.write_text(bad)
@@ -1353,3 +1358,32 @@ def test_each_repetition_applies_each_controller_level_once_and_afresh(tmp_path:
         rng.shuffle(shuffled)
         expected += [(repetition, c.key) for c in shuffled]
     assert [(r, c.key) for r, c in plain_plan.order()] == expected
+
+
+def test_a_move_that_fails_leaves_the_vm_started_and_as_it_was(
+    vcsim: Path, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A VM whose four SCSI buses are taken cannot get a PVSCSI controller of its own: the move fails after
+    the VM was stopped. The VM is started again, the run stops saying why, and every VM is as it was."""
+    from pyVmomi import vim
+
+    from benchlib.runner import load_plan, run_plan
+    from benchlib.runner.settings import SettingsError
+    from benchlib.vsphere import connect
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    with _controller_study(vcsim, fio_binary, tmp_path) as (vcenter, plan_file, _):
+        vms = _vms(connect(Server.parse(vcenter)))
+        for bus in (2, 3):  # empty LSI Logic Parallel controllers on the last two SCSI buses
+            device = vim.vm.device.VirtualLsiLogicController(key=-200 - bus, busNumber=bus, sharedBus="noSharing")
+            task = vms["DC0_C0_RP0_VM0"].ReconfigVM_Task(
+                vim.vm.ConfigSpec(deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="add", device=device)])
+            )
+            while task.info.state not in ("success", "error"):
+                time.sleep(0.05)
+        before = {name: _hardware(vm) for name, vm in vms.items()}
+        plan_file.write_text(plan_file.read_text().replace('"lsilogic-sas", "pvscsi", "nvme"', '"pvscsi"'))
+        with pytest.raises(SettingsError, match="four controllers of PVSCSI's kind already"):
+            run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+        assert {name: _hardware(vm) for name, vm in vms.items()} == before  # VM0 on again, nothing moved

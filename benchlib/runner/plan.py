@@ -868,10 +868,23 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
     return dict(apply), _datastores(path, section.get("datastores", []), "sioc" in apply)
 
 
+def _whole(level: str) -> int | None:
+    """Return a Round Robin limit level as the number it is (``1``, `` 20 ``), None where it is none."""
+    return int(level) if re.fullmatch(r"\s*[1-9][0-9]{0,5}\s*", level) else None
+
+
 def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str], section: dict) -> None:
     """Check that each level of a factor ``[vsphere] apply`` sets says what to set (on/off; one controller)."""
     from benchlib.vsphere import MOVABLE, controller_level, sioc_level
 
+    named = {"sioc": sioc_level, "controller": controller_level, "rr_iops": _whole}[setting]
+    said = [named(level) for level in levels]
+    twice = [level for level, value in zip(levels, said, strict=True) if value is not None and said.count(value) > 1]
+    if twice:
+        raise PlanError(
+            f"{path}: [vsphere] apply sets {setting} from factor {factor!r}, whose levels "
+            f"{', '.join(map(repr, twice))} name one setting: they would compare a setting with itself"
+        )
     if setting == "sioc":
         unsaid = [level for level in levels if sioc_level(level) is None]
         if unsaid:
@@ -881,7 +894,7 @@ def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str]
             )
         return
     if setting == "rr_iops":
-        unsaid = [level for level in levels if not re.fullmatch(r"\s*[1-9][0-9]{0,5}\s*", level)]
+        unsaid = [level for level in levels if _whole(level) is None]
         if unsaid:
             raise PlanError(
                 f"{path}: [vsphere] apply sets the Round Robin IO operation limit from factor {factor!r}, whose "
@@ -1077,8 +1090,8 @@ def _round_robin_needs(plan: Plan) -> None:
     """Check that a plan setting the Round Robin limit names its LUN exactly and the ESXi hosts that see it."""
     if plan.vsphere is None or "rr_iops" not in plan.vsphere.apply:
         return
-    device = plan.vsphere.device or ""
-    if not DEVICE_NAME.fullmatch(device):
+    device = plan.vsphere.device
+    if not isinstance(device, str) or not DEVICE_NAME.fullmatch(device):
         raise PlanError(
             f'{plan.path}: [vsphere] apply sets the Round Robin limit of the LUN device = "naa..." names, as esxcli '
             f"storage nmp device list prints it (letters, digits, . _ : -), not {device!r}"

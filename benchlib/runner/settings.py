@@ -73,9 +73,10 @@ def _signals_held(*, again: bool = True) -> Iterator[None]:
 
     ``again``: raise KeyboardInterrupt after the block where one came (not while putting back at the end).
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    if threading.current_thread() is not threading.main_thread() or _HOLDING:
+        yield  # a hold inside a hold: the outer one has the signals, and says what happens after it
         return
+    _HOLDING.append(True)
     held: list[int] = []
     signals = (signal.SIGINT, signal.SIGTERM)
     before = {sig: signal.signal(sig, lambda number, _frame: held.append(number)) for sig in signals}
@@ -84,8 +85,13 @@ def _signals_held(*, again: bool = True) -> Iterator[None]:
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+        _HOLDING.clear()
         if held and again:
             raise KeyboardInterrupt
+
+
+#: whether this process holds Ctrl-C and SIGTERM now (:func:`_signals_held`)
+_HOLDING: list[bool] = []
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -215,18 +221,21 @@ class _Sioc(_Setting):
 class _Controller(_Setting):
     """The controller each VM's disk under test hangs on: the VM stopped, the disk moved, the VM started.
 
-    Only a VM whose disks are its OS disk and the disk under test (named), never one this machine runs on;
-    after the VM is on again, the run waits for its fio server. A controller benchlib added is removed when
-    the disk leaves it; the one the disk was on is kept, to put it back.
+    Only a VM whose disks are its OS disk and the disk under test (named), never one this machine runs on.
+    The disk is known by its file once found, whatever vCenter labels it after a move. A level of the
+    controller type the disk was found on is always that controller and unit (a disk beside the OS disk
+    stays beside it); another type gets a controller of its own. A controller benchlib added is removed
+    when the disk leaves it, and at the put-back any controller the VM did not have before, left empty; the
+    one the disk was on is kept. A VM is started again whenever it was on, whatever failed in between.
     """
 
     setting, what, noun = "controller", "the controller of the disk under test", "VM"
 
     def __init__(self, owner: AppliedSettings, factor: str) -> None:
         super().__init__(owner, factor)
-        self.original: dict[str, dict] = {}  # VM -> where its disk was and whether it was on
+        self.original: dict[str, dict] = {}  # VM -> where its disk was, whether it was on, its controllers
         self.added: dict[str, frozenset[int]] = {}
-        self.label: dict[str, str] = {}
+        self.file: dict[str, str] = {}  # VM -> its disk under test's file: the disk, however labelled
         self.answering: set[str] = set()  # VMs whose fio server answered before their change
 
     def find(self) -> dict[str, Any]:
@@ -260,14 +269,17 @@ class _Controller(_Setting):
                     f"VM {vm} has {len(disks)} disks: benchlib stops and starts only a VM that holds its OS disk and "
                     "the disk under test, nothing else a power cycle could cost"
                 )
+            if obj.runtime.powerState == "suspended":
+                raise SettingsError(f"VM {vm} is suspended: stopping it would lose what it holds; resume it first")
+            disk = next(d for d in disks if d.deviceInfo and d.deviceInfo.label == label)
             found[vm] = obj
-            self.label[vm] = label
+            self.file[vm] = str(getattr(disk.backing, "fileName", "") or label)
         return found
 
     def state(self, name: str) -> str:
         from benchlib.vsphere import place_of
 
-        return place_of(self.objects[name], self.label[name]).controller
+        return place_of(self.objects[name], self.file[name]).controller
 
     def want(self, level: str) -> str:
         from benchlib.vsphere import controller_level
@@ -281,12 +293,47 @@ class _Controller(_Setting):
 
     def extra(self, name: str) -> dict:
         if name not in self.original:
+            from pyVmomi import vim
+
             from benchlib.vsphere import place_of
 
             vm = self.objects[name]
-            place = place_of(vm, self.label[name])
-            self.original[name] = {"key": place.key, "unit": place.unit, "on": vm.runtime.powerState == "poweredOn"}
-        return {"place": self.original[name], "added": sorted(self.added.get(name, frozenset()))}
+            place = place_of(vm, self.file[name])
+            controllers = [d.key for d in vm.config.hardware.device if isinstance(d, vim.vm.device.VirtualController)]
+            self.original[name] = {
+                "key": place.key,
+                "unit": place.unit,
+                "controller": place.controller,
+                "on": vm.runtime.powerState == "poweredOn",
+                "controllers": sorted(controllers),
+            }
+        return {
+            "place": self.original[name],
+            "added": sorted(self.added.get(name, frozenset())),
+            "file": self.file[name],
+        }
+
+    def _strays(self, name: str) -> frozenset[int]:
+        """Return the controllers benchlib added: as recorded, and any the VM did not have before, left empty."""
+        from pyVmomi import vim
+
+        had = set(self.original[name].get("controllers", []))
+        devices = self.objects[name].config.hardware.device
+        holding = {getattr(d, "controllerKey", None) for d in devices}
+        new = {
+            d.key
+            for d in devices
+            if isinstance(
+                d,
+                vim.vm.device.VirtualSCSIController
+                | vim.vm.device.VirtualNVMEController
+                | vim.vm.device.VirtualSATAController,
+            )
+            and had
+            and d.key not in had
+            and d.key not in holding
+        }
+        return self.added.get(name, frozenset()) | new
 
     def moved(self, name: str, original: Any) -> bool:
         from benchlib.vsphere import place_of
@@ -294,35 +341,42 @@ class _Controller(_Setting):
         had = self.original.get(name)
         if had is None:  # nothing moved yet: where it was is read before the first move
             return False
-        place = place_of(self.objects[name], self.label[name])
-        return bool(self.added.get(name)) or (place.key, place.unit) != (had["key"], had["unit"])
+        vm = self.objects[name]
+        place = place_of(vm, self.file[name])
+        off = had["on"] and vm.runtime.powerState != "poweredOn"  # stopped by a run that failed or was killed
+        return off or bool(self._strays(name)) or (place.key, place.unit) != (had["key"], had["unit"])
 
     def resume(self, name: str, journal: dict) -> None:
-        place, added = journal.get("place"), journal.get("added")
+        place, added, file = journal.get("place"), journal.get("added"), journal.get("file", self.file.get(name))
         if not (
             isinstance(place, dict)
-            and all(isinstance(place.get(k), int) for k in ("key", "unit"))
+            and all(isinstance(place.get(k), int) and not isinstance(place.get(k), bool) for k in ("key", "unit"))
             and isinstance(place.get("on"), bool)
             and isinstance(added, list)
             and all(isinstance(k, int) for k in added)
+            and isinstance(file, str)
         ):
             raise ValueError("not a journal benchlib wrote")
-        self.original[name], self.added[name] = place, frozenset(added)
+        self.original[name], self.added[name], self.file[name] = place, frozenset(added), file
 
     def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
         from benchlib.runner.execute import reachable
         from benchlib.vsphere import Place, move_disk, power_off, power_on
 
-        vm, label = self.objects[name], self.label[name]
+        vm = self.objects[name]
         self.extra(name)  # where it was, before anything moves
         if not back and reachable(self._host(name), self.owner.plan.port) is None:
             self.answering.add(name)  # its fio server answered: it must again before the cell
         original = self.original[name]
-        to = Place(want, original["key"], original["unit"]) if back else None
+        home = Place(str(original.get("controller", want)), original["key"], original["unit"])
+        to = home if back or want == home.controller else None  # the level it was found at: where it was
+        added = self._strays(name) if back else self.added.get(name, frozenset())
         stopped = power_off(vm)
-        place, self.added[name] = move_disk(vm, label, want, to=to, added=self.added.get(name, frozenset()))
-        if not back or original["on"]:
-            power_on(vm)
+        try:
+            place, self.added[name] = move_disk(vm, self.file[name], want, to=to, added=added)
+        finally:  # started again whatever failed: a cell needs it, and a put-back leaves it as it was
+            if not back or original["on"]:
+                power_on(vm)
         return place.controller, f"VM {stopped}, started again" if stopped else "VM was off"
 
     def _host(self, name: str) -> str:
@@ -350,15 +404,15 @@ class _Controller(_Setting):
 
 
 #: a Round Robin limit as a journal keeps it
-RR_STATE = re.compile(r"iops=[0-9]{1,9}|bytes=[0-9]{1,12}|default|latency")
+RR_STATE = re.compile(r"iops=[0-9]{1,9}|bytes=[0-9]{1,12}|default")
 
 
 class _RoundRobin(_Setting):
     """The Round Robin IO operation limit of the plan's LUN, on each ESXi host of ``[esxi]``, through esxcli.
 
-    A state is the device's limit as esxcli says it: ``iops=1``, ``default`` (Round Robin's own, 1,000 I/Os),
-    ``bytes=10485760`` or ``latency``; each is put back with its own ``--type``. The LUN must be on Round
-    Robin on every host; the path policy is never changed.
+    A state is the device's limit as esxcli says it: ``iops=1``, ``default`` (Round Robin's own, 1,000 I/Os)
+    or ``bytes=10485760``; each is put back with its own ``--type``. The LUN must be on Round Robin on every
+    host, and not on its latency policy; the path policy is never changed.
     """
 
     setting, what, noun = "rr_iops", "the Round Robin IO operation limit", "host"
@@ -405,7 +459,12 @@ class _RoundRobin(_Setting):
             return f"iops={lun['rr_iops_limit']}"
         if kind == "bytes":
             return f"bytes={lun['rr_bytes_limit']}"
-        return "latency" if kind == "latency" else "default"
+        if kind == "latency":  # its own settings (evaluation time, sampled I/Os) could not be put back as they were
+            raise SettingsError(
+                f"{self.device} on ESXi host {name} uses Round Robin's latency policy: benchlib could not put its "
+                "settings back as they are; set an IO operation limit by hand first, or run the levels by hand"
+            )
+        return "default"
 
     def want(self, level: str) -> str:
         return f"iops={int(level)}"
@@ -468,7 +527,7 @@ class AppliedSettings:
     def start(self) -> None:
         """Find the objects, lock them, put back what a killed run left, record what they have now."""
         for kind in self.kinds:
-            kind.objects = kind.find()
+            kind.objects = self._vcenter(kind.find, f"finding what {kind.what} is set on")
         self._lock()
         self._read_record()
         self.run = {"server": self.vsphere.server, "host": socket.gethostname(), "started": _now(), "original": {}}
@@ -512,14 +571,24 @@ class AppliedSettings:
         """Put everything back as this run found it; a second Ctrl-C waits for it (the run is ending)."""
         if self.run is None or self.run["restored"] is not None:
             return
+        failed = []
         with _signals_held(again=False):
-            for kind, name in self._each():
+            for kind, name in self._each():  # each one tried, whatever another did
                 original = self.original[(kind.setting, name)]
-                if self._vcenter(lambda k=kind, n=name, o=original: k.moved(n, o), f"reading {kind.what} on {name}"):
-                    self._set(None, kind, name, self._now_of(kind, name), original, back=True)
+                try:
+                    if self._vcenter(
+                        lambda k=kind, n=name, o=original: k.moved(n, o), f"reading {kind.what} on {name}"
+                    ):
+                        self._set(None, kind, name, self._now_of(kind, name), original, back=True)
+                except SettingsError as exc:
+                    failed.append(str(exc))
+                    continue
                 self.journals[(kind.setting, name)].unlink(missing_ok=True)
-            self.run["restored"] = _now()
+            if not failed:
+                self.run["restored"] = _now()
             self._write_record()
+        if failed:
+            raise SettingsError("putting back failed: " + " | ".join(failed))
 
     def close(self) -> None:
         """Let other runs on this machine set these objects again."""
@@ -565,7 +634,7 @@ class AppliedSettings:
             kind.resume(name, left)
         except (OSError, ValueError, KeyError, TypeError, AssertionError):
             raise SettingsError(
-                f"{journal}: benchlib's note of what it changed on {name} cannot be read; make sure its "
+                f"{journal}: benchlib's note of what it changed on {name} cannot be read; make sure "
                 f"{kind.what} is as it should be, then remove the file"
             ) from None
         now = self._now_of(kind, name)

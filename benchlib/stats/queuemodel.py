@@ -56,8 +56,9 @@ class QueueStack:
 class DeviceLatency:
     """The device's mean latency (ms) by active commands, linear between measured points.
 
-    One point is a constant service time, used at any depth. Beyond the points, the nearest two are
-    extended, and a prediction that needed it says so (``extrapolated``).
+    One point is a constant service time, used at any depth. Above the points the last two are extended,
+    below them the first point's latency holds, and a prediction that needed either says so
+    (``extrapolated``).
     """
 
     points: tuple[tuple[float, float], ...]
@@ -75,10 +76,12 @@ class DeviceLatency:
         if len(self.points) == 1:
             return self.points[0][1], False
         xs = [a for a, _ in self.points]
+        if active < xs[0]:  # fewer commands than measured: no faster than the fewest measured (flagged)
+            return self.points[0][1], True
         i = min(max(bisect.bisect_left(xs, active), 1), len(xs) - 1)
         (a0, s0), (a1, s1) = self.points[i - 1], self.points[i]
         latency = s0 + (s1 - s0) * (active - a0) / (a1 - a0)
-        return max(latency, 1e-9), not xs[0] <= active <= xs[-1]
+        return max(latency, self.points[0][1] if s1 >= s0 else latency), active > xs[-1]
 
 
 @dataclass(frozen=True)
