@@ -215,10 +215,13 @@ def child_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in (USER, PASSWORD, CREDENTIALS)}
 
 
-def _shell(line: str, *, timeout: float, stdin: str | None = None) -> subprocess.CompletedProcess:
+def _shell(
+    line: str, *, timeout: float, stdin: str | None = None, own_session: bool = False
+) -> subprocess.CompletedProcess:
     """Run one of the plan's shell commands (allowed with --allow-facts-command), without vCenter's credentials.
 
-    Its output is text: bytes that are not UTF-8 are replaced, never a failed run.
+    Its output is text: bytes that are not UTF-8 are replaced, never a failed run. ``own_session``: out of
+    the terminal's reach (a Ctrl-C is benchlib's to handle: a setting being changed is finished first).
     """
     return subprocess.run(  # noqa: S602 -- the plan's own command
         line,
@@ -230,6 +233,7 @@ def _shell(line: str, *, timeout: float, stdin: str | None = None) -> subprocess
         timeout=timeout,
         check=False,
         env=child_environment(),
+        start_new_session=own_session,
     )
 
 

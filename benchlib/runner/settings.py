@@ -432,7 +432,7 @@ class _RoundRobin(_Setting):
         assert self.owner.plan.esxi is not None  # noqa: S101 -- plan._round_robin_needs
         line = self.owner.plan.esxi.line(host, esxcli)
         try:
-            done = _shell(line, timeout=120)
+            done = _shell(line, timeout=120, own_session=True)
         except subprocess.TimeoutExpired:
             raise SettingsError(f"{esxcli.split(' --', 1)[0]} on ESXi host {host} did not finish in 120 s") from None
         if done.returncode != 0:
