@@ -311,15 +311,15 @@ def vm_datastores(service: Any, vms: list[str]) -> list[Any]:
     ]
 
 
-#: the controllers benchlib can move a disk under test to: vCenter's name -> the API's type and the buses it
-#: shares (a VM has buses 0 to 3 of SCSI controllers of any kind, 0 to 3 of NVMe and 0 to 3 of SATA)
+#: the controllers benchlib can move a disk under test to: vCenter's name -> the API's type
 MOVABLE = {
-    "PVSCSI": ("ParaVirtualSCSIController", "SCSI"),
-    "LSI Logic SAS": ("VirtualLsiLogicSASController", "SCSI"),
-    "LSI Logic Parallel": ("VirtualLsiLogicController", "SCSI"),
-    "NVMe": ("VirtualNVMEController", "NVMe"),
-    "SATA": ("VirtualAHCIController", "SATA"),
+    "PVSCSI": "ParaVirtualSCSIController",
+    "LSI Logic SAS": "VirtualLsiLogicSASController",
+    "LSI Logic Parallel": "VirtualLsiLogicController",
+    "NVMe": "VirtualNVMEController",
+    "SATA": "VirtualAHCIController",
 }
+#: the controllers that share bus numbers: a VM has buses 0 to 3 of SCSI controllers of any kind, of NVMe, of SATA
 _BUSES = {
     "SCSI": (
         "ParaVirtualSCSIController",
@@ -450,7 +450,7 @@ def move_disk(
             raise VSphereError(f"VM {vm.name} no longer has the {to.controller} controller its disk {label} was on")
         key, unit = to.key, to.unit
     else:
-        api = MOVABLE[controller][0]
+        api = MOVABLE[controller]
         free = [d for d in devices if _kind(d) == api and d.key not in holding]
         if free:
             key, unit = free[0].key, 0

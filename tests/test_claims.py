@@ -551,3 +551,43 @@ def test_a_queue_model_claim_beyond_its_points_or_of_nothing_is_unsupported(tmp_
     claims.write_text(text)
     found = _verdicts(copy, tmp_path / "processed2")
     assert found["7a"].verdict == "UNSUPPORTED" and "beyond the points given" in found["7a"].recomputed
+
+
+def test_the_queuing_posts_report_builds_and_reads_in_chromium(tmp_path: Path) -> None:
+    """pipelines/esxi-queuing.toml on a copy of its study: the index gathers the claims, the claims page shows
+    the model's predictions beside the post's figures, and every link of every page reaches a file."""
+    import html
+    import os
+
+    from tests.browser import OFFLINE, chromium
+
+    browser = chromium()
+    data = tmp_path / "data"
+    shutil.copytree(QUEUING, data / "raw" / "esxi-queuing")
+    build = (
+        "import sys; from pathlib import Path; from benchlib.pipeline import build_report; "
+        "build_report(Path(sys.argv[1]), reports=Path(sys.argv[2]))"
+    )
+    env = {**os.environ, "BENCHLIB_DATA": str(data)}
+    env.pop("BENCHLIB_PROCESSED", None)
+    pipeline = ROOT / "pipelines" / "esxi-queuing.toml"
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(pipeline), str(tmp_path / "reports")],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "reports" / "esxi-queuing"
+
+    def dom(page: str) -> str:
+        shown = subprocess.run(
+            [browser, *OFFLINE, "--dump-dom", (folder / page).as_uri()],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        return html.unescape(re.sub(r"<[^>]+>", " ", shown.stdout))
+
+    index, claims = dom("index.html"), dom("claims.html")
+    assert "9 of the write-up's 9 claims hold" in re.sub(r"\s+", " ", index)
+    assert "0.768 ms" in claims and "the queue model's I/Os queued in the ESXi kernel (QUED)" in claims
+    for page in folder.glob("*.html"):
+        targets = re.findall(r"href='([^'#]+)'", page.read_text())
+        assert all((folder / html.unescape(t)).is_file() for t in targets), page.name

@@ -879,34 +879,29 @@ def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str]
 
     named = {"sioc": sioc_level, "controller": controller_level, "rr_iops": _whole}[setting]
     said = [named(level) for level in levels]
-    twice = [level for level, value in zip(levels, said, strict=True) if value is not None and said.count(value) > 1]
-    if twice:
-        raise PlanError(
-            f"{path}: [vsphere] apply sets {setting} from factor {factor!r}, whose levels "
-            f"{', '.join(map(repr, twice))} name one setting: they would compare a setting with itself"
-        )
-    if setting == "sioc":
-        unsaid = [level for level in levels if sioc_level(level) is None]
-        if unsaid:
-            raise PlanError(
-                f"{path}: [vsphere] apply sets SIOC from factor {factor!r}, whose levels must say on or off "
-                f"(on, off, enabled, disabled, true, false); {', '.join(map(repr, unsaid))} does not"
-            )
-        return
-    if setting == "rr_iops":
-        unsaid = [level for level in levels if _whole(level) is None]
-        if unsaid:
-            raise PlanError(
-                f"{path}: [vsphere] apply sets the Round Robin IO operation limit from factor {factor!r}, whose "
-                f"levels must be whole numbers of I/Os from 1 to 999999; {', '.join(map(repr, unsaid))} is not"
-            )
-        return
-    unsaid = [level for level in levels if controller_level(level) is None]
+    what, rule, verb = {
+        "sioc": ("SIOC", "must say on or off (on, off, enabled, disabled, true, false)", "does not"),
+        "controller": (
+            "the test disk's controller",
+            f"must each name one controller ({', '.join(MOVABLE)})",
+            "does not",
+        ),
+        "rr_iops": ("the Round Robin IO operation limit", "must be whole numbers of I/Os from 1 to 999999", "is not"),
+    }[setting]
+    unsaid = [level for level, value in zip(levels, said, strict=True) if value is None]
     if unsaid:
         raise PlanError(
-            f"{path}: [vsphere] apply sets the test disk's controller from factor {factor!r}, whose levels "
-            f"must each name one controller ({', '.join(MOVABLE)}); {', '.join(map(repr, unsaid))} does not"
+            f"{path}: [vsphere] apply sets {what} from factor {factor!r}, whose levels {rule}; "
+            f"{', '.join(map(repr, unsaid))} {verb}"
         )
+    twice = [level for level, value in zip(levels, said, strict=True) if said.count(value) > 1]
+    if twice:
+        raise PlanError(
+            f"{path}: [vsphere] apply sets {what} from factor {factor!r}, whose levels "
+            f"{', '.join(map(repr, twice))} name one setting: they would compare a setting with itself"
+        )
+    if setting != "controller":
+        return
     if "local" in section.get("vms", {}):
         raise PlanError(
             f"{path}: [vsphere] apply sets the controller, which stops and starts each VM, and vms names this "

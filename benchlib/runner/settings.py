@@ -527,7 +527,12 @@ class AppliedSettings:
     def start(self) -> None:
         """Find the objects, lock them, put back what a killed run left, record what they have now."""
         for kind in self.kinds:
-            kind.objects = self._vcenter(kind.find, f"finding what {kind.what} is set on")
+            try:
+                kind.objects = kind.find()
+            except SettingsError:
+                raise
+            except Exception as exc:  # noqa: BLE001 -- whatever vCenter or the network raised; nothing changed yet
+                raise SettingsError(f"finding what {kind.what} is set on failed ({_first(exc)})") from None
         self._lock()
         self._read_record()
         self.run = {"server": self.vsphere.server, "host": socket.gethostname(), "started": _now(), "original": {}}

@@ -124,7 +124,7 @@ def design_statement(d: Design | None, *, interaction_page: bool = False, with_s
             f"**Order: grouped by {factor}.** benchlib set {factor} itself, and each change stops and starts the "
             f"VMs, so each repetition ran in groups of one {factor} level, the groups in a random order and the runs "
             "within each too (restricted randomisation: a split-plot design). Each repetition applied each level "
-            f"afresh, so the {each} runs of a {factor} level come from as many applications: its comparisons rest "
+            f"once, so the {each} runs of a {factor} level come from as many applications: its comparisons rest "
             "on applications, not on runs that shared one. The other factors changed within each application."
         )
     if d.apart:
