@@ -22,10 +22,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlib.errors import MACHINE_ERRNOS, BenchlibError, FormatError, StudyError, file_failure
-from benchlib.ingest import IngestReport, check_hcibench_summary, ingest_study
+from benchlib.ingest import IngestReport, ingest_study
 from benchlib.paths import PROCESSED, RAW, REPORTS
 from benchlib.sources import detect_all, read
-from benchlib.sources.hcibench import check_summary
+from benchlib.sources.hcibench import check_hcibench_summary, check_summary
 from benchlib.sources.vdbench_folder import output_files
 from benchlib.stats import summarise_runs
 from benchlib.store import scan_table

@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -153,42 +150,3 @@ def ingest_study(raw_dir: str | Path, processed_root: str | Path = PROCESSED) ->
         _check_vsphere(state)
         finish(state, key)
         return state.report
-
-
-@dataclass(frozen=True)
-class SummaryCheck:
-    """An HCIBench summary (``<test>-res.txt``) against its VMs' files (:func:`check_hcibench_summary`).
-
-    ``vms``: the VMs' folder beside it (``found``: whether it is there). ``quarantined``: the files of the two
-    ingest could not read, and why. ``check``: :func:`benchlib.sources.hcibench.check_summary`'s rows (None
-    where nothing was read as a summary).
-    """
-
-    vms: Path
-    found: bool
-    quarantined: list[tuple[str, str]]
-    check: pl.DataFrame | None
-
-
-def check_hcibench_summary(path: Path) -> SummaryCheck:
-    """Check an HCIBench summary against its VMs' files in the folder beside it, as ingest does in a study.
-
-    The VMs' files of one test become one run only in a study: the summary and that folder are copied into
-    a scratch study, ingested there, and compared; nothing is written beside the files.
-    """
-    from benchlib.sources.hcibench import check_summary
-
-    folder = path.with_name(path.name.removesuffix("-res.txt"))
-    if not folder.is_dir():
-        return SummaryCheck(folder, False, [], None)
-    with tempfile.TemporaryDirectory(prefix="benchlib-inspect-") as scratch:
-        study = Path(scratch) / "raw" / "hcibench"
-        study.mkdir(parents=True)
-        shutil.copy2(path, study / path.name)
-        shutil.copytree(folder, study / folder.name, symlinks=True)
-        report = ingest_study(study, Path(scratch) / "processed")
-        runs = scan_table(report.processed, "runs").collect()
-        check = None
-        if (runs["format"] == "hcibench-summary").any():
-            check = check_summary(runs, scan_table(report.processed, "results").collect())
-        return SummaryCheck(folder, True, list(report.quarantined), check)

@@ -23,6 +23,9 @@ approximation) of the VMs' mean latency and mean standard deviation.
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -402,3 +405,43 @@ def _number_or_none(text: str | None) -> float | None:
         return float(text) if text is not None else None
     except ValueError:
         return None
+
+
+@dataclass(frozen=True)
+class SummaryCheck:
+    """An HCIBench summary (``<test>-res.txt``) against its VMs' files (:func:`check_hcibench_summary`).
+
+    ``vms``: the VMs' folder beside it (``found``: whether it is there). ``quarantined``: the files of the two
+    ingest could not read, and why. ``check``: :func:`check_summary`'s rows (None
+    where nothing was read as a summary).
+    """
+
+    vms: Path
+    found: bool
+    quarantined: list[tuple[str, str]]
+    check: pl.DataFrame | None
+
+
+def check_hcibench_summary(path: Path) -> SummaryCheck:
+    """Check an HCIBench summary against its VMs' files in the folder beside it, as ingest does in a study.
+
+    The VMs' files of one test become one run only in a study: the summary and that folder are copied into
+    a scratch study, ingested there, and compared; nothing is written beside the files.
+    """
+    from benchlib.ingest import ingest_study
+    from benchlib.store import scan_table
+
+    folder = path.with_name(path.name.removesuffix("-res.txt"))
+    if not folder.is_dir():
+        return SummaryCheck(folder, False, [], None)
+    with tempfile.TemporaryDirectory(prefix="benchlib-inspect-") as scratch:
+        study = Path(scratch) / "raw" / "hcibench"
+        study.mkdir(parents=True)
+        shutil.copy2(path, study / path.name)
+        shutil.copytree(folder, study / folder.name, symlinks=True)
+        report = ingest_study(study, Path(scratch) / "processed")
+        runs = scan_table(report.processed, "runs").collect()
+        check = None
+        if (runs["format"] == "hcibench-summary").any():
+            check = check_summary(runs, scan_table(report.processed, "results").collect())
+        return SummaryCheck(folder, True, list(report.quarantined), check)
