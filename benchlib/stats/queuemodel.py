@@ -26,8 +26,6 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-#: the layers an I/O passes, top down, by the code a prediction names them with
-LAYERS = ("guest", "kernel", "device")
 #: the limits of :class:`QueueStack`, top down: which one binds is a prediction's ``limit``
 LIMITS = ("outstanding", "guest_disk", "guest_adapter", "dsnro", "device_queue", "hba_queue")
 
