@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from benchlib.errors import BenchlibError
-from benchlib.schema import run_unit_expr
+from benchlib.schema import NOT_GIVEN, run_unit_expr
 from benchlib.store import ProcessedStudy, open_study
 
 
@@ -270,10 +270,12 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
     generator (``tool``) is one: an HCIBench study's fio and vdbench tests are not one sample. Only where
     every run holds one value of it (per phase: fio's groups are pages of their own already; a run whose jobs
     or VMs ran unlike work at once, a job file with a randread and a randwrite job, is one workload, whose
-    halves would be neither's figures) and every run of the configuration prints it (fio's normal output
-    prints no read share), and never a measured figure (a read share with fractions: vdbench's of one setting
-    differs run to run); a parameter a factor of ``axes`` names (a block-size factor's bytes) follows that
-    factor, and is never one.
+    halves would be neither's figures), and never a measured figure (a read share with fractions: vdbench's of
+    one setting differs run to run); a parameter a factor of ``axes`` names (a block-size factor's bytes)
+    follows that factor, and is never one. A run whose output does not give the parameter (a vdbench
+    file-creation run has no depth; fio's normal output prints no read share) is a level of its own,
+    :data:`benchlib.schema.NOT_GIVEN`: nobody can say it ran the others' work, and one such run must not
+    pool every other run's depths.
     """
     from benchlib.views import _SAME_AS, _study_rows
 
@@ -289,8 +291,8 @@ def work_axes(study: str | ProcessedStudy, axes: list[str], only: dict | None = 
         if rows[column].dtype.is_float() and (rows[column].drop_nulls() % 1 != 0).any():
             continue  # a measured share (vdbench's 69.9, 70.1 of one 70/30 setting) would make each run a page
         value = pl.col(column).cast(pl.String)
-        per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"), value.null_count().alias("nulls"))
-        if per_run.height and (per_run["values"] == 1).all() and (per_run["nulls"] == 0).all():
+        per_run = rows.group_by(*unit, *held).agg(value.n_unique().alias("values"))  # a null is a value
+        if per_run.height and (per_run["values"] == 1).all():
             apart = rows.group_by(*held, unit[1]) if held else rows.group_by(unit[1])
             if (apart.agg(value.n_unique())[column] > 1).any():
                 found.append(column)
@@ -333,7 +335,8 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
         work = work_axes(study, list(found.varied), cell_only(study))  # a page never pools unlike work
         rows = _study_rows(_opened(study), None)
         phase = [pl.col(PHASE).fill_null(0).cast(pl.String).alias(PHASE)] if found.phases else []
-        rows = rows.select(*found.varied, *(pl.col(w).cast(pl.String) for w in work), *phase).unique()
+        said = [pl.col(w).cast(pl.String).fill_null(NOT_GIVEN) for w in work]  # a level of its own (work_axes)
+        rows = rows.select(*found.varied, *said, *phase).unique()
         rank = [
             pl.col(f).replace_strict(levels, list(range(len(levels))), default=None)
             for f, levels in ((f, found.factors[f]) for f in found.varied)

@@ -58,6 +58,7 @@ from benchlib.figures import FIGURES_TO, REPORT_KERNEL, figure_json, write_figur
 from benchlib.ingest import ingest_study
 from benchlib.paths import PIPELINES, PROCESSED, PROJECT_ROOT, RAW, REPORTS, source_commit
 from benchlib.report_html import VEGALITE, write_html
+from benchlib.schema import NOT_GIVEN
 from benchlib.store import CHECKED_BY_BUILD, ProcessedStudy, StaleStudyError, open_study, raw_data_digest, scan_table
 from benchlib.study import load_study
 from benchlib.tomlfile import read_toml
@@ -723,7 +724,8 @@ def _with_derived(
     from benchlib.views import _study_rows
 
     rows = _study_rows(study, None)
-    text = {a: (pl.col(a).fill_null(0) if a == fit.PHASE else pl.col(a)).cast(pl.String) for a in derived}
+    # a run without a phase is fio's one group; one whose output does not give a job parameter, a level of its own
+    text = {a: pl.col(a).cast(pl.String).fill_null("0" if a == fit.PHASE else NOT_GIVEN) for a in derived}
     held = [a for a in dict.fromkeys(axes) if a not in derived and a in rows.columns]  # the axes, and what only keeps
     combos = rows.select(*held, *(v.alias(a) for a, v in text.items())).unique()
     levels = {a: combos.select(a).unique().drop_nulls() for a in derived}

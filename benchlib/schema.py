@@ -506,6 +506,10 @@ class Tables:
 #: the member (``vm``) of a run that names no host: fio run locally (not client/server) writes none
 UNNAMED_HOST = "host not recorded"
 
+#: the level of a job parameter a run's output does not give (a vdbench file-system run's depth): a page of
+#: its own, never pooled with the runs that give it (:func:`benchlib.fit.work_axes`); safe in a page's name
+NOT_GIVEN = "not-given"
+
 
 def run_unit_expr(columns: Collection[str] = ()) -> pl.Expr:
     """Return the run a row belongs to: the experimental unit, one invocation across all its hosts.

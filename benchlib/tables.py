@@ -19,6 +19,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import polars as pl
 
+from benchlib.schema import NOT_GIVEN
+
 #: Column names in words, with units. A column not listed keeps its name, underscores as spaces.
 LABELS = {
     "iops": "IOPS",
@@ -128,7 +130,9 @@ def _bytes_words(n: int) -> str:
 def level(factor: str, value: object) -> str:
     """Return one level of ``factor`` as the study words it (``queue depth sweep``), else as the data names it."""
     said = LEVEL_WORDS.get(factor, {}).get(str(value))
-    if said is None and factor == "block_size_bytes" and str(value).isdigit():  # a job's bytes, as fio says them
+    if said is None and str(value) == NOT_GIVEN:  # a run whose output does not give this job parameter
+        said = "not given"
+    elif said is None and factor == "block_size_bytes" and str(value).isdigit():  # a job's bytes, as fio says them
         said = _bytes_words(int(value))
     elif said is None and factor in ("rwmixread_pct", "iodepth", "numjobs") and str(value).endswith(".0"):
         said = str(value).removesuffix(".0")  # a whole share read as a float: 70, not 70.0

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
-from benchlib.schema import UNNAMED_HOST, Tables, measured_io_expr, run_unit_expr
+from benchlib.schema import NOT_GIVEN, UNNAMED_HOST, Tables, measured_io_expr, run_unit_expr
 from benchlib.stats import total_expr
 from benchlib.stats.aggregate import exceedance, median_of_run_totals, pooled_percentiles
 from benchlib.stats.efficiency import run_efficiency
@@ -76,9 +76,10 @@ FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 def _at_levels(frame: FrameT, only: dict) -> FrameT:
     """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels.
 
-    A factor ``frame`` does not have selects none of it (a column of results only, asked of the runs
-    table), except a phase (:data:`benchlib.fit.PHASE`): a run holds every phase it ran, so a frame of
-    runs keeps its runs, and their job-level rows are picked by :func:`_in_phase`.
+    A level :data:`~benchlib.schema.NOT_GIVEN` selects the rows that have none. A factor ``frame`` does not
+    have selects none of it (a column of results only, asked of the runs table), except a phase
+    (:data:`benchlib.fit.PHASE`): a run holds every phase it ran, so a frame of runs keeps its runs, and their
+    job-level rows are picked by :func:`_in_phase`.
     """
     from benchlib.fit import PHASE
 
@@ -89,7 +90,8 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
         if factor not in names:
             frame = frame if factor == PHASE else frame.filter(pl.lit(False))
             continue
-        frame = frame.filter(pl.col(factor).cast(pl.String).is_in([str(level) for level in levels]))
+        value = pl.col(factor).cast(pl.String).fill_null(NOT_GIVEN)  # a run that does not give it: a level too
+        frame = frame.filter(value.is_in([str(level) for level in levels]))
     return frame
 
 

@@ -190,3 +190,50 @@ def test_a_comparison_holds_undeclared_work_apart_and_any_factor_name_draws(tmp_
     table = pl.DataFrame({"baseline": ["x"], "side": ["b"], "runs": [2], "runs_baseline": [2]})
     dots = _runs_against_baseline(runs, table, value="iops", factor="side", baseline="a", label=["baseline", "side"])
     assert dots is not None and dots.height == 4 and set(dots.columns) == {"comparison", "side", "baseline", "pct"}
+
+
+def test_a_run_that_does_not_give_a_parameter_is_a_level_of_its_own_and_pools_nothing(tmp_path: Path) -> None:
+    """Public vdbench folders, nothing declared: a file-creation run (no pattern, block size or depth), a
+    random-write run (no block size) and 100% reads at 4 KiB x 16 threads, 4 KiB x 32 and 8 KiB x 32. Before,
+    the one run without a depth turned every job parameter but the read share off, and the three read runs were
+    one page, one median of three workloads. Now each run is its own configuration, the same six on the pages,
+    in the results table and in the design; the runs that do not give a parameter are said "not given"."""
+    import shutil
+
+    from benchlib import fit
+    from benchlib.ingest import ingest_study
+    from benchlib.results import configuration_results
+    from benchlib.store import open_study
+    from benchlib.views import cell_frame, design
+    from tests.conftest import corpus_dir
+
+    study = tmp_path / "data" / "raw" / "mixed"
+    names = (
+        "vdb__create_file_32T",
+        "vdb__output",
+        "vdb__random_read_128T_4K_8HOST",
+        "vdb_nvme__nvme_1vm_raid0_read_seq_ran_4k_32t_w30_f3000_20190411",
+        "vdb_nvme__nvme_1vm_raid5_read_seq_ran_8k_32t_w30_f3000",
+    )
+    for name in names:
+        shutil.copytree(corpus_dir("vdbench") / name, study / name)
+    (study / "study.toml").write_text('[study]\nname = "mixed"\n', encoding="utf-8")
+    ingest_study(study, tmp_path / "data" / "processed")
+    opened = open_study(study, tmp_path / "data" / "processed")
+    axes = fit.axes(opened)
+    assert axes == ["rw", "block_size_bytes", "iodepth"]
+    reads = {("4096", "16"): "vdb__random_read_128T_4K_8HOST", ("4096", "32"): "raid0", ("8192", "32"): "raid5"}
+    for (size, depth), folder in reads.items():
+        page = cell_frame(opened, {"rw": "read", "block_size_bytes": size, "iodepth": depth})
+        assert page["source"].str.contains(folder).all() and page.height  # its run alone
+    created = cell_frame(opened, dict.fromkeys(axes, "not-given"))
+    assert created.height == 8 and created["source"].str.contains("create_file").all()
+    table = configuration_results(opened, by=axes)
+    assert table.height == 5 and (table["runs"] == 1).all()
+    assert design(opened).configurations == 5
+
+    folder = build_study_report(tmp_path / "data", "mixed", tmp_path / "reports")
+    pages = sorted(p.stem for p in folder.glob("rw=*.html"))
+    assert len(pages) == 5 and "rw=not-given__block_size_bytes=not-given__iodepth=not-given" in pages
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert "I/O pattern not given, block size not given, queue depth (iodepth) not given" in index
