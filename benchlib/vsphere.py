@@ -482,6 +482,45 @@ def move_disk(
     return now, frozenset(kept)
 
 
+#: the disk shares vCenter gives a named level (a custom level carries its own number)
+SHARES_LEVELS = {"low": 500, "normal": 1000, "high": 2000}
+
+
+def disk_io_of(vm: Any, disk: str) -> dict[str, Any]:
+    """Return a VM's disk's (its file, or its label) storage I/O allocation: shares level, shares, IOPS limit.
+
+    ``{"level": "custom", "shares": 2000, "limit": -1}``; -1 is the API's "unlimited".
+    """
+    allocation = _disk_named(vm, disk).storageIOAllocation
+    shares = allocation.shares if allocation is not None else None
+    return {
+        "level": str(shares.level) if shares is not None else "normal",
+        "shares": int(shares.shares) if shares is not None and shares.shares is not None else SHARES_LEVELS["normal"],
+        "limit": int(allocation.limit) if allocation is not None and allocation.limit is not None else -1,
+    }
+
+
+def set_disk_io_of(vm: Any, disk: str, want: dict[str, Any]) -> dict[str, Any]:
+    """Set a VM's disk's shares and IOPS limit (``want`` as :func:`disk_io_of` gives it); return it read back.
+
+    An edit of the disk's ``storageIOAllocation`` through ``ReconfigVM_Task``, the VM left running.
+    """
+    from pyVmomi import vim
+
+    device = _disk_named(vm, disk)
+    level = str(want["level"])
+    shares = vim.SharesInfo(level=level, shares=int(want["shares"] if level == "custom" else SHARES_LEVELS[level]))
+    allocation = device.storageIOAllocation or vim.StorageResourceManager.IOAllocationInfo()
+    allocation.shares, allocation.limit = shares, int(want["limit"])  # its reservation kept
+    device.storageIOAllocation = allocation
+    change = vim.vm.device.VirtualDeviceSpec(operation="edit", device=device)
+    _wait(
+        vm.ReconfigVM_Task(vim.vm.ConfigSpec(deviceChange=[change])),
+        f"setting the shares and limit of VM {vm.name}'s {disk}",
+    )
+    return disk_io_of(vm, disk)
+
+
 def set_sioc(service: Any, name: str, enabled: bool) -> bool:
     """Turn the named datastore's SIOC on or off (:func:`set_sioc_of`); return it read back."""
     return set_sioc_of(service, _datastores(service, [name])[name], enabled)

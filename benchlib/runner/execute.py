@@ -354,6 +354,15 @@ def study_toml(plan: Plan) -> str:
         lines += [f"disk = {q(plan.vsphere.disk)}"] if plan.vsphere.disk else []
     for factor, words in plan.level_words.items():  # the plan's levels in words, for every page
         lines += ["", f"[levels.{q(factor)}]", *(f"{q(level)} = {q(text)}" for level, text in words.items())]
+    if plan.vsphere and plan.vsphere.shares:  # the shares the run held: how fairly the members shared is judged by them
+        from benchlib.schema import UNNAMED_HOST
+        from benchlib.vsphere import SHARES_LEVELS
+
+        lines += ["", "[shares]"]
+        for host, vm in plan.vsphere.vms.items():
+            shares = plan.vsphere.shares[vm]
+            member = UNNAMED_HOST if host == "local" else host  # as the runs name their members
+            lines.append(f"{q(member)} = {SHARES_LEVELS.get(str(shares), shares)}")
     return "\n".join(lines) + "\n"
 
 
@@ -1029,7 +1038,7 @@ class _VSphereFacts:
 
 def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
     """Say why a plan that sets vSphere settings may not run without ``--apply-settings`` (None when it may)."""
-    if not (plan.vsphere and plan.vsphere.apply):
+    if not (plan.vsphere and plan.vsphere.applies):
         left = journals_of(plan)
         if not left:
             return None
@@ -1047,10 +1056,13 @@ def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
         "starting each VM)",
         "rr_iops": f"the Round Robin limit of LUN {plan.vsphere.device} on its ESXi hosts (every VM on it feels it)",
     }
+    said = [changes[s] for s in plan.vsphere.apply]
+    if plan.vsphere.shares or plan.vsphere.limits:
+        vms = dict.fromkeys([*plan.vsphere.shares, *plan.vsphere.limits])
+        said.append(f"the shares and IOPS limit of the test disk of {', '.join(vms)} (held through the run)")
     return (
-        f"{plan.path}: [vsphere] apply sets {' and '.join(changes[s] for s in plan.vsphere.apply)} before each "
-        "cell: run with --apply-settings to let it (it is put back at the end; benchlib-settings.json records "
-        "every change)"
+        f"{plan.path}: [vsphere] sets {' and '.join(said)}: run with --apply-settings to let it (it is put back "
+        "at the end; benchlib-settings.json records every change)"
     )
 
 
@@ -1060,10 +1072,10 @@ def _applied_settings(plan: Plan, vsphere: _VSphereFacts | None, stack: contextl
     Returns what brings them to a cell's levels (nothing, for a plan that applies none). They are put back
     when ``stack`` closes, before its vCenter session (opened earlier) logs out.
     """
-    if vsphere is not None and not (plan.vsphere and plan.vsphere.apply):
+    if vsphere is not None and not (plan.vsphere and plan.vsphere.applies):
         if (left := left_on_vms(plan, vsphere.service)) is not None:
             raise SettingsError(left)
-    if vsphere is None or not (plan.vsphere and plan.vsphere.apply):
+    if vsphere is None or not (plan.vsphere and plan.vsphere.applies):
         return lambda _cell: None
     settings = AppliedSettings(plan, vsphere.service)
     stack.callback(settings.close)  # the datastores' locks, after they are put back

@@ -37,6 +37,10 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
                                              #   stopped and started; cells grouped by it per repetition)
     # apply = { rr_iops = "rr_limit" }       # the Round Robin IO operation limit of device = "naa...",
                                              #   through esxcli on each [esxi] host (whole-number levels)
+    # shares = { "127.0.0.2" = 2000 }        # each VM's test disk's shares (or "low", "normal", "high")
+    # limits = { "127.0.0.2" = 500 }         #   and IOPS limit through the run, put back at the end
+                                             #   (--apply-settings; shares name every VM, and go to
+                                             #   study.toml's [shares])
 
     [[esxtop]]               # optional: an esxtop batch capture on an ESXi host during every cell
     host = "esx01.lab"       # names the capture (esxtop-esx01.lab.csv in the cell's folder)
@@ -103,7 +107,7 @@ from benchlib.schema import RUNS
 from benchlib.study import check_level_words
 from benchlib.tomlfile import read_toml
 from benchlib.units import parse_job_size
-from benchlib.vsphere import CHECKS, LUN_CHECKS
+from benchlib.vsphere import CHECKS, LUN_CHECKS, SHARES_LEVELS
 
 
 class PlanError(BenchlibError):
@@ -174,7 +178,7 @@ _KEYS = {
     "run": {"runtime_s", "ramp_time_s", "repetitions", "seed", "output"},
     "target": {"file", "device", "size", "precondition", "passes", "steady", "steady_window_s", "steady_max_s"},
     "hosts": {"servers", "port", "facts_command"},
-    "vsphere": {"server", "vms", "check", "insecure", "device", "apply", "datastores", "disk"},
+    "vsphere": {"server", "vms", "check", "insecure", "device", "apply", "datastores", "disk", "shares", "limits"},
     "esxtop": {"host", "command", "delay"},
     "esxi": {"hosts", "command"},
     "matrix": {"levels", "option", "options"},
@@ -302,6 +306,15 @@ class VSpherePlan:
     datastores: tuple[str, ...] = ()
     #: the label of each VM's disk under test (``Hard disk 2``), where a VM has more than one
     disk: str | None = None
+    #: each VM's (by name) test disk's shares through the run: a number, or ``low``/``normal``/``high``
+    shares: dict[str, int | str] = field(default_factory=dict)
+    #: each VM's (by name) test disk's IOPS limit through the run (-1: unlimited)
+    limits: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def applies(self) -> bool:
+        """Whether benchlib sets anything (``apply``, ``shares``, ``limits``): only with ``--apply-settings``."""
+        return bool(self.apply or self.shares or self.limits)
 
 
 @dataclass(frozen=True)
@@ -829,9 +842,47 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     disk = section.get("disk")
     if disk is not None and not (isinstance(disk, str) and disk.strip() and len(disk) <= 80):
         raise PlanError(f'{path}: [vsphere] disk is the label of the disk under test, e.g. "Hard disk 2"')
+    shares, limits = _disk_io(path, section, vms)
     return VSpherePlan(
-        str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores, disk
-    )
+        str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores, disk,
+        shares=shares, limits=limits,
+    )  # fmt: skip
+
+
+#: the most shares or IOPS a plan may give a disk (vCenter takes 32-bit numbers)
+MOST_DISK_IO = 1_000_000_000
+
+
+def _disk_io(path: Path, section: dict, vms: dict) -> tuple[dict[str, int | str], dict[str, int]]:
+    """Check ``[vsphere] shares`` and ``limits`` (fio host -> value); return them by VM name.
+
+    Shares name every VM (what is fair is judged against all of them); a limit may name some.
+    """
+    found: list[dict] = []
+    for key, example, named in (("shares", "2000", set(SHARES_LEVELS)), ("limits", "500", {"unlimited"})):
+        table = _table(path, f"[vsphere] {key}", section.get(key, {}))
+        strangers = sorted(set(table) - set(vms))
+        if strangers:
+            raise PlanError(
+                f"{path}: [vsphere] {key} names {', '.join(map(repr, strangers))}, not a fio host of [vsphere] vms "
+                f"({', '.join(map(repr, vms))})"
+            )
+        for host, value in table.items():
+            whole = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MOST_DISK_IO
+            if not (whole or value in named):
+                raise PlanError(
+                    f'{path}: [vsphere] {key} {{ "{host}" = {value!r} }}: give a whole number from 1 to '
+                    f"{MOST_DISK_IO:,} (e.g. {example}) or {' or '.join(map(repr, sorted(named)))}"
+                )
+        found.append({vms[host]: (-1 if value == "unlimited" else value) for host, value in table.items()})
+    shares, limits = found
+    if shares and len(shares) != len(set(vms.values())):
+        missing = sorted(h for h, vm in vms.items() if vm not in shares)
+        raise PlanError(
+            f"{path}: [vsphere] shares names {len(shares)} of the plan's VMs: name each ({', '.join(missing)} "
+            "missing), since how fairly they shared is judged against all their shares"
+        )
+    return shares, limits
 
 
 #: the vSphere settings a plan may have benchlib set (``[vsphere] apply``); the others are checked only

@@ -141,6 +141,10 @@ class _Setting:
     def said(self, state: Any) -> str:
         return str(state)
 
+    def target(self, name: str, cell: Cell) -> Any:
+        """Return what ``name`` must have for ``cell``: its level of the setting's factor."""
+        return self.want(cell.levels[self.factor])
+
     def valid(self, state: object) -> bool:
         raise NotImplementedError
 
@@ -216,6 +220,81 @@ class _Sioc(_Setting):
         from benchlib.vsphere import set_sioc_of
 
         return set_sioc_of(self.owner.service, self.objects[name], want), ""
+
+
+class _DiskIO(_Setting):
+    """Each named VM's test disk's shares and IOPS limit, held through the run (``[vsphere] shares``, ``limits``).
+
+    Not a factor: the same for every cell, set before the first and checked before each (a disk moved to another
+    controller keeps its allocation, and this says so). Set by an edit of the disk (``ReconfigVM_Task``), the VM
+    left running; what the plan does not name (a VM's limit where only its shares are named) is kept.
+    """
+
+    setting, what, noun = "disk_io", "the shares and IOPS limit of the disk under test", "VM"
+
+    def __init__(self, owner: AppliedSettings, factor: str) -> None:
+        super().__init__(owner, factor)
+        self.file: dict[str, str] = {}  # VM -> its disk under test's file: the disk, wherever it hangs
+        self.found: dict[str, dict] = {}  # VM -> what its disk had when found: what the plan does not name keeps
+
+    def find(self) -> dict[str, Any]:
+        from benchlib.vsphere import disk_io_of
+
+        named = set(self.owner.vsphere.shares) | set(self.owner.vsphere.limits)
+        found = {}
+        for vm, (label, _datastore) in self.owner.disks().items():
+            if vm in named:
+                obj = self.owner.vms[vm]
+                disk = next(d for d in obj.config.hardware.device if getattr(d.deviceInfo, "label", None) == label)
+                found[vm], self.file[vm] = obj, str(getattr(disk.backing, "fileName", "") or label)
+                self.found[vm] = disk_io_of(obj, self.file[vm])
+        return found
+
+    def state(self, name: str) -> dict:
+        from benchlib.vsphere import disk_io_of
+
+        return disk_io_of(self.objects[name], self.file[name])
+
+    def target(self, name: str, cell: Cell) -> dict:
+        from benchlib.vsphere import SHARES_LEVELS
+
+        want = dict(self.found[name])
+        shares = self.owner.vsphere.shares.get(name)
+        if isinstance(shares, str):
+            want |= {"level": shares, "shares": SHARES_LEVELS[shares]}
+        elif shares is not None:
+            want |= {"level": "custom", "shares": shares}
+        if name in self.owner.vsphere.limits:
+            want["limit"] = self.owner.vsphere.limits[name]
+        return want
+
+    def said(self, state: Any) -> str:
+        return _disk_io_said(state)
+
+    def valid(self, state: object) -> bool:
+        return (
+            isinstance(state, dict)
+            and isinstance(state.get("level"), str)
+            and all(isinstance(state.get(k), int) and not isinstance(state.get(k), bool) for k in ("shares", "limit"))
+        )
+
+    def ident(self, name: str) -> str:
+        return f"{self.objects[name]._moId}-disk-io"  # the VM's controller journal is its own
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        from benchlib.vsphere import set_disk_io_of
+
+        return set_disk_io_of(self.objects[name], self.file[name], want), ""
+
+
+def _disk_io_said(state: object) -> str:
+    """Say a disk's allocation: ``2000 shares and a limit of 500 IOPS``, ``1000 shares (normal) and no IOPS limit``."""
+    if not isinstance(state, dict):
+        return str(state)
+    limit = state.get("limit")
+    limited = isinstance(limit, int) and limit >= 0
+    level = "" if state.get("level") == "custom" else f" ({state.get('level')})"
+    return f"{state.get('shares')} shares{level} and " + (f"a limit of {limit:,} IOPS" if limited else "no IOPS limit")
 
 
 class _Controller(_Setting):
@@ -483,22 +562,27 @@ class _RoundRobin(_Setting):
 BOOT_S = 600
 #: the settings a plan may apply, by the plan's name
 KINDS: dict[str, type[_Setting]] = {"sioc": _Sioc, "controller": _Controller, "rr_iops": _RoundRobin}
+#: what a plan holds through the run, by no factor (``[vsphere] shares`` and ``limits``)
+HELD = "disk_io"
 
 
 class AppliedSettings:
     """The settings of one run of a plan: brought to each cell's levels, journalled, recorded, put back."""
 
     def __init__(self, plan: Plan, service: Any) -> None:
-        assert plan.vsphere is not None and plan.vsphere.apply  # noqa: S101 -- only for a plan that applies
+        assert plan.vsphere is not None and plan.vsphere.applies  # noqa: S101 -- only for a plan that applies
         self.plan, self.service = plan, service
         self.vsphere = plan.vsphere
-        # the controller first: its change stops and starts the VMs; SIOC and the Round Robin limit after it
+        # the controller first: its change stops and starts the VMs; SIOC and the Round Robin limit after it,
+        # then each disk's shares and limit (checked after a move)
         order = sorted(plan.vsphere.apply, key=lambda s: s != "controller")
         self.kinds = [KINDS[s](self, plan.vsphere.apply[s]) for s in order]
+        if plan.vsphere.shares or plan.vsphere.limits:
+            self.kinds.append(_DiskIO(self, ""))
         self.path = plan.output / SETTINGS_FILE
         self.journals: dict[tuple[str, str], Path] = {}
         self.original: dict[tuple[str, str], Any] = {}
-        self.record: dict = {"factors": dict(plan.vsphere.apply), "runs": []}
+        self.record: dict = {"factors": dict(plan.vsphere.apply), **_held(plan), "runs": []}
         self.run: dict | None = None
         self.held: list[int] = []
         self.vms: dict[str, Any] = {}
@@ -559,7 +643,7 @@ class AppliedSettings:
         """
         changed = []
         for kind, name in self._each():
-            want = kind.want(cell.levels[kind.factor])
+            want = kind.target(name, cell)
             now = self._now_of(kind, name)
             if now != want:
                 got = self._set(cell.key, kind, name, now, want)
@@ -702,11 +786,19 @@ class AppliedSettings:
                 f"{self.path}: the record of settings earlier runs changed cannot be read; move it away (it is "
                 "a record only: what must be put back is kept on this machine)"
             ) from None
-        self.record = {**record, "factors": dict(self.vsphere.apply)}
+        self.record = {**record, "factors": dict(self.vsphere.apply), **_held(self.plan)}
 
     def _write_record(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _write_json(self.path, self.record)
+
+
+def _held(plan: Plan) -> dict:
+    """Return what the record says a plan holds through its run: each VM's test disk's shares and limit."""
+    vsphere = plan.vsphere
+    if vsphere is None or not (vsphere.shares or vsphere.limits):
+        return {}
+    return {"held": {"shares": dict(vsphere.shares), "limits": dict(vsphere.limits)}}
 
 
 def _instance(service: Any, server: str) -> str:
@@ -737,7 +829,8 @@ def left_on_vms(plan: Plan, service: Any) -> str | None:
         instance = _instance(service, plan.vsphere.server)
         names = list(plan.vsphere.vms.values())
         objects = {f"datastore {ds.name}": ds._moId for ds in vm_datastores(service, names)}
-        objects |= {f"VM {name}": vm._moId for name, vm in vms_named(service, names).items()}
+        for name, vm in vms_named(service, names).items():
+            objects |= {f"VM {name}": vm._moId, f"VM {name}'s test disk": f"{vm._moId}-disk-io"}
     except Exception:  # noqa: BLE001 -- the facts read after says what vCenter would not
         return None
     if plan.esxi is not None and plan.vsphere.device:
@@ -771,7 +864,22 @@ def journal_said(journal: dict) -> str:
     name = journal.get("datastore") or journal.get("vm") or journal.get("host")
     had = journal.get("original")
     said = {"sioc": f"SIOC {_said(bool(had))}", "controller": f"disk on {had}", "rr_iops": f"Round Robin {had}"}
+    said[HELD] = f"test disk with {_disk_io_said(had)}"
     return f"{name} {said.get(str(setting), had)}"
+
+
+def _held_said(plan: Plan) -> str:
+    """Say what a plan holds through its run: ``the test disk of vm1 at 2000 shares, of vm2 at ...``."""
+    vsphere = plan.vsphere
+    if vsphere is None or not (vsphere.shares or vsphere.limits):
+        return ""
+    each = []
+    for vm in dict.fromkeys([*vsphere.shares, *vsphere.limits]):
+        parts = [f"{vsphere.shares[vm]} shares"] if vm in vsphere.shares else []
+        limit = vsphere.limits.get(vm)
+        parts += [] if limit is None else ["no IOPS limit" if limit < 0 else f"a limit of {limit:,} IOPS"]
+        each.append(f"{vm} with {' and '.join(parts)}")
+    return "the test disk of " + ", of ".join(each)
 
 
 def _levels_said(plan: Plan, cell: Cell) -> str:
@@ -788,24 +896,33 @@ def _levels_said(plan: Plan, cell: Cell) -> str:
     return ", ".join(said)
 
 
-def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
-    """Return the dry run's lines: the level changes, in the order the cells still to run will run."""
-    if plan.vsphere is None or not plan.vsphere.apply:
-        return []
-    apply, grouped = plan.vsphere.apply, plan.grouped_by
-    lines, before = [], None
-    for repetition, cell in order:
-        want = _levels_said(plan, cell)
-        if want != before:
-            lines.append(f"  before {cell.key} r{repetition}: {want}")
-            before = want
-    objects = []
+def _objects_said(plan: Plan) -> list[str]:
+    """Say what the factors of ``[vsphere] apply`` set, and on which objects."""
+    apply, objects = plan.vsphere.apply if plan.vsphere else {}, []
     if "controller" in apply:
         objects.append(f"the test disk's controller on {', '.join(plan.vsphere.vms.values())}")
     if "sioc" in apply:
         objects.append(f"SIOC on {', '.join(plan.vsphere.datastores)}")
     if "rr_iops" in apply and plan.esxi is not None:
         objects.append(f"the Round Robin limit of {plan.vsphere.device} on {', '.join(plan.esxi.hosts)} (esxcli)")
+    return objects
+
+
+def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
+    """Return the dry run's lines: the level changes, in the order the cells still to run will run."""
+    if plan.vsphere is None or not plan.vsphere.applies:
+        return []
+    apply, grouped = plan.vsphere.apply, plan.grouped_by
+    held = _held_said(plan)
+    if not apply:
+        return [f"{held}: set before the first cell, checked before each, then put back as vCenter had it"]
+    lines, before = [], None
+    for repetition, cell in order:
+        want = _levels_said(plan, cell)
+        if want != before:
+            lines.append(f"  before {cell.key} r{repetition}: {want}")
+            before = want
+    objects = _objects_said(plan) + ([f"{held} (held through the run)"] if held else [])
     if not lines:
         return [
             f"{' and '.join(objects)}: no cell left to run; the run changes them only to put back what a run killed "
