@@ -579,9 +579,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--apply-settings",
         action="store_true",
-        help="let the plan's [vsphere] apply set Storage I/O Control on the datastores it names, move its VMs' "
-        "test disks to each cell's controller (stopping and starting the VMs) and set the LUN's Round Robin limit "
-        "on its ESXi hosts, before each cell (put back at the end; every change in benchlib-settings.json)",
+        help="let the plan's [vsphere] apply set Storage I/O Control or its congestion threshold on the datastores "
+        "it names, move its VMs' test disks to each cell's controller (stopping and starting the VMs) and set the "
+        "LUN's Round Robin limit on its ESXi hosts, before each cell, and its shares and limits hold each test "
+        "disk's shares and IOPS limit through the run (put back at the end; every change in benchlib-settings.json)",
     )
     run.add_argument(
         "--levels",

@@ -341,7 +341,8 @@ def cell(study: str | ProcessedStudy, *, levels: dict | None = None, value: str 
             pl.col(f).replace_strict(levels, list(range(len(levels))), default=None)
             for f, levels in ((f, found.factors[f]) for f in found.varied)
         ]
-        order = [*rank, *work, *([pl.col(PHASE).cast(pl.Int64)] if found.phases else [])]  # its first phase alone
+        given = [x for w in work for x in (pl.col(w) == NOT_GIVEN, w)]  # a run that gives its work first
+        order = [*rank, *given, *([pl.col(PHASE).cast(pl.Int64)] if found.phases else [])]  # its first phase alone
         first = rows.sort(order, nulls_last=True).head(1)
         levels = {k: v for k, v in (first.to_dicts()[0] if first.height else {}).items() if v is not None}
     return {"levels": levels, "value": _given(value, found.value)}

@@ -226,7 +226,7 @@ def factor_answers(study: object) -> list[dict]:
         sides = units.group_by(*by, factor).agg(pl.col("rate_capped").fill_null(False).all().alias("capped"))
         base = sides.filter(pl.col(factor) == page["baseline"]).drop(factor).rename({"capped": "capped_baseline"})
         sides = sides.filter(pl.col(factor) != page["baseline"])
-        sides = sides.join(base, on=by) if by else sides.join(base, how="cross")
+        sides = sides.join(base, on=by, nulls_equal=True) if by else sides.join(base, how="cross")
         one_capped = sides.filter(pl.col("capped") != pl.col("capped_baseline")).height
         # comparisons whose runs the data hold one member of, where other runs hold several (a published table
         # listing one VM of the five that ran): one member's figure, not a run total
@@ -356,7 +356,7 @@ def member_changes(study: object, factor: str, page: dict) -> tuple[pl.DataFrame
     )
     base = per.filter(pl.col(factor) == baseline).drop(factor)
     base = base.rename({value: "baseline_value", "runs": "runs_baseline", "capped": "capped_baseline"})
-    members = per.filter(pl.col(factor) != baseline).join(base, on=keys, how="inner")
+    members = per.filter(pl.col(factor) != baseline).join(base, on=keys, how="inner", nulls_equal=True)
     members = members.select(
         *by,
         factor,
@@ -376,7 +376,7 @@ def member_changes(study: object, factor: str, page: dict) -> tuple[pl.DataFrame
     before = shared.filter(pl.col(factor) == baseline).drop(factor, "members")
     before = before.rename({"jain": "jain_baseline", "runs": "runs_baseline"})
     shared = (
-        shared.filter(pl.col(factor) != baseline).join(before, on=by, how="inner")
+        shared.filter(pl.col(factor) != baseline).join(before, on=by, how="inner", nulls_equal=True)
         if by
         else (shared.filter(pl.col(factor) != baseline).join(before, how="cross"))
     )

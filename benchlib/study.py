@@ -28,7 +28,7 @@ Example::
 
     [vsphere]                      # optional: check these factors' levels against vCenter's facts
     controller = "controller"      # (benchlib-vsphere.json files, from `benchlib vsphere facts`)
-    sioc = "sioc"
+    sioc = "sioc"                  # also: sioc_threshold (30 ms, 90%), path_policy, rr_iops (device)
     disk = "Hard disk 2"           # the disk under test, when a VM has more than one
 
     [shares]                       # optional: each member's (VM's) disk shares, e.g. SIOC shares;
@@ -161,7 +161,7 @@ KNOWN_KEYS = {
     "study": {"name", "title", "citation", "runtime_s", "members", "fastest_direct_us"},
     "fio": {"log_latency_unit"},
     "esxtop": {"objects"},
-    "vsphere": {"controller", "sioc", "path_policy", "rr_iops", "disk", "device"},
+    "vsphere": {*CHECKS, "disk", "device"},
     "files": {"glob", "levels"},
 }
 

@@ -130,7 +130,7 @@ def _bytes_words(n: int) -> str:
 def level(factor: str, value: object) -> str:
     """Return one level of ``factor`` as the study words it (``queue depth sweep``), else as the data names it."""
     said = LEVEL_WORDS.get(factor, {}).get(str(value))
-    if said is None and str(value) == NOT_GIVEN:  # a run whose output does not give this job parameter
+    if said is None and (value is None or str(value) == NOT_GIVEN):  # an output that does not give the parameter
         said = "not given"
     elif said is None and factor == "block_size_bytes" and str(value).isdigit():  # a job's bytes, as fio says them
         said = _bytes_words(int(value))

@@ -62,6 +62,7 @@ def _study_rows(study: StudyRef, only: dict | None) -> pl.DataFrame:
         from benchlib.claims import claims_frame
 
         rows = claims_frame(tables).filter(~pl.col("is_aggregate"), ~pl.col("format").is_in(NOT_RUNS))
+        rows = _given_work(rows, _open(study).study.factors)
         _ROWS.update(key=key, frames=(tables.runs, tables.results), rows=rows)  # the frames kept: their ids hold
     return _at_levels(_ROWS["rows"], only or {})
 
@@ -70,18 +71,32 @@ def _study_rows(study: StudyRef, only: dict | None) -> pl.DataFrame:
 _ROWS: dict = {}
 
 
+def _given_work(rows: pl.DataFrame, factors: Collection[str]) -> pl.DataFrame:
+    """Give a row the job parameter its output does not print where its like runs agree on one (:func:`known_job`).
+
+    fio's normal output prints no read share; the json+ output of the same job does. Every page, the results
+    table and the design take the same value, so none counts a configuration the others do not; a run that
+    stays without one is "not given" (:data:`benchlib.schema.NOT_GIVEN`).
+    """
+    from benchlib.fit import PHASE, WORK
+
+    params = [c for c in WORK if c in rows.columns]
+    group = [*(f for f in factors if f in rows.columns), *params, *([PHASE] if PHASE in rows.columns else [])]
+    return known_job(rows, params, group) if params else rows
+
+
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
 def _at_levels(frame: FrameT, only: dict) -> FrameT:
     """Return the rows of ``frame`` (eager or lazy) whose factors have one of the ``only`` levels.
 
-    A level :data:`~benchlib.schema.NOT_GIVEN` selects the rows that have none. A factor ``frame`` does not
-    have selects none of it (a column of results only, asked of the runs table), except a phase
-    (:data:`benchlib.fit.PHASE`): a run holds every phase it ran, so a frame of runs keeps its runs, and their
-    job-level rows are picked by :func:`_in_phase`.
+    A level :data:`~benchlib.schema.NOT_GIVEN` of a job parameter selects the rows that have none. A factor
+    ``frame`` does not have selects none of it (a column of results only, asked of the runs table), except a
+    phase (:data:`benchlib.fit.PHASE`): a run holds every phase it ran, so a frame of runs keeps its runs, and
+    their job-level rows are picked by :func:`_in_phase`.
     """
-    from benchlib.fit import PHASE
+    from benchlib.fit import PHASE, WORK
 
     if not only:  # every page reads the whole study somewhere: no schema to resolve for it
         return frame
@@ -90,7 +105,9 @@ def _at_levels(frame: FrameT, only: dict) -> FrameT:
         if factor not in names:
             frame = frame if factor == PHASE else frame.filter(pl.lit(False))
             continue
-        value = pl.col(factor).cast(pl.String).fill_null(NOT_GIVEN)  # a run that does not give it: a level too
+        value = pl.col(factor).cast(pl.String)
+        if factor in (*WORK, "rw_job"):  # a run whose output does not give a job parameter: a level of its own
+            value = value.fill_null(NOT_GIVEN)
         frame = frame.filter(value.is_in([str(level) for level in levels]))
     return frame
 
@@ -117,15 +134,19 @@ def _runs_at(opened: ProcessedStudy, runs: FrameT, only: dict | None, by: Sequen
     # on a phase's page a run's value is that phase's (a run's phases ran unlike work, one after another)
     rows = _study_rows(opened, {PHASE: only[PHASE]} if PHASE in (only or {}) else None)
     rows = rows.select("run_id", folder, *job)
-    of_run = rows.group_by("run_id").agg(pl.col(job).first())
+    worked = pl.lit(True).alias("_worked")  # a run with results here: its null is "not given", not "not read"
+    of_run = rows.group_by("run_id").agg(pl.col(job).first(), worked)
     held = rows.group_by("folder").agg(*(pl.col(k).first() for k in job), pl.struct(job).n_unique().alias("works"))
-    of_folder = held.filter(pl.col("works") == 1).drop("works")
+    of_folder = held.filter(pl.col("works") == 1).drop("works").with_columns(worked)
     lazy = isinstance(runs, pl.LazyFrame)
     logs = runs.filter(pl.col("format").is_in(LOG_FORMATS)).with_columns(folder)
     logs = logs.join(of_folder.lazy() if lazy else of_folder, on="folder").drop("folder")
     outputs = runs.filter(~pl.col("format").is_in(LOG_FORMATS))
     outputs = outputs.join(of_run.lazy() if lazy else of_run, on="run_id", how="left")
-    return _at_levels(pl.concat([outputs, logs], how="diagonal_relaxed"), only or {})
+    found = pl.concat([outputs, logs], how="diagonal_relaxed")
+    if any(k in job for k in only or {}):  # a run of no results at this page's levels is at none of them
+        found = found.filter(pl.col("_worked").is_not_null())
+    return _at_levels(found.drop("_worked"), only or {})
 
 
 def _in_phase(opened: ProcessedStudy, jobs: pl.DataFrame, only: dict | None) -> pl.DataFrame:

@@ -45,7 +45,7 @@ CONTROLLERS = {
 }
 USER, PASSWORD, CREDENTIALS = "BENCHLIB_VSPHERE_USER", "BENCHLIB_VSPHERE_PASSWORD", "BENCHLIB_VSPHERE_CREDENTIALS"
 #: the facts a study's levels are checked against: vCenter's (per VM) and esxcli's (per LUN, ``device``)
-VCENTER_CHECKS, LUN_CHECKS = ("controller", "sioc"), ("path_policy", "rr_iops")
+VCENTER_CHECKS, LUN_CHECKS = ("controller", "sioc", "sioc_threshold"), ("path_policy", "rr_iops")
 CHECKS = VCENTER_CHECKS + LUN_CHECKS
 
 
@@ -256,6 +256,71 @@ def set_sioc_of(service: Any, datastore: Any, enabled: bool) -> bool:
         said = "on" if enabled else "off"
         raise VSphereError(f"vCenter did not set SIOC {said} on {datastore.name}: {exc.msg}") from None
     return sioc_of(datastore)
+
+
+#: the congestion threshold vCenter takes: milliseconds (manual), or a percent of peak throughput (automatic)
+THRESHOLD_MS, THRESHOLD_PERCENT = (5, 100), (50, 100)
+
+
+def threshold_level(level: str) -> dict[str, Any] | None:
+    """Return the SIOC congestion threshold a level names: ``30`` (ms, manual), ``90%`` (of peak, automatic).
+
+    None where it names none vCenter takes (5 to 100 ms; 50 to 100% of peak throughput).
+    """
+    text = str(level).strip().lower().removesuffix("ms").strip()
+    found = re.fullmatch(r"([0-9]{1,3})\s*(%?)", text)
+    if found is None:
+        return None
+    value, percent = int(found[1]), bool(found[2])
+    low, high = THRESHOLD_PERCENT if percent else THRESHOLD_MS
+    if not low <= value <= high:
+        return None
+    return {"mode": "automatic", "percent": value} if percent else {"mode": "manual", "ms": value}
+
+
+def threshold_said(state: object) -> str:
+    """Say a congestion threshold as :func:`threshold_of` gives it: ``30 ms``, ``90% of peak throughput``."""
+    if not isinstance(state, dict):
+        return str(state)
+    if state.get("mode") == "automatic":
+        return f"{state.get('percent')}% of peak throughput (automatic)"
+    return f"{state.get('ms')} ms"
+
+
+def threshold_of(datastore: Any) -> dict[str, Any]:
+    """Return a datastore's SIOC congestion threshold as it is in effect, as :func:`threshold_level` names one.
+
+    In automatic mode vCenter moves the milliseconds itself: the percent of peak throughput is the setting.
+    """
+    iorm = datastore.iormConfiguration
+    if iorm is None:
+        raise VSphereError(f"vCenter reports no Storage I/O Control for datastore {datastore.name}: it cannot be set")
+    if (iorm.congestionThresholdMode or "manual") == "automatic":
+        return {"mode": "automatic", "percent": int(iorm.percentOfPeakThroughput or 90)}
+    return {"mode": "manual", "ms": int(iorm.congestionThreshold)}
+
+
+def set_threshold_of(service: Any, datastore: Any, want: dict[str, Any]) -> dict[str, Any]:
+    """Set a datastore's SIOC congestion threshold (``want`` as :func:`threshold_of` gives it); return it read back.
+
+    Through ``ConfigureDatastoreIORM_Task``, its mode with its value; SIOC itself is left as it is.
+    """
+    from pyVim.task import WaitForTask
+    from pyVmomi import vim, vmodl
+
+    spec = vim.StorageResourceManager.IORMConfigSpec(congestionThresholdMode=want["mode"])
+    if want["mode"] == "automatic":
+        spec.percentOfPeakThroughput = int(want["percent"])
+    else:
+        spec.congestionThreshold = int(want["ms"])
+    task = service.RetrieveContent().storageResourceManager.ConfigureDatastoreIORM_Task(datastore=datastore, spec=spec)
+    try:
+        WaitForTask(task)
+    except vmodl.MethodFault as exc:
+        raise VSphereError(
+            f"vCenter did not set the congestion threshold of {datastore.name} to {threshold_said(want)}: {exc.msg}"
+        ) from None
+    return threshold_of(datastore)
 
 
 def disks_under_test(service: Any, vms: list[str], label: str | None) -> dict[str, tuple[str, Any]]:
@@ -587,6 +652,7 @@ def _vm_facts(vm: Any) -> dict[str, Any]:
 def _datastore_facts(datastore: Any) -> dict[str, Any]:
     """Return a datastore's type, its LUNs (VMFS extents) and its Storage I/O Control state where reported."""
     facts: dict[str, Any] = {"type": datastore.summary.type, "sioc_enabled": None, "congestion_threshold_ms": None}
+    facts |= {"congestion_threshold_mode": None, "percent_of_peak": None}
     try:
         iorm = datastore.iormConfiguration
     except Exception:  # noqa: BLE001 -- a server that does not implement it (the simulator) says nothing about SIOC
@@ -594,6 +660,8 @@ def _datastore_facts(datastore: Any) -> dict[str, Any]:
     if iorm is not None:
         facts["sioc_enabled"] = bool(iorm.enabled)
         facts["congestion_threshold_ms"] = iorm.congestionThreshold
+        facts["congestion_threshold_mode"] = iorm.congestionThresholdMode
+        facts["percent_of_peak"] = iorm.percentOfPeakThroughput
     vmfs = getattr(getattr(datastore, "info", None), "vmfs", None)
     facts["extents"] = [e.diskName for e in vmfs.extent] if vmfs is not None else []
     return facts
@@ -713,6 +781,8 @@ def level_problem(fact: str, level: str) -> str | None:
         return f"names no controller; use one of {', '.join(CONTROLLER_NAMES)} (or LSI for either LSI Logic)"
     if fact == "sioc" and sioc_level(level) is None:
         return "says neither on nor off"
+    if fact == "sioc_threshold" and threshold_level(level) is None:
+        return "is no congestion threshold (5 to 100 ms, e.g. 30; or 50% to 100% of peak throughput, e.g. 90%)"
     if fact == "path_policy" and policy_named(level) is None:
         return "names no path selection policy; use RR, MRU, Fixed or the policy's VMW_PSP_ name"
     if fact == "rr_iops" and _plain(level) not in _NO_LIMIT and not re.fullmatch(r"\s*[0-9]+\s*", level):
@@ -827,10 +897,9 @@ def contradictions(study: Any, runs: Any, facts: dict[str, dict], esxi: dict[str
             if disk is None:
                 found[f"{vm}/{factor}"] = f"{name}: {why} ({facts_file})"
                 continue
-            said = disk.get("controller") if fact == "controller" else _sioc_fact(vm_facts, disk)
+            said, agrees = _fact_and_agreement(fact, level, vm_facts, disk)
             if said is None:
                 continue  # not reported: nothing to check against
-            agrees = controller_matches(level, said) if fact == "controller" else _sioc_agrees(level, said)
             if agrees is False:
                 found[f"{vm}/{factor}/{level}"] = (
                     f"{name}: study.toml gives {factor} = {level!r} (run {run['source']}), vCenter says "
@@ -940,6 +1009,27 @@ def disk_under_test(vm: dict, label: str | None) -> tuple[dict | None, str]:
     )
 
 
+def _fact_and_agreement(fact: str, level: str, vm: dict, disk: dict) -> tuple[object, bool | None]:
+    """Return what vCenter says of ``fact`` for a VM's disk, and whether ``level`` agrees (None: cannot tell)."""
+    if fact == "controller":
+        said = disk.get("controller")
+        return said, None if said is None else controller_matches(level, said)
+    if fact == "sioc":
+        said = _sioc_fact(vm, disk)
+        return said, _sioc_agrees(level, said)
+    store = vm.get("datastores", {}).get(disk.get("datastore"), {})
+    mode = store.get("congestion_threshold_mode") or ("manual" if store.get("congestion_threshold_ms") else None)
+    said = (
+        {"mode": "automatic", "percent": store.get("percent_of_peak")}
+        if mode == "automatic"
+        else {"mode": "manual", "ms": store.get("congestion_threshold_ms")}
+        if mode
+        else None
+    )
+    wanted = threshold_level(level)
+    return (None, None) if said is None or None in said.values() else (threshold_said(said), wanted == said)
+
+
 def _sioc_fact(vm: dict, disk: dict) -> bool | None:
     return vm.get("datastores", {}).get(disk.get("datastore"), {}).get("sioc_enabled")
 
@@ -957,7 +1047,10 @@ _DISK = {
     "label": _TEXT, "controller": _TEXT, "bus": _COUNT, "unit": _COUNT, "capacity_bytes": _COUNT, "file": _TEXT,
     "datastore": _TEXT, "shares": _COUNT, "shares_level": _TEXT, "limit_iops": _COUNT, "reservation_iops": _COUNT,
 }  # fmt: skip
-_DATASTORE = {"type": _TEXT, "sioc_enabled": _FLAG, "congestion_threshold_ms": _COUNT}
+_DATASTORE = {
+    "type": _TEXT, "sioc_enabled": _FLAG, "congestion_threshold_ms": _COUNT, "congestion_threshold_mode": _TEXT,
+    "percent_of_peak": _COUNT,
+}  # fmt: skip
 _LUN = {"lun": _TEXT, "queue_depth": _COUNT, "path_policy": _TEXT, "paths": _COUNT}
 _ADAPTER = {"adapter": _TEXT, "model": _TEXT, "driver": _TEXT}
 _ESXI_HOST = {"read_at": _TEXT, "error": _TEXT}

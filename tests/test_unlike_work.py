@@ -196,7 +196,7 @@ def test_a_run_that_does_not_give_a_parameter_is_a_level_of_its_own_and_pools_no
     """Public vdbench folders, nothing declared: a file-creation run (no pattern, block size or depth), a
     random-write run (no block size) and 100% reads at 4 KiB x 16 threads, 4 KiB x 32 and 8 KiB x 32. Before,
     the one run without a depth turned every job parameter but the read share off, and the three read runs were
-    one page, one median of three workloads. Now each run is its own configuration, the same six on the pages,
+    one page, one median of three workloads. Now each run is its own configuration, the same five on the pages,
     in the results table and in the design; the runs that do not give a parameter are said "not given"."""
     import shutil
 

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -886,7 +887,7 @@ def test_a_run_killed_at_sioc_off_is_put_back_by_the_next_run_on_this_machine(
     assert json.loads(journal.read_text())["original"] is True
     without = plan_file.read_text().replace('apply = { sioc = "sioc" }\ndatastores = ["LocalDS_0"]\n', "")
     (tmp_path / "without.toml").write_text(without)
-    with pytest.raises(PlanError, match="did not put them back .*LocalDS_0 SIOC on.*no longer applies them"):
+    with pytest.raises(PlanError, match="did not put them back .*LocalDS_0 SIOC on.*no longer sets them"):
         run_plan(load_plan(tmp_path / "without.toml"), vcenter=vcenter)
     (tmp_path / "other").mkdir()  # another plan, on the same VM, that sets nothing: its cells would run at off
     (tmp_path / "other" / "plan.toml").write_text(without.replace(str(tmp_path / "targets"), str(tmp_path / "t2")))
@@ -975,6 +976,73 @@ def test_a_plan_that_applies_settings_names_its_mistakes(
         assert not (tmp_path / "study" / "benchlib-settings.json").exists() and _sioc(vcenter)
 
 
+def _threshold(vcenter: str) -> dict:
+    from benchlib.vsphere import _datastores, connect, threshold_of
+
+    return threshold_of(_datastores(connect(Server.parse(vcenter)), ["LocalDS_0"])["LocalDS_0"])
+
+
+def test_a_plan_sets_siocs_congestion_threshold_to_each_cells_level_and_ingest_checks_it(
+    vcenter: str, fio_binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: SIOC's congestion threshold as a factor benchlib sets (ConfigureDatastoreIORM_Task): 15 ms
+    (manual) and 90% of peak throughput (automatic), read back, in each cell's facts, put back at the end; a
+    level vCenter would refuse is refused in the plan; a facts file that contradicts a level is refused by
+    ingest."""
+    from benchlib.errors import StudyError
+    from benchlib.ingest import ingest_study
+    from benchlib.runner import PlanError, load_plan, read_plan, run_plan
+    from benchlib.runner.describe import describe_plan
+    from benchlib.runner.execute import fio_binary as find_fio
+
+    for key, value in LOGIN.items():
+        monkeypatch.setenv(key, value)
+    before = _threshold(vcenter)
+    plan_file = tmp_path / "plan.toml"
+    good = (
+        SIOC_PLAN.format(targets=tmp_path / "targets", server=vcenter, datastore="LocalDS_0")
+        .replace('apply = { sioc = "sioc" }', 'apply = { sioc_threshold = "threshold" }')
+        .replace('[matrix.sioc]\nlevels = ["off", "on"]', '[matrix.threshold]\nlevels = ["15", "90%"]')
+        .replace("repetitions = 2", "repetitions = 1")
+    )
+    plan_file.write_text(good)
+    plan = load_plan(plan_file)
+    said = "\n".join(describe_plan(plan, read_plan(plan, find_fio())))
+    assert "SIOC's congestion threshold on LocalDS_0 set, before each cell" in said
+    assert "SIOC congestion threshold 15 ms" in said and "90% of peak throughput (automatic)" in said
+    with pytest.raises(PlanError, match="--apply-settings"):
+        run_plan(plan, vcenter=vcenter)
+    assert _threshold(vcenter) == before
+    assert run_plan(plan, vcenter=vcenter, apply_settings=True).done == 2
+    seen = {}
+    for facts_file in (tmp_path / "study").rglob("benchlib-vsphere.json"):
+        level = next(p.split("=", 1)[1] for p in facts_file.relative_to(tmp_path / "study").parts if "=" in p)
+        (vm,) = json.loads(facts_file.read_text())["vms"]
+        store = vm["datastores"]["LocalDS_0"]
+        seen[level] = (store["congestion_threshold_mode"], store["congestion_threshold_ms"], store["percent_of_peak"])
+    (peak,) = [key for key in seen if key != "15"]  # the level as its folder names it
+    assert seen["15"][:2] == ("manual", 15) and (seen[peak][0], seen[peak][2]) == ("automatic", 90)
+    assert _threshold(vcenter) == before == {"mode": "manual", "ms": 30}  # put back
+    (run,) = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
+    assert run["original"] == {"LocalDS_0": {"sioc_threshold": before}} and run["restored"]
+    report = ingest_study(tmp_path / "study", tmp_path / "processed")  # the levels agree with the facts
+    assert report.quarantined == [] and len(report.ingested) >= 2
+    facts_file = next(f for f in (tmp_path / "study").rglob("benchlib-vsphere.json") if "threshold=15" in str(f))
+    facts = json.loads(facts_file.read_text())
+    facts["vms"][0]["datastores"]["LocalDS_0"]["congestion_threshold_ms"] = 50  # vCenter said another threshold
+    facts_file.write_text(json.dumps(facts))
+    with pytest.raises(StudyError, match="gives threshold = '15' .* vCenter says sioc_threshold '50 ms'"):
+        ingest_study(tmp_path / "study", tmp_path / "processed")
+
+    for level, why in (("3", "'3' is not"), ("101", "'101' is not"), ("40%", "'40%' is not"), ("fast", "'fast' is")):
+        plan_file.write_text(good.replace('"90%"]', f'"{level}"]'))
+        with pytest.raises(PlanError, match=f"5 to 100 ms .*{why}"):
+            load_plan(plan_file)
+    plan_file.write_text(good.replace('["15", "90%"]', '["30", "30ms"]'))
+    with pytest.raises(PlanError, match="name one setting"):
+        load_plan(plan_file)
+
+
 SHARES_PLAN = """
 [study]
 name = "shares"
@@ -1017,10 +1085,14 @@ def test_a_plan_holds_each_test_disks_shares_and_limit_through_the_run_and_puts_
     run, only with --apply-settings: every cell's facts (read through the API after) show them, the study's
     [shares] is what the run held (the fairness page judges by it), every change is recorded, and the disk has
     what it had at the end. A killed run's are put back by the next; the plan's mistakes are named."""
+    from benchlib.ingest import ingest_study
     from benchlib.runner import PlanError, load_plan, read_plan, run_plan
     from benchlib.runner.describe import describe_plan
     from benchlib.runner.execute import fio_binary as find_fio
+    from benchlib.runner.settings import SettingsError
+    from benchlib.store import open_study
     from benchlib.study import load_study
+    from benchlib.views import fairness
 
     for key, value in LOGIN.items():
         monkeypatch.setenv(key, value)
@@ -1038,7 +1110,7 @@ def test_a_plan_holds_each_test_disks_shares_and_limit_through_the_run_and_puts_
         (vm,) = json.loads(facts_file.read_text())["vms"]
         (disk,) = [d for d in vm["disks"] if d["label"] == "disk-202-0"]
         assert (disk["shares"], disk["shares_level"], disk["limit_iops"]) == (1500, "custom", 300), facts_file
-    assert load_study(tmp_path / "study").shares == {"host not recorded": 1500.0}
+    assert load_study(tmp_path / "study").shares == {socket.gethostname(): 1500.0}  # as the runs name it
     (run,) = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
     assert run["original"] == {"DC0_C0_RP0_VM2": {"disk_io": before}} and run["restored"]
     first, back = run["changes"]
@@ -1055,6 +1127,13 @@ def test_a_plan_holds_each_test_disks_shares_and_limit_through_the_run_and_puts_
     assert _disk_io(vcenter) == before
     (_, _, last) = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]
     assert last["changes"][0]["cell"] is None and last["changes"][0]["to"] == before  # the killed run's put back
+    ingest_study(tmp_path / "study", tmp_path / "processed")  # [shares] names the member as its runs do
+    assert not fairness(open_study(tmp_path / "study", tmp_path / "processed"), "iops", by=["block_size"]).is_empty()
+    plan_file.write_text(plan_file.read_text().replace("local = 1500", "local = 1600"))  # other shares, same study
+    with pytest.raises(SettingsError, match="runs were made with other test disk shares or limits"):
+        run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True)
+    assert _disk_io(vcenter) == before
+    plan_file.write_text(plan_file.read_text().replace("local = 1600", "local = 1500"))
 
     good = plan_file.read_text()
     for bad, why in (
@@ -1067,7 +1146,16 @@ def test_a_plan_holds_each_test_disks_shares_and_limit_through_the_run_and_puts_
             .replace('vms = { local = "DC0_C0_RP0_VM2" }', 'vms = { "127.0.0.2" = "a", "127.0.0.3" = "b" }')
             .replace("{ local = 1500 }", '{ "127.0.0.2" = 1500 }')
             .replace("{ local = 300 }", "{}"),
-            "names 1 of the plan's VMs: name each \\(127.0.0.3 missing\\)",
+            "names 1 of the plan's 2 fio hosts: name each \\(127.0.0.3 missing",
+        ),
+        (good.replace("shares = { local = 1500 }", "shares = { local = [1500] }"), "a whole number from 1"),
+        (good.replace("limits = { local = 300 }", "limits = { local = { a = 1 } }"), "a whole number from 1"),
+        (
+            good.replace("[target]", '[hosts]\nservers = ["127.0.0.2", "127.0.0.3"]\n[target]')
+            .replace('vms = { local = "DC0_C0_RP0_VM2" }', 'vms = { "127.0.0.2" = "a", "127.0.0.3" = "a" }')
+            .replace("{ local = 1500 }", '{ "127.0.0.2" = 1500, "127.0.0.3" = 1000 }')
+            .replace("{ local = 300 }", "{}"),
+            "maps two fio hosts to one VM",
         ),
     ):
         plan_file.write_text(bad)

@@ -355,13 +355,12 @@ def study_toml(plan: Plan) -> str:
     for factor, words in plan.level_words.items():  # the plan's levels in words, for every page
         lines += ["", f"[levels.{q(factor)}]", *(f"{q(level)} = {q(text)}" for level, text in words.items())]
     if plan.vsphere and plan.vsphere.shares:  # the shares the run held: how fairly the members shared is judged by them
-        from benchlib.schema import UNNAMED_HOST
         from benchlib.vsphere import SHARES_LEVELS
 
         lines += ["", "[shares]"]
         for host, vm in plan.vsphere.vms.items():
             shares = plan.vsphere.shares[vm]
-            member = UNNAMED_HOST if host == "local" else host  # as the runs name their members
+            member = socket.gethostname() if host == "local" else host  # as the runs name their members
             lines.append(f"{q(member)} = {SHARES_LEVELS.get(str(shares), shares)}")
     return "\n".join(lines) + "\n"
 
@@ -1045,7 +1044,7 @@ def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
         had = ", ".join(journal_said(j) for j in left)
         return (
             f"an earlier run of this plan on this machine changed settings and did not put them back (they had: "
-            f"{had}); this plan no longer applies them: put them back by running the plan with its [vsphere] apply "
+            f"{had}); this plan no longer sets them: put them back by running the plan with its [vsphere] settings "
             f"again, or by hand and then remove its journal in {state_folder()}"
         )
     if apply_settings:
@@ -1055,6 +1054,8 @@ def _unallowed(plan: Plan, apply_settings: bool) -> str | None:
         "controller": f"the controller of the test disk of {', '.join(plan.vsphere.vms.values())} (stopping and "
         "starting each VM)",
         "rr_iops": f"the Round Robin limit of LUN {plan.vsphere.device} on its ESXi hosts (every VM on it feels it)",
+        "sioc_threshold": f"SIOC's congestion threshold on {', '.join(plan.vsphere.datastores)} (every VM on them "
+        "feels it)",
     }
     said = [changes[s] for s in plan.vsphere.apply]
     if plan.vsphere.shares or plan.vsphere.limits:

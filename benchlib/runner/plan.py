@@ -37,6 +37,8 @@ A plan is a TOML file (see ``pipelines/`` and ``data/raw/loopback-fio/plan.toml`
                                              #   stopped and started; cells grouped by it per repetition)
     # apply = { rr_iops = "rr_limit" }       # the Round Robin IO operation limit of device = "naa...",
                                              #   through esxcli on each [esxi] host (whole-number levels)
+    # apply = { sioc_threshold = "thr" }     # SIOC's congestion threshold on the datastores: levels
+                                             #   of 5 to 100 ms ("30") or 50% to 100% of peak ("90%")
     # shares = { "127.0.0.2" = 2000 }        # each VM's test disk's shares (or "low", "normal", "high")
     # limits = { "127.0.0.2" = 500 }         #   and IOPS limit through the run, put back at the end
                                              #   (--apply-settings; shares name every VM, and go to
@@ -842,7 +844,7 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
     disk = section.get("disk")
     if disk is not None and not (isinstance(disk, str) and disk.strip() and len(disk) <= 80):
         raise PlanError(f'{path}: [vsphere] disk is the label of the disk under test, e.g. "Hard disk 2"')
-    shares, limits = _disk_io(path, section, vms)
+    shares, limits = _disk_io(path, section, vms, hosts)
     return VSpherePlan(
         str(section["server"]), dict(vms), dict(check), insecure, device or None, apply, datastores, disk,
         shares=shares, limits=limits,
@@ -853,10 +855,10 @@ def _vsphere(path: Path, table: object, hosts: tuple[str, ...], factors: dict) -
 MOST_DISK_IO = 1_000_000_000
 
 
-def _disk_io(path: Path, section: dict, vms: dict) -> tuple[dict[str, int | str], dict[str, int]]:
+def _disk_io(path: Path, section: dict, vms: dict, hosts: Sequence[str]) -> tuple[dict[str, int | str], dict[str, int]]:
     """Check ``[vsphere] shares`` and ``limits`` (fio host -> value); return them by VM name.
 
-    Shares name every VM (what is fair is judged against all of them); a limit may name some.
+    Shares name every fio host (what is fair is judged against all of them); a limit may name some.
     """
     found: list[dict] = []
     for key, example, named in (("shares", "2000", set(SHARES_LEVELS)), ("limits", "500", {"unlimited"})):
@@ -869,24 +871,27 @@ def _disk_io(path: Path, section: dict, vms: dict) -> tuple[dict[str, int | str]
             )
         for host, value in table.items():
             whole = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MOST_DISK_IO
-            if not (whole or value in named):
+            if not (whole or (isinstance(value, str) and value in named)):
                 raise PlanError(
                     f'{path}: [vsphere] {key} {{ "{host}" = {value!r} }}: give a whole number from 1 to '
                     f"{MOST_DISK_IO:,} (e.g. {example}) or {' or '.join(map(repr, sorted(named)))}"
                 )
         found.append({vms[host]: (-1 if value == "unlimited" else value) for host, value in table.items()})
     shares, limits = found
-    if shares and len(shares) != len(set(vms.values())):
-        missing = sorted(h for h, vm in vms.items() if vm not in shares)
+    missing = [h for h in hosts if h not in vms or vms[h] not in shares]
+    if shares and missing:
         raise PlanError(
-            f"{path}: [vsphere] shares names {len(shares)} of the plan's VMs: name each ({', '.join(missing)} "
-            "missing), since how fairly they shared is judged against all their shares"
+            f"{path}: [vsphere] shares names {len(shares)} of the plan's {len(hosts)} fio hosts: name each "
+            f"({', '.join(missing)} missing, each with its VM in vms), since how fairly they shared is judged "
+            "against all their shares"
         )
+    if len(set(vms.values())) != len(vms) and (shares or limits):
+        raise PlanError(f"{path}: [vsphere] vms maps two fio hosts to one VM: its test disk's shares would be two")
     return shares, limits
 
 
 #: the vSphere settings a plan may have benchlib set (``[vsphere] apply``); the others are checked only
-APPLIED = ("sioc", "controller", "rr_iops")
+APPLIED = ("sioc", "controller", "rr_iops", "sioc_threshold")
 
 
 def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -899,7 +904,7 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
             raise PlanError(
                 f"{path}: [vsphere] apply = {{ {setting} = {factor!r} }}: benchlib sets only "
                 f"{', '.join(APPLIED)} (Storage I/O Control; the controller of the disk under test; the Round Robin "
-                "IO operation limit) so far; change "
+                "IO operation limit; SIOC's congestion threshold) so far; change "
                 f"{setting} by hand between runs (--levels) and let [vsphere] check = {{ {setting} = {factor!r} }} "
                 "confirm it"
             )
@@ -916,7 +921,7 @@ def _applied(path: Path, section: dict, factors: dict) -> tuple[dict[str, str], 
                 f"{path}: [vsphere] apply sets {setting} from factor {factor!r} and check checks it against "
                 f"{checked[setting]!r}: one factor says what {setting} is"
             )
-    return dict(apply), _datastores(path, section.get("datastores", []), "sioc" in apply)
+    return dict(apply), _datastores(path, section.get("datastores", []), bool({"sioc", "sioc_threshold"} & set(apply)))
 
 
 def _whole(level: str) -> int | None:
@@ -926,9 +931,11 @@ def _whole(level: str) -> int | None:
 
 def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str], section: dict) -> None:
     """Check that each level of a factor ``[vsphere] apply`` sets says what to set (on/off; one controller)."""
-    from benchlib.vsphere import MOVABLE, controller_level, sioc_level
+    from benchlib.vsphere import MOVABLE, controller_level, sioc_level, threshold_level
 
-    named = {"sioc": sioc_level, "controller": controller_level, "rr_iops": _whole}[setting]
+    named = {"sioc": sioc_level, "controller": controller_level, "rr_iops": _whole, "sioc_threshold": threshold_level}[
+        setting
+    ]
     said = [named(level) for level in levels]
     what, rule, verb = {
         "sioc": ("SIOC", "must say on or off (on, off, enabled, disabled, true, false)", "does not"),
@@ -938,6 +945,11 @@ def _applied_levels(path: Path, setting: str, factor: str, levels: Sequence[str]
             "does not",
         ),
         "rr_iops": ("the Round Robin IO operation limit", "must be whole numbers of I/Os from 1 to 999999", "is not"),
+        "sioc_threshold": (
+            "the SIOC congestion threshold",
+            "must each be 5 to 100 ms (30) or 50% to 100% of peak throughput (90%)",
+            "is not",
+        ),
     }[setting]
     unsaid = [level for level, value in zip(levels, said, strict=True) if value is None]
     if unsaid:
@@ -968,11 +980,14 @@ def _datastores(path: Path, datastores: object, applied: bool) -> tuple[str, ...
         or not all(isinstance(d, str) and d.strip() and len(d) <= 80 for d in datastores)
     ):
         raise PlanError(
-            f'{path}: [vsphere] apply sets SIOC on datastores: name each it may change, datastores = ["ds-test"] '
-            "(the datastores of the VMs' test disks; a VM whose test disk is elsewhere stops the run)"
+            f"{path}: [vsphere] apply sets SIOC or its threshold on datastores: name each it may change, "
+            'datastores = ["ds-test"] (the datastores of the VMs\' test disks; a VM whose test disk is elsewhere '
+            "stops the run)"
         )
     if datastores and not applied:
-        raise PlanError(f"{path}: [vsphere] datastores names where apply may set SIOC; this plan does not set it")
+        raise PlanError(
+            f"{path}: [vsphere] datastores names where apply may set SIOC or its threshold; this plan sets neither"
+        )
     named = tuple(datastores) if isinstance(datastores, list) else ()
     if len(set(named)) != len(named):
         raise PlanError(f"{path}: [vsphere] datastores names a datastore twice: {list(named)}")

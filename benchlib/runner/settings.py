@@ -235,11 +235,8 @@ class _DiskIO(_Setting):
     def __init__(self, owner: AppliedSettings, factor: str) -> None:
         super().__init__(owner, factor)
         self.file: dict[str, str] = {}  # VM -> its disk under test's file: the disk, wherever it hangs
-        self.found: dict[str, dict] = {}  # VM -> what its disk had when found: what the plan does not name keeps
 
     def find(self) -> dict[str, Any]:
-        from benchlib.vsphere import disk_io_of
-
         named = set(self.owner.vsphere.shares) | set(self.owner.vsphere.limits)
         found = {}
         for vm, (label, _datastore) in self.owner.disks().items():
@@ -247,7 +244,6 @@ class _DiskIO(_Setting):
                 obj = self.owner.vms[vm]
                 disk = next(d for d in obj.config.hardware.device if getattr(d.deviceInfo, "label", None) == label)
                 found[vm], self.file[vm] = obj, str(getattr(disk.backing, "fileName", "") or label)
-                self.found[vm] = disk_io_of(obj, self.file[vm])
         return found
 
     def state(self, name: str) -> dict:
@@ -258,7 +254,7 @@ class _DiskIO(_Setting):
     def target(self, name: str, cell: Cell) -> dict:
         from benchlib.vsphere import SHARES_LEVELS
 
-        want = dict(self.found[name])
+        want = dict(self.owner.original[(self.setting, name)])  # as this run found it, a killed run's put back
         shares = self.owner.vsphere.shares.get(name)
         if isinstance(shares, str):
             want |= {"level": shares, "shares": SHARES_LEVELS[shares]}
@@ -281,10 +277,62 @@ class _DiskIO(_Setting):
     def ident(self, name: str) -> str:
         return f"{self.objects[name]._moId}-disk-io"  # the VM's controller journal is its own
 
+    def extra(self, name: str) -> dict:
+        return {"file": self.file[name]}  # which of the VM's disks: another plan may test another
+
+    def resume(self, name: str, journal: dict) -> None:
+        left = journal.get("file")
+        if left is not None and left != self.file[name]:
+            raise SettingsError(
+                f"a run killed on this machine left the shares and IOPS limit of VM {name}'s disk {left} changed "
+                f"(it had {_disk_io_said(journal.get('original'))}), and this plan tests {self.file[name]}: run the "
+                "plan that changed it again to put it back, or set it by hand and remove its journal in "
+                f"{state_folder()}"
+            )
+
     def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
         from benchlib.vsphere import set_disk_io_of
 
         return set_disk_io_of(self.objects[name], self.file[name], want), ""
+
+
+class _SiocThreshold(_Sioc):
+    """SIOC's congestion threshold, on the datastores SIOC is set on: milliseconds, or a percent of peak."""
+
+    setting, what, noun = "sioc_threshold", "the SIOC congestion threshold", "datastore"
+
+    def state(self, name: str) -> dict:
+        from benchlib.vsphere import threshold_of
+
+        return threshold_of(self.objects[name])
+
+    def want(self, level: str) -> dict:
+        from benchlib.vsphere import threshold_level
+
+        threshold = threshold_level(level)
+        assert threshold is not None  # noqa: S101 -- the plan's levels were checked (plan._applied)
+        return threshold
+
+    def said(self, state: Any) -> str:
+        from benchlib.vsphere import threshold_said
+
+        return threshold_said(state)
+
+    def valid(self, state: object) -> bool:
+        from benchlib.vsphere import threshold_level
+
+        if not isinstance(state, dict):
+            return False
+        level = f"{state.get('percent')}%" if state.get("mode") == "automatic" else str(state.get("ms"))
+        return threshold_level(level) == state
+
+    def ident(self, name: str) -> str:
+        return f"{self.objects[name]._moId}-threshold"  # the datastore's SIOC journal is its own
+
+    def change(self, name: str, want: Any, *, back: bool) -> tuple[Any, str]:
+        from benchlib.vsphere import set_threshold_of
+
+        return set_threshold_of(self.owner.service, self.objects[name], want), ""
 
 
 def _disk_io_said(state: object) -> str:
@@ -561,7 +609,9 @@ class _RoundRobin(_Setting):
 #: how long a VM started after its disk moved may take to boot and start its fio server
 BOOT_S = 600
 #: the settings a plan may apply, by the plan's name
-KINDS: dict[str, type[_Setting]] = {"sioc": _Sioc, "controller": _Controller, "rr_iops": _RoundRobin}
+KINDS: dict[str, type[_Setting]] = {
+    "sioc": _Sioc, "controller": _Controller, "rr_iops": _RoundRobin, "sioc_threshold": _SiocThreshold,
+}  # fmt: skip
 #: what a plan holds through the run, by no factor (``[vsphere] shares`` and ``limits``)
 HELD = "disk_io"
 
@@ -786,6 +836,14 @@ class AppliedSettings:
                 f"{self.path}: the record of settings earlier runs changed cannot be read; move it away (it is "
                 "a record only: what must be put back is kept on this machine)"
             ) from None
+        held = _held(self.plan).get("held", {})
+        ran = [r for r in record["runs"] if isinstance(r, dict) and not r.get("refused")]
+        if ran and record.get("held", {}) != held:  # the study's [shares] would judge them wrongly
+            raise SettingsError(
+                f"{self.path}: this study's runs were made with other test disk shares or limits "
+                f"({record.get('held') or 'none set'}) than this plan holds ({held or 'none'}): give this plan an "
+                "output folder of its own ([run] output), so that each study's runs had the shares it says"
+            )
         self.record = {**record, "factors": dict(self.vsphere.apply), **_held(self.plan)}
 
     def _write_record(self) -> None:
@@ -860,11 +918,14 @@ def journals_of(plan: Plan) -> list[dict]:
 
 def journal_said(journal: dict) -> str:
     """Say what a journal says an object had before a run changed it (``LocalDS_0 SIOC on``)."""
+    from benchlib.vsphere import threshold_said
+
     setting = journal.get("setting", "sioc")
     name = journal.get("datastore") or journal.get("vm") or journal.get("host")
     had = journal.get("original")
     said = {"sioc": f"SIOC {_said(bool(had))}", "controller": f"disk on {had}", "rr_iops": f"Round Robin {had}"}
     said[HELD] = f"test disk with {_disk_io_said(had)}"
+    said["sioc_threshold"] = f"SIOC congestion threshold {threshold_said(had)}"
     return f"{name} {said.get(str(setting), had)}"
 
 
@@ -884,7 +945,7 @@ def _held_said(plan: Plan) -> str:
 
 def _levels_said(plan: Plan, cell: Cell) -> str:
     """Say the settings a cell's levels ask for: ``disk on NVMe, SIOC off``."""
-    from benchlib.vsphere import controller_level, sioc_level
+    from benchlib.vsphere import controller_level, sioc_level, threshold_level, threshold_said
 
     apply, said = plan.vsphere.apply if plan.vsphere else {}, []
     if "controller" in apply:
@@ -893,6 +954,9 @@ def _levels_said(plan: Plan, cell: Cell) -> str:
         said.append(f"SIOC {_said(bool(sioc_level(cell.levels[apply['sioc']])))}")
     if "rr_iops" in apply:
         said.append(f"Round Robin limit {int(cell.levels[apply['rr_iops']])}")
+    if "sioc_threshold" in apply:
+        wanted = threshold_level(cell.levels[apply["sioc_threshold"]])
+        said.append(f"SIOC congestion threshold {threshold_said(wanted)}")
     return ", ".join(said)
 
 
@@ -903,6 +967,8 @@ def _objects_said(plan: Plan) -> list[str]:
         objects.append(f"the test disk's controller on {', '.join(plan.vsphere.vms.values())}")
     if "sioc" in apply:
         objects.append(f"SIOC on {', '.join(plan.vsphere.datastores)}")
+    if "sioc_threshold" in apply:
+        objects.append(f"SIOC's congestion threshold on {', '.join(plan.vsphere.datastores)}")
     if "rr_iops" in apply and plan.esxi is not None:
         objects.append(f"the Round Robin limit of {plan.vsphere.device} on {', '.join(plan.esxi.hosts)} (esxcli)")
     return objects
@@ -915,6 +981,8 @@ def planned_changes(plan: Plan, order: list[tuple[int, Cell]]) -> list[str]:
     apply, grouped = plan.vsphere.apply, plan.grouped_by
     held = _held_said(plan)
     if not apply:
+        if not order:
+            return [f"{held}: no cell left to run; the run sets it only to put back what a killed run left"]
         return [f"{held}: set before the first cell, checked before each, then put back as vCenter had it"]
     lines, before = [], None
     for repetition, cell in order:

@@ -174,7 +174,7 @@ def fairness_over_runs(
     per_run = fairness_table(frame, value, member=member, by=[*by, run], shares=shares)
     if capped is not None:
         flags = frame.group_by([*by, run]).agg(pl.col(capped).fill_null(False).any().alias("_capped"))
-        per_run = per_run.join(flags, on=[*by, run], how="left")
+        per_run = per_run.join(flags, on=[*by, run], how="left", nulls_equal=True)
     else:
         per_run = per_run.with_columns(pl.lit(False).alias("_capped"))
     keys = by or [pl.lit(0).alias("_all")]

@@ -4,8 +4,9 @@
 // the tests reconfigure them through the API. With -tls it serves HTTPS with a certificate for
 // 127.0.0.1 made at start (ECDSA P-256, self-signed) and prints it (PEM) after the URL, for a test
 // to trust it as a lab would trust its own CA. Storage I/O Control is on for every datastore, with a
-// 30 ms congestion threshold, as a real vCenter reports it (govmomi's simulator leaves it unset), and
-// ConfigureDatastoreIORM_Task changes it as vCenter does (govmomi's simulator does not implement it). Prints
+// 30 ms congestion threshold (manual; 90% of peak throughput kept for the automatic mode), as a real vCenter
+// reports it (govmomi's simulator leaves it unset), and ConfigureDatastoreIORM_Task changes it as vCenter does,
+// refusing a threshold out of its range (govmomi's simulator does not implement it). Prints
 // the SDK URL on its first line and serves until it is interrupted or its standard input closes.
 package main
 
@@ -47,14 +48,27 @@ func (m *iorm) ConfigureDatastoreIORMTask(req *types.ConfigureDatastoreIORM_Task
 	task := simulator.CreateTask(datastore, "configureDatastoreIORM", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
 		config := datastore.IormConfiguration
 		if config == nil {
-			config = &types.StorageIORMInfo{CongestionThreshold: 30}
+			config = &types.StorageIORMInfo{CongestionThresholdMode: "manual", CongestionThreshold: 30, PercentOfPeakThroughput: 90}
 			datastore.IormConfiguration = config
 		}
 		if req.Spec.Enabled != nil {
 			config.Enabled = *req.Spec.Enabled
 		}
+		// vCenter takes 5 to 100 ms, and 50% to 100% of peak throughput (the API reference's ranges)
+		if req.Spec.CongestionThreshold != 0 && (req.Spec.CongestionThreshold < 5 || req.Spec.CongestionThreshold > 100) {
+			return nil, &types.InvalidArgument{InvalidProperty: "congestionThreshold"}
+		}
+		if req.Spec.PercentOfPeakThroughput != 0 && (req.Spec.PercentOfPeakThroughput < 50 || req.Spec.PercentOfPeakThroughput > 100) {
+			return nil, &types.InvalidArgument{InvalidProperty: "percentOfPeakThroughput"}
+		}
+		if req.Spec.CongestionThresholdMode != "" {
+			config.CongestionThresholdMode = req.Spec.CongestionThresholdMode
+		}
 		if req.Spec.CongestionThreshold != 0 {
 			config.CongestionThreshold = req.Spec.CongestionThreshold
+		}
+		if req.Spec.PercentOfPeakThroughput != 0 {
+			config.PercentOfPeakThroughput = req.Spec.PercentOfPeakThroughput
 		}
 		return nil, nil
 	})
@@ -78,7 +92,9 @@ func main() {
 	}
 	defer model.Remove()
 	for _, entity := range simulator.Map.All("Datastore") {
-		entity.(*simulator.Datastore).IormConfiguration = &types.StorageIORMInfo{Enabled: true, CongestionThreshold: 30}
+		entity.(*simulator.Datastore).IormConfiguration = &types.StorageIORMInfo{
+			Enabled: true, CongestionThresholdMode: "manual", CongestionThreshold: 30, PercentOfPeakThroughput: 90,
+		}
 	}
 	manager := simulator.Map.Get(*model.ServiceContent.StorageResourceManager).(*simulator.StorageResourceManager)
 	simulator.Map.Put(&iorm{manager})
