@@ -886,7 +886,12 @@ def left_on_vms(plan: Plan, service: Any) -> str | None:
     try:
         instance = _instance(service, plan.vsphere.server)
         names = list(plan.vsphere.vms.values())
-        objects = {f"datastore {ds.name}": ds._moId for ds in vm_datastores(service, names)}
+        objects = {}
+        for ds in vm_datastores(service, names):
+            objects |= {
+                f"datastore {ds.name}": ds._moId,
+                f"datastore {ds.name}'s SIOC threshold": f"{ds._moId}-threshold",
+            }
         for name, vm in vms_named(service, names).items():
             objects |= {f"VM {name}": vm._moId, f"VM {name}'s test disk": f"{vm._moId}-disk-io"}
     except Exception:  # noqa: BLE001 -- the facts read after says what vCenter would not
