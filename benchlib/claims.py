@@ -66,6 +66,9 @@ it rests on and how they were reduced.
 fraction of it. A bound not declared leaves its claims unsupported, saying what to declare.
 
 ``by = [...]`` repeats the computation per group; the claim passes when every group does.
+``[[conclusions]]`` (``id``, ``says``, ``rests_on = ["6", "24b"]``) are what the write-up concludes from its
+claims: :func:`weigh_conclusions` finds each standing (every claim it rests on holds), weakened (one fails)
+or open (the data cannot decide one).
 ``reading = "..."`` says, in the claims file author's words, how a claim whose words allow more than one
 reading is read (which controllers "roughly 1.4x" covers, how two claims relate); the claims page shows
 it beside what benchlib computed, as text.
@@ -259,6 +262,71 @@ def load_claims(folder: str | Path) -> tuple[list[Claim], dict[str, float]]:
         if "about" in claim.expect and word not in tolerances:
             raise ClaimError(f"{path}: claim {claim.id} uses tolerance {word!r}, which [tolerances] does not define")
     return claims, tolerances
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """What a write-up concludes, and the claims (ids) it rests on."""
+
+    id: str
+    says: str
+    rests_on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConclusionFinding:
+    """A conclusion, and which of the claims it rests on fail or cannot be decided (:func:`weigh_conclusions`)."""
+
+    conclusion: Conclusion
+    failed: tuple[str, ...]
+    undecided: tuple[str, ...]
+
+    @property
+    def status(self) -> str:
+        """``"weakened"`` where a claim it rests on fails, ``"open"`` where one cannot be decided, else ``"stands"``."""
+        return "weakened" if self.failed else "open" if self.undecided else "stands"
+
+
+def load_conclusions(folder: str | Path) -> list[Conclusion]:
+    """Return the ``[[conclusions]]`` of a study folder's ``claims.toml`` (none: an empty list)."""
+    path = Path(folder) / CLAIMS_FILE
+    if not path.exists():
+        return []
+    data = read_toml(path, ClaimError)
+    entries = data.get("conclusions", [])
+    if not isinstance(entries, list):
+        raise ClaimError(f"{path}: [[conclusions]] is a list of tables, each with id, says and rests_on")
+    ids = {str(entry.get("id")) for entry in data.get("claims", []) if isinstance(entry, dict)}
+    found: list[Conclusion] = []
+    for index, entry in enumerate(entries):
+        where = f"{path}: conclusion {index + 1}"
+        if not isinstance(entry, dict) or set(entry) - {"id", "says", "rests_on"}:
+            raise ClaimError(f"{where}: give id, says and rests_on only (rests_on = the ids of its claims)")
+        rests = entry.get("rests_on")
+        if not (isinstance(entry.get("says"), str) and entry["says"].strip() and isinstance(rests, list) and rests):
+            raise ClaimError(f'{where}: says = "..." and rests_on = ["<claim id>", ...] are needed')
+        unknown = [str(r) for r in rests if str(r) not in ids]
+        if unknown:
+            raise ClaimError(f"{where} rests on {', '.join(unknown)}, which no claim of the file has as its id")
+        found.append(Conclusion(str(entry.get("id", index + 1)), entry["says"].strip(), tuple(map(str, rests))))
+    if len({c.id for c in found}) != len(found):
+        raise ClaimError(f"{path}: two conclusions share an id; ids must be unique")
+    return found
+
+
+def weigh_conclusions(conclusions: list[Conclusion], verdicts: dict[str, str]) -> list[ConclusionFinding]:
+    """Return each conclusion with the claims it rests on that fail and that cannot be decided.
+
+    ``verdicts``: claim id -> PASS, FAIL or UNSUPPORTED (:func:`verify`).
+    """
+    return [
+        ConclusionFinding(
+            c,
+            tuple(r for r in c.rests_on if verdicts.get(r) == FAIL),
+            tuple(r for r in c.rests_on if verdicts.get(r) == UNSUPPORTED),
+        )
+        for c in conclusions
+    ]
 
 
 # ------------------------------------------------------------------ computing

@@ -754,7 +754,9 @@ def _write_index(
         front["doubt"] = implausible_words(found, value, page="summary")
     from benchlib import fit
     from benchlib.results import configuration_results, factor_answers
-    from benchlib.views import claim_table
+    from benchlib.views import claim_table, conclusion_table
+
+    claims = claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None
 
     results = configuration_results(study, list(fit.shape(study).varied))  # every configuration, as the post
     together = None  # the interaction page's tests, for the answers: two settings whose effects depend on each other
@@ -777,8 +779,9 @@ def _write_index(
         results=results,
         answers=factor_answers(study),
         together=together,
-        claims=claim_table(study) if any(e.notebook.stem == "claims" for e in executions) else None,
+        claims=claims,
         matrix=tuple(a for a in pipeline.axes if a == fit.PHASE or a in study.study.factors),
+        conclusions=None if claims is None else conclusion_table(study, claims),
     )
 
 

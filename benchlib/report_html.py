@@ -380,6 +380,7 @@ def write_html(
     claims: pl.DataFrame | None = None,
     together: dict | None = None,
     matrix: tuple[str, ...] | None = None,
+    conclusions: pl.DataFrame | None = None,
 ) -> None:
     """Write the report's HTML pages.
 
@@ -390,7 +391,8 @@ def write_html(
     the summary pages the study's data cannot support, each with why (one line each); ``results``: one row
     per configuration (:func:`benchlib.results.configuration_results`), shown first; ``answers``: what each
     setting did (:func:`benchlib.results.factor_answers`); ``claims``: the write-up's claims recomputed
-    (:func:`benchlib.views.claim_table`), their verdicts said with the answers; ``together``: the interaction
+    (:func:`benchlib.views.claim_table`), their verdicts said with the answers, and the write-up's
+    ``conclusions`` they weaken (:func:`benchlib.views.conclusion_table`); ``together``: the interaction
     page's tests (:func:`benchlib.views.interaction`: ``tests``, ``x``, ``trace``, ``by``, its ``page``),
     said with the answers where any was made; ``matrix``: the axes the study declares (default: the pipeline's;
     not a job parameter that splits a configuration's runs, :func:`benchlib.fit.work_axes`). Every string
@@ -451,7 +453,8 @@ def write_html(
     design = [p for p in (front.get("design", ""), "" if answers else front.get("support", "")) if p.strip()]
     support = front.get("support", "") if answers else ""
     # does each setting matter, do the write-up's claims hold: the questions a post asks, answered first
-    parts.append(_answers(answers, claims, claims_page, support, told_together, [q[1:] for q in qualified]))
+    told_claims = _claims_answer(claims, claims_page, conclusions)
+    parts.append(_answers(answers, told_claims, support, told_together, [q[1:] for q in qualified]))
     parts.append(_results(results, folder))  # what was measured, before how it may be read
     if design:
         parts.append("<h2>The design</h2>" + _markdown("\n\n".join(design)))
@@ -516,8 +519,7 @@ def _gaps_table(missing: list[dict]) -> str:
 
 def _answers(
     answers: list[dict] | None,
-    claims: pl.DataFrame | None = None,
-    claims_page: str | None = None,
+    told: str = "",
     support: str = "",
     together: str = "",
     caveats: list[tuple[str, str | None]] | None = None,
@@ -528,9 +530,8 @@ def _answers(
     each, computed here where not given); the comparison page has every row of it. ``together``: what
     the interaction page's tests found (:func:`_together`), said after the settings. ``support``: the
     design's statement of what it can support (Markdown), said after the settings instead of a verdict every
-    setting shares. Then the write-up's claims: how many hold, and each that fails in the write-up's own words.
+    setting shares. Then ``told``: the write-up's claims (:func:`_claims_answer`).
     """
-    told = _claims_answer(claims, claims_page)
     if not answers and not told:
         return ""
     from benchlib.tables import label, level
@@ -606,10 +607,24 @@ def _lowered(said: str) -> str:
     return said[:1].lower() + said[1:] if said[1:2].islower() else said
 
 
-def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
-    """Say the write-up's claims as the data judge them: how many hold, and each that fails, in its own words."""
+def _claims_answer(claims: pl.DataFrame | None, page: str | None, conclusions: pl.DataFrame | None = None) -> str:
+    """Say the write-up's claims as the data judge them: how many hold, and each that fails, in its own words.
+
+    Then which of its conclusions (:func:`benchlib.views.conclusion_table`) rest on one that fails.
+    """
     if claims is None or claims.is_empty() or page is None:
         return ""
+    weak = conclusions.filter(pl.col("status") == "weakened") if conclusions is not None else None
+    weakened = ""
+    if weak is not None and weak.height:
+        each = "; ".join(
+            f"{r['conclusion']} (claim{'s' if len(r['failed']) > 1 else ''} {', '.join(r['failed'])})"
+            for r in weak.iter_rows(named=True)
+        )
+        weakened = (
+            f"<p><strong>Conclusions</strong>: {weak.height} of the write-up's {conclusions.height} rest on a claim "
+            f"that fails: {html.escape(each)}.</p>"
+        )
     counts = dict(claims["verdict"].value_counts().iter_rows())
     held, failed = counts.get("PASS", 0), claims.filter(pl.col("verdict") == "FAIL")
     open_ = claims.height - held - failed.height
@@ -624,8 +639,8 @@ def _claims_answer(claims: pl.DataFrame | None, page: str | None) -> str:
         for row in failed.iter_rows(named=True)
     )
     if not fails:
-        return f"<p><strong>Claims</strong>: {html.escape(said)}; each is recomputed on {link}.</p>"
-    return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>"
+        return f"<p><strong>Claims</strong>: {html.escape(said)}; each is recomputed on {link}.</p>" + weakened
+    return f"<p><strong>Claims</strong>: {html.escape(said)} ({link} recomputes each):</p><ul>{fails}</ul>" + weakened
 
 
 def _caveat(a: dict) -> tuple[str, str | None]:

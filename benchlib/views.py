@@ -600,6 +600,32 @@ def claim_table(study: StudyRef) -> pl.DataFrame:
     )
 
 
+def conclusion_table(study: StudyRef, claims: pl.DataFrame) -> pl.DataFrame:
+    """Return the write-up's conclusions (``[[conclusions]]`` of its claims file), each weighed by its claims.
+
+    ``claims``: :func:`claim_table` of the study. Columns: ``conclusion``, ``says``, ``rests_on``, ``status``
+    (stands, weakened, open), ``failed`` and ``undecided`` (claim ids); no rows where the file has none.
+    """
+    from benchlib.claims import load_conclusions, weigh_conclusions
+
+    verdicts = dict(zip(claims["claim"], claims["verdict"], strict=True)) if claims.height else {}
+    found = weigh_conclusions(load_conclusions(_open(study).study.folder), verdicts)
+    schema = {"conclusion": pl.String, "says": pl.String, "rests_on": pl.List(pl.String), "status": pl.String}
+    schema |= {"failed": pl.List(pl.String), "undecided": pl.List(pl.String)}
+    rows = [
+        {
+            "conclusion": f.conclusion.id,
+            "says": f.conclusion.says,
+            "rests_on": list(f.conclusion.rests_on),
+            "status": f.status,
+            "failed": list(f.failed),
+            "undecided": list(f.undecided),
+        }
+        for f in found
+    ]
+    return pl.DataFrame(rows, schema=schema)
+
+
 def _sweep_rows(study: StudyRef, levels: dict | str, depth: str = "iodepth") -> pl.DataFrame:
     """Return a sweep's rows: ``levels`` as :func:`cell_frame` takes them (a name alone is a ``profile``).
 

@@ -591,3 +591,55 @@ def test_the_queuing_posts_report_builds_and_reads_in_chromium(tmp_path: Path) -
     for page in folder.glob("*.html"):
         targets = re.findall(r"href='([^'#]+)'", page.read_text())
         assert all((folder / html.unescape(t)).is_file() for t in targets), page.name
+
+
+def test_each_conclusion_of_the_write_up_is_weighed_by_the_claims_it_rests_on(tmp_path: Path) -> None:
+    """Issue 41: the PVSCSI post's conclusions (claims.toml's [[conclusions]]) each name the claims they rest
+    on; a conclusion stands where all hold, is weakened where one fails, and is open where the data cannot
+    decide one. The placement story rests on claims 12b and 25, which fail (only gus_fio_5 trails in every
+    configuration). Any study's claims file may state conclusions; one resting on no claim is refused."""
+    from benchlib.claims import Conclusion, load_conclusions, weigh_conclusions
+    from benchlib.report_html import _claims_answer
+    from benchlib.words.claims import conclusions_words
+
+    table = views.claim_table("pvscsi-vs-lsi")
+    found = views.conclusion_table("pvscsi-vs-lsi", table)
+    status = {r["conclusion"]: (r["status"], r["failed"]) for r in found.iter_rows(named=True)}
+    assert status["placement"] == ("weakened", ["12b", "25"])
+    assert status["PVSCSI"] == ("weakened", ["22", "23"]) and status["depth"] == ("weakened", ["4a"])
+    said = conclusions_words(found)
+    assert "Two VMs were slower in every configuration" in said and "Weakened by claims 12b, 25, which fail" in said
+    assert said.count("recomputed") == 0  # what a claim recomputes to is said once, in the claims' lines
+    index = _claims_answer(table, "claims.html", found)
+    assert "<strong>Conclusions</strong>: 4 of the write-up's 4 rest on a claim that fails" in index
+    assert "placement (claims 12b, 25)" in index
+
+    rule = Conclusion("c", "It holds.", ("1", "2", "3"))
+    (weighed,) = weigh_conclusions([rule], {"1": "PASS", "2": "PASS", "3": "PASS"})
+    assert (weighed.status, weighed.failed, weighed.undecided) == ("stands", (), ())
+    (weighed,) = weigh_conclusions([rule], {"1": "PASS", "2": "UNSUPPORTED", "3": "PASS"})
+    assert (weighed.status, weighed.undecided) == ("open", ("2",))
+    (weighed,) = weigh_conclusions([rule], {"1": "FAIL", "2": "UNSUPPORTED", "3": "PASS"})
+    assert weighed.status == "weakened"
+
+    copy = tmp_path / "pvscsi-vs-lsi"
+    shutil.copytree(STUDY, copy)
+    claims = copy / "claims.toml"
+    text = claims.read_text()
+    for bad, message in (
+        ('rests_on = ["10", "12a", "12b", "25"]', "rests on 99, which no claim"),
+        ('rests_on = ["10", "12a", "12b", "25"]', "rests_on = \\["),
+        ('id = "depth"', "give id, says and rests_on only"),
+    ):
+        new = {
+            "rests on 99, which no claim": 'rests_on = ["10", "99"]',
+            "rests_on = \\[": "rests_on = []",
+            "give id, says and rests_on only": 'id = "depth"\nweight = 2',
+        }[message]
+        claims.write_text(text.replace(bad, new, 1))
+        with pytest.raises(ClaimError, match=message):
+            load_conclusions(copy)
+    claims.write_text(text.split("[[conclusions]]")[0])  # a claims file without conclusions: none said
+    assert (
+        load_conclusions(copy) == [] and conclusions_words(views.conclusion_table("pvscsi-vs-lsi", table).clear()) == ""
+    )

@@ -32,9 +32,9 @@ def _index_first(study: str) -> str:
     """The index's answers and design, as :func:`benchlib.pipeline.front_matter` and the index say them."""
     from benchlib import fit
     from benchlib.pipeline import front_matter
-    from benchlib.report_html import _answers, _together
+    from benchlib.report_html import _answers, _claims_answer, _together
     from benchlib.results import factor_answers
-    from benchlib.views import claim_table, interaction, study_words
+    from benchlib.views import claim_table, conclusion_table, interaction, study_words
 
     opened = open_study(study)
     with study_words(opened):
@@ -52,7 +52,9 @@ def _index_first(study: str) -> str:
             found = {"tests": tests, "x": page["x"], "trace": page["trace"], "by": page["by"] or [], "page": "i.html"}
             together = _together(found)
         page_of_claims = "claims.html" if claims is not None else None
-        said = _answers(factor_answers(opened), claims, page_of_claims, front["support"], together)
+        conclusions = conclusion_table(opened, claims) if claims is not None else None
+        told = _claims_answer(claims, page_of_claims, conclusions)
+        said = _answers(factor_answers(opened), told, front["support"], together)
         return _text(said) + "\n\n" + front["design"] + "\n"
 
 

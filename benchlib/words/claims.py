@@ -46,3 +46,32 @@ def claim_counts(table: pl.DataFrame) -> str:
             "benchlib computed): weigh each FAIL with its reading."
         )
     return said
+
+
+def conclusions_words(table: pl.DataFrame) -> str:
+    """Say what the failed claims do to each of the write-up's conclusions (:func:`benchlib.views.conclusion_table`).
+
+    One line per conclusion: it stands, or which claims it rests on fail (what they recompute to is said once,
+    in :func:`claims_headline`), or which the data cannot decide. "" where the claims file states none.
+    """
+    if table.is_empty():
+        return ""
+    lines = []
+    for row in table.iter_rows(named=True):
+        rests = ", ".join(row["rests_on"])
+        if row["failed"]:  # what each recomputed to is in the lines above: named here, not said twice
+            said = f"Weakened by {_claims(row['failed'])}, which fail{'s' if len(row['failed']) == 1 else ''}"
+        elif row["undecided"]:
+            said = f"Open: the data cannot decide {_claims(row['undecided'])}"
+        else:
+            said = f"Stands: {_claims(row['rests_on'])} {'hold' if len(row['rests_on']) > 1 else 'holds'}"
+        said += f" (it rests on {rests})" if row["failed"] or row["undecided"] else ""
+        lines.append(f"- **{row['says']}** {said}.")
+    weak = int((table["status"] == "weakened").sum())
+    head = f"## The write-up's conclusions\n\n{weak} of its {table.height} conclusions rest on a claim that fails."
+    return head + "\n\n" + "\n".join(lines)
+
+
+def _claims(ids: list[str]) -> str:
+    """Say claim ids: ``claim 4a``, ``claims 9, 24b``."""
+    return f"claim{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
