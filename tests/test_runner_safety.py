@@ -70,6 +70,10 @@ def test_blank_unused_device_needs_its_exact_name_to_be_written(tmp_path: Path) 
         check_device(str(image), writes=True, destroy_data="/dev/sdc", sysfs=sysfs, procfs=procfs, dev_id=DEV)
     check_device(str(image), writes=True, destroy_data=str(image), sysfs=sysfs, procfs=procfs, dev_id=DEV)
     check_device(str(image), writes=False, destroy_data=None, sysfs=sysfs, procfs=procfs, dev_id=DEV)  # reads only
+    alias = tmp_path / "alias"
+    alias.symlink_to(image)  # a name that is a link: the refusal says which device it would write
+    with pytest.raises(UnsafeTargetError, match=f"{alias} \\(the name of {image}\\): the plan writes"):
+        check_device(str(alias), writes=True, destroy_data=None, sysfs=sysfs, procfs=procfs, dev_id=DEV)
 
 
 def test_partitions_are_named_and_need_the_flag(tmp_path: Path) -> None:

@@ -1123,6 +1123,14 @@ def test_a_plan_holds_each_test_disks_shares_and_limit_through_the_run_and_puts_
     done = subprocess.run([sys.executable, "-c", killed, str(plan_file)], capture_output=True, text=True, check=False)
     assert done.returncode == -9, done.stderr
     assert _disk_io(vcenter)["shares"] == 1500  # left set; this machine's journal says so
+    (tmp_path / "other").mkdir()  # another plan on the VM, setting SIOC only: its cells would run at 1500 shares
+    sioc_only = SIOC_PLAN.format(targets=tmp_path / "t2", server=vcenter, datastore="LocalDS_0")
+    (tmp_path / "other" / "plan.toml").write_text(
+        sioc_only.replace('"DC0_C0_RP0_VM0" }', '"DC0_C0_RP0_VM2" }\ndisk = "disk-202-0"')
+    )
+    with pytest.raises(SettingsError, match="left a setting changed on VM DC0_C0_RP0_VM2's test disk"):
+        run_plan(load_plan(tmp_path / "other" / "plan.toml"), vcenter=vcenter, apply_settings=True)
+    assert _disk_io(vcenter)["shares"] == 1500
     assert run_plan(load_plan(plan_file), vcenter=vcenter, apply_settings=True).done == 2  # killed in its first
     assert _disk_io(vcenter) == before
     (_, _, last) = json.loads((tmp_path / "study" / "benchlib-settings.json").read_text())["runs"]

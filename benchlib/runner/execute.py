@@ -1082,6 +1082,9 @@ def _applied_settings(plan: Plan, vsphere: _VSphereFacts | None, stack: contextl
     stack.callback(settings.close)  # the datastores' locks, after they are put back
     stack.callback(settings.restore)
     settings.start()
+    # what a killed run of another plan left changed here, which this plan does not set, would hold its cells
+    if (left := left_on_vms(plan, vsphere.service, set(settings.journals.values()))) is not None:
+        raise SettingsError(left)
     return settings.bring
 
 

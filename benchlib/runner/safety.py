@@ -327,8 +327,10 @@ def check_device(
         )
     if writes and destroy_data != device:
         held = "; ".join(report.contents) or "no signature benchlib recognises, but it cannot tell raw data from none"
+        real = os.path.realpath(device)
+        named = f" (the name of {real})" if real != device else ""  # a link: say which device it writes
         raise UnsafeTargetError(
-            f"{device}: the plan writes to this device, destroying what it holds ({held}). "
+            f"{device}{named}: the plan writes to this device, destroying what it holds ({held}). "
             f"If that may be destroyed, pass --destroy-data={device}"
         )
     return report

@@ -31,7 +31,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -874,10 +874,11 @@ def _lun_ident(host: str, device: str) -> str:
     return f"esxi-{host}-{device}"
 
 
-def left_on_vms(plan: Plan, service: Any) -> str | None:
+def left_on_vms(plan: Plan, service: Any, handled: Collection[Path] = ()) -> str | None:
     """Say where a run killed on this machine left a setting changed on the plan's VMs or their datastores.
 
-    None: nowhere. For a plan that applies nothing: its cells would run on a setting nobody put back.
+    None: nowhere. Its cells would run on a setting nobody put back. ``handled``: the journals this plan's own
+    settings put back (:attr:`AppliedSettings.journals`), left out.
     """
     from benchlib.vsphere import vm_datastores, vms_named
 
@@ -898,7 +899,11 @@ def left_on_vms(plan: Plan, service: Any) -> str | None:
         return None
     if plan.esxi is not None and plan.vsphere.device:
         objects |= {f"LUN {plan.vsphere.device} on {h}": _lun_ident(h, plan.vsphere.device) for h in plan.esxi.hosts}
-    left = sorted(name for name, key in objects.items() if (state_folder() / f"{_key(instance, key)}.json").exists())
+    journals, handled = (
+        {name: state_folder() / f"{_key(instance, key)}.json" for name, key in objects.items()},
+        set(handled),
+    )
+    left = sorted(name for name, path in journals.items() if path.exists() and path not in handled)
     if not left:
         return None
     return (
