@@ -431,6 +431,14 @@ def _disk_named(vm: Any, disk: str) -> Any:
     return found[0]
 
 
+def disk_file(vm: Any, label: str) -> str:
+    """Return a VM's disk's file (``[ds] vm/vm_1.vmdk``), by which benchlib follows it whatever its label becomes.
+
+    Its label where it has no file.
+    """
+    return str(getattr(_disk_named(vm, label).backing, "fileName", "") or label)
+
+
 def place_of(vm: Any, name: str) -> Place:
     """Return where VM ``vm``'s (the managed object's) disk hangs (its file, or its label), as vCenter has it now."""
     disk = _disk_named(vm, name)

@@ -237,13 +237,13 @@ class _DiskIO(_Setting):
         self.file: dict[str, str] = {}  # VM -> its disk under test's file: the disk, wherever it hangs
 
     def find(self) -> dict[str, Any]:
+        from benchlib.vsphere import disk_file
+
         named = set(self.owner.vsphere.shares) | set(self.owner.vsphere.limits)
         found = {}
         for vm, (label, _datastore) in self.owner.disks().items():
             if vm in named:
-                obj = self.owner.vms[vm]
-                disk = next(d for d in obj.config.hardware.device if getattr(d.deviceInfo, "label", None) == label)
-                found[vm], self.file[vm] = obj, str(getattr(disk.backing, "fileName", "") or label)
+                found[vm], self.file[vm] = self.owner.vms[vm], disk_file(self.owner.vms[vm], label)
         return found
 
     def state(self, name: str) -> dict:
@@ -368,7 +368,7 @@ class _Controller(_Setting):
     def find(self) -> dict[str, Any]:
         from pyVmomi import vim
 
-        from benchlib.vsphere import boot_disks
+        from benchlib.vsphere import boot_disks, disk_file
 
         hosts = {vm: host for host, vm in self.owner.vsphere.vms.items()}
         found = {}
@@ -398,9 +398,7 @@ class _Controller(_Setting):
                 )
             if obj.runtime.powerState == "suspended":
                 raise SettingsError(f"VM {vm} is suspended: stopping it would lose what it holds; resume it first")
-            disk = next(d for d in disks if d.deviceInfo and d.deviceInfo.label == label)
-            found[vm] = obj
-            self.file[vm] = str(getattr(disk.backing, "fileName", "") or label)
+            found[vm], self.file[vm] = obj, disk_file(obj, label)
         return found
 
     def state(self, name: str) -> str:
